@@ -1,0 +1,57 @@
+"""Framework-free engine: detection, scoring, policy and mitigation."""
+
+from __future__ import annotations
+
+from ._device import resolve_device, resolve_dtype
+from ._errors import (
+    BlockedResponseError,
+    ConfigError,
+    ContextTooLongError,
+    InvalidInputError,
+    LLMError,
+    LLMTimeoutError,
+    MissingDependencyError,
+    ModelLoadError,
+    ModelNotAvailableError,
+    TruthLensError,
+)
+from ._scoring import decide, merge_spans, noisy_or, optimal_threshold, response_score, span_score
+from ._types import (
+    Coverage,
+    Decision,
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    TokenScore,
+)
+
+__all__ = [
+    "BlockedResponseError",
+    "ConfigError",
+    "ContextTooLongError",
+    "Coverage",
+    "Decision",
+    "DetectionConfig",
+    "DetectionInput",
+    "DetectionResult",
+    "DetectionStatus",
+    "HallucinationSpan",
+    "InvalidInputError",
+    "LLMError",
+    "LLMTimeoutError",
+    "MissingDependencyError",
+    "ModelLoadError",
+    "ModelNotAvailableError",
+    "TokenScore",
+    "TruthLensError",
+    "decide",
+    "merge_spans",
+    "noisy_or",
+    "optimal_threshold",
+    "resolve_device",
+    "resolve_dtype",
+    "response_score",
+    "span_score",
+]

@@ -1,0 +1,74 @@
+"""The package's exception hierarchy.
+
+Every error the package raises on purpose derives from :class:`TruthLensError`, so a
+caller can catch one type at the edge of its application. Errors about bad input also
+derive from :class:`ValueError` and missing optional dependencies from
+:class:`ImportError`, so generic handlers keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BlockedResponseError",
+    "ConfigError",
+    "ContextTooLongError",
+    "InvalidInputError",
+    "LLMError",
+    "LLMTimeoutError",
+    "MissingDependencyError",
+    "ModelLoadError",
+    "ModelNotAvailableError",
+    "TruthLensError",
+]
+
+
+class TruthLensError(Exception):
+    """Base class of every error raised by truthlens-integrations."""
+
+
+class InvalidInputError(TruthLensError, ValueError):
+    """The caller passed input the engine cannot work with (empty answer, non-text items)."""
+
+
+class ContextTooLongError(InvalidInputError):
+    """The input cannot be scored within the configured limits, even after windowing."""
+
+
+class ConfigError(TruthLensError, ValueError):
+    """A policy or detector configuration is malformed."""
+
+
+class MissingDependencyError(TruthLensError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+    def __init__(self, package: str, extra: str, feature: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{package}' package, which is not installed. "
+            f"Install it with: pip install 'truthlens-integrations[{extra}]'"
+        )
+
+
+class ModelLoadError(TruthLensError):
+    """A model was found but could not be loaded (corrupt files, wrong architecture)."""
+
+
+class ModelNotAvailableError(ModelLoadError):
+    """A model could not be found locally and the Hugging Face Hub could not provide it."""
+
+
+class LLMError(TruthLensError):
+    """An LLM call failed after retries, or returned something unusable."""
+
+
+class LLMTimeoutError(LLMError, TimeoutError):
+    """An LLM call did not answer within its timeout."""
+
+
+class BlockedResponseError(TruthLensError):
+    """The policy withheld an answer. The verdict, with the original answer, is attached."""
+
+    def __init__(self, message: str, verdict: object | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict

@@ -1,0 +1,126 @@
+"""Scoring as the design defines it: token, span and response scores, and decisions.
+
+For an answer with token hallucination probabilities ``p_i``:
+
+* span score: ``max(p_i)`` over the tokens of the span;
+* response score, ``noisy_or``: ``1 - prod(1 - p_i)`` over tokens with ``p_i > tau_token``;
+* response score, ``span_max``: the largest span score;
+* decision: ``MITIGATE`` when the response score is at least ``tau``, else ``PASS``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ._errors import InvalidInputError
+from ._types import Aggregation, Decision, HallucinationSpan, TokenScore
+
+__all__ = [
+    "decide",
+    "merge_spans",
+    "noisy_or",
+    "optimal_threshold",
+    "response_score",
+    "span_score",
+]
+
+
+def span_score(probabilities: Sequence[float]) -> float:
+    """Score of a span: the largest token probability in it (0 for no tokens)."""
+    return max(probabilities, default=0.0)
+
+
+def noisy_or(probabilities: Sequence[float], token_threshold: float) -> float:
+    """Noisy-OR over the tokens whose probability exceeds ``token_threshold``.
+
+    ``1 - prod(1 - p_i)`` for ``p_i > token_threshold``. Computed in log space so long
+    answers do not underflow.
+    """
+    log_clean = 0.0
+    for p in probabilities:
+        if p > token_threshold:
+            if p >= 1.0:
+                return 1.0
+            log_clean += math.log1p(-p)
+    return 0.0 if log_clean == 0.0 else -math.expm1(log_clean)
+
+
+def response_score(
+    probabilities: Sequence[float],
+    spans: Sequence[HallucinationSpan],
+    *,
+    aggregation: Aggregation,
+    token_threshold: float,
+) -> float:
+    """Response-level score by the configured aggregation."""
+    if aggregation == "noisy_or":
+        return noisy_or(probabilities, token_threshold)
+    return max((s.confidence for s in spans), default=0.0)
+
+
+def decide(score: float, threshold: float) -> Decision:
+    """``MITIGATE`` when ``score >= threshold``, else ``PASS``."""
+    return Decision.MITIGATE if score >= threshold else Decision.PASS
+
+
+def optimal_threshold(cost_ratio: float, prior: float) -> float:
+    """Bayes-optimal detection threshold from a cost ratio and a prior.
+
+    ``tau* = 1 / (1 + lambda * (1 - pi) / pi)`` with ``lambda = C_FN / C_FP``.
+
+    Args:
+        cost_ratio: ``lambda``, the cost of a missed hallucination over a false alarm.
+        prior: ``pi``, the prior probability that an answer hallucinates, in (0, 1).
+
+    Returns:
+        The threshold in (0, 1).
+
+    Raises:
+        InvalidInputError: If ``cost_ratio <= 0`` or ``prior`` is outside (0, 1).
+    """
+    if cost_ratio <= 0:
+        raise InvalidInputError(f"cost_ratio must be positive, got {cost_ratio}")
+    if not 0.0 < prior < 1.0:
+        raise InvalidInputError(f"prior must be strictly between 0 and 1, got {prior}")
+    return 1.0 / (1.0 + cost_ratio * (1.0 - prior) / prior)
+
+
+def merge_spans(
+    answer: str,
+    tokens: Sequence[TokenScore],
+    *,
+    token_threshold: float,
+    min_chars: int = 1,
+    min_confidence: float = 0.0,
+) -> list[HallucinationSpan]:
+    """Merge runs of consecutive flagged tokens into character spans of ``answer``.
+
+    Tokens must be in answer order. A run breaks at the first token at or below the
+    threshold. A span runs from the first token's start to the last token's end, so
+    the whitespace between its tokens is part of it; its confidence is its span score.
+    Spans with fewer than ``min_chars`` non-space characters, or below
+    ``min_confidence``, are dropped.
+    """
+    spans: list[HallucinationSpan] = []
+    run: list[TokenScore] = []
+
+    def close() -> None:
+        if not run:
+            return
+        start, end = run[0].start, run[-1].end
+        text = answer[start:end]
+        confidence = span_score([t.probability for t in run])
+        if len(text.strip()) >= min_chars and confidence >= min_confidence:
+            spans.append(
+                HallucinationSpan(start=start, end=end, text=text, confidence=confidence)
+            )
+        run.clear()
+
+    for token in tokens:
+        if token.probability > token_threshold:
+            run.append(token)
+        else:
+            close()
+    close()
+    return spans

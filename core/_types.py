@@ -1,0 +1,222 @@
+"""Typed inputs and results of the detection engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._errors import InvalidInputError
+
+__all__ = [
+    "Aggregation",
+    "Coverage",
+    "Decision",
+    "DetectionConfig",
+    "DetectionInput",
+    "DetectionResult",
+    "DetectionStatus",
+    "HallucinationSpan",
+    "NLILabel",
+    "TokenScore",
+]
+
+NLILabel = Literal["entailment", "neutral", "contradiction"]
+Aggregation = Literal["noisy_or", "span_max"]
+
+
+class Decision(StrEnum):
+    """What the engine recommends for a scored answer."""
+
+    PASS = "PASS"
+    MITIGATE = "MITIGATE"
+
+
+class DetectionStatus(StrEnum):
+    """Outcome of one detection.
+
+    ``UNVERIFIABLE`` means there was no grounding to check against. It is never the
+    same as ``SUPPORTED``: an answer without context was not checked at all.
+    """
+
+    SUPPORTED = "supported"
+    HALLUCINATED = "hallucinated"
+    UNVERIFIABLE = "unverifiable"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _as_text_list(context: object) -> list[str]:
+    if context is None:
+        return []
+    if isinstance(context, str):
+        return [context] if context.strip() else []
+    if not isinstance(context, Sequence):
+        raise InvalidInputError(
+            f"context must be a string or a list of strings, got {type(context).__name__}"
+        )
+    passages: list[str] = []
+    for i, item in enumerate(context):
+        if not isinstance(item, str):
+            raise InvalidInputError(
+                f"context[{i}] must be a string, got {type(item).__name__}; "
+                "convert documents or tool output to text first"
+            )
+        if item.strip():
+            passages.append(item)
+    return passages
+
+
+class DetectionInput(_Frozen):
+    """One (context, question, answer) triple to check.
+
+    Build it with :meth:`create`, which accepts a single string or a list of strings as
+    context and raises :class:`InvalidInputError` with a readable message on bad input.
+    Blank passages are dropped; an empty context is allowed and yields an
+    ``unverifiable`` result.
+    """
+
+    context: tuple[str, ...] = ()
+    question: str | None = None
+    answer: str
+
+    @classmethod
+    def create(
+        cls, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionInput:
+        """Validate raw values and build an input.
+
+        Args:
+            context: Grounding passages: one string, a list of strings, or ``None``.
+            question: The user's question, or ``None`` (e.g. summarisation).
+            answer: The LLM answer to check; must be a non-empty string.
+
+        Returns:
+            The validated input.
+
+        Raises:
+            InvalidInputError: If the answer is missing or empty, or an item is not text.
+        """
+        if not isinstance(answer, str):
+            raise InvalidInputError(f"answer must be a string, got {type(answer).__name__}")
+        if not answer.strip():
+            raise InvalidInputError("answer is empty: there is nothing to check")
+        if question is not None and not isinstance(question, str):
+            raise InvalidInputError(f"question must be a string, got {type(question).__name__}")
+        return cls(
+            context=tuple(_as_text_list(context)),
+            question=question if question and question.strip() else None,
+            answer=answer,
+        )
+
+    @property
+    def grounded(self) -> bool:
+        """Whether there is any context to check the answer against."""
+        return bool(self.context)
+
+
+class TokenScore(_Frozen):
+    """Hallucination probability of one answer token, with its character offsets."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    text: str
+    probability: float = Field(ge=0.0, le=1.0)
+
+
+class HallucinationSpan(_Frozen):
+    """A run of answer characters the detector judged unsupported by the context.
+
+    ``start`` and ``end`` index the answer string (``answer[start:end] == text``).
+    The NLI fields are filled in by the explainer stage of the guard pipeline.
+    """
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    text: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    nli_label: NLILabel | None = None
+    nli_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    severity: int | None = Field(default=None, ge=0, le=4)
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> HallucinationSpan:
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end} is before its start {self.start}")
+        return self
+
+
+class Coverage(_Frozen):
+    """What part of the input the detector actually scored, and how."""
+
+    answer_chars: int = Field(ge=0, description="Length of the answer in characters.")
+    answer_chars_scored: int = Field(ge=0, description="Answer characters inside scored tokens.")
+    answer_pieces: int = Field(default=1, ge=1, description="Pieces the answer was split into.")
+    context_windows: int = Field(
+        default=1, ge=0, description="Context windows scored (0 when there is no context)."
+    )
+    context_split: bool = Field(
+        default=False, description="Whether the context had to be split into windows."
+    )
+    max_length: int = Field(ge=0, description="Model window in tokens.")
+
+    @property
+    def answer_split(self) -> bool:
+        """Whether the answer alone was too long for one window."""
+        return self.answer_pieces > 1
+
+
+class DetectionConfig(_Frozen):
+    """Thresholds and limits of a detector.
+
+    Attributes:
+        token_threshold: A token whose hallucination probability exceeds this is flagged
+            (LettuceDetect uses 0.5, HaluGate 0.8).
+        threshold: Response score at or above which the answer is ``detected``.
+        aggregation: ``noisy_or`` over flagged tokens, or ``span_max`` (max span score).
+        min_span_chars: Spans shorter than this many non-space characters are dropped.
+        min_span_confidence: Spans whose confidence is below this are dropped.
+        max_length: Model window in tokens; ``None`` reads it from the model.
+        window_overlap: Tokens shared by neighbouring context windows.
+        batch_size: Sequences per forward pass.
+        max_windows: Upper bound on windows per input, to bound the cost of huge contexts.
+    """
+
+    token_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    aggregation: Aggregation = "noisy_or"
+    min_span_chars: int = Field(default=1, ge=0)
+    min_span_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_length: int | None = Field(default=None, ge=32)
+    window_overlap: int = Field(default=64, ge=0)
+    batch_size: int = Field(default=16, ge=1)
+    max_windows: int = Field(default=64, ge=1)
+
+
+class DetectionResult(_Frozen):
+    """What the detector found in one answer."""
+
+    answer: str
+    spans: list[HallucinationSpan]
+    score: float = Field(ge=0.0, le=1.0, description="Response-level hallucination score.")
+    threshold: float = Field(ge=0.0, le=1.0)
+    detected: bool
+    status: DetectionStatus
+    tokens: list[TokenScore] = Field(default_factory=list)
+    coverage: Coverage
+    model_id: str
+    latency_ms: float = Field(ge=0.0)
+
+    @property
+    def grounded(self) -> bool:
+        """Whether there was context to check against."""
+        return self.status is not DetectionStatus.UNVERIFIABLE
+
+    @property
+    def decision(self) -> Decision:
+        """PASS below the threshold, MITIGATE at or above it."""
+        return Decision.MITIGATE if self.detected else Decision.PASS

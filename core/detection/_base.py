@@ -1,0 +1,174 @@
+"""The detector protocol and the shared logic that turns token scores into results."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from .._scoring import merge_spans, response_score
+from .._types import (
+    Coverage,
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    TokenScore,
+)
+
+__all__ = ["BaseDetector", "Detector", "TokenScoring"]
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Anything that finds unsupported spans in answers.
+
+    Implemented by :class:`TransformerDetector`, the bundled model and the lexical
+    reference detector; a remote backend only needs these members.
+    """
+
+    model_id: str
+    config: DetectionConfig
+
+    def detect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Check one answer against its context."""
+        ...
+
+    def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Check many answers; results are in input order."""
+        ...
+
+    async def adetect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Async :meth:`detect` that does not block the event loop."""
+        ...
+
+    async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Async :meth:`detect_batch` that does not block the event loop."""
+        ...
+
+
+TokenScoring = tuple[list[TokenScore], Coverage]
+"""Per-token probabilities of one answer, in answer order, and what was scored."""
+
+
+class BaseDetector(ABC):
+    """Implements the :class:`Detector` protocol on top of :meth:`_score_tokens`.
+
+    Subclasses only produce token probabilities for grounded inputs; span merging,
+    response scoring, the unverifiable path, timing and async wrapping live here so
+    every backend behaves the same.
+    """
+
+    model_id: str
+    config: DetectionConfig
+
+    def __init__(self, *, model_id: str, config: DetectionConfig | None = None) -> None:
+        self.model_id = model_id
+        self.config = config or DetectionConfig()
+
+    @abstractmethod
+    def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
+        """Token probabilities for each input; every input here has context."""
+
+    @abstractmethod
+    def _max_length(self) -> int:
+        """The model window in tokens, for coverage reports."""
+
+    def detect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Check one answer against its context.
+
+        Args:
+            context: Grounding passages (a string or a list of strings). Empty or
+                missing context gives an ``unverifiable`` result, never a clean one.
+            question: The question the answer responds to, if any.
+            answer: The answer to check.
+
+        Returns:
+            The spans, scores and coverage of the answer.
+
+        Raises:
+            InvalidInputError: If the answer is empty or an item is not a string.
+        """
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return self.detect_batch([item])[0]
+
+    def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Check many answers at once; results come back in input order."""
+        started = time.perf_counter()
+        grounded = [i for i, item in enumerate(inputs) if item.grounded]
+        scored = self._score_tokens([inputs[i] for i in grounded]) if grounded else []
+        by_index = dict(zip(grounded, scored, strict=True))
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        # Batched work has no per-item clock; each item reports the batch's mean.
+        per_item_ms = elapsed_ms / max(len(inputs), 1)
+        return [
+            self._result(item, by_index.get(i), per_item_ms) for i, item in enumerate(inputs)
+        ]
+
+    async def adetect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Async :meth:`detect`; the model runs in a worker thread."""
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return (await self.adetect_batch([item]))[0]
+
+    async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Async :meth:`detect_batch`; the model runs in a worker thread."""
+        return await asyncio.to_thread(self.detect_batch, list(inputs))
+
+    def _result(
+        self, item: DetectionInput, scoring: TokenScoring | None, latency_ms: float
+    ) -> DetectionResult:
+        cfg = self.config
+        if scoring is None:
+            return DetectionResult(
+                answer=item.answer,
+                spans=[],
+                score=0.0,
+                threshold=cfg.threshold,
+                detected=False,
+                status=DetectionStatus.UNVERIFIABLE,
+                coverage=Coverage(
+                    answer_chars=len(item.answer),
+                    answer_chars_scored=0,
+                    context_windows=0,
+                    max_length=self._max_length(),
+                ),
+                model_id=self.model_id,
+                latency_ms=latency_ms,
+            )
+        tokens, coverage = scoring
+        spans = merge_spans(
+            item.answer,
+            tokens,
+            token_threshold=cfg.token_threshold,
+            min_chars=cfg.min_span_chars,
+            min_confidence=cfg.min_span_confidence,
+        )
+        score = response_score(
+            [t.probability for t in tokens],
+            spans,
+            aggregation=cfg.aggregation,
+            token_threshold=cfg.token_threshold,
+        )
+        detected = score >= cfg.threshold
+        return DetectionResult(
+            answer=item.answer,
+            spans=spans,
+            score=score,
+            threshold=cfg.threshold,
+            detected=detected,
+            status=DetectionStatus.HALLUCINATED if detected else DetectionStatus.SUPPORTED,
+            tokens=tokens,
+            coverage=coverage,
+            model_id=self.model_id,
+            latency_ms=latency_ms,
+        )

@@ -1,0 +1,410 @@
+"""Token-classification detector in the LettuceDetect format, with windowing and batching."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ContextTooLongError
+from .._types import Coverage, DetectionConfig, DetectionInput, TokenScore
+from ._base import BaseDetector, TokenScoring
+from ._loading import LoadedTokenClassifier, load_token_classifier
+from ._prompt import format_prompt
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["TransformerDetector"]
+
+# Room left in each window for tokens that merge differently once passages are joined.
+_SLACK = 8
+# Tokens taken by "passage N: " and the newline that separates passages.
+_PASSAGE_LABEL = 6
+_SENTENCE_END = (".", "!", "?", "\n", ";")
+
+
+@dataclass
+class _Segment:
+    """One forward-pass row: a context window beside one piece of the answer."""
+
+    owner: int
+    piece: int
+    input_ids: list[int]
+    type_ids: list[int] | None
+    answer_positions: list[int]
+    answer_offsets: list[tuple[int, int]]
+
+
+@dataclass
+class _Piece:
+    start: int
+    text: str
+    windows: int = 0
+
+
+@dataclass
+class _Plan:
+    pieces: list[_Piece]
+    segments: list[_Segment]
+
+
+class TransformerDetector(BaseDetector):
+    """Any Hugging Face token classifier in the LettuceDetect format.
+
+    The model reads ``[CLS] prompt [SEP] answer [SEP]`` (the prompt holds the question
+    and numbered passages) and labels answer tokens 0 = supported, 1 = hallucinated.
+    Runs of tokens above ``token_threshold`` become character spans of the answer.
+
+    Long inputs are never truncated. When the context does not fit beside the
+    question and answer, it is split into windows that each do (passages are kept
+    whole where they fit, long ones are cut with ``window_overlap`` tokens of
+    overlap), the answer is scored against every window, and a token counts as
+    supported when any window supports it (its probability is the minimum over
+    windows). An answer too long for one window is scored in pieces. The result's
+    ``coverage`` says what was done.
+
+    Example:
+        >>> detector = TransformerDetector("KRLabsOrg/lettucedect-base-modernbert-en-v1")
+        >>> result = detector.detect(
+        ...     context=["The Eiffel Tower was built from 1887 to 1889."],
+        ...     question="When was the Eiffel Tower built?",
+        ...     answer="It was built in 1950.",
+        ... )
+        >>> [span.text for span in result.spans]  # doctest: +SKIP
+        ['1950']
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        config: DetectionConfig | None = None,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        revision: str | None = None,
+        local_files_only: bool | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        """Load the model (once per process) and prepare the detector.
+
+        Args:
+            model: Local model folder or Hugging Face Hub id.
+            config: Thresholds and limits; defaults to :class:`DetectionConfig`.
+            device: ``None``/``"auto"`` picks CUDA, then MPS, then the CPU.
+            dtype: ``None`` picks bf16/fp16 on GPUs and fp32 on the CPU.
+            revision: Hub revision for hub ids.
+            local_files_only: Use only the local Hugging Face cache for hub ids.
+            model_id: Name reported in results; defaults to ``model``.
+
+        Raises:
+            ModelNotAvailableError: The model is neither local nor reachable.
+            ModelLoadError: The files are not a two-class token classifier.
+        """
+        self._loaded: LoadedTokenClassifier = load_token_classifier(
+            model,
+            device=device,
+            dtype=dtype,
+            revision=revision,
+            local_files_only=local_files_only,
+        )
+        super().__init__(model_id=model_id or os.fspath(model), config=config)
+        window = self.config.max_length or self._loaded.max_length
+        self._window = min(window, self._loaded.max_length)
+        tokenizer = self._loaded.tokenizer
+        self._specials = tokenizer.num_special_tokens_to_add(pair=True)
+        self._uses_type_ids = "token_type_ids" in self._loaded.input_names
+        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    @property
+    def device(self) -> torch.device:
+        """The device the model runs on."""
+        return self._loaded.device
+
+    @property
+    def max_length(self) -> int:
+        """The window, in tokens, of one forward-pass row."""
+        return self._window
+
+    def _max_length(self) -> int:
+        return self._window
+
+    # -- planning: which rows to run ---------------------------------------------------
+
+    def _encode(self, prompts: list[str], answers: list[str]) -> Any:
+        with self._loaded.tokenizer_lock:
+            return self._loaded.tokenizer(
+                prompts,
+                answers,
+                add_special_tokens=True,
+                return_offsets_mapping=True,
+                return_attention_mask=False,
+                truncation=False,
+                verbose=False,
+            )
+
+    def _count(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        """Token offsets of each text encoded alone, without special tokens."""
+        with self._loaded.tokenizer_lock:
+            enc = self._loaded.tokenizer(
+                texts,
+                add_special_tokens=False,
+                return_offsets_mapping=True,
+                return_attention_mask=False,
+                truncation=False,
+                verbose=False,
+            )
+        return [list(map(tuple, offsets)) for offsets in enc["offset_mapping"]]
+
+    def _segments(self, owner: int, piece: int, prompts: list[str], text: str) -> list[_Segment]:
+        enc = self._encode(prompts, [text] * len(prompts))
+        rows = []
+        for row in range(len(prompts)):
+            seq_ids = enc.sequence_ids(row)
+            offsets = enc["offset_mapping"][row]
+            positions = [i for i, s in enumerate(seq_ids) if s == 1]
+            rows.append(
+                _Segment(
+                    owner=owner,
+                    piece=piece,
+                    input_ids=enc["input_ids"][row],
+                    type_ids=enc["token_type_ids"][row] if self._uses_type_ids else None,
+                    answer_positions=positions,
+                    answer_offsets=[tuple(offsets[i]) for i in positions],
+                )
+            )
+        return rows
+
+    def _plan_batch(self, inputs: Sequence[DetectionInput]) -> list[_Plan]:
+        # The common case, everything fits in one window, costs one batched encode.
+        prompts = [format_prompt(item.context, item.question) for item in inputs]
+        enc = self._encode(prompts, [item.answer for item in inputs])
+        plans = []
+        for owner, item in enumerate(inputs):
+            if len(enc["input_ids"][owner]) <= self._window:
+                plans.append(self._single_window_plan(owner, item, enc))
+            else:
+                plans.append(self._windowed_plan(owner, item))
+        return plans
+
+    def _single_window_plan(self, owner: int, item: DetectionInput, enc: Any) -> _Plan:
+        seq_ids = enc.sequence_ids(owner)
+        offsets = enc["offset_mapping"][owner]
+        positions = [i for i, s in enumerate(seq_ids) if s == 1]
+        segment = _Segment(
+            owner=owner,
+            piece=0,
+            input_ids=enc["input_ids"][owner],
+            type_ids=enc["token_type_ids"][owner] if self._uses_type_ids else None,
+            answer_positions=positions,
+            answer_offsets=[tuple(offsets[i]) for i in positions],
+        )
+        return _Plan(pieces=[_Piece(start=0, text=item.answer, windows=1)], segments=[segment])
+
+    def _windowed_plan(self, owner: int, item: DetectionInput) -> _Plan:
+        overhead = len(self._count([format_prompt([""], item.question)])[0]) + self._specials
+        room = self._window - overhead - _SLACK
+        if room < 32:
+            raise ContextTooLongError(
+                f"the question alone takes {overhead} of the model's {self._window} tokens; "
+                "there is no room left for context and answer"
+            )
+        answer_offsets = self._count([item.answer])[0]
+        piece_budget = len(answer_offsets) if len(answer_offsets) <= room // 2 else room // 2
+        plan = _Plan(pieces=[], segments=[])
+        for piece_index, (start, end) in enumerate(
+            _split_answer(item.answer, answer_offsets, piece_budget)
+        ):
+            text = item.answer[start:end]
+            piece = _Piece(start=start, text=text)
+            n_piece = len(self._count([text])[0])
+            prompts = self._context_windows(item, room - n_piece)
+            piece.windows = len(prompts)
+            plan.pieces.append(piece)
+            plan.segments.extend(self._fit(owner, piece_index, item, prompts, text, room - n_piece))
+        return plan
+
+    def _fit(
+        self,
+        owner: int,
+        piece: int,
+        item: DetectionInput,
+        prompts: list[str],
+        text: str,
+        budget: int,
+    ) -> list[_Segment]:
+        # Token counts of separately encoded passages are an estimate; check the real
+        # rows and rebuild with a smaller budget in the rare case one overflows.
+        for _ in range(6):
+            rows = self._segments(owner, piece, prompts, text)
+            if all(len(r.input_ids) <= self._window for r in rows):
+                return rows
+            budget = int(budget * 0.85)
+            prompts = self._context_windows(item, budget)
+        raise ContextTooLongError(
+            f"could not fit the input into windows of {self._window} tokens"
+        )
+
+    def _context_windows(self, item: DetectionInput, budget: int) -> list[str]:
+        if budget < 16:
+            raise ContextTooLongError(
+                f"the answer leaves only {budget} tokens of the {self._window}-token window "
+                "for context"
+            )
+        chunk_budget = budget - _PASSAGE_LABEL
+        overlap = min(self.config.window_overlap, chunk_budget // 2)
+        chunks: list[tuple[str, int]] = []
+        for passage, offsets in zip(item.context, self._count(list(item.context)), strict=True):
+            for start, end in _token_chunks(len(offsets), chunk_budget, overlap):
+                text = passage[offsets[start][0] : offsets[end - 1][1]]
+                chunks.append((text, end - start + _PASSAGE_LABEL))
+        windows: list[list[str]] = []
+        used = budget
+        for text, cost in chunks:
+            if used + cost > budget:
+                windows.append([])
+                used = 0
+            windows[-1].append(text)
+            used += cost
+        if len(windows) > self.config.max_windows:
+            raise ContextTooLongError(
+                f"the context needs {len(windows)} windows of {self._window} tokens, more than "
+                f"max_windows={self.config.max_windows}; raise max_windows or shorten the context"
+            )
+        return [format_prompt(w, item.question) for w in windows]
+
+    # -- running -----------------------------------------------------------------------
+
+    def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
+        plans = self._plan_batch(inputs)
+        segments = [s for plan in plans for s in plan.segments]
+        probabilities = self._forward(segments)
+        return [
+            self._assemble(item, plan, probabilities)
+            for item, plan in zip(inputs, plans, strict=True)
+        ]
+
+    def _forward(self, segments: list[_Segment]) -> dict[int, list[float]]:
+        """Hallucination probability of each segment's answer tokens, keyed by ``id``."""
+        import torch
+
+        order = sorted(segments, key=lambda s: len(s.input_ids), reverse=True)
+        out: dict[int, list[float]] = {}
+        size = self.config.batch_size
+        with torch.inference_mode():
+            for first in range(0, len(order), size):
+                batch = order[first : first + size]
+                logits = self._loaded.model(**self._pad(batch)).logits
+                probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu()
+                for row, segment in enumerate(batch):
+                    out[id(segment)] = probs[row, segment.answer_positions].tolist()
+        return out
+
+    def _pad(self, batch: list[_Segment]) -> dict[str, torch.Tensor]:
+        import torch
+
+        width = len(batch[0].input_ids)
+        ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        types = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, segment in enumerate(batch):
+            n = len(segment.input_ids)
+            ids[row, :n] = torch.tensor(segment.input_ids)
+            mask[row, :n] = 1
+            if segment.type_ids is not None:
+                types[row, :n] = torch.tensor(segment.type_ids)
+        device = self._loaded.device
+        tensors = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        if self._uses_type_ids:
+            tensors["token_type_ids"] = types.to(device)
+        return tensors
+
+    def _assemble(
+        self, item: DetectionInput, plan: _Plan, probabilities: dict[int, list[float]]
+    ) -> TokenScoring:
+        tokens: list[TokenScore] = []
+        for index, piece in enumerate(plan.pieces):
+            rows = [s for s in plan.segments if s.piece == index]
+            supported = _min_over_windows(rows, probabilities)
+            for (start, end), p in zip(rows[0].answer_offsets, supported, strict=True):
+                if end <= start:
+                    continue
+                a, b = piece.start + start, piece.start + end
+                tokens.append(
+                    TokenScore.model_construct(
+                        start=a, end=b, text=item.answer[a:b], probability=min(max(p, 0.0), 1.0)
+                    )
+                )
+        windows = max(p.windows for p in plan.pieces)
+        coverage = Coverage(
+            answer_chars=len(item.answer),
+            answer_chars_scored=sum(len(p.text) for p in plan.pieces),
+            answer_pieces=len(plan.pieces),
+            context_windows=windows,
+            context_split=windows > 1,
+            max_length=self._window,
+        )
+        return tokens, coverage
+
+
+def _min_over_windows(
+    rows: list[_Segment], probabilities: dict[int, list[float]]
+) -> list[float]:
+    """A token is supported when any window supports it: the minimum probability."""
+    first = probabilities[id(rows[0])]
+    merged = list(first)
+    for row in rows[1:]:
+        for i, p in enumerate(probabilities[id(row)]):
+            if p < merged[i]:
+                merged[i] = p
+    return merged
+
+
+def _token_chunks(n_tokens: int, size: int, overlap: int) -> list[tuple[int, int]]:
+    """``[start, end)`` token ranges of at most ``size`` that overlap by ``overlap``."""
+    if n_tokens == 0:
+        return []
+    if n_tokens <= size:
+        return [(0, n_tokens)]
+    step = max(size - overlap, 1)
+    ranges = []
+    start = 0
+    while True:
+        end = min(start + size, n_tokens)
+        ranges.append((start, end))
+        if end == n_tokens:
+            return ranges
+        start += step
+
+
+def _split_answer(
+    answer: str, offsets: list[tuple[int, int]], budget: int
+) -> list[tuple[int, int]]:
+    """Character ranges of answer pieces of at most ``budget`` tokens.
+
+    Cuts prefer the end of a sentence, then a word boundary, so pieces read naturally
+    and re-tokenise the way they were counted.
+    """
+    pieces = []
+    first = 0
+    n = len(offsets)
+    while first < n:
+        last = min(first + budget, n)
+        if last < n:
+            last = _best_cut(answer, offsets, first, last)
+        pieces.append((offsets[first][0], offsets[last - 1][1]))
+        first = last
+    return pieces
+
+
+def _best_cut(answer: str, offsets: list[tuple[int, int]], first: int, last: int) -> int:
+    half = first + (last - first) // 2
+    for k in range(last - 1, half, -1):
+        end = offsets[k][1]
+        if end > offsets[k][0] and answer[end - 1] in _SENTENCE_END:
+            return k + 1
+    for k in range(last - 1, half, -1):
+        if offsets[k + 1][0] > offsets[k][1]:
+            return k + 1
+    return last

@@ -1,0 +1,1 @@
+"""LangChain integration (needs the ``langchain`` extra)."""

@@ -1,0 +1,1 @@
+"""LlamaIndex integration (needs the ``llamaindex`` extra)."""

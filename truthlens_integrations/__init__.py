@@ -1,0 +1,93 @@
+"""TruthLens Integrations: catch and fix hallucinations in LLM answers.
+
+Importing this package is cheap: torch, transformers, LangChain and LlamaIndex load
+only when a model or an adapter is first used.
+
+Example:
+    >>> from truthlens_integrations import load_detector
+    >>> detector = load_detector()  # the bundled offline model  # doctest: +SKIP
+    >>> detector.detect(context=["..."], question="...", answer="...")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    ContextTooLongError,
+    Coverage,
+    Decision,
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    InvalidInputError,
+    LLMError,
+    LLMTimeoutError,
+    MissingDependencyError,
+    ModelLoadError,
+    ModelNotAvailableError,
+    TokenScore,
+    TruthLensError,
+    optimal_threshold,
+)
+
+if TYPE_CHECKING:
+    from truthlens_integrations.core.detection import (
+        Detector,
+        TransformerDetector,
+        load_detector,
+    )
+
+__version__ = "0.1.0"
+
+# Names resolved on first access, so that importing the package stays light.
+_LAZY = {
+    "Detector": "truthlens_integrations.core.detection",
+    "TransformerDetector": "truthlens_integrations.core.detection",
+    "load_detector": "truthlens_integrations.core.detection",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'truthlens_integrations' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "BlockedResponseError",
+    "ConfigError",
+    "ContextTooLongError",
+    "Coverage",
+    "Decision",
+    "DetectionConfig",
+    "DetectionInput",
+    "DetectionResult",
+    "DetectionStatus",
+    "Detector",
+    "HallucinationSpan",
+    "InvalidInputError",
+    "LLMError",
+    "LLMTimeoutError",
+    "MissingDependencyError",
+    "ModelLoadError",
+    "ModelNotAvailableError",
+    "TokenScore",
+    "TransformerDetector",
+    "TruthLensError",
+    "__version__",
+    "load_detector",
+    "optimal_threshold",
+]
