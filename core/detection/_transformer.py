@@ -328,9 +328,10 @@ class TransformerDetector(BaseDetector):
             rows = [s for s in plan.segments if s.piece == index]
             supported = _min_over_windows(rows, probabilities)
             for (start, end), p in zip(rows[0].answer_offsets, supported, strict=True):
-                if end <= start:
-                    continue
                 a, b = piece.start + start, piece.start + end
+                # Pure whitespace tokens (byte-level newlines) carry no claim.
+                if end <= start or item.answer[a:b].isspace():
+                    continue
                 tokens.append(
                     TokenScore.model_construct(
                         start=a, end=b, text=item.answer[a:b], probability=min(max(p, 0.0), 1.0)

@@ -1,0 +1,175 @@
+"""Build tiny LettuceDetect-format models locally, so tests never touch the hub.
+
+``build_tiny_model`` makes randomly initialised (seeded) BERT and ModernBERT token
+classifiers with tokenizers trained here. ``build_keyword_model`` makes a BERT whose
+output is known in advance: with no transformer layers and a classifier aimed at a
+few word embeddings, it flags exactly those words, which lets tests check offsets,
+span merging and CLI output against values worked out by hand.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers.trainers import BpeTrainer, WordPieceTrainer
+from transformers import (
+    AutoModelForTokenClassification,
+    BertConfig,
+    ModernBertConfig,
+    PreTrainedTokenizerFast,
+)
+
+from truthlens_integrations.core.detection import format_prompt
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = (
+    "paris london rome berlin tower bridge museum river castle garden "
+    "red blue green white black tall short old new large "
+    "built opened designed painted visited owned sold moved "
+    "alice bob carol dave erin frank grace heidi ivan judy "
+    "1887 1889 1950 1920 330 500 2400 42 7 12 "
+    "meters the was is and in it tall when where who what built"
+).split()
+
+
+def _corpus() -> list[str]:
+    rng = random.Random(0)
+    template = format_prompt(["x y"], "what was it?") + format_prompt(["x"], None)
+    lines = [template] * 20
+    lines += [" ".join(rng.choices(WORDS, k=12)) + "." for _ in range(400)]
+    return lines
+
+
+def build_wordpiece_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(_corpus(), WordPieceTrainer(vocab_size=400, special_tokens=SPECIALS))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+    )
+    tok.decoder = decoders.WordPiece()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )
+
+
+def build_bpe_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(
+        _corpus(),
+        BpeTrainer(
+            vocab_size=500,
+            special_tokens=SPECIALS,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(trim_offsets=True),
+            processors.TemplateProcessing(
+                single="[CLS] $A [SEP]",
+                pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+            ),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_input_names=["input_ids", "attention_mask"],
+    )
+
+
+def build_tiny_model(kind: str, directory: Path) -> Path:
+    """Create and save a seeded, untrained tiny ``bert`` or ``modernbert`` detector."""
+    torch.manual_seed(0)
+    if kind == "bert":
+        tokenizer = build_wordpiece_tokenizer()
+        config = BertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=96,
+            max_position_embeddings=160,
+            num_labels=2,
+        )
+    else:
+        tokenizer = build_bpe_tokenizer()
+        config = ModernBertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=96,
+            max_position_embeddings=512,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            num_labels=2,
+            attn_implementation="eager",
+        )
+    config.id2label = {0: "supported", 1: "hallucinated"}
+    config.label2id = {"supported": 0, "hallucinated": 1}
+    model = AutoModelForTokenClassification.from_config(config)
+    tokenizer.model_max_length = config.max_position_embeddings
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def build_keyword_model(directory: Path, flagged: Iterable[str]) -> Path:
+    """A BERT detector that flags exactly the answer tokens in ``flagged``."""
+    torch.manual_seed(0)
+    tokenizer = build_wordpiece_tokenizer()
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        num_hidden_layers=0,
+        num_attention_heads=1,
+        intermediate_size=64,
+        max_position_embeddings=160,
+        num_labels=2,
+        hidden_dropout_prob=0.0,
+    )
+    model = AutoModelForTokenClassification.from_config(config)
+    with torch.no_grad():
+        emb = model.bert.embeddings
+        emb.position_embeddings.weight.zero_()
+        emb.token_type_embeddings.weight.zero_()
+        words = emb.word_embeddings.weight
+        words.copy_(torch.nn.functional.normalize(torch.randn_like(words), dim=-1) * 8)
+        normed = emb.LayerNorm(words)
+        direction = torch.zeros(config.hidden_size)
+        for word in flagged:
+            direction += normed[tokenizer.convert_tokens_to_ids(word)]
+        model.classifier.weight.zero_()
+        model.classifier.weight[1] = direction / config.hidden_size * 4
+        model.classifier.bias.copy_(torch.tensor([0.0, -2.0]))
+    model.save_pretrained(directory)
+    tokenizer.model_max_length = config.max_position_embeddings
+    tokenizer.save_pretrained(directory)
+    return directory

@@ -1,0 +1,256 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations.core import (
+    ContextTooLongError,
+    DetectionConfig,
+    DetectionInput,
+    DetectionStatus,
+    InvalidInputError,
+    ModelLoadError,
+    ModelNotAvailableError,
+    resolve_device,
+    resolve_dtype,
+)
+from truthlens_integrations.core.detection import (
+    Detector,
+    TransformerDetector,
+    load_detector,
+)
+
+PASSAGES = [f"alice visited {city} in 1920 and bob sold the tower." for city in ("rome", "paris")]
+
+
+def test_keyword_model_spans_have_exact_offsets(keyword_model_dir: Path) -> None:
+    detector = load_detector(keyword_model_dir)
+    result = detector.detect(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
+    assert [s.text for s in result.spans] == ["1950", "500 meters"]
+    for span in result.spans:
+        assert EIFFEL_ANSWER[span.start : span.end] == span.text
+        assert span.confidence > 0.5
+    assert "Paris" not in "".join(s.text for s in result.spans)
+    assert result.detected and result.status is DetectionStatus.HALLUCINATED
+    assert result.coverage.answer_chars_scored == len(EIFFEL_ANSWER)
+    assert not result.coverage.context_split
+    # every token's offsets point at its own text
+    assert all(EIFFEL_ANSWER[t.start : t.end] == t.text for t in result.tokens)
+
+
+def test_detector_satisfies_protocol(tiny_bert_dir: Path) -> None:
+    assert isinstance(load_detector(tiny_bert_dir), Detector)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_modernbert_dir"])
+def test_offsets_are_character_accurate(fixture: str, request: pytest.FixtureRequest) -> None:
+    detector = TransformerDetector(request.getfixturevalue(fixture))
+    answer = "  Tall   towers, built 1887;\nowned by alice!  "
+    result = detector.detect(context=PASSAGES, question="who?", answer=answer)
+    assert result.tokens
+    for token in result.tokens:
+        assert answer[token.start : token.end] == token.text
+        assert token.text.strip() == token.text
+    covered = "".join(t.text for t in result.tokens)
+    assert covered.replace(" ", "") == "".join(answer.split())
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_modernbert_dir"])
+def test_batch_equals_single(fixture: str, request: pytest.FixtureRequest) -> None:
+    detector = TransformerDetector(request.getfixturevalue(fixture), config=DetectionConfig(
+        batch_size=3, token_threshold=0.3
+    ))
+    items = [
+        DetectionInput.create(context=PASSAGES[: i % 2 + 1], question=q, answer=a)
+        for i, (q, a) in enumerate(
+            [
+                ("who?", "alice."),
+                (None, "bob sold the tower in 1950 to carol and dave in rome."),
+                ("where?", "rome"),
+                ("when?", "in 1920, alice visited paris and london and berlin."),
+                ("what?", "the red castle."),
+            ]
+        )
+    ]
+    batched = detector.detect_batch(items)
+    for item, got in zip(items, batched, strict=True):
+        alone = detector.detect(context=list(item.context), question=item.question,
+                                answer=item.answer)
+        assert [t.start for t in got.tokens] == [t.start for t in alone.tokens]
+        assert [t.probability for t in got.tokens] == pytest.approx(
+            [t.probability for t in alone.tokens], abs=1e-5
+        )
+        assert got.spans == [s.model_copy() for s in alone.spans] or got.score == pytest.approx(
+            alone.score, abs=1e-5
+        )
+
+
+def test_long_context_is_windowed_and_a_token_is_supported_by_any_window(
+    tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detector = TransformerDetector(tiny_bert_dir, config=DetectionConfig(window_overlap=8))
+    context = [f"passage about {w} and the old tower in rome." for w in ["alice"] * 30]
+    context.append("the tower was built in 1889 by grace.")
+    answer = "the tower was built in 1889."
+    rows: list[list[float]] = []
+    real_forward = detector._forward
+
+    def spy(segments):  # type: ignore[no-untyped-def]
+        out = real_forward(segments)
+        assert all(len(s.input_ids) <= detector.max_length for s in segments)
+        rows.extend(out[id(s)] for s in segments)
+        return out
+
+    monkeypatch.setattr(detector, "_forward", spy)
+    result = detector.detect(context=context, question="when?", answer=answer)
+    assert result.coverage.context_split
+    assert result.coverage.context_windows == len(rows) > 1
+    expected = [min(col) for col in zip(*rows, strict=True)]
+    assert [t.probability for t in result.tokens] == pytest.approx(expected)
+    # the supporting passage sits only in the last window and is not lost
+    assert rows[-1] != rows[0]
+
+
+def test_window_contents_cover_every_passage(tiny_bert_dir: Path) -> None:
+    detector = TransformerDetector(tiny_bert_dir)
+    names = "alice bob carol dave erin frank grace heidi ivan judy".split()
+    pairs = [f"{n} {c}" for n in names for c in ("rome", "paris", "london", "berlin")]
+    context = [f"{pair} visited the old tower with bob and carol." for pair in pairs]
+    item = DetectionInput.create(context=context, question="when?", answer="in 1920.")
+    plan = detector._plan_batch([item])[0]
+    assert len(plan.segments) > 1
+    tokenizer = detector._loaded.tokenizer
+    text = " ".join(tokenizer.decode(s.input_ids) for s in plan.segments)
+    for pair in pairs:
+        assert pair in text
+
+
+def test_answer_longer_than_the_window_is_scored_in_pieces(tiny_bert_dir: Path) -> None:
+    detector = TransformerDetector(tiny_bert_dir)
+    answer = " ".join(f"alice visited rome in 19{n % 90:02d}." for n in range(60))
+    result = detector.detect(context=PASSAGES, question="when?", answer=answer)
+    assert result.coverage.answer_split and result.coverage.answer_pieces > 1
+    assert result.coverage.answer_chars_scored >= len(answer) - result.coverage.answer_pieces
+    starts = [t.start for t in result.tokens]
+    assert starts == sorted(starts)
+    assert all(answer[t.start : t.end] == t.text for t in result.tokens)
+    assert result.tokens[-1].end == len(answer)
+
+
+def test_too_many_windows_is_a_typed_error(tiny_bert_dir: Path) -> None:
+    detector = TransformerDetector(tiny_bert_dir, config=DetectionConfig(max_windows=2))
+    with pytest.raises(ContextTooLongError, match="max_windows"):
+        detector.detect(context=["alice visited rome. " * 200], question="q", answer="rome")
+
+
+def test_empty_context_is_unverifiable_never_clean(tiny_bert_dir: Path) -> None:
+    detector = TransformerDetector(tiny_bert_dir)
+    for context in (None, "", [], ["  "]):
+        result = detector.detect(context=context, question="q?", answer="alice.")
+        assert result.status is DetectionStatus.UNVERIFIABLE
+        assert not result.grounded and not result.detected and result.spans == []
+        assert result.coverage.context_windows == 0
+
+
+@pytest.mark.parametrize(
+    ("context", "answer", "message"),
+    [
+        (["ok"], "", "answer is empty"),
+        (["ok"], "   ", "answer is empty"),
+        (["ok"], None, "answer must be a string"),
+        (["ok", 3], "fine", r"context\[1\] must be a string"),
+        ({"k": "v"}, "fine", "context must be a string or a list"),
+    ],
+)
+def test_bad_input_raises_typed_errors(
+    tiny_bert_dir: Path, context: object, answer: object, message: str
+) -> None:
+    detector = TransformerDetector(tiny_bert_dir)
+    with pytest.raises(InvalidInputError, match=message):
+        detector.detect(context=context, question="q", answer=answer)  # type: ignore[arg-type]
+
+
+def test_unreachable_hub_id_says_how_to_pass_a_local_path() -> None:
+    with pytest.raises(ModelNotAvailableError) as info:
+        load_detector("KRLabsOrg/lettucedect-base-modernbert-en-v1", local_files_only=True)
+    assert "local path" in str(info.value) or "pass its path" in str(info.value)
+    assert "lettucedect-base-modernbert-en-v1" in str(info.value)
+
+
+def test_hub_download_attempt_fails_cleanly_without_network() -> None:
+    with pytest.raises(ModelNotAvailableError, match="pass its path"):
+        load_detector("KRLabsOrg/lettucedect-large-modernbert-en-v1")
+
+
+def test_missing_folder_and_non_model_folder(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotAvailableError):
+        load_detector(tmp_path / "does-not-exist" / "x" / "y")
+    with pytest.raises(ModelLoadError, match="config.json"):
+        load_detector(tmp_path)
+
+
+def test_wrong_label_count_is_rejected(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    model = AutoModelForTokenClassification.from_pretrained(
+        tiny_bert_dir, num_labels=3, ignore_mismatched_sizes=True
+    )
+    model.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(tiny_bert_dir).save_pretrained(tmp_path)
+    with pytest.raises(ModelLoadError, match="3 labels"):
+        load_detector(tmp_path)
+
+
+def test_unknown_option_is_rejected(tiny_bert_dir: Path) -> None:
+    with pytest.raises(InvalidInputError, match="unknown detector option"):
+        load_detector(tiny_bert_dir, thresh=0.3)
+
+
+def test_options_reach_the_config(tiny_bert_dir: Path) -> None:
+    detector = load_detector(tiny_bert_dir, token_threshold=0.8, threshold=0.3)
+    assert detector.config.token_threshold == 0.8
+    assert detector.config.threshold == 0.3
+
+
+def test_model_is_loaded_once_and_shared(tiny_bert_dir: Path) -> None:
+    a = TransformerDetector(tiny_bert_dir)
+    b = TransformerDetector(tiny_bert_dir, config=DetectionConfig(token_threshold=0.9))
+    assert a._loaded.model is b._loaded.model
+
+
+def test_device_selection() -> None:
+    assert resolve_device(None).type == ("cuda" if torch.cuda.is_available() else
+                                         "mps" if torch.backends.mps.is_available() else "cpu")
+    assert resolve_device("cpu").type == "cpu"
+    assert resolve_dtype(torch.device("cpu")) is torch.float32
+    assert resolve_dtype(torch.device("cpu"), "bfloat16") is torch.bfloat16
+    if not torch.cuda.is_available():
+        with pytest.raises(InvalidInputError, match="CUDA is not available"):
+            resolve_device("cuda")
+    with pytest.raises(InvalidInputError):
+        resolve_device("not-a-device")
+
+
+def test_async_matches_sync_and_threads_share_safely(keyword_model_dir: Path) -> None:
+    detector = load_detector(keyword_model_dir)
+    kwargs = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
+    sync = detector.detect(**kwargs)
+    got = asyncio.run(detector.adetect(**kwargs))
+    assert got.spans == sync.spans
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: detector.detect(**kwargs), range(8)))
+    assert all(r.spans == sync.spans for r in results)
+
+
+def test_result_serialises_to_json(keyword_model_dir: Path) -> None:
+    result = load_detector(keyword_model_dir).detect(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
+    )
+    payload = json.loads(result.model_dump_json())
+    assert payload["spans"][0]["start"] == EIFFEL_ANSWER.index("1950")
+    assert payload["status"] == "hallucinated"
