@@ -162,13 +162,14 @@ def build_keyword_model(directory: Path, flagged: Iterable[str]) -> Path:
         emb.token_type_embeddings.weight.zero_()
         words = emb.word_embeddings.weight
         words.copy_(torch.nn.functional.normalize(torch.randn_like(words), dim=-1) * 8)
-        normed = emb.LayerNorm(words)
-        direction = torch.zeros(config.hidden_size)
+        # Two reserved dimensions mark the flagged words (+8, -8 keeps their mean at 0,
+        # so LayerNorm leaves the mark intact); the classifier reads only dimension 0.
+        words[:, :2] = 0.0
         for word in flagged:
-            direction += normed[tokenizer.convert_tokens_to_ids(word)]
+            words[tokenizer.convert_tokens_to_ids(word), :2] = torch.tensor([8.0, -8.0])
         model.classifier.weight.zero_()
-        model.classifier.weight[1] = direction / config.hidden_size * 4
-        model.classifier.bias.copy_(torch.tensor([0.0, -2.0]))
+        model.classifier.weight[1, 0] = 2.0
+        model.classifier.bias.copy_(torch.tensor([0.0, -4.0]))
     model.save_pretrained(directory)
     tokenizer.model_max_length = config.max_position_embeddings
     tokenizer.save_pretrained(directory)
