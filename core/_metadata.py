@@ -1,0 +1,114 @@
+"""The ``Verdict.metadata`` dict: the design's response headers as plain strings.
+
+Keys are lower-case HTTP header names so that any adapter or HTTP layer can emit
+them unchanged. Values follow the design's examples: ``true`` / ``false``, scores
+with four decimals, whole milliseconds, and spans joined by ``"; "``
+(``x-vsr-hallucination-spans: 1950; 500 meters``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ._types import HallucinationSpan
+
+__all__ = ["METADATA_KEYS", "SPAN_SEPARATOR", "build_metadata", "format_spans"]
+
+METADATA_KEYS: tuple[str, ...] = (
+    "x-truthlens-enabled",
+    "x-truthlens-mode",
+    "x-truthlens-score",
+    "x-truthlens-detected",
+    "x-truthlens-iterations",
+    "x-truthlens-latency-ms",
+    "x-vsr-fact-check-needed",
+    "x-vsr-hallucination-detected",
+    "x-vsr-hallucination-spans",
+    "x-vsr-nli-contradictions",
+    "x-vsr-max-severity",
+    "x-vsr-unverified-factual-response",
+    "x-vsr-verification-context-missing",
+)
+
+SPAN_SEPARATOR = "; "
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f;]+")
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def format_spans(spans: Sequence[HallucinationSpan], *, include_text: bool) -> str:
+    """Spans as one header value.
+
+    Args:
+        spans: The verdict's spans, in answer order.
+        include_text: Span texts (``1950; 500 meters``) when true; otherwise only
+            character offsets (``27-31; 45-55``), so a withheld answer does not leak.
+
+    Returns:
+        The spans joined by ``"; "``; control characters and ``;`` inside a span
+        text become spaces so the list stays parseable and the header stays valid.
+    """
+    if include_text:
+        parts = [" ".join(_UNSAFE.sub(" ", s.text).split()) for s in spans]
+    else:
+        parts = [f"{s.start}-{s.end}" for s in spans]
+    return SPAN_SEPARATOR.join(parts)
+
+
+def build_metadata(
+    *,
+    enabled: bool,
+    mode: str,
+    score: float | None = None,
+    detected: bool = False,
+    iterations: int = 0,
+    latency_ms: float = 0.0,
+    fact_check_needed: bool = False,
+    spans: Sequence[HallucinationSpan] = (),
+    unverified_factual: bool = False,
+    context_missing: bool = False,
+    include_details: bool = True,
+) -> dict[str, str]:
+    """Build the metadata dict with exactly the keys of :data:`METADATA_KEYS`.
+
+    Args:
+        enabled: Whether detection ran for this request (``x-truthlens-enabled``).
+        mode: The operating mode.
+        score: Response hallucination score; ``None`` (detection did not run) is
+            written as ``0.0000``, to be read together with ``enabled``.
+        detected: Whether the score reached the threshold.
+        iterations: Refinement iterations performed.
+        latency_ms: Detection / mitigation latency, written in whole milliseconds.
+        fact_check_needed: The prompt classifier's verdict.
+        spans: The spans that survived the NLI filter; their ``nli_label`` and
+            ``severity`` give the contradiction count and the maximum severity.
+        unverified_factual: A factual prompt was answered without grounding.
+        context_missing: There was no context to verify against.
+        include_details: Put span texts in ``x-vsr-hallucination-spans``; when
+            false only offsets are written.
+
+    Returns:
+        Header name to header value, all strings.
+    """
+    contradictions = sum(1 for s in spans if s.nli_label == "contradiction")
+    severity = max((s.severity or 0 for s in spans), default=0)
+    metadata = {
+        "x-truthlens-enabled": _flag(enabled),
+        "x-truthlens-mode": mode,
+        "x-truthlens-score": f"{score or 0.0:.4f}",
+        "x-truthlens-detected": _flag(detected),
+        "x-truthlens-iterations": str(int(iterations)),
+        "x-truthlens-latency-ms": str(round(latency_ms)),
+        "x-vsr-fact-check-needed": _flag(fact_check_needed),
+        "x-vsr-hallucination-detected": _flag(detected),
+        "x-vsr-hallucination-spans": format_spans(spans, include_text=include_details),
+        "x-vsr-nli-contradictions": str(contradictions),
+        "x-vsr-max-severity": str(severity),
+        "x-vsr-unverified-factual-response": _flag(unverified_factual),
+        "x-vsr-verification-context-missing": _flag(context_missing),
+    }
+    assert tuple(metadata) == METADATA_KEYS  # keeps the key list and the dict in step
+    return metadata

@@ -1,0 +1,88 @@
+"""Per-route guard policy: configuration models, loading, routing and mode selection."""
+
+from __future__ import annotations
+
+from ._adaptive import ModeSelector
+from ._config import (
+    DEFAULT_WARNING_TEMPLATE,
+    Action,
+    Condition,
+    ConditionType,
+    DecisionPolicy,
+    DomainSpec,
+    FactCheckRule,
+    HallucinationPlugin,
+    HallucinationSettings,
+    KeywordRule,
+    MitigationModels,
+    Mode,
+    ModelRef,
+    ModelSettings,
+    Operator,
+    PluginConfiguration,
+    Policy,
+    PremiumSettings,
+    ResolvedSettings,
+    Rules,
+    StandardSettings,
+)
+from ._defaults import (
+    DEFAULT_DOMAIN_DESCRIPTIONS,
+    DEFAULT_DOMAIN_KEYWORDS,
+    DEFAULT_KEYWORD_LISTS,
+    FACT_CHECK_SIGNALS,
+    GENERAL_DOMAIN,
+)
+from ._loader import PolicySource, load_policy
+from ._router import DOMAIN_COST_RATIOS, Router, RouteResult, SignalHit, threshold_for_cost
+from ._signals import (
+    DomainClassifier,
+    EmbeddingDomainClassifier,
+    EmbedFn,
+    FactCheckSignal,
+    KeywordMatcher,
+    LexiconDomainClassifier,
+)
+
+__all__ = [
+    "DEFAULT_DOMAIN_DESCRIPTIONS",
+    "DEFAULT_DOMAIN_KEYWORDS",
+    "DEFAULT_KEYWORD_LISTS",
+    "DEFAULT_WARNING_TEMPLATE",
+    "DOMAIN_COST_RATIOS",
+    "FACT_CHECK_SIGNALS",
+    "GENERAL_DOMAIN",
+    "Action",
+    "Condition",
+    "ConditionType",
+    "DecisionPolicy",
+    "DomainClassifier",
+    "DomainSpec",
+    "EmbedFn",
+    "EmbeddingDomainClassifier",
+    "FactCheckRule",
+    "FactCheckSignal",
+    "HallucinationPlugin",
+    "HallucinationSettings",
+    "KeywordMatcher",
+    "KeywordRule",
+    "LexiconDomainClassifier",
+    "MitigationModels",
+    "Mode",
+    "ModeSelector",
+    "ModelRef",
+    "ModelSettings",
+    "Operator",
+    "PluginConfiguration",
+    "Policy",
+    "PolicySource",
+    "PremiumSettings",
+    "ResolvedSettings",
+    "RouteResult",
+    "Router",
+    "Rules",
+    "SignalHit",
+    "StandardSettings",
+    "load_policy",
+    "threshold_for_cost",
+]

@@ -1,0 +1,509 @@
+"""pydantic models of a TruthLens / HaluGate policy file.
+
+A policy has four optional top-level sections from the design (``hallucination``,
+``hallucination_mitigation``, ``fact_check_rules``, ``decisions``) and two extensions
+(``keyword_rules``, ``domains``) that name the keyword lists and domains the
+decisions refer to. Every model forbids unknown keys so that typos fail loudly.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._defaults import (
+    DEFAULT_DOMAIN_DESCRIPTIONS,
+    DEFAULT_DOMAIN_KEYWORDS,
+    DEFAULT_KEYWORD_LISTS,
+    FACT_CHECK_SIGNALS,
+)
+
+__all__ = [
+    "DEFAULT_WARNING_TEMPLATE",
+    "Action",
+    "Condition",
+    "ConditionType",
+    "DecisionPolicy",
+    "DomainSpec",
+    "FactCheckRule",
+    "HallucinationPlugin",
+    "HallucinationSettings",
+    "KeywordRule",
+    "MitigationModels",
+    "Mode",
+    "ModelRef",
+    "ModelSettings",
+    "Operator",
+    "PluginConfiguration",
+    "Policy",
+    "PremiumSettings",
+    "ResolvedSettings",
+    "Rules",
+    "StandardSettings",
+]
+
+Mode = Literal["lightweight", "standard", "premium"]
+Action = Literal["header", "body", "block", "none"]
+Operator = Literal["AND", "OR"]
+ConditionType = Literal["domain", "keyword", "fact_check"]
+
+DEFAULT_WARNING_TEMPLATE = (
+    "⚠️ Note: this response may contain information that cannot be verified from the "
+    "provided context. Please verify key facts before acting on it."
+)
+
+
+def _unit_interval(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be between 0 and 1")
+    return value
+
+
+def _non_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+Unit = Annotated[float, AfterValidator(_unit_interval)]
+Name = Annotated[str, AfterValidator(_non_blank)]
+Iterations = Annotated[int, Field(ge=0, le=100)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class StandardSettings(_Strict):
+    """Standard mode: self-refinement with the same model.
+
+    Attributes:
+        max_iterations: Refinement rounds at most.
+        convergence_threshold: Stop refining once the score falls below this.
+    """
+
+    max_iterations: Iterations = 3
+    convergence_threshold: Unit = 0.4
+
+
+class PremiumSettings(_Strict):
+    """Premium mode: cross-checking with several models and a judge.
+
+    Attributes:
+        verification_models: Models asked to verify the answer.
+        judge_model: Model that settles disagreements, if any.
+        max_iterations: Collaboration rounds at most.
+        require_consensus: Whether all verifiers must agree before passing.
+    """
+
+    verification_models: tuple[Name, ...] = ()
+    judge_model: str | None = None
+    max_iterations: Iterations = 5
+    require_consensus: bool = True
+
+
+class HallucinationSettings(_Strict):
+    """The global ``hallucination:`` block; decisions fall back to it.
+
+    The design's keys are ``enabled`` .. ``premium``. The per-decision plugin keys
+    (``use_nli``, ``hallucination_action``, ...) may also be set here as global
+    defaults, an extension of the design.
+
+    Attributes:
+        enabled: Whether detection runs when no decision says otherwise.
+        model_id: Detector model; ``None`` uses the bundled detector.
+        use_cpu: Force the CPU; ``False`` lets the device helper choose.
+        default_mode: Mode for decisions that do not set one.
+        threshold: Response score at or above which an answer is flagged.
+        warning_template: Text the ``body`` action and disclaimers add.
+        standard: Standard mode settings.
+        premium: Premium mode settings.
+        use_nli: Whether flagged spans are explained by the NLI model.
+        hallucination_action: What to do with a flagged answer.
+        unverified_factual_action: What to do when a factual prompt has no grounding.
+        include_hallucination_details: Whether span texts go into metadata and traces.
+        require_disclaimer: Whether the warning is added even to clean answers.
+    """
+
+    enabled: bool = True
+    model_id: str | None = None
+    use_cpu: bool = False
+    default_mode: Mode = "lightweight"
+    threshold: Unit = 0.5
+    warning_template: Name = DEFAULT_WARNING_TEMPLATE
+    standard: StandardSettings = Field(default_factory=StandardSettings)
+    premium: PremiumSettings = Field(default_factory=PremiumSettings)
+    use_nli: bool = True
+    hallucination_action: Action = "header"
+    unverified_factual_action: Action = "header"
+    include_hallucination_details: bool = False
+    require_disclaimer: bool = False
+
+
+class ModelSettings(_Strict):
+    """One model of the HaluGate pipeline.
+
+    Attributes:
+        model_id: Local path or hub id; ``None`` uses the bundled model.
+        threshold: The stage's confidence threshold.
+        use_cpu: Force the CPU; ``False`` lets the device helper choose.
+    """
+
+    model_id: str | None = None
+    threshold: Unit = 0.5
+    use_cpu: bool = False
+
+
+def _fact_check_default() -> ModelSettings:
+    return ModelSettings(threshold=0.6)
+
+
+def _detector_default() -> ModelSettings:
+    return ModelSettings(threshold=0.5)
+
+
+def _nli_default() -> ModelSettings:
+    return ModelSettings(threshold=0.9)
+
+
+class MitigationModels(_Strict):
+    """The ``hallucination_mitigation:`` block: the three HaluGate models.
+
+    Attributes:
+        fact_check_model: Prompt classifier; ``threshold`` is the confidence a
+            ``needs_fact_check`` prediction needs.
+        hallucination_model: Token detector; ``threshold`` is the token threshold.
+        nli_model: NLI explainer; ``threshold`` is the entailment confidence above
+            which a span is dropped as a false positive.
+    """
+
+    fact_check_model: ModelSettings = Field(default_factory=_fact_check_default)
+    hallucination_model: ModelSettings = Field(default_factory=_detector_default)
+    nli_model: ModelSettings = Field(default_factory=_nli_default)
+
+
+class FactCheckRule(_Strict):
+    """A named fact-check signal (``needs_fact_check`` or ``no_fact_check_needed``)."""
+
+    name: Name
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _known_signal(cls, value: str) -> str:
+        if value not in FACT_CHECK_SIGNALS:
+            allowed = ", ".join(repr(n) for n in FACT_CHECK_SIGNALS)
+            raise ValueError(
+                f"unknown fact-check signal {value!r}; the prompt classifier is binary, "
+                f"so only {allowed} exist"
+            )
+        return value
+
+
+class KeywordRule(_Strict):
+    """A named keyword list for ``keyword`` conditions (``keyword_rules:`` section).
+
+    Attributes:
+        name: The name conditions refer to.
+        description: Free text.
+        operator: ``OR``: any keyword matches; ``AND``: all must appear.
+        keywords: Words or phrases; matched on word boundaries.
+        case_sensitive: Whether matching respects case.
+    """
+
+    name: Name
+    description: str | None = None
+    operator: Operator = "OR"
+    keywords: tuple[Name, ...] = Field(min_length=1)
+    case_sensitive: bool = False
+
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+class DomainSpec(_Strict):
+    """A domain for ``domain`` conditions (``domains:`` section).
+
+    Attributes:
+        name: The name conditions refer to.
+        description: Text the embedding classifier compares prompts with.
+        keywords: Lexicon of the keyword domain classifier.
+    """
+
+    name: Name
+    description: str | None = None
+    keywords: tuple[Name, ...] | None = None
+
+
+class Condition(_Strict):
+    """One signal test of a decision's rules.
+
+    Attributes:
+        type: ``domain``, ``keyword`` or ``fact_check``.
+        name: Domain name, keyword-list name, or fact-check signal name.
+        keywords: Inline keywords (``keyword`` conditions only); when given, the
+            condition does not need a named keyword list.
+    """
+
+    type: ConditionType
+    name: Name
+    keywords: tuple[Name, ...] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Condition:
+        if self.keywords is not None and self.type != "keyword":
+            raise ValueError(f"'keywords' is only allowed on keyword conditions, not {self.type}")
+        if self.type == "fact_check" and self.name not in FACT_CHECK_SIGNALS:
+            allowed = ", ".join(repr(n) for n in FACT_CHECK_SIGNALS)
+            raise ValueError(f"unknown fact-check signal {self.name!r}; use {allowed}")
+        return self
+
+
+class Rules(_Strict):
+    """How a decision's conditions combine."""
+
+    operator: Operator = "OR"
+    conditions: tuple[Condition, ...] = Field(min_length=1)
+
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+class ModelRef(_Strict):
+    """A model a decision routes to (informational for this package)."""
+
+    model: Name
+    use_reasoning: bool | None = None
+    lora_name: str | None = None
+
+
+class PluginConfiguration(_Strict):
+    """Per-decision ``hallucination`` plugin settings; ``None`` falls back to the global block.
+
+    Attributes:
+        enabled: Whether detection runs for this decision.
+        mode: lightweight, standard or premium.
+        threshold: Response score at or above which the answer is flagged.
+        max_iterations: Refinement / collaboration rounds at most.
+        require_disclaimer: Add the warning even to answers that pass.
+        use_nli: Explain flagged spans with the NLI model.
+        hallucination_action: header, body, block or none.
+        unverified_factual_action: Action for a factual prompt without grounding.
+        include_hallucination_details: Put span texts in metadata and traces.
+        warning_template: Overrides the global warning text (extension).
+    """
+
+    enabled: bool | None = None
+    mode: Mode | None = None
+    threshold: Unit | None = None
+    max_iterations: Iterations | None = None
+    require_disclaimer: bool | None = None
+    use_nli: bool | None = None
+    hallucination_action: Action | None = None
+    unverified_factual_action: Action | None = None
+    include_hallucination_details: bool | None = None
+    warning_template: Name | None = None
+
+
+class HallucinationPlugin(_Strict):
+    """A decision's plugin entry; only ``type: hallucination`` exists in this package."""
+
+    type: Literal["hallucination"]
+    configuration: PluginConfiguration = Field(default_factory=PluginConfiguration)
+
+
+class DecisionPolicy(_Strict):
+    """One routing decision: when it applies, and how answers under it are guarded."""
+
+    name: Name
+    description: str | None = None
+    priority: int = 0
+    rules: Rules
+    model_refs: tuple[ModelRef, ...] = Field(default=(), alias="modelRefs")
+    plugins: tuple[HallucinationPlugin, ...] = ()
+
+    @field_validator("plugins")
+    @classmethod
+    def _one_plugin(cls, value: tuple[HallucinationPlugin, ...]) -> tuple[HallucinationPlugin, ...]:
+        if len(value) > 1:
+            raise ValueError("at most one hallucination plugin per decision")
+        return value
+
+    @property
+    def plugin(self) -> PluginConfiguration:
+        """The hallucination plugin's configuration (all ``None`` when absent)."""
+        return self.plugins[0].configuration if self.plugins else PluginConfiguration()
+
+
+class ResolvedSettings(_Strict):
+    """Effective guard settings for one request: a decision's plugin merged with globals.
+
+    Attributes:
+        enabled: Whether detection runs.
+        mode: lightweight, standard or premium.
+        threshold: Response score at or above which the answer is flagged.
+        max_iterations: Rounds for the mode (0 in lightweight unless set explicitly).
+        convergence_threshold: Standard mode stops refining below this score.
+        require_disclaimer: Add the warning even to answers that pass.
+        use_nli: Explain flagged spans with the NLI model.
+        hallucination_action: header, body, block or none.
+        unverified_factual_action: Action for a factual prompt without grounding.
+        include_hallucination_details: Put span texts in metadata and traces.
+        warning_template: Warning text for ``body`` and disclaimers.
+        verification_models: Premium verifiers.
+        judge_model: Premium judge.
+        require_consensus: Premium consensus rule.
+    """
+
+    enabled: bool
+    mode: Mode
+    threshold: Unit
+    max_iterations: Iterations
+    convergence_threshold: Unit
+    require_disclaimer: bool
+    use_nli: bool
+    hallucination_action: Action
+    unverified_factual_action: Action
+    include_hallucination_details: bool
+    warning_template: str
+    verification_models: tuple[str, ...]
+    judge_model: str | None
+    require_consensus: bool
+
+
+def _duplicates(names: list[str], section: str) -> list[str]:
+    seen: dict[str, int] = {}
+    problems: list[str] = []
+    for i, name in enumerate(names):
+        if name in seen:
+            problems.append(
+                f"{section}[{i}].name: duplicate name {name!r} (first at {section}[{seen[name]}])"
+            )
+        else:
+            seen[name] = i
+    return problems
+
+
+class Policy(_Strict):
+    """A whole policy: global settings, models, signals and decisions.
+
+    Build one with :func:`~truthlens_integrations.core.policy.load_policy`, which turns
+    validation problems into :class:`ConfigError` messages naming the file and key.
+    """
+
+    hallucination: HallucinationSettings = Field(default_factory=HallucinationSettings)
+    hallucination_mitigation: MitigationModels = Field(default_factory=MitigationModels)
+    fact_check_rules: tuple[FactCheckRule, ...] = ()
+    keyword_rules: tuple[KeywordRule, ...] = ()
+    domains: tuple[DomainSpec, ...] = ()
+    decisions: tuple[DecisionPolicy, ...] = ()
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Policy:
+        problems = _duplicates([d.name for d in self.decisions], "decisions")
+        problems += _duplicates([r.name for r in self.keyword_rules], "keyword_rules")
+        problems += _duplicates([d.name for d in self.domains], "domains")
+        problems += _duplicates([r.name for r in self.fact_check_rules], "fact_check_rules")
+        lists = self.keyword_lists()
+        for i, decision in enumerate(self.decisions):
+            for j, cond in enumerate(decision.rules.conditions):
+                if cond.type == "keyword" and cond.keywords is None and cond.name not in lists:
+                    known = ", ".join(sorted(lists))
+                    problems.append(
+                        f"decisions[{i}].rules.conditions[{j}].name: unknown keyword list "
+                        f"{cond.name!r}; define it under keyword_rules or give inline "
+                        f"'keywords' (known: {known})"
+                    )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def keyword_lists(self) -> dict[str, KeywordRule]:
+        """Named keyword lists: built-ins overridden by ``keyword_rules``."""
+        lists = {
+            name: KeywordRule(name=name, keywords=words)
+            for name, words in DEFAULT_KEYWORD_LISTS.items()
+        }
+        lists.update({rule.name: rule for rule in self.keyword_rules})
+        return lists
+
+    def domain_keywords(self) -> dict[str, tuple[str, ...]]:
+        """Domain lexicons: built-ins, with ``domains:`` entries replacing or adding."""
+        lexicon = dict(DEFAULT_DOMAIN_KEYWORDS)
+        for spec in self.domains:
+            if spec.keywords is not None:
+                lexicon[spec.name] = spec.keywords
+            else:
+                lexicon.setdefault(spec.name, ())
+        return lexicon
+
+    def domain_descriptions(self) -> dict[str, str]:
+        """Domain descriptions: built-ins, with ``domains:`` entries replacing or adding."""
+        descriptions = dict(DEFAULT_DOMAIN_DESCRIPTIONS)
+        for spec in self.domains:
+            if spec.description is not None:
+                descriptions[spec.name] = spec.description
+        return descriptions
+
+    def decision(self, name: str) -> DecisionPolicy:
+        """The decision called ``name``.
+
+        Raises:
+            KeyError: If there is none.
+        """
+        for decision in self.decisions:
+            if decision.name == name:
+                return decision
+        raise KeyError(name)
+
+    def settings_for(self, decision: str | None, *, mode: Mode | None = None) -> ResolvedSettings:
+        """Effective settings of a decision, or the global ones for ``None``.
+
+        Args:
+            decision: A decision name, or ``None`` when no decision matched.
+            mode: Use this mode instead of the configured one (adaptive selection).
+
+        Returns:
+            The decision's plugin values where set, the global block's otherwise.
+
+        Raises:
+            KeyError: If the decision does not exist.
+        """
+        g = self.hallucination
+        p = self.decision(decision).plugin if decision is not None else PluginConfiguration()
+        chosen: Mode = mode or p.mode or g.default_mode
+        if p.max_iterations is not None:
+            iterations = p.max_iterations
+        elif chosen == "standard":
+            iterations = g.standard.max_iterations
+        elif chosen == "premium":
+            iterations = g.premium.max_iterations
+        else:
+            iterations = 0
+        return ResolvedSettings(
+            enabled=g.enabled if p.enabled is None else p.enabled,
+            mode=chosen,
+            threshold=g.threshold if p.threshold is None else p.threshold,
+            max_iterations=iterations,
+            convergence_threshold=g.standard.convergence_threshold,
+            require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),
+            use_nli=_pick(p.use_nli, g.use_nli),
+            hallucination_action=p.hallucination_action or g.hallucination_action,
+            unverified_factual_action=p.unverified_factual_action or g.unverified_factual_action,
+            include_hallucination_details=_pick(
+                p.include_hallucination_details, g.include_hallucination_details
+            ),
+            warning_template=p.warning_template or g.warning_template,
+            verification_models=g.premium.verification_models,
+            judge_model=g.premium.judge_model,
+            require_consensus=g.premium.require_consensus,
+        )
+
+
+def _pick(value: bool | None, fallback: bool) -> bool:
+    return fallback if value is None else value
