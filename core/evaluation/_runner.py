@@ -1,0 +1,417 @@
+"""Run a detector, an NLI model or a prompt classifier over a benchmark and score it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._errors import InvalidInputError
+from .._types import DetectionConfig, DetectionResult, NLILabel
+from ..detection._base import Detector
+from ._metrics import (
+    BinaryMetrics,
+    CurvePoint,
+    LatencyStats,
+    MultiClassMetrics,
+    SpanMetrics,
+    average_precision,
+    binary_metrics,
+    char_span_metrics,
+    latency_stats,
+    multiclass_metrics,
+    threshold_curve,
+    token_metrics,
+)
+from ._records import EvalExample, NLIExample
+
+__all__ = [
+    "ClassifierReport",
+    "EvalReport",
+    "ExamplePrediction",
+    "GroupMetrics",
+    "NLIPredictor",
+    "NLIReport",
+    "machine_info",
+    "run_classifier_evaluation",
+    "run_evaluation",
+    "run_nli_evaluation",
+]
+
+NLI_LABELS: tuple[NLILabel, ...] = ("entailment", "neutral", "contradiction")
+
+
+class _Report(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ExamplePrediction(_Report):
+    """What the detector said about one example, beside its gold label."""
+
+    id: str
+    task_type: str
+    gold: bool
+    score: float
+    detected: bool
+    spans: list[tuple[int, int]]
+    gold_spans: list[tuple[int, int]]
+
+
+class GroupMetrics(_Report):
+    """All detection metrics of one group of examples (a task type, or all of them).
+
+    ``token`` and ``char`` are ``None`` when no example of the group has span labels
+    (HaluEval) or, for ``token``, when the detector reports no tokens.
+    """
+
+    n: int
+    positives: int
+    example: BinaryMetrics
+    token: BinaryMetrics | None
+    char: SpanMetrics | None
+    average_precision: float
+
+
+class EvalReport(_Report):
+    """The result of :func:`run_evaluation`: metrics overall and per task type."""
+
+    kind: str = "detection"
+    dataset: str
+    model_id: str
+    config: DetectionConfig
+    n_examples: int
+    overall: GroupMetrics
+    per_task: dict[str, GroupMetrics]
+    latency: LatencyStats
+    examples_per_second: float
+    batch_size: int
+    curve: list[CurvePoint] = Field(description="Example-level P/R/F1 per score threshold.")
+    oracle_best: CurvePoint | None = Field(
+        default=None,
+        description="Best-F1 point of the curve: tuned on this very data, for reference only.",
+    )
+    baselines: dict[str, BinaryMetrics] = Field(
+        default_factory=dict, description="Predictions of other systems stored in the data."
+    )
+    machine: dict[str, str]
+    command: str | None = None
+    created_at: str
+    predictions: list[ExamplePrediction] = Field(default_factory=list)
+
+
+class NLIReport(_Report):
+    """The result of :func:`run_nli_evaluation`."""
+
+    kind: str = "nli"
+    dataset: str
+    model_id: str
+    n_examples: int
+    metrics: MultiClassMetrics
+    latency: LatencyStats
+    examples_per_second: float
+    batch_size: int
+    machine: dict[str, str]
+    command: str | None = None
+    created_at: str
+
+
+class ClassifierReport(_Report):
+    """The result of :func:`run_classifier_evaluation` (positive = needs fact checking)."""
+
+    kind: str = "classifier"
+    dataset: str
+    model_id: str
+    n_examples: int
+    metrics: BinaryMetrics
+    latency: LatencyStats
+    examples_per_second: float
+    batch_size: int
+    machine: dict[str, str]
+    command: str | None = None
+    created_at: str
+
+
+def machine_info() -> dict[str, str]:
+    """Platform, CPU, Python and (when already imported) torch details for reports."""
+    info = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or "unknown",
+        "cpu_count": str(os.cpu_count()),
+        "python": platform.python_version(),
+    }
+    try:
+        from truthlens_integrations import __version__
+
+        info["truthlens_integrations"] = __version__
+    except ImportError:  # pragma: no cover - the package is always importable here
+        pass
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["torch"] = str(getattr(torch, "__version__", "unknown"))
+        info["torch_threads"] = str(torch.get_num_threads())
+    return info
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[int]:
+    if batch_size < 1:
+        raise InvalidInputError(f"batch_size must be at least 1, got {batch_size}")
+    starts = range(0, n, batch_size)
+    if not progress:
+        return starts
+    from tqdm.auto import tqdm
+
+    bar: Iterable[int] = tqdm(starts, desc=desc, total=len(starts), unit="batch")
+    return bar
+
+
+def _spans(result: DetectionResult) -> list[tuple[int, int]]:
+    return [(s.start, s.end) for s in result.spans]
+
+
+def _group_metrics(
+    examples: Sequence[EvalExample], results: Sequence[DetectionResult], token_threshold: float
+) -> GroupMetrics:
+    gold = [e.hallucinated for e in examples]
+    spanned = [(e, r) for e, r in zip(examples, results, strict=True) if e.has_span_labels]
+    gold_spans = [[(s.start, s.end) for s in e.gold_spans] for e, _ in spanned]
+    char = char_span_metrics(gold_spans, [_spans(r) for _, r in spanned]) if spanned else None
+    with_tokens = any(r.tokens for _, r in spanned)
+    token = (
+        token_metrics([r.tokens for _, r in spanned], gold_spans, token_threshold=token_threshold)
+        if with_tokens
+        else None
+    )
+    return GroupMetrics(
+        n=len(examples),
+        positives=sum(gold),
+        example=binary_metrics(gold, [r.detected for r in results]),
+        token=token,
+        char=char,
+        average_precision=average_precision(threshold_curve(gold, [r.score for r in results])),
+    )
+
+
+def _baselines(examples: Sequence[EvalExample]) -> dict[str, BinaryMetrics]:
+    names = sorted({name for e in examples for name in e.baselines})
+    out: dict[str, BinaryMetrics] = {}
+    for name in names:
+        having = [e for e in examples if name in e.baselines]
+        out[name] = binary_metrics([e.hallucinated for e in having],
+                                   [e.baselines[name] for e in having])  # fmt: skip
+    return out
+
+
+def run_evaluation(
+    detector: Detector,
+    dataset: Sequence[EvalExample],
+    batch_size: int = 16,
+    progress: bool = True,
+    *,
+    command: str | None = None,
+) -> EvalReport:
+    """Run ``detector`` over ``dataset`` in batches and compute every detection metric.
+
+    The detector is called through :meth:`Detector.detect_batch`, so any backend that
+    implements the protocol can be measured. Per-example latency is the wall time of
+    its batch divided by the batch size (use ``batch_size=1`` for single-call latency).
+    See :mod:`._metrics` for the metric definitions.
+
+    Args:
+        detector: The detector to measure; its current ``config`` sets the thresholds.
+        dataset: Labelled examples, e.g. from :func:`load_detection_dataset`.
+        batch_size: Examples per ``detect_batch`` call.
+        progress: Show a tqdm progress bar on stderr.
+        command: The command line that produced the run, recorded in the report.
+
+    Returns:
+        Metrics overall and per task type, the threshold curve, latency, the stored
+        baselines and per-example predictions.
+
+    Raises:
+        InvalidInputError: If the data set is empty or ``batch_size`` is below 1.
+    """
+    if not dataset:
+        raise InvalidInputError("the data set is empty: nothing to evaluate")
+    results: list[DetectionResult] = []
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for start in _batches(len(dataset), batch_size, progress, f"eval {detector.model_id}"):
+        batch = dataset[start : start + batch_size]
+        t0 = time.perf_counter()
+        batch_results = detector.detect_batch([e.to_input() for e in batch])
+        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
+        results.extend(batch_results)
+        latencies.extend([per_item] * len(batch))
+    total_s = time.perf_counter() - started
+
+    token_threshold = detector.config.token_threshold
+    by_task: dict[str, list[int]] = {}
+    for i, example in enumerate(dataset):
+        by_task.setdefault(example.task_type, []).append(i)
+    per_task = {
+        task: _group_metrics([dataset[i] for i in idx], [results[i] for i in idx], token_threshold)
+        for task, idx in sorted(by_task.items())
+    }
+    gold = [e.hallucinated for e in dataset]
+    curve = threshold_curve(gold, [r.score for r in results])
+    return EvalReport(
+        dataset=dataset[0].dataset,
+        model_id=detector.model_id,
+        config=detector.config,
+        n_examples=len(dataset),
+        overall=_group_metrics(dataset, results, token_threshold),
+        per_task=per_task,
+        latency=latency_stats(latencies),
+        examples_per_second=len(dataset) / total_s if total_s > 0 else 0.0,
+        batch_size=batch_size,
+        curve=curve,
+        oracle_best=max(curve, key=lambda p: p.f1, default=None),
+        baselines=_baselines(dataset),
+        machine=machine_info(),
+        command=command,
+        created_at=_now(),
+        predictions=[
+            ExamplePrediction(
+                id=e.id,
+                task_type=e.task_type,
+                gold=e.hallucinated,
+                score=r.score,
+                detected=r.detected,
+                spans=_spans(r),
+                gold_spans=[(s.start, s.end) for s in e.gold_spans],
+            )
+            for e, r in zip(dataset, results, strict=True)
+        ],
+    )
+
+
+NLIPredictor = Callable[[Sequence[tuple[str, str]]], Sequence[str]]
+"""Maps ``(premise, hypothesis)`` pairs to NLI labels, in order."""
+
+
+def run_nli_evaluation(
+    predict: NLIPredictor,
+    dataset: Sequence[NLIExample],
+    batch_size: int = 32,
+    progress: bool = True,
+    *,
+    model_id: str,
+    dataset_name: str = "snli",
+    command: str | None = None,
+) -> NLIReport:
+    """Measure an NLI model: accuracy, per-class scores, confusion matrix and latency.
+
+    Args:
+        predict: Labels ``(premise, hypothesis)`` pairs with ``entailment``, ``neutral``
+            or ``contradiction``.
+        dataset: Gold pairs, e.g. from :func:`read_snli`.
+        batch_size: Pairs per ``predict`` call.
+        progress: Show a tqdm progress bar.
+        model_id: Name of the model, for the report.
+        dataset_name: Name of the data set, for the report.
+        command: The command line, recorded in the report.
+
+    Returns:
+        The report.
+
+    Raises:
+        InvalidInputError: If the data set is empty or ``predict`` returns a wrong count.
+    """
+    if not dataset:
+        raise InvalidInputError("the data set is empty: nothing to evaluate")
+    predicted: list[str] = []
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for start in _batches(len(dataset), batch_size, progress, f"nli {model_id}"):
+        batch = dataset[start : start + batch_size]
+        t0 = time.perf_counter()
+        labels = list(predict([(e.premise, e.hypothesis) for e in batch]))
+        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
+        if len(labels) != len(batch):
+            raise InvalidInputError(f"NLI model returned {len(labels)} labels for {len(batch)}")
+        predicted.extend(labels)
+        latencies.extend([per_item] * len(batch))
+    total_s = time.perf_counter() - started
+    return NLIReport(
+        dataset=dataset_name,
+        model_id=model_id,
+        n_examples=len(dataset),
+        metrics=multiclass_metrics([e.label for e in dataset], predicted, labels=NLI_LABELS),
+        latency=latency_stats(latencies),
+        examples_per_second=len(dataset) / total_s if total_s > 0 else 0.0,
+        batch_size=batch_size,
+        machine=machine_info(),
+        command=command,
+        created_at=_now(),
+    )
+
+
+def run_classifier_evaluation(
+    predict: Callable[[Sequence[str]], Sequence[bool]],
+    prompts: Sequence[str],
+    labels: Sequence[bool],
+    batch_size: int = 32,
+    progress: bool = True,
+    *,
+    model_id: str,
+    dataset_name: str,
+    command: str | None = None,
+) -> ClassifierReport:
+    """Measure a prompt classifier ("needs fact checking?"): accuracy, P/R/F1, latency.
+
+    Args:
+        predict: Maps prompts to ``True`` (needs fact checking) or ``False``.
+        prompts: The prompts.
+        labels: Gold labels, same order.
+        batch_size: Prompts per ``predict`` call (1 for single-call latency).
+        progress: Show a tqdm progress bar.
+        model_id: Name of the model, for the report.
+        dataset_name: Name of the data set, for the report.
+        command: The command line, recorded in the report.
+
+    Returns:
+        The report.
+
+    Raises:
+        InvalidInputError: If inputs are empty, differ in length, or ``predict`` returns
+            a wrong count.
+    """
+    if not prompts or len(prompts) != len(labels):
+        raise InvalidInputError(
+            f"need as many labels as prompts (got {len(prompts)} prompts, {len(labels)} labels)"
+        )
+    predicted: list[bool] = []
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for start in _batches(len(prompts), batch_size, progress, f"classify {model_id}"):
+        batch = prompts[start : start + batch_size]
+        t0 = time.perf_counter()
+        out = [bool(v) for v in predict(batch)]
+        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
+        if len(out) != len(batch):
+            raise InvalidInputError(f"classifier returned {len(out)} labels for {len(batch)}")
+        predicted.extend(out)
+        latencies.extend([per_item] * len(batch))
+    total_s = time.perf_counter() - started
+    return ClassifierReport(
+        dataset=dataset_name,
+        model_id=model_id,
+        n_examples=len(prompts),
+        metrics=binary_metrics(list(labels), predicted),
+        latency=latency_stats(latencies),
+        examples_per_second=len(prompts) / total_s if total_s > 0 else 0.0,
+        batch_size=batch_size,
+        machine=machine_info(),
+        command=command,
+        created_at=_now(),
+    )

@@ -1,0 +1,149 @@
+"""``truthlens eval``: measure a detector (or NLI model) on a benchmark.
+
+The main CLI (:mod:`truthlens_integrations._cli`) calls :func:`add_eval_parser`; the
+subcommand's handler is stored as ``handler`` in the parsed namespace and returns the
+exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_eval_parser", "run_eval_command"]
+
+_DATASETS = ("ragtruth", "halueval", "faithbench", "snli")
+
+
+def add_eval_parser(subparsers: Any) -> None:
+    """Add the ``eval`` subcommand to the ``truthlens`` subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers`` returned.
+    """
+    p = subparsers.add_parser(
+        "eval",
+        help="measure a detector on a benchmark",
+        description=(
+            "Run a detector over RAGTruth (913-response test subset), HaluEval (held-out "
+            "part), FaithBench, or an NLI model over SNLI test, and report example-, token- "
+            "and character-level scores, latency and threshold curves."
+        ),
+    )
+    p.add_argument("--dataset", required=True, choices=_DATASETS)
+    p.add_argument(
+        "--model",
+        default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
+        help="'bundled' (default), 'lexical', a model folder or a hub id",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help="benchmark folder (default: $TRUTHLENS_BENCHDATA, else ../shared/benchdata)",
+    )
+    p.add_argument("--limit", type=int, help="evaluate N examples spread over the data set")
+    p.add_argument("--batch-size", type=int, default=16, help="examples per detector call")
+    p.add_argument("--threshold", type=float, help="response score that counts as detected")
+    p.add_argument("--token-threshold", type=float, help="token probability to flag a token")
+    p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
+    p.add_argument(
+        "--halueval-part",
+        choices=("heldout", "train", "all"),
+        default="heldout",
+        help="HaluEval part to read (default: the held-out last 10%% of each file)",
+    )
+    p.add_argument("--out", type=Path, help="folder for the JSON, markdown and PNG reports")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(handler=run_eval_command)
+
+
+def _command_line() -> str:
+    return "truthlens " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _detector_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {"batch_size": args.batch_size}
+    if args.threshold is not None:
+        options["threshold"] = args.threshold
+    if args.token_threshold is not None:
+        options["token_threshold"] = args.token_threshold
+    if args.device and args.model != "lexical":
+        options["device"] = args.device
+    return options
+
+
+def _load_detector(model: str, options: dict[str, Any]) -> Any:
+    from truthlens_integrations.core import DetectionConfig
+
+    if model == "lexical":
+        # Built here so the harness runs even where the model loader is unavailable.
+        from truthlens_integrations.core.evaluation import LexicalDetector
+
+        fields = {k: v for k, v in options.items() if k in DetectionConfig.model_fields}
+        return LexicalDetector(config=DetectionConfig(**fields))
+    from truthlens_integrations.core.detection import load_detector
+
+    return load_detector(model, **options)
+
+
+def run_eval_command(args: argparse.Namespace) -> int:
+    """Handle ``truthlens eval``: load, run, print the markdown table, write reports.
+
+    Args:
+        args: The parsed ``eval`` arguments.
+
+    Returns:
+        The exit code (0 on success).
+
+    Raises:
+        ConfigError: For a missing data folder or an NLI model that cannot be loaded.
+    """
+    from truthlens_integrations.core import ConfigError
+    from truthlens_integrations.core.evaluation import (
+        default_data_dir,
+        lexical_nli,
+        load_detection_dataset,
+        read_snli,
+        render_markdown,
+        run_evaluation,
+        run_nli_evaluation,
+        subsample,
+        write_report,
+    )
+    from truthlens_integrations.core.evaluation._runner import EvalReport, NLIReport
+
+    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
+    progress = not args.no_progress
+    report: EvalReport | NLIReport
+    if args.dataset == "snli":
+        if args.model != "lexical":
+            raise ConfigError(
+                "SNLI needs an NLI model; this build can evaluate only --model lexical on it"
+            )
+        pairs = subsample(read_snli(Path(data_dir) / "esnli", split="test"), args.limit)
+        report = run_nli_evaluation(
+            lexical_nli,
+            pairs,
+            args.batch_size,
+            progress,
+            model_id="lexical-nli",
+            dataset_name="snli-test",
+            command=_command_line(),
+        )
+    else:
+        examples = load_detection_dataset(
+            args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
+        )
+        detector = _load_detector(args.model, _detector_options(args))
+        report = run_evaluation(
+            detector, examples, args.batch_size, progress, command=_command_line()
+        )
+    print(render_markdown(report))
+    if args.out is not None:
+        for path in write_report(report, args.out):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
