@@ -64,9 +64,9 @@ def test_offsets_are_character_accurate(fixture: str, request: pytest.FixtureReq
 
 @pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_modernbert_dir"])
 def test_batch_equals_single(fixture: str, request: pytest.FixtureRequest) -> None:
-    detector = TransformerDetector(request.getfixturevalue(fixture), config=DetectionConfig(
-        batch_size=3, token_threshold=0.3
-    ))
+    detector = TransformerDetector(
+        request.getfixturevalue(fixture), config=DetectionConfig(batch_size=3, token_threshold=0.3)
+    )
     items = [
         DetectionInput.create(context=PASSAGES[: i % 2 + 1], question=q, answer=a)
         for i, (q, a) in enumerate(
@@ -81,8 +81,9 @@ def test_batch_equals_single(fixture: str, request: pytest.FixtureRequest) -> No
     ]
     batched = detector.detect_batch(items)
     for item, got in zip(items, batched, strict=True):
-        alone = detector.detect(context=list(item.context), question=item.question,
-                                answer=item.answer)
+        alone = detector.detect(
+            context=list(item.context), question=item.question, answer=item.answer
+        )
         assert [t.start for t in got.tokens] == [t.start for t in alone.tokens]
         assert [t.probability for t in got.tokens] == pytest.approx(
             [t.probability for t in alone.tokens], abs=1e-5
@@ -120,7 +121,7 @@ def test_long_context_is_windowed_and_a_token_is_supported_by_any_window(
 
 def test_window_contents_cover_every_passage(tiny_bert_dir: Path) -> None:
     detector = TransformerDetector(tiny_bert_dir)
-    names = "alice bob carol dave erin frank grace heidi ivan judy".split()
+    names = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy"]
     pairs = [f"{n} {c}" for n in names for c in ("rome", "paris", "london", "berlin")]
     context = [f"{pair} visited the old tower with bob and carol." for pair in pairs]
     item = DetectionInput.create(context=context, question="when?", answer="in 1920.")
@@ -192,7 +193,7 @@ def test_hub_download_attempt_fails_cleanly_without_network() -> None:
 def test_missing_folder_and_non_model_folder(tmp_path: Path) -> None:
     with pytest.raises(ModelNotAvailableError):
         load_detector(tmp_path / "does-not-exist" / "x" / "y")
-    with pytest.raises(ModelLoadError, match="config.json"):
+    with pytest.raises(ModelLoadError, match=r"config\.json"):
         load_detector(tmp_path)
 
 
@@ -207,7 +208,7 @@ def test_wrong_label_count_is_rejected(tiny_bert_dir: Path, tmp_path: Path) -> N
 
 
 def test_unknown_option_is_rejected(tiny_bert_dir: Path) -> None:
-    with pytest.raises(InvalidInputError, match="unknown detector option"):
+    with pytest.raises(InvalidInputError, match=r"unknown detector option"):
         load_detector(tiny_bert_dir, thresh=0.3)
 
 
@@ -224,8 +225,13 @@ def test_model_is_loaded_once_and_shared(tiny_bert_dir: Path) -> None:
 
 
 def test_device_selection() -> None:
-    assert resolve_device(None).type == ("cuda" if torch.cuda.is_available() else
-                                         "mps" if torch.backends.mps.is_available() else "cpu")
+    assert resolve_device(None).type == (
+        "cuda"
+        if torch.cuda.is_available()
+        else "mps"
+        if torch.backends.mps.is_available()
+        else "cpu"
+    )
     assert resolve_device("cpu").type == "cpu"
     assert resolve_dtype(torch.device("cpu")) is torch.float32
     assert resolve_dtype(torch.device("cpu"), "bfloat16") is torch.bfloat16

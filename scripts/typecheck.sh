@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# mypy sees the package as it is installed: the repo keeps core/ and the adapters as
+# top-level folders, so link them into one namespace under build/ and check that.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+stage="$root/build/typecheck"
+rm -rf "$stage" && mkdir -p "$stage/truthlens_integrations"
+for f in "$root"/truthlens_integrations/*; do ln -s "$f" "$stage/truthlens_integrations/"; done
+ln -s "$root/core" "$stage/truthlens_integrations/core"
+ln -s "$root/langchain_adapter" "$stage/truthlens_integrations/langchain_adapter"
+ln -s "$root/llamaindex_adapter" "$stage/truthlens_integrations/llamaindex_adapter"
+cd "$stage"
+exec python -m mypy --config-file "$root/pyproject.toml" -p truthlens_integrations "$@"
