@@ -112,9 +112,7 @@ def merge_spans(
         text = answer[start:end]
         confidence = span_score([t.probability for t in run])
         if len(text.strip()) >= min_chars and confidence >= min_confidence:
-            spans.append(
-                HallucinationSpan(start=start, end=end, text=text, confidence=confidence)
-            )
+            spans.append(HallucinationSpan(start=start, end=end, text=text, confidence=confidence))
         run.clear()
 
     for token in tokens:

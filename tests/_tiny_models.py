@@ -26,14 +26,7 @@ from transformers import (
 from truthlens_integrations.core.detection import format_prompt
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-WORDS = (
-    "paris london rome berlin tower bridge museum river castle garden "
-    "red blue green white black tall short old new large "
-    "built opened designed painted visited owned sold moved "
-    "alice bob carol dave erin frank grace heidi ivan judy "
-    "1887 1889 1950 1920 330 500 2400 42 7 12 "
-    "meters the was is and in it tall when where who what built"
-).split()
+WORDS = ["paris", "london", "rome", "berlin", "tower", "bridge", "museum", "river", "castle", "garden", "red", "blue", "green", "white", "black", "tall", "short", "old", "new", "large", "built", "opened", "designed", "painted", "visited", "owned", "sold", "moved", "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "1887", "1889", "1950", "1920", "330", "500", "2400", "42", "7", "12", "meters", "the", "was", "is", "and", "in", "it", "tall", "when", "where", "who", "what", "built"]
 
 
 def _corpus() -> list[str]:

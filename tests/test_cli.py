@@ -9,11 +9,23 @@ from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations._cli import main
 
 
-def test_detect_json_from_flags(keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main([
-        "detect", "--model", str(keyword_model_dir), "--context", EIFFEL_CONTEXT,
-        "--question", EIFFEL_QUESTION, "--answer", EIFFEL_ANSWER, "--json",
-    ])
+def test_detect_json_from_flags(
+    keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "detect",
+            "--model",
+            str(keyword_model_dir),
+            "--context",
+            EIFFEL_CONTEXT,
+            "--question",
+            EIFFEL_QUESTION,
+            "--answer",
+            EIFFEL_ANSWER,
+            "--json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     spans = [(s["start"], s["end"], s["text"]) for s in payload["spans"]]
@@ -22,9 +34,22 @@ def test_detect_json_from_flags(keyword_model_dir: Path, capsys: pytest.CaptureF
     assert {"score", "coverage", "model_id", "latency_ms"} <= payload.keys()
 
 
-def test_detect_table_marks_spans(keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main(["detect", "--model", str(keyword_model_dir), "--context", EIFFEL_CONTEXT,
-          "--question", EIFFEL_QUESTION, "--answer", EIFFEL_ANSWER])
+def test_detect_table_marks_spans(
+    keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(
+        [
+            "detect",
+            "--model",
+            str(keyword_model_dir),
+            "--context",
+            EIFFEL_CONTEXT,
+            "--question",
+            EIFFEL_QUESTION,
+            "--answer",
+            EIFFEL_ANSWER,
+        ]
+    )
     out = capsys.readouterr().out
     assert "built in [[1950]] and is [[500 meters]] tall." in out
     assert "HALLUCINATED" in out
@@ -45,7 +70,9 @@ def test_detect_jsonl_many(
     assert [x["status"] for x in lines] == ["hallucinated", "supported", "unverifiable"]
 
 
-def test_bad_input_is_a_clean_error(keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_a_clean_error(
+    keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["detect", "--model", str(keyword_model_dir), "--answer", ""]) == 2
     assert "answer is empty" in capsys.readouterr().err
     assert main(["detect", "--model", "/nonexistent/model", "--answer", "x"]) == 2

@@ -109,9 +109,7 @@ class BaseDetector(ABC):
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         # Batched work has no per-item clock; each item reports the batch's mean.
         per_item_ms = elapsed_ms / max(len(inputs), 1)
-        return [
-            self._result(item, by_index.get(i), per_item_ms) for i, item in enumerate(inputs)
-        ]
+        return [self._result(item, by_index.get(i), per_item_ms) for i, item in enumerate(inputs)]
 
     async def adetect(
         self, *, context: str | Sequence[str] | None, question: str | None, answer: str

@@ -131,7 +131,7 @@ def _load(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs)
         model = AutoModelForTokenClassification.from_pretrained(source, dtype=dtype, **hub_kwargs)
-    except Exception as exc:  # noqa: BLE001 - hub and loader errors have no common base
+    except Exception as exc:
         if not is_local:
             raise _hub_unavailable(source, exc) from exc
         raise ModelLoadError(f"could not load the model in {source}: {exc}") from exc

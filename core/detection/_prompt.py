@@ -38,6 +38,4 @@ def format_prompt(passages: Sequence[str], question: str | None) -> str:
     block = "\n".join(f"passage {i}: {p}" for i, p in enumerate(passages, start=1))
     if question is None:
         return _SUMMARY_TEMPLATE.format(passages=block)
-    return _QA_TEMPLATE.format(
-        question=question, num_passages=len(passages), passages=block
-    )
+    return _QA_TEMPLATE.format(question=question, num_passages=len(passages), passages=block)

@@ -242,9 +242,7 @@ class TransformerDetector(BaseDetector):
                 return rows
             budget = int(budget * 0.85)
             prompts = self._context_windows(item, budget)
-        raise ContextTooLongError(
-            f"could not fit the input into windows of {self._window} tokens"
-        )
+        raise ContextTooLongError(f"could not fit the input into windows of {self._window} tokens")
 
     def _context_windows(self, item: DetectionInput, budget: int) -> list[str]:
         if budget < 16:
@@ -349,16 +347,13 @@ class TransformerDetector(BaseDetector):
         return tokens, coverage
 
 
-def _min_over_windows(
-    rows: list[_Segment], probabilities: dict[int, list[float]]
-) -> list[float]:
+def _min_over_windows(rows: list[_Segment], probabilities: dict[int, list[float]]) -> list[float]:
     """A token is supported when any window supports it: the minimum probability."""
     first = probabilities[id(rows[0])]
     merged = list(first)
     for row in rows[1:]:
         for i, p in enumerate(probabilities[id(row)]):
-            if p < merged[i]:
-                merged[i] = p
+            merged[i] = min(merged[i], p)
     return merged
 
 
