@@ -1,0 +1,69 @@
+"""LLM backends behind one small protocol: chat messages in, text out.
+
+- :class:`OpenAICompatibleLLM`: OpenAI, vLLM, Ollama or any OpenAI-compatible server.
+- :class:`LocalLLM`: an offline model in this process (SmolLM2-135M-Instruct by default).
+- :func:`default_llm`: the first when ``$OPENAI_API_KEY``/``$OPENAI_BASE_URL`` is set,
+  else the second.
+
+Nothing here imports torch, transformers or openai until a backend is used.
+"""
+
+from __future__ import annotations
+
+from ._base import (
+    LLM,
+    BaseLLM,
+    ChatMessage,
+    LLMResponse,
+    MessagesInput,
+    Role,
+    TokenUsage,
+    ensure_text,
+    to_messages,
+)
+from ._default import default_llm
+from ._local import (
+    ENV_CACHE_DIR,
+    SMOLLM2_GGUF_FILE,
+    SMOLLM2_MODEL_NAME,
+    LocalLLM,
+    clear_local_llm_cache,
+    default_cache_dir,
+    local_llm,
+    smollm2_gguf_path,
+)
+from ._openai import (
+    DEFAULT_OPENAI_MODEL,
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_MODEL,
+    OpenAICompatibleLLM,
+    is_transient_error,
+)
+
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_CACHE_DIR",
+    "ENV_MODEL",
+    "LLM",
+    "SMOLLM2_GGUF_FILE",
+    "SMOLLM2_MODEL_NAME",
+    "BaseLLM",
+    "ChatMessage",
+    "LLMResponse",
+    "LocalLLM",
+    "MessagesInput",
+    "OpenAICompatibleLLM",
+    "Role",
+    "TokenUsage",
+    "clear_local_llm_cache",
+    "default_cache_dir",
+    "default_llm",
+    "ensure_text",
+    "is_transient_error",
+    "local_llm",
+    "smollm2_gguf_path",
+    "to_messages",
+]

@@ -1,0 +1,274 @@
+"""The LLM protocol: chat messages in, text out, with token usage when the backend knows it.
+
+Everything in the package that generates text (the mitigation loops, the query refiner,
+the judge) talks to an :class:`LLM`. Backends (an OpenAI-compatible server, the local
+SmolLM2 model, wrapped LangChain or LlamaIndex models) implement it.
+
+An empty completion is never returned as an answer: backends raise :class:`LLMError`
+instead, so a mitigation loop treats it like any other failed call (a failed iteration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._errors import InvalidInputError, LLMError
+
+__all__ = [
+    "LLM",
+    "BaseLLM",
+    "ChatMessage",
+    "LLMResponse",
+    "MessagesInput",
+    "Role",
+    "TokenUsage",
+    "ensure_text",
+    "to_messages",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+class ChatMessage(BaseModel):
+    """One chat turn.
+
+    Attributes:
+        role: Who speaks: ``"system"``, ``"user"`` or ``"assistant"``.
+        content: The text of the turn.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: str
+
+    @classmethod
+    def system(cls, content: str) -> ChatMessage:
+        """Build a system message."""
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> ChatMessage:
+        """Build a user message."""
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, content: str) -> ChatMessage:
+        """Build an assistant message."""
+        return cls(role="assistant", content=content)
+
+
+class TokenUsage(BaseModel):
+    """Token counts of one call, as the backend reported or counted them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    total_tokens: int = Field(ge=0)
+
+
+class LLMResponse(BaseModel):
+    """The result of one completion call.
+
+    Attributes:
+        text: The generated text (never empty: empty output raises :class:`LLMError`).
+        model: The model that answered, as the backend names it.
+        usage: Token counts, or ``None`` when the backend did not report them.
+        latency_ms: Wall time of the call in milliseconds, retries and waits included.
+        finish_reason: The backend's raw finish reason (``"stop"``, ``"length"``, ...).
+        attempts: How many attempts the call took (1 without retries).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    model: str
+    usage: TokenUsage | None = None
+    latency_ms: float = Field(ge=0.0)
+    finish_reason: str | None = None
+    attempts: int = Field(default=1, ge=1)
+
+
+MessagesInput = str | Sequence[ChatMessage | Mapping[str, str]]
+"""What :meth:`BaseLLM.complete` accepts: a bare user prompt or a list of messages."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model: messages in, text out.
+
+    Attributes:
+        name: The backend's name, for cost accounting and metrics
+            (e.g. ``"openai-compatible"``, ``"local-smollm2"``).
+        model: The model's name (e.g. ``"gpt-4o-mini"``).
+    """
+
+    name: str
+    model: str
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """Generate a reply to ``messages``.
+
+        Args:
+            messages: The conversation, oldest first.
+            max_tokens: Upper bound on generated tokens; ``None`` for the backend default.
+            temperature: Sampling temperature; ``None`` for the backend default,
+                ``0`` for greedy decoding.
+            stop: Strings that end the generation; they are not part of the text.
+
+        Returns:
+            The reply.
+
+        Raises:
+            LLMError: If the call failed or produced no text.
+            LLMTimeoutError: If the call did not answer in time.
+        """
+        ...
+
+    async def acomplete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """Async version of :meth:`complete`."""
+        ...
+
+
+def to_messages(messages: MessagesInput) -> list[ChatMessage]:
+    """Normalise a prompt or a message list into :class:`ChatMessage` objects.
+
+    Args:
+        messages: A bare string (one user message), or a sequence of
+            :class:`ChatMessage` or ``{"role": ..., "content": ...}`` mappings.
+
+    Returns:
+        The messages, validated.
+
+    Raises:
+        InvalidInputError: If the list is empty or an item is malformed.
+    """
+    if isinstance(messages, str):
+        return [ChatMessage.user(messages)]
+    result: list[ChatMessage] = []
+    for item in messages:
+        if isinstance(item, ChatMessage):
+            result.append(item)
+            continue
+        try:
+            result.append(ChatMessage.model_validate(dict(item)))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"malformed chat message {item!r}: {exc}") from exc
+    if not result:
+        raise InvalidInputError("an LLM call needs at least one message")
+    return result
+
+
+def ensure_text(text: str | None, *, model: str) -> str:
+    """Return ``text`` or raise when the model produced nothing usable.
+
+    Args:
+        text: The raw completion.
+        model: The model's name, for the message.
+
+    Returns:
+        ``text`` unchanged.
+
+    Raises:
+        LLMError: If ``text`` is ``None`` or only whitespace.
+    """
+    if text is None or not text.strip():
+        raise LLMError(f"empty completion from model {model!r}")
+    return text
+
+
+class BaseLLM:
+    """Convenience base for backends.
+
+    Subclasses implement :meth:`_complete` (and :meth:`_acomplete` when they have a
+    real async path); this class validates the input. The default async path runs the
+    sync one in a worker thread, which suits CPU-bound local models.
+    """
+
+    name: str = "llm"
+    model: str = "unknown"
+
+    def complete(
+        self,
+        messages: MessagesInput,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """Generate a reply. See :meth:`LLM.complete`; also accepts a bare prompt string."""
+        _check_params(max_tokens, temperature)
+        return self._complete(
+            to_messages(messages),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=list(stop) if stop else None,
+        )
+
+    async def acomplete(
+        self,
+        messages: MessagesInput,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> LLMResponse:
+        """Async version of :meth:`complete`."""
+        _check_params(max_tokens, temperature)
+        return await self._acomplete(
+            to_messages(messages),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=list(stop) if stop else None,
+        )
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        raise NotImplementedError
+
+    async def _acomplete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        return await asyncio.to_thread(
+            self._complete, messages, max_tokens=max_tokens, temperature=temperature, stop=stop
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, model={self.model!r})"
+
+
+def _check_params(max_tokens: int | None, temperature: float | None) -> None:
+    if max_tokens is not None and max_tokens < 1:
+        raise InvalidInputError(f"max_tokens must be at least 1, got {max_tokens}")
+    if temperature is not None and temperature < 0:
+        raise InvalidInputError(f"temperature must not be negative, got {temperature}")

@@ -1,0 +1,336 @@
+"""A client for any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, ...).
+
+Settings come from the arguments, else from the environment:
+
+- ``OPENAI_API_KEY``: the API key. Servers without authentication (vLLM, Ollama) need
+  none: when a base URL is set and no key is given, a placeholder key is sent.
+- ``OPENAI_BASE_URL``: the server, e.g. ``http://localhost:11434/v1`` for Ollama or
+  ``http://localhost:8000/v1`` for vLLM. Default: OpenAI's API.
+- ``TRUTHLENS_LLM_MODEL``: the model name. Default: ``gpt-4o-mini``.
+
+The SDK's own retries are switched off; this client retries transient failures only
+(rate limits, timeouts, connection errors, 5xx) with exponential backoff and full
+jitter, and fails at once, with :class:`LLMError`, on everything else (bad key, bad
+request, unknown model).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._errors import ConfigError, InvalidInputError, LLMError, LLMTimeoutError
+from ._base import BaseLLM, ChatMessage, LLMResponse, TokenUsage, ensure_text
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "OpenAICompatibleLLM",
+    "is_transient_error",
+]
+
+logger = logging.getLogger(__name__)
+
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_MODEL = "TRUTHLENS_LLM_MODEL"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+# Sent when a self-hosted server (vLLM, Ollama) needs no key: the SDK refuses to start
+# without one.
+_PLACEHOLDER_KEY = "not-needed"
+# Status codes worth another try besides 429 and 5xx: request timeout.
+_TRANSIENT_STATUS = frozenset({408, 429})
+
+
+class OpenAICompatibleLLM(BaseLLM):
+    """Chat completions from an OpenAI-compatible server, with retries on transient errors.
+
+    Example:
+        >>> llm = OpenAICompatibleLLM(base_url="http://localhost:11434/v1", model="llama3.2")
+        >>> llm.complete("Say hi").text  # doctest: +SKIP
+
+    Attributes:
+        name: ``"openai-compatible"``.
+        model: The model asked for.
+        base_url: The server's base URL, or ``None`` for OpenAI's default.
+    """
+
+    name = "openai-compatible"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_attempts: int = 4,
+        wait_initial: float = 0.5,
+        wait_max: float = 20.0,
+        default_max_tokens: int | None = None,
+        default_temperature: float | None = None,
+        max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        http_client: Any | None = None,
+        async_http_client: Any | None = None,
+    ) -> None:
+        """Configure the client; no request is sent until the first call.
+
+        Args:
+            model: Model name; default ``$TRUTHLENS_LLM_MODEL``, else ``gpt-4o-mini``.
+            api_key: API key; default ``$OPENAI_API_KEY``.
+            base_url: Server URL; default ``$OPENAI_BASE_URL``, else OpenAI's API.
+            timeout: Seconds one attempt may take.
+            max_attempts: Attempts per call, the first included (1 disables retries).
+            wait_initial: Base of the exponential backoff between attempts, in seconds.
+            wait_max: Longest wait between two attempts, in seconds.
+            default_max_tokens: ``max_tokens`` used when a call gives none.
+            default_temperature: ``temperature`` used when a call gives none.
+            max_tokens_param: Request field carrying the token limit. Newer OpenAI
+                reasoning models only accept ``"max_completion_tokens"``; vLLM and
+                Ollama understand ``"max_tokens"``.
+            http_client: An ``httpx.Client`` for the sync SDK client (proxies, tests).
+            async_http_client: An ``httpx.AsyncClient`` for the async SDK client.
+
+        Raises:
+            ConfigError: If no API key is set for OpenAI's own API, or a number is out
+                of range.
+        """
+        self.model = model or os.environ.get(ENV_MODEL) or DEFAULT_OPENAI_MODEL
+        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        key = api_key or os.environ.get(ENV_API_KEY)
+        if not key:
+            if self.base_url is None:
+                raise ConfigError(
+                    f"OpenAICompatibleLLM needs an API key: pass api_key= or set ${ENV_API_KEY} "
+                    f"(or set ${ENV_BASE_URL} for a self-hosted server such as vLLM or Ollama)"
+                )
+            key = _PLACEHOLDER_KEY
+        if timeout <= 0:
+            raise ConfigError(f"timeout must be positive, got {timeout}")
+        if max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
+        if wait_initial < 0 or wait_max < 0:
+            raise ConfigError("retry waits must not be negative")
+        self._api_key = key
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.wait_initial = wait_initial
+        self.wait_max = wait_max
+        self.default_max_tokens = default_max_tokens
+        self.default_temperature = default_temperature
+        self.max_tokens_param = max_tokens_param
+        self._http_client = http_client
+        self._async_http_client = async_http_client
+        self._client: OpenAI | None = None
+        self._aclient: AsyncOpenAI | None = None
+
+    # -- clients ---------------------------------------------------------------------
+
+    def _sync_client(self) -> OpenAI:
+        if self._client is None:
+            from openai import OpenAI
+
+            kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
+            if self.base_url is not None:
+                kwargs["base_url"] = self.base_url
+            if self._http_client is not None:
+                kwargs["http_client"] = self._http_client
+            self._client = OpenAI(**kwargs)
+        return self._client
+
+    def _async_client(self) -> AsyncOpenAI:
+        if self._aclient is None:
+            from openai import AsyncOpenAI
+
+            kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
+            if self.base_url is not None:
+                kwargs["base_url"] = self.base_url
+            if self._async_http_client is not None:
+                kwargs["http_client"] = self._async_http_client
+            self._aclient = AsyncOpenAI(**kwargs)
+        return self._aclient
+
+    # -- calls -----------------------------------------------------------------------
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        from tenacity import Retrying
+
+        request = self._request(messages, max_tokens, temperature, stop)
+        client = self._sync_client()
+        started = time.perf_counter()
+        retrying = Retrying(**self._retry_kwargs())
+        try:
+            completion = retrying(client.chat.completions.create, **request)
+        except Exception as exc:
+            raise self._translate(exc, _attempts(retrying)) from exc
+        return self._response(completion, started, _attempts(retrying))
+
+    async def _acomplete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        from tenacity import AsyncRetrying
+
+        request = self._request(messages, max_tokens, temperature, stop)
+        client = self._async_client()
+        started = time.perf_counter()
+        retrying = AsyncRetrying(**self._retry_kwargs())
+
+        # A plain coroutine function: tenacity does not see through the SDK's decorators
+        # and would otherwise "call" the method without awaiting it.
+        async def attempt() -> Any:
+            return await client.chat.completions.create(**request)
+
+        try:
+            completion: Any = await retrying(attempt)
+        except Exception as exc:
+            raise self._translate(exc, _attempts(retrying)) from exc
+        return self._response(completion, started, _attempts(retrying))
+
+    def _request(
+        self,
+        messages: list[ChatMessage],
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "timeout": self.timeout,
+        }
+        limit = max_tokens if max_tokens is not None else self.default_max_tokens
+        if limit is not None:
+            request[self.max_tokens_param] = limit
+        temp = temperature if temperature is not None else self.default_temperature
+        if temp is not None:
+            request["temperature"] = temp
+        if stop:
+            request["stop"] = stop
+        return request
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        from tenacity import retry_if_exception, stop_after_attempt, wait_random_exponential
+
+        return {
+            "stop": stop_after_attempt(self.max_attempts),
+            # Full jitter: clients hit by the same rate limit do not retry in lockstep.
+            "wait": wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
+            "retry": retry_if_exception(is_transient_error),
+            "reraise": True,
+            "before_sleep": _log_retry,
+        }
+
+    def _response(self, completion: Any, started: float, attempts: int) -> LLMResponse:
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            raise LLMError(f"model {self.model!r} returned no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        text = ensure_text(getattr(message, "content", None), model=self.model)
+        usage = None
+        raw_usage = getattr(completion, "usage", None)
+        if raw_usage is not None:
+            prompt = int(raw_usage.prompt_tokens or 0)
+            generated = int(raw_usage.completion_tokens or 0)
+            usage = TokenUsage(
+                prompt_tokens=prompt,
+                completion_tokens=generated,
+                total_tokens=int(raw_usage.total_tokens or prompt + generated),
+            )
+        return LLMResponse(
+            text=text,
+            model=str(getattr(completion, "model", None) or self.model),
+            usage=usage,
+            latency_ms=latency_ms,
+            finish_reason=getattr(choice, "finish_reason", None),
+            attempts=attempts,
+        )
+
+    def _translate(self, exc: Exception, attempts: int) -> Exception:
+        """Map an SDK error onto the package's errors, with a message that says what to do."""
+        import openai
+
+        where = f"model {self.model!r} at {self.base_url or 'api.openai.com'}"
+        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMTimeoutError(f"{where} did not answer within {self.timeout}s{tries}")
+        if isinstance(exc, openai.AuthenticationError):
+            return LLMError(f"{where} rejected the API key (401): check ${ENV_API_KEY}")
+        if isinstance(exc, openai.PermissionDeniedError):
+            return LLMError(f"{where} denied access (403): {_detail(exc)}")
+        if isinstance(exc, openai.NotFoundError):
+            return LLMError(f"{where} was not found (404): check the model name and base URL")
+        if isinstance(exc, openai.APIStatusError):
+            kind = "transient error" if is_transient_error(exc) else "error"
+            return LLMError(f"{where} failed with {kind} {exc.status_code}{tries}: {_detail(exc)}")
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMError(f"could not connect to {where}{tries}: {exc}")
+        if isinstance(exc, openai.OpenAIError):
+            return LLMError(f"{where} failed: {exc}")
+        if isinstance(exc, LLMError | InvalidInputError):
+            return exc
+        return LLMError(f"{where} failed unexpectedly: {type(exc).__name__}: {exc}")
+
+
+def is_transient_error(exc: BaseException) -> bool:
+    """Whether an OpenAI SDK error is worth retrying.
+
+    Rate limits, timeouts, connection failures and server errors (5xx) are; bad keys,
+    bad requests and unknown models are not.
+
+    Args:
+        exc: The exception raised by the SDK.
+
+    Returns:
+        ``True`` for transient failures.
+    """
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # timeouts included
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code >= 500 or exc.status_code in _TRANSIENT_STATUS
+    return False
+
+
+def _attempts(retrying: Any) -> int:
+    number = retrying.statistics.get("attempt_number", 1)
+    return int(number) if number else 1
+
+
+def _detail(exc: Any) -> str:
+    message = getattr(exc, "message", None) or str(exc)
+    return str(message)[:300]
+
+
+def _log_retry(state: Any) -> None:
+    outcome = state.outcome
+    error = outcome.exception() if outcome is not None else None
+    sleep = state.next_action.sleep if state.next_action is not None else 0.0
+    logger.warning(
+        "LLM call failed (attempt %d: %s: %s); retrying in %.2fs",
+        state.attempt_number,
+        type(error).__name__,
+        error,
+        sleep,
+    )
