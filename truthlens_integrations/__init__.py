@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         TransformerDetector,
         load_detector,
     )
+    from truthlens_integrations.core.engine import TruthLens, Verdict
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,8 @@ _LAZY = {
     "Detector": "truthlens_integrations.core.detection",
     "TransformerDetector": "truthlens_integrations.core.detection",
     "load_detector": "truthlens_integrations.core.detection",
+    "TruthLens": "truthlens_integrations.core.engine",
+    "Verdict": "truthlens_integrations.core.engine",
 }
 
 
@@ -86,7 +89,9 @@ __all__ = [
     "ModelNotAvailableError",
     "TokenScore",
     "TransformerDetector",
+    "TruthLens",
     "TruthLensError",
+    "Verdict",
     "__version__",
     "load_detector",
     "optimal_threshold",

@@ -1,0 +1,456 @@
+"""The TruthLens guard engine: classify -> route -> (skip | detect) -> NLI -> decide -> act."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .._errors import BlockedResponseError, ModelNotAvailableError
+from .._metadata import build_metadata
+from .._types import Decision, DetectionInput, DetectionResult, HallucinationSpan
+from ..detection import Detector, load_detector
+from ..observability import Metrics, StageSpan, Tracer, log_event
+from ..policy import Action, DomainClassifier, Policy, PolicySource, Router, RouteResult
+from ..policy import load_policy as _load_policy
+from ._premise import answer_sentence, select_premise
+from ._protocols import (
+    BundledFactCheckAdapter,
+    BundledNLIAdapter,
+    FactCheckClassifier,
+    NLIExplainer,
+)
+from ._verdict import SEVERITY, Verdict
+
+__all__ = ["TruthLens"]
+
+logger = logging.getLogger(__name__)
+
+
+class _AssumeFactual:
+    """Used when no prompt classifier is available: every prompt gets checked.
+
+    Failing towards checking costs latency; failing towards skipping would let
+    hallucinations through unchecked.
+    """
+
+    model_id = "assume-factual"
+
+    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+        return [(True, 1.0) for _ in prompts]
+
+
+@dataclass
+class _Item:
+    """Per-request working state; one per item of one call, never shared."""
+
+    data: DetectionInput
+    fact_check: tuple[bool, float] = (True, 1.0)
+    route: RouteResult | None = None
+    factual: bool = True
+    detection: DetectionResult | None = None
+    kept: list[HallucinationSpan] = field(default_factory=list)
+    dropped: list[HallucinationSpan] = field(default_factory=list)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def question(self) -> str:
+        return self.data.question or ""
+
+
+def _model_name(obj: object, fallback: str) -> str:
+    name = getattr(obj, "model_id", None)
+    return name if isinstance(name, str) and name else fallback
+
+
+def _with_warning(answer: str, warning: str) -> str:
+    """The answer followed by the warning, added once even if guarded twice."""
+    note = warning.strip()
+    if answer.rstrip().endswith(note):
+        return answer
+    return f"{answer.rstrip()}\n\n{note}"
+
+
+class TruthLens:
+    """Guards LLM answers according to a policy.
+
+    Build it with :meth:`from_config`. Every call keeps its state in locals, so one
+    engine can serve many threads; models are loaded once, on first use.
+
+    Args:
+        policy: The validated policy.
+        detector: Token-level detector; ``None`` loads ``hallucination.model_id``
+            (the bundled detector when unset) on first use.
+        nli: NLI explainer; ``None`` tries the bundled one on first use and skips the
+            NLI stage (with a warning) when it is not installed.
+        fact_checker: Prompt classifier; ``None`` tries the bundled one and otherwise
+            treats every prompt as factual.
+        metrics: Prometheus metrics; ``None`` records nothing.
+        tracer: OpenTelemetry tracer; ``None`` only times stages.
+        domain_classifier: Domain classifier for ``domain`` conditions; the router's
+            lexicon classifier by default.
+        raise_on_block: Make :meth:`guard` raise :class:`BlockedResponseError`
+            instead of returning a blocked verdict.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        detector: Detector | None = None,
+        nli: NLIExplainer | None = None,
+        fact_checker: FactCheckClassifier | None = None,
+        metrics: Metrics | None = None,
+        tracer: Tracer | None = None,
+        domain_classifier: DomainClassifier | None = None,
+        raise_on_block: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.raise_on_block = raise_on_block
+        self.metrics = metrics or Metrics(enabled=False)
+        self.tracer = tracer or Tracer(enabled=False)
+        self._detector = detector
+        self._nli = nli
+        self._nli_resolved = nli is not None
+        self._fact_checker = fact_checker
+        self._load_lock = threading.Lock()
+        self.router = Router(policy, domain_classifier=domain_classifier)
+        self.fact_check_threshold = policy.hallucination_mitigation.fact_check_model.threshold
+        self.nli_threshold = policy.hallucination_mitigation.nli_model.threshold
+
+    @classmethod
+    def from_config(
+        cls,
+        config: PolicySource | Sequence[PolicySource] = None,
+        *,
+        detector: Detector | None = None,
+        nli: NLIExplainer | None = None,
+        fact_checker: FactCheckClassifier | None = None,
+        metrics: Metrics | None = None,
+        tracer: Tracer | None = None,
+        domain_classifier: DomainClassifier | None = None,
+        raise_on_block: bool = False,
+    ) -> TruthLens:
+        """Build an engine from a policy file, YAML text, dict, list of these, or defaults.
+
+        Args:
+            config: Anything :func:`~truthlens_integrations.core.policy.load_policy`
+                accepts; ``None`` for the built-in defaults.
+            detector: See :class:`TruthLens`.
+            nli: See :class:`TruthLens`.
+            fact_checker: See :class:`TruthLens`.
+            metrics: See :class:`TruthLens`.
+            tracer: See :class:`TruthLens`.
+            domain_classifier: See :class:`TruthLens`.
+            raise_on_block: See :class:`TruthLens`.
+
+        Returns:
+            The engine.
+
+        Raises:
+            ConfigError: If the policy is malformed.
+        """
+        return cls(
+            _load_policy(config),
+            detector=detector,
+            nli=nli,
+            fact_checker=fact_checker,
+            metrics=metrics,
+            tracer=tracer,
+            domain_classifier=domain_classifier,
+            raise_on_block=raise_on_block,
+        )
+
+    # -- models, loaded once on first use -------------------------------------------
+
+    @property
+    def detector(self) -> Detector:
+        """The detector, loaded on first use."""
+        if self._detector is None:
+            with self._load_lock:
+                if self._detector is None:
+                    self._detector = load_detector(
+                        self.policy.hallucination.model_id,
+                        token_threshold=self.policy.hallucination_mitigation.hallucination_model.threshold,
+                        device="cpu" if self.policy.hallucination.use_cpu else None,
+                    )
+        return self._detector
+
+    @property
+    def nli(self) -> NLIExplainer | None:
+        """The NLI explainer, or ``None`` when none is available."""
+        if not self._nli_resolved:
+            with self._load_lock:
+                if not self._nli_resolved:
+                    try:
+                        self._nli = BundledNLIAdapter()
+                    except (ModelNotAvailableError, ImportError):
+                        logger.warning("no NLI explainer available: spans will not be explained")
+                    self._nli_resolved = True
+        return self._nli
+
+    @property
+    def fact_checker(self) -> FactCheckClassifier:
+        """The prompt classifier; treats every prompt as factual when none is available."""
+        if self._fact_checker is None:
+            with self._load_lock:
+                if self._fact_checker is None:
+                    try:
+                        self._fact_checker = BundledFactCheckAdapter()
+                    except (ModelNotAvailableError, ImportError):
+                        logger.warning("no prompt classifier available: every prompt is checked")
+                        self._fact_checker = _AssumeFactual()
+        return self._fact_checker
+
+    # -- public API ---------------------------------------------------------------------
+
+    def guard(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> Verdict:
+        """Guard one answer.
+
+        Args:
+            context: Grounding passages (documents, tool results); ``None`` or empty
+                when the answer was not grounded.
+            question: The user's prompt; routed and classified. Without one the
+                prompt is treated as factual.
+            answer: The LLM answer.
+
+        Returns:
+            The verdict, with the text to show in ``output``.
+
+        Raises:
+            InvalidInputError: If the answer is empty or the context is not text.
+            BlockedResponseError: If the answer was blocked and ``raise_on_block``
+                is set; the verdict is attached as ``error.verdict``.
+        """
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        verdict = self._run([item])[0]
+        if verdict.blocked and self.raise_on_block:
+            raise BlockedResponseError(
+                f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
+                verdict=verdict,
+            )
+        return verdict
+
+    def guard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
+        """Guard many answers with one classifier, detector and NLI pass each.
+
+        Blocked answers come back as blocked verdicts even with ``raise_on_block``,
+        so that one blocked answer does not discard the others.
+
+        Args:
+            inputs: Validated inputs (see :meth:`DetectionInput.create`).
+
+        Returns:
+            One verdict per input, in input order.
+        """
+        return self._run(list(inputs)) if inputs else []
+
+    async def aguard(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> Verdict:
+        """Async :meth:`guard`; the models run in a worker thread."""
+        return await asyncio.to_thread(
+            self.guard, context=context, question=question, answer=answer
+        )
+
+    async def aguard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
+        """Async :meth:`guard_batch`; the models run in a worker thread."""
+        return await asyncio.to_thread(self.guard_batch, list(inputs))
+
+    # -- pipeline -----------------------------------------------------------------------
+
+    def _run(self, inputs: list[DetectionInput]) -> list[Verdict]:
+        started = time.perf_counter()
+        items = [_Item(data=x) for x in inputs]
+        with self.tracer.stage("guard", batch_size=len(items)) as root:
+            self._classify(items)
+            self._route(items)
+            to_detect = [
+                it
+                for it in items
+                if it.route is not None
+                and it.route.settings.enabled
+                and it.factual
+                and it.data.grounded
+            ]
+            self._detect(to_detect)
+            self._explain(to_detect)
+            with self.tracer.stage("action") as stage:
+                total_ms = (time.perf_counter() - started) * 1000.0 / len(items)
+                verdicts = [self._verdict(it, total_ms, stage) for it in items]
+            root.set_attribute("truthlens.mitigated", sum(not v.passed for v in verdicts))
+        for verdict in verdicts:
+            self._observe(verdict)
+        return verdicts
+
+    def _classify(self, items: list[_Item]) -> None:
+        asked = [it for it in items if it.data.question is not None]
+        if not asked:
+            return
+        with self.tracer.stage("classifier", prompts=len(asked)) as stage:
+            checker = self.fact_checker
+            results = checker.classify([it.question for it in asked])
+        share = stage.elapsed_ms / len(asked)
+        self.metrics.record_model_use(
+            model=_model_name(checker, "classifier"), role="classifier", count=len(asked)
+        )
+        for it, (needs, confidence) in zip(asked, results, strict=True):
+            it.fact_check = (bool(needs), float(confidence))
+            it.latency_ms["classifier"] = share
+
+    def _route(self, items: list[_Item]) -> None:
+        with self.tracer.stage("routing") as stage:
+            for it in items:
+                it.route = self.router.route(it.question, fact_check=it.fact_check)
+                needs, confidence = it.fact_check
+                it.factual = needs and confidence >= self.fact_check_threshold
+        share = stage.elapsed_ms / len(items)
+        for it in items:
+            it.latency_ms["routing"] = share
+
+    def _detect(self, items: list[_Item]) -> None:
+        if not items:
+            return
+        with self.tracer.stage("detector", inputs=len(items)) as stage:
+            detector = self.detector
+            results = detector.detect_batch([it.data for it in items])
+        self.metrics.record_model_use(model=detector.model_id, role="detector", count=len(items))
+        share = stage.elapsed_ms / len(items)
+        for it, result in zip(items, results, strict=True):
+            it.detection = result
+            it.kept = list(result.spans)
+            it.latency_ms["detector"] = share
+
+    def _explain(self, items: list[_Item]) -> None:
+        wanted = [
+            it for it in items if it.kept and it.route is not None and it.route.settings.use_nli
+        ]
+        if not wanted:
+            return
+        explainer = self.nli
+        if explainer is None:
+            return
+        pairs: list[tuple[str, str]] = []
+        owners: list[tuple[_Item, HallucinationSpan]] = []
+        for it in wanted:
+            for span in it.kept:
+                hypothesis = answer_sentence(it.data.answer, span.start, span.end)
+                pairs.append((select_premise(it.data.context, hypothesis), hypothesis))
+                owners.append((it, span))
+        with self.tracer.stage("nli", pairs=len(pairs)) as stage:
+            labels = explainer.explain(pairs)
+        self.metrics.record_model_use(
+            model=_model_name(explainer, "nli"), role="nli", count=len(pairs)
+        )
+        for it in wanted:
+            it.kept = []
+            it.latency_ms["nli"] = stage.elapsed_ms / len(wanted)
+        for (it, span), (label, confidence) in zip(owners, labels, strict=True):
+            labelled = span.model_copy(
+                update={
+                    "nli_label": label,
+                    "nli_confidence": float(confidence),
+                    "severity": SEVERITY[label],
+                }
+            )
+            # A confident entailment means the detector flagged supported text.
+            if label == "entailment" and confidence >= self.nli_threshold:
+                it.dropped.append(labelled)
+            else:
+                it.kept.append(labelled)
+
+    def _verdict(self, it: _Item, total_ms: float, stage: StageSpan) -> Verdict:
+        assert it.route is not None  # set by _route for every item
+        settings = it.route.settings
+        result = it.detection
+        score = result.score if result is not None else None
+        detected = bool(result is not None and it.kept and result.score >= settings.threshold)
+        unverified = bool(settings.enabled and it.factual and not it.data.grounded)
+        action: Action | None = None
+        if detected:
+            action = settings.hallucination_action
+        elif unverified:
+            action = settings.unverified_factual_action
+        blocked = action == "block"
+        output: str | None
+        if blocked:
+            output = None
+        elif action == "body" or (settings.enabled and settings.require_disclaimer):
+            output = _with_warning(it.data.answer, settings.warning_template)
+        else:
+            output = it.data.answer
+        spans = it.kept if detected else []
+        include_details = settings.include_hallucination_details and not blocked
+        for span in spans:
+            stage.record_hallucination_span(
+                span, action=action or "none", include_details=include_details
+            )
+        latency = {**it.latency_ms, "total": total_ms}
+        verdict = Verdict(
+            decision=Decision.MITIGATE if action is not None else Decision.PASS,
+            score=score,
+            threshold=settings.threshold,
+            detected=detected,
+            spans=spans,
+            dropped_spans=it.dropped,
+            max_severity=max((s.severity or 0 for s in spans), default=0),
+            contradiction_count=sum(s.nli_label == "contradiction" for s in spans),
+            fact_check_needed=it.factual,
+            fact_check_confidence=it.fact_check[1] if it.data.question is not None else None,
+            unverified=unverified,
+            context_missing=not it.data.grounded,
+            enabled=settings.enabled,
+            mode=settings.mode,
+            iterations=0,
+            latency_ms=latency,
+            original_answer=it.data.answer,
+            output=output,
+            blocked=blocked,
+            action=action,
+            route=it.route.decision,
+            metadata=build_metadata(
+                enabled=settings.enabled and result is not None,
+                mode=settings.mode,
+                score=score,
+                detected=detected,
+                iterations=0,
+                latency_ms=total_ms,
+                fact_check_needed=it.factual,
+                spans=spans,
+                unverified_factual=unverified,
+                context_missing=not it.data.grounded,
+                include_details=include_details,
+            ),
+            detection=result,
+        )
+        log_event(
+            logger,
+            "guard.verdict",
+            level=logging.DEBUG if verdict.passed else logging.INFO,
+            decision=verdict.decision.value,
+            route=verdict.route,
+            mode=verdict.mode,
+            score=verdict.score,
+            spans=len(spans),
+            dropped=len(it.dropped),
+            action=action,
+            latency_ms=round(total_ms, 3),
+        )
+        return verdict
+
+    def _observe(self, verdict: Verdict) -> None:
+        ran = verdict.detection is not None
+        self.metrics.record_detection(
+            decision=verdict.route,
+            mode=verdict.mode,
+            detected=verdict.detected,
+            score=verdict.score,
+            iterations=verdict.iterations if ran else None,
+        )
+        for operation, ms in verdict.latency_ms.items():
+            self.metrics.observe_latency(mode=verdict.mode, operation=operation, seconds=ms / 1000)

@@ -1,0 +1,66 @@
+"""Build NLI pairs for flagged spans: premise from the context, hypothesis from the answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["answer_sentence", "select_premise", "split_sentences"]
+
+# A sentence ends at . ! ? followed by whitespace, or at a line break.
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"\w+")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character ranges of the sentences of ``text`` (blank pieces are skipped)."""
+    ranges: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        if text[start : match.start()].strip():
+            ranges.append((start, match.start()))
+        start = match.end()
+    if text[start:].strip():
+        ranges.append((start, len(text)))
+    return ranges
+
+
+def answer_sentence(answer: str, start: int, end: int) -> str:
+    """The answer sentence(s) holding ``answer[start:end]``: the NLI hypothesis."""
+    pieces = [(s, e) for s, e in split_sentences(answer) if s < max(end, start + 1) and e > start]
+    if not pieces:
+        return answer.strip()
+    return answer[pieces[0][0] : pieces[-1][1]].strip()
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def select_premise(context: Sequence[str], hypothesis: str, *, top_k: int = 2) -> str:
+    """The context sentences sharing the most words with ``hypothesis``, in context order.
+
+    Word overlap is cheap and needs no model; it keeps the premise inside the NLI
+    model's window while keeping the sentences that talk about the same things.
+
+    Args:
+        context: Grounding passages.
+        hypothesis: The span's answer sentence.
+        top_k: Sentences to keep.
+
+    Returns:
+        The selected sentences joined by spaces; the whole first passage when no
+        sentence shares a word (NLI then judges against some real context).
+    """
+    target = _words(hypothesis)
+    scored: list[tuple[int, int, str]] = []
+    order = 0
+    for passage in context:
+        for s, e in split_sentences(passage):
+            sentence = passage[s:e].strip()
+            scored.append((len(target & _words(sentence)), order, sentence))
+            order += 1
+    best = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[:top_k]
+    if not best:
+        return context[0].strip() if context else ""
+    return " ".join(sentence for _, _, sentence in sorted(best, key=lambda x: x[1]))
