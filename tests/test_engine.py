@@ -1,0 +1,522 @@
+"""The guard pipeline end to end, on a detector whose output is known in advance.
+
+The detector is a real (tiny) transformer: ``keyword_model_dir`` flags exactly the
+words "1950", "500" and "meters". The NLI explainer and prompt classifier below are
+RULE-BASED STAND-INS for the models, written so every label is predictable by hand;
+the bundled models are exercised by the last test when their weights are installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+import truthlens_integrations
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    Decision,
+    DetectionInput,
+    InvalidInputError,
+    ModelNotAvailableError,
+)
+from truthlens_integrations.core.detection import Detector, load_detector
+from truthlens_integrations.core.engine import (
+    FactCheckClassifier,
+    NLIExplainer,
+    TruthLens,
+    Verdict,
+    answer_sentence,
+    select_premise,
+)
+from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
+from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
+
+POLICIES = Path(__file__).resolve().parent.parent / "cookbook" / "policies"
+EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
+_NUMBER = re.compile(r"\d+")
+
+
+class RuleNLI:
+    """STAND-IN for an NLI model: judges by the numbers the two texts contain.
+
+    Every number of the hypothesis in the premise -> entailment 0.97; a number the
+    premise lacks while the premise has numbers -> contradiction 0.95; a premise
+    without numbers -> neutral 0.8. Records each call to check batching.
+    """
+
+    model_id = "rule-nli"
+
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
+        self.calls.append(list(pairs))
+        out: list[tuple[str, float]] = []
+        for premise, hypothesis in pairs:
+            have = set(_NUMBER.findall(premise))
+            want = set(_NUMBER.findall(hypothesis))
+            if want <= have:
+                out.append(("entailment", 0.97))
+            elif have:
+                out.append(("contradiction", 0.95))
+            else:
+                out.append(("neutral", 0.8))
+        return out
+
+
+class FixedNLI:
+    """STAND-IN for an NLI model that gives every pair the same label."""
+
+    model_id = "fixed-nli"
+
+    def __init__(self, label: str, confidence: float) -> None:
+        self.label, self.confidence = label, confidence
+
+    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
+        return [(self.label, self.confidence) for _ in pairs]
+
+
+class QuestionWordClassifier:
+    """STAND-IN for the prompt classifier: questions need a fact check, the rest do not."""
+
+    model_id = "question-words"
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+        self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return [(True, 0.95) if p.rstrip().endswith("?") else (False, 0.9) for p in prompts]
+
+
+class CountingDetector:
+    """Wraps the real detector to count calls (the non-factual path must skip it)."""
+
+    def __init__(self, inner: Detector) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.config = inner.config
+        self.batches = 0
+
+    def detect_batch(self, inputs: Sequence[DetectionInput]):  # type: ignore[no-untyped-def]
+        self.batches += 1
+        return self.inner.detect_batch(inputs)
+
+
+@pytest.fixture(scope="module")
+def detector(keyword_model_dir: Path) -> Detector:
+    return load_detector(keyword_model_dir)
+
+
+def make(detector: Detector, config: object = None, **kwargs: object) -> TruthLens:
+    kwargs.setdefault("nli", RuleNLI())
+    kwargs.setdefault("fact_checker", QuestionWordClassifier())
+    return TruthLens.from_config(config, detector=detector, **kwargs)  # type: ignore[arg-type]
+
+
+def action_policy(action: str, **extra: object) -> dict[str, object]:
+    return {"hallucination": {"hallucination_action": action, **extra}}
+
+
+def test_stand_ins_satisfy_the_protocols() -> None:
+    assert isinstance(RuleNLI(), NLIExplainer)
+    assert isinstance(QuestionWordClassifier(), FactCheckClassifier)
+
+
+def test_lazy_top_level_exports() -> None:
+    assert truthlens_integrations.TruthLens is TruthLens
+    assert truthlens_integrations.Verdict is Verdict
+
+
+# -- the three paths ---------------------------------------------------------------------
+
+
+def test_non_factual_prompt_passes_without_detection(detector: Detector) -> None:
+    counting = CountingDetector(detector)
+    nli = RuleNLI()
+    engine = make(counting, nli=nli)  # type: ignore[arg-type]
+    verdict = engine.guard(
+        context=EIFFEL_CONTEXT, question="Write a poem about the Eiffel Tower", answer=EIFFEL_ANSWER
+    )
+    assert verdict.decision is Decision.PASS and verdict.passed
+    assert counting.batches == 0 and nli.calls == []
+    assert verdict.fact_check_needed is False and verdict.fact_check_confidence == 0.9
+    assert verdict.score is None and verdict.detection is None and verdict.spans == []
+    assert verdict.output == EIFFEL_ANSWER and verdict.action is None
+    assert set(verdict.latency_ms) == {"classifier", "routing", "total"}
+    assert verdict.metadata["x-truthlens-enabled"] == "false"
+    assert verdict.metadata["x-vsr-fact-check-needed"] == "false"
+
+
+@pytest.mark.parametrize("context", [None, "", [], ["  "]])
+def test_factual_prompt_without_grounding_is_unverified(
+    detector: Detector, context: object
+) -> None:
+    counting = CountingDetector(detector)
+    engine = make(counting, action_policy("header", unverified_factual_action="body"))  # type: ignore[arg-type]
+    verdict = engine.guard(context=context, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)  # type: ignore[arg-type]
+    assert counting.batches == 0
+    assert verdict.unverified and verdict.context_missing and verdict.fact_check_needed
+    assert verdict.decision is Decision.MITIGATE and verdict.action == "body"
+    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    assert verdict.metadata["x-vsr-unverified-factual-response"] == "true"
+    assert verdict.metadata["x-vsr-verification-context-missing"] == "true"
+    assert verdict.metadata["x-vsr-hallucination-detected"] == "false"
+
+
+def test_unverified_factual_block(detector: Detector) -> None:
+    engine = make(detector, action_policy("header", unverified_factual_action="block"))
+    verdict = engine.guard(context=None, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
+    assert verdict.blocked and verdict.output is None
+    assert verdict.original_answer == EIFFEL_ANSWER
+
+
+def test_grounded_factual_prompt_runs_full_detection(detector: Detector) -> None:
+    nli = RuleNLI()
+    verdict = make(detector, nli=nli).guard(**EIFFEL)
+    assert verdict.decision is Decision.MITIGATE and verdict.detected
+    assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
+    assert all(s.nli_label == "contradiction" and s.severity == 4 for s in verdict.spans)
+    assert verdict.contradiction_count == 2 and verdict.max_severity == 4
+    assert verdict.score is not None and verdict.score >= verdict.threshold == 0.5
+    assert verdict.detection is not None and verdict.detection.spans[0].nli_label is None
+    assert set(verdict.latency_ms) == {"classifier", "routing", "detector", "nli", "total"}
+    # one batched NLI call; hypothesis = the answer sentence, premise = the context
+    assert len(nli.calls) == 1 and len(nli.calls[0]) == 2
+    premise, hypothesis = nli.calls[0][0]
+    assert hypothesis == EIFFEL_ANSWER and "1887-1889" in premise
+    assert verdict.mode == "lightweight" and verdict.iterations == 0 and verdict.route is None
+
+
+def test_entailed_span_is_dropped_and_severities_counted(detector: Detector) -> None:
+    answer = "The Eiffel Tower was built in 1950. It is 330 meters tall."
+    verdict = make(detector).guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
+    assert [s.text for s in verdict.spans] == ["1950"]
+    assert [(s.text, s.nli_label) for s in verdict.dropped_spans] == [("meters", "entailment")]
+    assert verdict.contradiction_count == 1 and verdict.max_severity == 4
+    assert verdict.metadata["x-vsr-nli-contradictions"] == "1"
+
+
+def test_all_spans_entailed_passes(detector: Detector) -> None:
+    verdict = make(detector, nli=FixedNLI("entailment", 0.95)).guard(**EIFFEL)
+    assert verdict.decision is Decision.PASS and not verdict.detected
+    assert verdict.spans == [] and len(verdict.dropped_spans) == 2
+    assert verdict.output == EIFFEL_ANSWER and verdict.action is None
+
+
+def test_weak_entailment_keeps_span_and_neutral_is_severity_two(detector: Detector) -> None:
+    weak = make(detector, nli=FixedNLI("entailment", 0.5)).guard(**EIFFEL)  # below 0.9
+    assert len(weak.spans) == 2 and weak.max_severity == 1 and weak.dropped_spans == []
+    neutral = make(detector).guard(
+        context="The Eiffel Tower stands in Paris.", question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
+    )
+    assert {s.nli_label for s in neutral.spans} == {"neutral"}
+    assert neutral.max_severity == 2 and neutral.contradiction_count == 0
+
+
+def test_use_nli_false_skips_the_explainer(detector: Detector) -> None:
+    nli = RuleNLI()
+    verdict = make(detector, action_policy("header", use_nli=False), nli=nli).guard(**EIFFEL)
+    assert nli.calls == [] and verdict.detected
+    assert all(s.nli_label is None for s in verdict.spans) and verdict.max_severity == 0
+    assert "nli" not in verdict.latency_ms
+
+
+def test_clean_answer_passes(detector: Detector) -> None:
+    answer = "The Eiffel Tower was built from 1887 to 1889 in Paris."
+    verdict = make(detector).guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
+    assert verdict.decision is Decision.PASS and verdict.score is not None
+    assert verdict.metadata["x-truthlens-enabled"] == "true"
+    assert verdict.metadata["x-truthlens-detected"] == "false"
+
+
+# -- actions ------------------------------------------------------------------------------
+
+
+def test_header_action_keeps_text_and_sets_metadata(detector: Detector) -> None:
+    verdict = make(detector, action_policy("header", include_hallucination_details=True)).guard(
+        **EIFFEL
+    )
+    assert verdict.action == "header" and verdict.output == EIFFEL_ANSWER and not verdict.blocked
+    md = verdict.metadata
+    assert md["x-truthlens-detected"] == md["x-vsr-hallucination-detected"] == "true"
+    assert md["x-vsr-hallucination-spans"] == "1950; 500 meters"
+    assert md["x-vsr-max-severity"] == "4" and md["x-vsr-nli-contradictions"] == "2"
+    assert md["x-truthlens-mode"] == "lightweight" and md["x-truthlens-iterations"] == "0"
+    assert float(md["x-truthlens-score"]) == pytest.approx(verdict.score, abs=1e-4)
+
+
+def test_header_without_details_writes_offsets_only(detector: Detector) -> None:
+    verdict = make(detector, action_policy("header")).guard(**EIFFEL)
+    start = EIFFEL_ANSWER.index("1950")
+    assert verdict.metadata["x-vsr-hallucination-spans"].startswith(f"{start}-{start + 4}; ")
+
+
+def test_body_action_appends_the_warning_exactly_once(detector: Detector) -> None:
+    template = "WARNING: unverified."
+    engine = make(detector, action_policy("body", warning_template=template))
+    verdict = engine.guard(**EIFFEL)
+    assert verdict.action == "body"
+    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{template}"
+    assert verdict.original_answer == EIFFEL_ANSWER
+    # guarding the already-warned output again does not add a second warning
+    again = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=verdict.output)
+    assert again.output is not None and again.output.count(template) == 1
+
+
+@pytest.mark.parametrize("details", [True, False])
+def test_block_action_returns_a_blocked_verdict(detector: Detector, details: bool) -> None:
+    policy = action_policy("block", include_hallucination_details=details)
+    verdict = make(detector, policy).guard(**EIFFEL)
+    assert verdict.blocked and verdict.output is None and verdict.action == "block"
+    assert verdict.decision is Decision.MITIGATE
+    assert verdict.original_answer == EIFFEL_ANSWER  # kept for audit
+    # the withheld text leaks through no header, even with details on
+    assert not any("1950" in v or "meters" in v for v in verdict.metadata.values())
+
+
+def test_block_action_raises_when_configured(detector: Detector) -> None:
+    engine = make(detector, action_policy("block"), raise_on_block=True)
+    with pytest.raises(BlockedResponseError) as info:
+        engine.guard(**EIFFEL)
+    verdict = info.value.verdict
+    assert isinstance(verdict, Verdict) and verdict.blocked and verdict.output is None
+    assert verdict.original_answer == EIFFEL_ANSWER
+    assert "1950" not in str(info.value)
+    # a clean answer is not blocked
+    clean = engine.guard(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer="It was built in 1887."
+    )
+    assert clean.passed and clean.output == "It was built in 1887."
+
+
+def test_none_action_only_logs(detector: Detector, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="truthlens_integrations"):
+        verdict = make(detector, action_policy("none")).guard(**EIFFEL)
+    assert verdict.action == "none" and verdict.output == EIFFEL_ANSWER and not verdict.blocked
+    assert verdict.decision is Decision.MITIGATE
+    records = [
+        r for r in caplog.records if getattr(r, "truthlens", {}).get("event") == "guard.verdict"
+    ]
+    assert records and records[-1].truthlens["action"] == "none"  # type: ignore[attr-defined]
+
+
+def test_require_disclaimer_warns_even_clean_answers(detector: Detector) -> None:
+    verdict = make(detector, action_policy("header", require_disclaimer=True)).guard(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer="It was built in 1887."
+    )
+    assert verdict.passed and verdict.output is not None
+    assert verdict.output.endswith(DEFAULT_WARNING_TEMPLATE)
+
+
+# -- routing by the design's policy files ---------------------------------------------------
+
+
+def test_design_decisions_route_and_apply_their_settings(detector: Detector) -> None:
+    design = [POLICIES / "truthlens_global.yaml", POLICIES / "truthlens_decisions.yaml"]
+    engine = make(detector, design)
+    medical = engine.guard(
+        context="Ibuprofen: 10 mg per kg every 6 hours.",
+        question="What is the ibuprofen dosage for a child in 1950?",
+        answer="The dosage was set in 1950 at 500 mg.",
+    )
+    assert medical.route == "medical_assistant" and medical.mode == "premium"
+    assert medical.threshold == 0.3 and medical.detected
+    assert medical.metadata["x-truthlens-mode"] == "premium"
+    assert medical.output is not None and "请验证关键事实" in medical.output  # require_disclaimer
+
+    creative = engine.guard(
+        context=EIFFEL_CONTEXT,
+        question="Can you write a poem about the Eiffel Tower?",
+        answer=EIFFEL_ANSWER,
+    )
+    assert creative.route == "creative_writing" and creative.enabled is False
+    assert creative.passed and creative.detection is None and creative.output == EIFFEL_ANSWER
+
+    unmatched = engine.guard(**EIFFEL)
+    assert unmatched.route is None and unmatched.mode == "standard"
+    assert unmatched.threshold == 0.6 and unmatched.detected
+
+
+def test_halugate_full_policy(detector: Detector) -> None:
+    engine = make(detector, POLICIES / "halugate_full.yaml")
+    verdict = engine.guard(**EIFFEL)
+    assert verdict.route == "verified-factual" and verdict.detected
+    assert verdict.metadata["x-vsr-hallucination-spans"] == "1950; 500 meters"
+
+    # fact-check threshold 0.6 from the file: a 0.55 "needs" is not factual
+    class Unsure:
+        def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+            return [(True, 0.55) for _ in prompts]
+
+    unsure = make(detector, POLICIES / "halugate_full.yaml", fact_checker=Unsure()).guard(**EIFFEL)
+    assert unsure.route is None and unsure.passed and not unsure.fact_check_needed
+
+
+def test_halugate_decision_policy(detector: Detector) -> None:
+    verdict = make(detector, POLICIES / "halugate_decision.yaml").guard(**EIFFEL)
+    assert verdict.route == "factual-query-with-verification" and verdict.action == "header"
+
+
+def test_malformed_config_is_a_config_error(detector: Detector) -> None:
+    with pytest.raises(ConfigError, match="threshold"):
+        make(detector, {"hallucination": {"threshold": 1.5}})
+
+
+def test_bad_input_is_a_typed_error(detector: Detector) -> None:
+    with pytest.raises(InvalidInputError):
+        make(detector).guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer="  ")
+
+
+# -- batch, threads, async --------------------------------------------------------------------
+
+
+def test_guard_batch_mixes_the_three_paths_with_one_nli_call(detector: Detector) -> None:
+    nli = RuleNLI()
+    engine = make(detector, action_policy("block"), nli=nli, raise_on_block=True)
+    inputs = [
+        DetectionInput.create(**EIFFEL),
+        DetectionInput.create(context=None, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER),
+        DetectionInput.create(context=EIFFEL_CONTEXT, question="Write a poem", answer="Roses."),
+        DetectionInput.create(
+            context=EIFFEL_CONTEXT, question="How tall?", answer="It is 500 meters tall."
+        ),
+    ]
+    verdicts = engine.guard_batch(inputs)
+    assert [v.blocked for v in verdicts] == [True, False, False, True]  # batch never raises
+    assert verdicts[1].unverified and verdicts[2].passed and not verdicts[2].fact_check_needed
+    assert len(nli.calls) == 1 and len(nli.calls[0]) == 3
+    assert [v.original_answer for v in verdicts] == [i.answer for i in inputs]
+    assert engine.guard_batch([]) == []
+
+
+def test_threads_share_one_engine(detector: Detector) -> None:
+    engine = make(detector)
+    expected = engine.guard(**EIFFEL)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda _: engine.guard(**EIFFEL), range(8)))
+    assert all(v.spans == expected.spans and v.output == expected.output for v in got)
+
+
+async def test_aguard_matches_guard_and_does_not_block_the_loop(detector: Detector) -> None:
+    engine = make(detector, fact_checker=QuestionWordClassifier(delay_s=0.2))
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    beat = asyncio.create_task(heartbeat())
+    verdicts = await asyncio.gather(engine.aguard(**EIFFEL), engine.aguard(**EIFFEL))
+    stop.set()
+    await beat
+    assert ticks >= 10  # the loop kept running while the models worked
+    sync = engine.guard(**EIFFEL)
+    assert all(v.spans == sync.spans and v.output == sync.output for v in verdicts)
+    batch = await engine.aguard_batch([DetectionInput.create(**EIFFEL)])
+    assert batch[0].spans == sync.spans
+
+
+# -- observability -------------------------------------------------------------------------------
+
+
+def test_metrics_read_back_from_a_registry(detector: Detector) -> None:
+    registry = CollectorRegistry()
+    engine = make(detector, metrics=Metrics(registry))
+    engine.guard(**EIFFEL)
+    engine.guard(context=EIFFEL_CONTEXT, question="Write a poem", answer="Roses.")
+    get = registry.get_sample_value
+    detected = {"decision": "default", "mode": "lightweight", "detected": "true"}
+    clean = {**detected, "detected": "false"}
+    assert get("truthlens_detections_total", detected) == 1
+    assert get("truthlens_detections_total", clean) == 1
+    assert get("truthlens_score_count", {"decision": "default", "mode": "lightweight"}) == 1
+    assert get("truthlens_iterations_count", {"decision": "default", "mode": "lightweight"}) == 1
+    for operation, count in [("classifier", 2), ("detector", 1), ("nli", 1), ("total", 2)]:
+        labels = {"mode": "lightweight", "operation": operation}
+        assert get("truthlens_latency_seconds_count", labels) == count, operation
+    used = get("truthlens_models_used_total", {"model": detector.model_id, "role": "detector"})
+    assert used == 1
+    assert get("truthlens_models_used_total", {"model": "rule-nli", "role": "nli"}) == 2
+    assert (
+        get("truthlens_models_used_total", {"model": "question-words", "role": "classifier"}) == 2
+    )
+
+
+@pytest.mark.parametrize("details", [True, False])
+def test_stage_spans_and_hallucination_events(detector: Detector, details: bool) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    policy = action_policy("body", include_hallucination_details=details)
+    make(detector, policy, tracer=Tracer(provider)).guard(**EIFFEL)
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {
+        "truthlens.guard",
+        "truthlens.classifier",
+        "truthlens.routing",
+        "truthlens.detector",
+        "truthlens.nli",
+        "truthlens.action",
+    }
+    root = spans["truthlens.guard"]
+    assert all(s.parent is not None and s.parent.span_id == root.context.span_id
+               for n, s in spans.items() if n != "truthlens.guard")  # fmt: skip
+    events = [e for e in spans["truthlens.action"].events if e.name == HALLUCINATION_EVENT]
+    assert [e.attributes["truthlens.span.start"] for e in events] == [
+        EIFFEL_ANSWER.index("1950"),
+        EIFFEL_ANSWER.index("500"),
+    ]
+    assert all(e.attributes["truthlens.span.severity"] == 4 for e in events)
+    assert all(e.attributes["truthlens.action"] == "body" for e in events)
+    texts = [e.attributes.get("truthlens.span.text") for e in events]
+    assert texts == (["1950", "500 meters"] if details else [None, None])
+
+
+# -- helpers and bundled models ---------------------------------------------------------------
+
+
+def test_premise_selection_by_word_overlap() -> None:
+    context = [
+        "Paris is the capital of France. The Eiffel Tower was built from 1887 to 1889.",
+        "The Louvre is a museum. The tower is 330 meters tall.",
+    ]
+    start = EIFFEL_ANSWER.index("1950")
+    hypothesis = answer_sentence(EIFFEL_ANSWER, start, start + 4)
+    assert hypothesis == EIFFEL_ANSWER
+    premise = select_premise(context, hypothesis, top_k=2)
+    assert premise == "The Eiffel Tower was built from 1887 to 1889. The tower is 330 meters tall."
+    assert answer_sentence("One. Two is 500 meters. Three.", 12, 15) == "Two is 500 meters."
+
+
+def test_bundled_models_on_the_eiffel_example(detector: Detector) -> None:
+    from truthlens_integrations.core.engine import BundledFactCheckAdapter, BundledNLIAdapter
+
+    try:
+        nli, checker = BundledNLIAdapter(device="cpu"), BundledFactCheckAdapter(device="cpu")
+    except (ModelNotAvailableError, ImportError):
+        pytest.skip("bundled NLI / classifier weights are not installed")
+    verdict = make(detector, nli=nli, fact_checker=checker).guard(**EIFFEL)
+    assert verdict.fact_check_needed
+    assert verdict.detected and {s.nli_label for s in verdict.spans} <= {
+        "contradiction",
+        "neutral",
+    }
