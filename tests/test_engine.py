@@ -9,6 +9,7 @@ the bundled models are exercised by the last test when their weights are install
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -29,15 +30,18 @@ from truthlens_integrations.core import (
     Decision,
     DetectionInput,
     InvalidInputError,
+    ModelLoadError,
     ModelNotAvailableError,
 )
 from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import (
     FactCheckClassifier,
     NLIExplainer,
+    TransformersNLIExplainer,
     TruthLens,
     Verdict,
     answer_sentence,
+    map_nli_labels,
     select_premise,
 )
 from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
@@ -520,3 +524,87 @@ def test_bundled_models_on_the_eiffel_example(detector: Detector) -> None:
         "contradiction",
         "neutral",
     }
+
+
+# -- Hugging Face NLI backend ------------------------------------------------------------------
+
+
+def _build_nli_model(folder: Path, id2label: dict[int, str], bias: list[float]) -> Path:
+    """A tiny BERT NLI classifier whose output is fixed by its classifier bias."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from tests._tiny_models import build_wordpiece_tokenizer
+
+    tokenizer = build_wordpiece_tokenizer()
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=len(id2label),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor(bias))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+THREE_WAY = {0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}
+
+
+@pytest.fixture(scope="module")
+def contradiction_nli_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build_nli_model(tmp_path_factory.mktemp("nli"), THREE_WAY, [0.0, 0.0, 5.0])
+
+
+def test_transformers_nli_maps_labels_from_the_config(contradiction_nli_dir: Path) -> None:
+    explainer = TransformersNLIExplainer(contradiction_nli_dir, device="cpu", batch_size=2)
+    assert isinstance(explainer, NLIExplainer)
+    assert explainer.labels == {0: "entailment", 1: "neutral", 2: "contradiction"}
+    pairs = [(EIFFEL_CONTEXT, EIFFEL_ANSWER)] * 3  # two batches
+    got = explainer.explain(pairs)
+    expected = math.exp(5) / (math.exp(5) + 2)
+    assert [label for label, _ in got] == ["contradiction"] * 3
+    assert all(c == pytest.approx(expected, abs=1e-4) for _, c in got)
+    with pytest.raises(InvalidInputError):
+        explainer.explain([("premise", " ")])
+
+
+def test_map_nli_labels() -> None:
+    assert map_nli_labels({0: "entailment", 1: "not_entailment"}) == {
+        0: "entailment",
+        1: "neutral",
+    }
+    with pytest.raises(ModelLoadError, match="not an NLI label"):
+        map_nli_labels({0: "POSITIVE", 1: "NEGATIVE"})
+    with pytest.raises(ModelLoadError, match="no entailment"):
+        map_nli_labels({0: "neutral", 1: "contradiction"})
+
+
+def test_policy_nli_model_id_is_loaded(detector: Detector, contradiction_nli_dir: Path) -> None:
+    policy = {"hallucination_mitigation": {"nli_model": {"model_id": str(contradiction_nli_dir)}}}
+    engine = TruthLens.from_config(policy, detector=detector, fact_checker=QuestionWordClassifier())
+    verdict = engine.guard(**EIFFEL)
+    assert {s.nli_label for s in verdict.spans} == {"contradiction"}
+    assert verdict.contradiction_count == 2
+
+
+def test_missing_policy_nli_model_is_a_typed_error(detector: Detector, tmp_path: Path) -> None:
+    policy = {"hallucination_mitigation": {"nli_model": {"model_id": str(tmp_path / "none")}}}
+    engine = TruthLens.from_config(policy, detector=detector, fact_checker=QuestionWordClassifier())
+    with pytest.raises(ModelNotAvailableError):
+        engine.guard(**EIFFEL)
+
+
+def test_bad_nli_output_is_a_typed_error(detector: Detector) -> None:
+    with pytest.raises(ModelLoadError, match="'maybe'"):
+        make(detector, nli=FixedNLI("maybe", 0.9)).guard(**EIFFEL)

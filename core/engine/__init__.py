@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._engine import TruthLens
+from ._hf_nli import TransformersNLIExplainer, map_nli_labels
 from ._premise import answer_sentence, select_premise, split_sentences
 from ._protocols import (
     BundledFactCheckAdapter,
@@ -18,9 +19,11 @@ __all__ = [
     "BundledNLIAdapter",
     "FactCheckClassifier",
     "NLIExplainer",
+    "TransformersNLIExplainer",
     "TruthLens",
     "Verdict",
     "answer_sentence",
+    "map_nli_labels",
     "select_premise",
     "split_sentences",
 ]

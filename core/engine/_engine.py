@@ -9,13 +9,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .._errors import BlockedResponseError, ModelNotAvailableError
+from .._errors import BlockedResponseError, ModelLoadError, ModelNotAvailableError
 from .._metadata import build_metadata
 from .._types import Decision, DetectionInput, DetectionResult, HallucinationSpan
 from ..detection import Detector, load_detector
 from ..observability import Metrics, StageSpan, Tracer, log_event
 from ..policy import Action, DomainClassifier, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
+from ._hf_nli import TransformersNLIExplainer
 from ._premise import answer_sentence, select_premise
 from ._protocols import (
     BundledFactCheckAdapter,
@@ -185,12 +186,22 @@ class TruthLens:
         if not self._nli_resolved:
             with self._load_lock:
                 if not self._nli_resolved:
-                    try:
-                        self._nli = BundledNLIAdapter()
-                    except (ModelNotAvailableError, ImportError):
-                        logger.warning("no NLI explainer available: spans will not be explained")
+                    self._nli = self._load_nli()
                     self._nli_resolved = True
         return self._nli
+
+    def _load_nli(self) -> NLIExplainer | None:
+        settings = self.policy.hallucination_mitigation.nli_model
+        device = "cpu" if settings.use_cpu else None
+        if settings.model_id is not None:
+            # A model the policy names must load: silently skipping NLI would change
+            # which spans count as hallucinations.
+            return TransformersNLIExplainer(settings.model_id, device=device)
+        try:
+            return BundledNLIAdapter(device=device)
+        except (ModelNotAvailableError, ImportError):
+            logger.warning("no NLI explainer available: spans will not be explained")
+            return None
 
     @property
     def fact_checker(self) -> FactCheckClassifier:
@@ -350,7 +361,16 @@ class TruthLens:
         for it in wanted:
             it.kept = []
             it.latency_ms["nli"] = stage.elapsed_ms / len(wanted)
+        if len(labels) != len(pairs):
+            raise ModelLoadError(
+                f"the NLI explainer returned {len(labels)} labels for {len(pairs)} pairs"
+            )
         for (it, span), (label, confidence) in zip(owners, labels, strict=True):
+            if label not in SEVERITY:
+                raise ModelLoadError(
+                    f"the NLI explainer returned {label!r}; expected entailment, neutral "
+                    "or contradiction"
+                )
             labelled = span.model_copy(
                 update={
                     "nli_label": label,
