@@ -85,7 +85,7 @@ def _time(fn, repeats: int) -> list[float]:  # type: ignore[no-untyped-def]
 
 def _forward_only_ms(detector: TransformerDetector, item: DetectionInput, repeats: int) -> float:
     plan = detector._plan_batch([item])[0]
-    rows = plan.segments
+    rows = sorted(plan.segments, key=lambda s: len(s.input_ids), reverse=True)
 
     def run() -> None:
         with torch.inference_mode():

@@ -302,7 +302,7 @@ class TransformerDetector(BaseDetector):
     def _pad(self, batch: list[_Segment]) -> dict[str, torch.Tensor]:
         import torch
 
-        width = len(batch[0].input_ids)
+        width = max(len(s.input_ids) for s in batch)
         ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         types = torch.zeros((len(batch), width), dtype=torch.long)
