@@ -199,7 +199,14 @@ def test_grounded_factual_prompt_runs_full_detection(detector: Detector) -> None
     assert verdict.contradiction_count == 2 and verdict.max_severity == 4
     assert verdict.score is not None and verdict.score >= verdict.threshold == 0.5
     assert verdict.detection is not None and verdict.detection.spans[0].nli_label is None
-    assert set(verdict.latency_ms) == {"classifier", "routing", "detector", "nli", "total"}
+    assert set(verdict.latency_ms) == {
+        "classifier",
+        "routing",
+        "detector",
+        "context",
+        "nli",
+        "total",
+    }
     # one batched NLI call; hypothesis = the answer sentence, premise = the context
     assert len(nli.calls) == 1 and len(nli.calls[0]) == 2
     premise, hypothesis = nli.calls[0][0]
@@ -238,7 +245,7 @@ def test_use_nli_false_skips_the_explainer(detector: Detector) -> None:
     verdict = make(detector, action_policy("header", use_nli=False), nli=nli).guard(**EIFFEL)
     assert nli.calls == [] and verdict.detected
     assert all(s.nli_label is None for s in verdict.spans) and verdict.max_severity == 0
-    assert "nli" not in verdict.latency_ms
+    assert "nli" not in verdict.latency_ms and "context" not in verdict.latency_ms
 
 
 def test_clean_answer_passes(detector: Detector) -> None:
@@ -478,6 +485,7 @@ def test_stage_spans_and_hallucination_events(detector: Detector, details: bool)
         "truthlens.classifier",
         "truthlens.routing",
         "truthlens.detector",
+        "truthlens.context",
         "truthlens.nli",
         "truthlens.action",
     }

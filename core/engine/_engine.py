@@ -306,6 +306,10 @@ class TruthLens:
         with self.tracer.stage("classifier", prompts=len(asked)) as stage:
             checker = self.fact_checker
             results = checker.classify([it.question for it in asked])
+        if len(results) != len(asked):
+            raise ModelLoadError(
+                f"the prompt classifier returned {len(results)} results for {len(asked)} prompts"
+            )
         share = stage.elapsed_ms / len(asked)
         self.metrics.record_model_use(
             model=_model_name(checker, "classifier"), role="classifier", count=len(asked)
@@ -348,11 +352,12 @@ class TruthLens:
             return
         pairs: list[tuple[str, str]] = []
         owners: list[tuple[_Item, HallucinationSpan]] = []
-        for it in wanted:
-            for span in it.kept:
-                hypothesis = answer_sentence(it.data.answer, span.start, span.end)
-                pairs.append((select_premise(it.data.context, hypothesis), hypothesis))
-                owners.append((it, span))
+        with self.tracer.stage("context", spans=sum(len(it.kept) for it in wanted)) as ctx:
+            for it in wanted:
+                for span in it.kept:
+                    hypothesis = answer_sentence(it.data.answer, span.start, span.end)
+                    pairs.append((select_premise(it.data.context, hypothesis), hypothesis))
+                    owners.append((it, span))
         with self.tracer.stage("nli", pairs=len(pairs)) as stage:
             labels = explainer.explain(pairs)
         self.metrics.record_model_use(
@@ -360,6 +365,7 @@ class TruthLens:
         )
         for it in wanted:
             it.kept = []
+            it.latency_ms["context"] = ctx.elapsed_ms / len(wanted)
             it.latency_ms["nli"] = stage.elapsed_ms / len(wanted)
         if len(labels) != len(pairs):
             raise ModelLoadError(

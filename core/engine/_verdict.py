@@ -37,7 +37,8 @@ class Verdict(BaseModel):
         mode: Operating mode of the route.
         iterations: Refinement iterations performed (none yet: lightweight only).
         latency_ms: Milliseconds per stage (``classifier``, ``routing``, ``detector``,
-            ``nli``, ``total``); stages that did not run are absent.
+            ``context`` (premise selection), ``nli``, ``total``); stages that did not
+            run are absent.
         original_answer: The answer exactly as given, kept for audit.
         output: The text to show: the answer for ``header`` / ``none``, answer plus
             warning for ``body``, ``None`` when blocked.
