@@ -616,3 +616,19 @@ def test_missing_policy_nli_model_is_a_typed_error(detector: Detector, tmp_path:
 def test_bad_nli_output_is_a_typed_error(detector: Detector) -> None:
     with pytest.raises(ModelLoadError, match="'maybe'"):
         make(detector, nli=FixedNLI("maybe", 0.9)).guard(**EIFFEL)
+
+
+def test_body_and_disclaimer_together_warn_once(detector: Detector) -> None:
+    policy = action_policy("body", require_disclaimer=True)
+    verdict = make(detector, policy).guard(**EIFFEL)
+    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+
+
+def test_missing_question_is_treated_as_factual(detector: Detector) -> None:
+    checker = QuestionWordClassifier()
+    verdict = make(detector, fact_checker=checker).guard(
+        context=EIFFEL_CONTEXT, question=None, answer=EIFFEL_ANSWER
+    )
+    assert checker.calls == 0 and "classifier" not in verdict.latency_ms
+    assert verdict.fact_check_needed and verdict.fact_check_confidence is None
+    assert verdict.detected and verdict.decision is Decision.MITIGATE
