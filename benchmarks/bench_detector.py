@@ -40,7 +40,7 @@ WORDS = (
 
 def _default_model() -> str:
     try:
-        from truthlens_integrations.core._bundled import bundled_detector_path
+        from truthlens_integrations.core._bundled_models import bundled_detector_path
 
         return str(bundled_detector_path())
     except Exception:  # noqa: BLE001 - any failure means: no bundled model yet

@@ -66,7 +66,7 @@ def load_detector(
 
 def _bundled_path() -> str:
     try:
-        from .._bundled import bundled_detector_path
+        from .._bundled_models import bundled_detector_path
     except ImportError as exc:
         raise ModelNotAvailableError(
             "this install has no bundled detector yet; pass a local model folder or a "
