@@ -130,6 +130,8 @@ def detector(keyword_model_dir: Path) -> Detector:
 def make(detector: Detector, config: object = None, **kwargs: object) -> TruthLens:
     kwargs.setdefault("nli", RuleNLI())
     kwargs.setdefault("fact_checker", QuestionWordClassifier())
+    # These tests check how NLI labels are used; test_alignment.py covers the override.
+    kwargs.setdefault("align_quantities", False)
     return TruthLens.from_config(config, detector=detector, **kwargs)  # type: ignore[arg-type]
 
 
@@ -526,12 +528,25 @@ def test_bundled_models_on_the_eiffel_example(detector: Detector) -> None:
         nli, checker = BundledNLIAdapter(device="cpu"), BundledFactCheckAdapter(device="cpu")
     except (ModelNotAvailableError, ImportError):
         pytest.skip("bundled NLI / classifier weights are not installed")
-    verdict = make(detector, nli=nli, fact_checker=checker).guard(**EIFFEL)
+    engine = make(detector, nli=nli, fact_checker=checker, align_quantities=True)
+    verdict = engine.guard(**EIFFEL)
     assert verdict.fact_check_needed
-    assert verdict.detected and {s.nli_label for s in verdict.spans} <= {
-        "contradiction",
-        "neutral",
-    }
+    assert verdict.detected
+    assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
+    assert {s.nli_label for s in verdict.spans} == {"contradiction"}
+    assert verdict.max_severity == 4 and verdict.contradiction_count == 2
+
+
+def test_quantity_alignment_overrides_an_entailment_on_changed_numbers(
+    detector: Detector,
+) -> None:
+    engine = make(detector, nli=FixedNLI("entailment", 0.95), align_quantities=True)
+    verdict = engine.guard(**EIFFEL)
+    assert verdict.detected and not verdict.dropped_spans
+    assert [(s.nli_label, s.nli_confidence) for s in verdict.spans] == [
+        ("contradiction", 1.0),
+        ("contradiction", 1.0),
+    ]
 
 
 # -- Hugging Face NLI backend ------------------------------------------------------------------

@@ -8,14 +8,16 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from .._errors import BlockedResponseError, ModelLoadError, ModelNotAvailableError
 from .._metadata import build_metadata
-from .._types import Decision, DetectionInput, DetectionResult, HallucinationSpan
+from .._types import Decision, DetectionInput, DetectionResult, HallucinationSpan, NLILabel
 from ..detection import Detector, load_detector
 from ..observability import Metrics, StageSpan, Tracer, log_event
 from ..policy import Action, DomainClassifier, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
+from ._alignment import align_quantities
 from ._hf_nli import TransformersNLIExplainer
 from ._premise import answer_sentence, select_premise
 from ._protocols import (
@@ -95,6 +97,11 @@ class TruthLens:
             lexicon classifier by default.
         raise_on_block: Make :meth:`guard` raise :class:`BlockedResponseError`
             instead of returning a blocked verdict.
+        align_quantities: Check the numbers, years and units of each flagged span
+            against the whole context and let that decide the span's NLI label
+            (contradiction or neutral, confidence 1.0) over the NLI model's; spans
+            without numbers, or whose numbers occur in the context, keep the
+            model's label. Small NLI models read a changed number as a paraphrase.
     """
 
     def __init__(
@@ -108,9 +115,11 @@ class TruthLens:
         tracer: Tracer | None = None,
         domain_classifier: DomainClassifier | None = None,
         raise_on_block: bool = False,
+        align_quantities: bool = True,
     ) -> None:
         self.policy = policy
         self.raise_on_block = raise_on_block
+        self.align_quantities = align_quantities
         self.metrics = metrics or Metrics(enabled=False)
         self.tracer = tracer or Tracer(enabled=False)
         self._detector = detector
@@ -134,6 +143,7 @@ class TruthLens:
         tracer: Tracer | None = None,
         domain_classifier: DomainClassifier | None = None,
         raise_on_block: bool = False,
+        align_quantities: bool = True,
     ) -> TruthLens:
         """Build an engine from a policy file, YAML text, dict, list of these, or defaults.
 
@@ -147,6 +157,7 @@ class TruthLens:
             tracer: See :class:`TruthLens`.
             domain_classifier: See :class:`TruthLens`.
             raise_on_block: See :class:`TruthLens`.
+            align_quantities: See :class:`TruthLens`.
 
         Returns:
             The engine.
@@ -163,6 +174,7 @@ class TruthLens:
             tracer=tracer,
             domain_classifier=domain_classifier,
             raise_on_block=raise_on_block,
+            align_quantities=align_quantities,
         )
 
     # -- models, loaded once on first use -------------------------------------------
@@ -371,12 +383,8 @@ class TruthLens:
             raise ModelLoadError(
                 f"the NLI explainer returned {len(labels)} labels for {len(pairs)} pairs"
             )
-        for (it, span), (label, confidence) in zip(owners, labels, strict=True):
-            if label not in SEVERITY:
-                raise ModelLoadError(
-                    f"the NLI explainer returned {label!r}; expected entailment, neutral "
-                    "or contradiction"
-                )
+        for (it, span), predicted in zip(owners, labels, strict=True):
+            label, confidence = self._label(it, span, predicted)
             labelled = span.model_copy(
                 update={
                     "nli_label": label,
@@ -389,6 +397,22 @@ class TruthLens:
                 it.dropped.append(labelled)
             else:
                 it.kept.append(labelled)
+
+    def _label(
+        self, it: _Item, span: HallucinationSpan, predicted: tuple[str, float]
+    ) -> tuple[NLILabel, float]:
+        label, confidence = predicted
+        if label not in SEVERITY:
+            raise ModelLoadError(
+                f"the NLI explainer returned {label!r}; expected entailment, neutral "
+                "or contradiction"
+            )
+        if self.align_quantities:
+            # Numbers are checked against the whole context, not only the premise.
+            aligned = align_quantities(it.data.context, it.data.answer, span.start, span.end)
+            if aligned is not None:
+                return aligned
+        return cast("NLILabel", label), float(confidence)
 
     def _verdict(self, it: _Item, total_ms: float, stage: StageSpan) -> Verdict:
         assert it.route is not None  # set by _route for every item

@@ -1,0 +1,109 @@
+"""Explicit alignment of numbers, years and units in a flagged span against the context.
+
+A small NLI model reads "built in 1950" against "built: 1887-1889" as a near paraphrase:
+the sentences share every word but one number. Numbers are exactly where grounded
+answers go wrong most often, and checking them needs no model: a quantity in the
+answer either occurs in the context, conflicts with a comparable quantity there (same
+unit, or both years), or has nothing in the context to compare with.
+
+The result overrides the NLI model's label for spans that hold a number; spans
+without one are left to the model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._types import NLILabel
+
+__all__ = ["Quantity", "align_quantities", "extract_quantities"]
+
+# A number with optional thousands separators and decimals, not glued to letters
+# (so "A320" or "3rd" are not read as quantities), and the word right after it.
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])(?:\s*(%|[A-Za-z]+))?")
+_YEAR_RANGE = (1000, 2100)
+# Words after a number that are not its unit.
+_NOT_UNITS = frozenset(
+    "and or to in on at of the a an is was are were by for from with as than but "
+    "when while after before since until ad bc bce ce".split()
+)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number in a text, with its unit word when one follows it."""
+
+    value: float
+    unit: str | None
+    start: int
+    end: int
+    is_year: bool
+
+
+def _unit(word: str | None) -> str | None:
+    if word is None:
+        return None
+    word = word.lower()
+    if word in _NOT_UNITS:
+        return None
+    # "meters" and "meter" name the same unit.
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def extract_quantities(text: str) -> list[Quantity]:
+    """Every number of ``text`` with its unit word (``None`` when none follows)."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        digits = match.group(1).replace(",", "")
+        value = float(digits + (match.group(2) or ""))
+        unit = _unit(match.group(3))
+        is_year = (
+            unit is None
+            and match.group(2) is None
+            and "," not in match.group(1)
+            and len(digits) == 4
+            and _YEAR_RANGE[0] <= value <= _YEAR_RANGE[1]
+        )
+        found.append(Quantity(value, unit, match.start(1), match.end(), is_year))
+    return found
+
+
+def _comparable(a: Quantity, b: Quantity) -> bool:
+    if a.is_year or b.is_year:
+        return a.is_year and b.is_year
+    return a.unit is not None and a.unit == b.unit
+
+
+def align_quantities(
+    context: Sequence[str], answer: str, start: int, end: int
+) -> tuple[NLILabel, float] | None:
+    """Judge the numbers inside ``answer[start:end]`` against the context.
+
+    Args:
+        context: The grounding passages.
+        answer: The full answer (the unit of a number may lie just outside the span).
+        start: Start offset of the span in ``answer``.
+        end: End offset of the span in ``answer``.
+
+    Returns:
+        ``("contradiction", 1.0)`` when a number of the span differs from every
+        comparable number in the context while at least one exists; ``("neutral",
+        1.0)`` when the context holds no comparable number at all; ``None`` when the
+        span holds no number or all its numbers occur in the context, leaving the
+        decision to the NLI model.
+    """
+    inside = [q for q in extract_quantities(answer) if q.start < end and q.end > start]
+    if not inside:
+        return None
+    known = [q for passage in context for q in extract_quantities(passage)]
+    labels: list[NLILabel] = []
+    for quantity in inside:
+        if any(q.value == quantity.value for q in known):
+            continue
+        rivals = [q for q in known if _comparable(q, quantity)]
+        labels.append("contradiction" if rivals else "neutral")
+    if not labels:
+        return None
+    return ("contradiction" if "contradiction" in labels else "neutral"), 1.0
