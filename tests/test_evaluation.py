@@ -359,3 +359,13 @@ def test_cli_eval_snli_and_env_data_dir(
     args = _eval_args("--dataset", "snli", "--model", "lexical", "--no-progress")
     assert args.handler(args) == 0
     assert "Accuracy **1.0000**" in capsys.readouterr().out
+
+
+def test_cli_eval_snli_with_the_bundled_nli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRUTHLENS_BENCHDATA", str(DATA))
+    args = _eval_args("--dataset", "snli", "--model", "bundled", "--no-progress")
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    assert "bundled-nli" in out and "Accuracy **" in out

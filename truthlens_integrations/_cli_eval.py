@@ -90,6 +90,23 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
     return load_detector(model, **options)
 
 
+def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str]:
+    """An NLI predictor for ``--model``: the bundled explainer, the lexical floor, or HF."""
+    if model == "lexical":
+        from truthlens_integrations.core.evaluation import lexical_nli
+
+        return lexical_nli, "lexical-nli"
+    if model == "bundled":
+        from truthlens_integrations.core._bundled_models import BundledNLI
+
+        bundled = BundledNLI(device=device, batch_size=batch_size)
+        return (lambda pairs: [p.label for p in bundled.predict(pairs)]), "bundled-nli"
+    from truthlens_integrations.core.engine import TransformersNLIExplainer
+
+    explainer = TransformersNLIExplainer(model, device=device, batch_size=batch_size)
+    return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     """Handle ``truthlens eval``: load, run, print the markdown table, write reports.
 
@@ -100,12 +117,11 @@ def run_eval_command(args: argparse.Namespace) -> int:
         The exit code (0 on success).
 
     Raises:
-        ConfigError: For a missing data folder or an NLI model that cannot be loaded.
+        ConfigError: For a missing data folder.
+        ModelNotAvailableError: For an NLI model or detector that cannot be found.
     """
-    from truthlens_integrations.core import ConfigError
     from truthlens_integrations.core.evaluation import (
         default_data_dir,
-        lexical_nli,
         load_detection_dataset,
         read_snli,
         render_markdown,
@@ -120,17 +136,14 @@ def run_eval_command(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     report: EvalReport | NLIReport
     if args.dataset == "snli":
-        if args.model != "lexical":
-            raise ConfigError(
-                "SNLI needs an NLI model; this build can evaluate only --model lexical on it"
-            )
+        predict, model_id = _load_nli(args.model, args.device, args.batch_size)
         pairs = subsample(read_snli(Path(data_dir) / "esnli", split="test"), args.limit)
         report = run_nli_evaluation(
-            lexical_nli,
+            predict,
             pairs,
             args.batch_size,
             progress,
-            model_id="lexical-nli",
+            model_id=model_id,
             dataset_name="snli-test",
             command=_command_line(),
         )
