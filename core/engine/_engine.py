@@ -14,6 +14,18 @@ from .._errors import BlockedResponseError, ModelLoadError, ModelNotAvailableErr
 from .._metadata import build_metadata
 from .._types import Decision, DetectionInput, DetectionResult, HallucinationSpan, NLILabel
 from ..detection import Detector, load_detector
+from ..llm import LLM
+from ..mitigation import (
+    Assessment,
+    GroundedAnswerer,
+    MitigationOptions,
+    MitigationRequest,
+    MitigationResult,
+    Retriever,
+    amitigate,
+    mitigate,
+    wants_mitigation,
+)
 from ..observability import Metrics, StageSpan, Tracer, log_event
 from ..policy import Action, DomainClassifier, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
@@ -26,7 +38,7 @@ from ._protocols import (
     FactCheckClassifier,
     NLIExplainer,
 )
-from ._verdict import SEVERITY, Verdict
+from ._verdict import SEVERITY, Verdict, mitigation_fields
 
 __all__ = ["TruthLens"]
 
@@ -58,10 +70,49 @@ class _Item:
     kept: list[HallucinationSpan] = field(default_factory=list)
     dropped: list[HallucinationSpan] = field(default_factory=list)
     latency_ms: dict[str, float] = field(default_factory=dict)
+    mitigation: MitigationResult | None = None
 
     @property
     def question(self) -> str:
         return self.data.question or ""
+
+
+@dataclass(frozen=True)
+class _Tools:
+    """The caller's models for mitigation; none given means lightweight behaviour."""
+
+    llm: LLM | None = None
+    retriever: Retriever | None = None
+    answerer: GroundedAnswerer | None = None
+    verification_llms: Sequence[LLM] | None = None
+    judge_llm: LLM | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.llm is not None or self.answerer is not None
+
+
+class _Runtime:
+    """The engine's detector and NLI model, as the mitigation loops see them."""
+
+    def __init__(self, engine: TruthLens, item: _Item) -> None:
+        self._engine = engine
+        self._item = item
+
+    def assess(self, context: Sequence[str], answer: str) -> Assessment:
+        return self._engine._assess(self._item, context, answer)
+
+    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
+        explainer = self._engine.nli
+        if explainer is None:
+            return None
+        if not pairs:
+            return []
+        labels = explainer.explain(list(pairs))
+        self._engine.metrics.record_model_use(
+            model=_model_name(explainer, "nli"), role="nli", count=len(pairs)
+        )
+        return [(label, float(conf)) for label, conf in labels]
 
 
 def _model_name(obj: object, fallback: str) -> str:
@@ -102,6 +153,8 @@ class TruthLens:
             (contradiction or neutral, confidence 1.0) over the NLI model's; spans
             without numbers, or whose numbers occur in the context, keep the
             model's label. Small NLI models read a changed number as a paraphrase.
+        mitigation_options: Tuning of the mitigation loops (consensus method,
+            context budget, generation limits); defaults when ``None``.
     """
 
     def __init__(
@@ -116,10 +169,12 @@ class TruthLens:
         domain_classifier: DomainClassifier | None = None,
         raise_on_block: bool = False,
         align_quantities: bool = True,
+        mitigation_options: MitigationOptions | None = None,
     ) -> None:
         self.policy = policy
         self.raise_on_block = raise_on_block
         self.align_quantities = align_quantities
+        self.mitigation_options = mitigation_options or MitigationOptions()
         self.metrics = metrics or Metrics(enabled=False)
         self.tracer = tracer or Tracer(enabled=False)
         self._detector = detector
@@ -144,6 +199,7 @@ class TruthLens:
         domain_classifier: DomainClassifier | None = None,
         raise_on_block: bool = False,
         align_quantities: bool = True,
+        mitigation_options: MitigationOptions | None = None,
     ) -> TruthLens:
         """Build an engine from a policy file, YAML text, dict, list of these, or defaults.
 
@@ -158,6 +214,7 @@ class TruthLens:
             domain_classifier: See :class:`TruthLens`.
             raise_on_block: See :class:`TruthLens`.
             align_quantities: See :class:`TruthLens`.
+            mitigation_options: See :class:`TruthLens`.
 
         Returns:
             The engine.
@@ -175,6 +232,7 @@ class TruthLens:
             domain_classifier=domain_classifier,
             raise_on_block=raise_on_block,
             align_quantities=align_quantities,
+            mitigation_options=mitigation_options,
         )
 
     # -- models, loaded once on first use -------------------------------------------
@@ -231,9 +289,26 @@ class TruthLens:
     # -- public API ---------------------------------------------------------------------
 
     def guard(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+        self,
+        *,
+        context: str | Sequence[str] | None,
+        question: str | None,
+        answer: str,
+        llm: LLM | None = None,
+        retriever: Retriever | None = None,
+        verification_llms: Sequence[LLM] | None = None,
+        judge_llm: LLM | None = None,
+        answerer: GroundedAnswerer | None = None,
     ) -> Verdict:
-        """Guard one answer.
+        """Guard one answer, and mitigate it when given a model and the route says so.
+
+        Without ``llm`` (or ``answerer``) only the route's action applies
+        (lightweight behaviour). With one, a flagged answer on a ``standard`` route is
+        self-refined, on a ``premium`` route cross-checked by ``verification_llms``
+        and arbitrated by ``judge_llm``; with a ``retriever`` (or ``answerer``),
+        spans the context does not support (NLI neutral) trigger the
+        retrieval-feedback loop instead. ``final_answer``, ``status``, ``history``,
+        ``diff`` and ``cost`` on the verdict report what happened.
 
         Args:
             context: Grounding passages (documents, tool results); ``None`` or empty
@@ -241,6 +316,13 @@ class TruthLens:
             question: The user's prompt; routed and classified. Without one the
                 prompt is treated as factual.
             answer: The LLM answer.
+            llm: The model that refines, regenerates and (by default) judges.
+            retriever: Enables the retrieval-feedback loop.
+            verification_llms: Premium verifiers; without them premium mode
+                falls back to self-refine.
+            judge_llm: Premium judge; ``llm`` when ``None``.
+            answerer: Re-runs the caller's whole pipeline with a rewritten query
+                (retrieval-feedback loop); an alternative to ``retriever`` + ``llm``.
 
         Returns:
             The verdict, with the text to show in ``output``.
@@ -251,7 +333,11 @@ class TruthLens:
                 is set; the verdict is attached as ``error.verdict``.
         """
         item = DetectionInput.create(context=context, question=question, answer=answer)
-        verdict = self._run([item])[0]
+        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm)
+        verdict = self._run([item], tools if tools.given else None)[0]
+        return self._raise_if_blocked(verdict)
+
+    def _raise_if_blocked(self, verdict: Verdict) -> Verdict:
         if verdict.blocked and self.raise_on_block:
             raise BlockedResponseError(
                 f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
@@ -274,12 +360,29 @@ class TruthLens:
         return self._run(list(inputs)) if inputs else []
 
     async def aguard(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+        self,
+        *,
+        context: str | Sequence[str] | None,
+        question: str | None,
+        answer: str,
+        llm: LLM | None = None,
+        retriever: Retriever | None = None,
+        verification_llms: Sequence[LLM] | None = None,
+        judge_llm: LLM | None = None,
+        answerer: GroundedAnswerer | None = None,
     ) -> Verdict:
-        """Async :meth:`guard`; the models run in a worker thread."""
-        return await asyncio.to_thread(
-            self.guard, context=context, question=question, answer=answer
-        )
+        """Async :meth:`guard`.
+
+        The models run in a worker thread; LLM calls use ``acomplete`` (verifiers
+        concurrently) and retrievals ``aretrieve``.
+        """
+        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm)
+        if not tools.given:
+            return await asyncio.to_thread(
+                self.guard, context=context, question=question, answer=answer
+            )
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return self._raise_if_blocked(await self._arun(item, tools))
 
     async def aguard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
         """Async :meth:`guard_batch`; the models run in a worker thread."""
@@ -287,28 +390,86 @@ class TruthLens:
 
     # -- pipeline -----------------------------------------------------------------------
 
-    def _run(self, inputs: list[DetectionInput]) -> list[Verdict]:
+    def _run(self, inputs: list[DetectionInput], tools: _Tools | None = None) -> list[Verdict]:
         started = time.perf_counter()
         items = [_Item(data=x) for x in inputs]
         with self.tracer.stage("guard", batch_size=len(items)) as root:
-            self._classify(items)
-            self._route(items)
-            to_detect = [
-                it
-                for it in items
-                if it.route is not None
-                and it.route.settings.enabled
-                and it.factual
-                and it.data.grounded
-            ]
-            self._detect(to_detect)
-            self._explain(to_detect)
-            with self.tracer.stage("action") as stage:
-                total_ms = (time.perf_counter() - started) * 1000.0 / len(items)
-                verdicts = [self._verdict(it, total_ms, stage) for it in items]
-            root.set_attribute("truthlens.mitigated", sum(not v.passed for v in verdicts))
+            self._analyse(items)
+            request = self._mitigation_request(items[0], tools)
+            if request is not None:
+                with self.tracer.stage("mitigation", mode=request.settings.mode) as stage:
+                    items[0].mitigation = mitigate(request, _Runtime(self, items[0]))
+                items[0].latency_ms["mitigation"] = stage.elapsed_ms
+            verdicts = self._conclude(items, started, root)
         for verdict in verdicts:
             self._observe(verdict)
+        return verdicts
+
+    async def _arun(self, data: DetectionInput, tools: _Tools) -> Verdict:
+        started = time.perf_counter()
+        item = _Item(data=data)
+        with self.tracer.stage("guard", batch_size=1) as root:
+            await asyncio.to_thread(self._analyse, [item])
+            request = self._mitigation_request(item, tools)
+            if request is not None:
+                with self.tracer.stage("mitigation", mode=request.settings.mode) as stage:
+                    item.mitigation = await amitigate(request, _Runtime(self, item))
+                item.latency_ms["mitigation"] = stage.elapsed_ms
+            verdict = self._conclude([item], started, root)[0]
+        self._observe(verdict)
+        return verdict
+
+    def _mitigation_request(self, it: _Item, tools: _Tools | None) -> MitigationRequest | None:
+        if tools is None or it.route is None or it.detection is None:
+            return None
+        request = MitigationRequest(
+            context=it.data.context,
+            question=it.data.question,
+            initial=self._assessment(it, it.detection),
+            settings=it.route.settings,
+            llm=tools.llm,
+            retriever=tools.retriever,
+            answerer=tools.answerer,
+            verification_llms=tools.verification_llms,
+            judge_llm=tools.judge_llm,
+            options=self.mitigation_options,
+        )
+        return request if wants_mitigation(request) else None
+
+    def _assessment(self, it: _Item, result: DetectionResult) -> Assessment:
+        assert it.route is not None
+        flagged = bool(it.kept and result.score >= it.route.settings.threshold)
+        return Assessment(answer=result.answer, score=result.score, spans=it.kept, flagged=flagged)
+
+    def _assess(self, it: _Item, context: Sequence[str], answer: str) -> Assessment:
+        """Detect and NLI-filter a candidate answer with ``it``'s route (for the loops)."""
+        data = DetectionInput.create(context=context, question=it.data.question, answer=answer)
+        probe = _Item(data=data, fact_check=it.fact_check, route=it.route, factual=it.factual)
+        self._detect([probe])
+        self._explain([probe])
+        assert probe.detection is not None
+        return self._assessment(probe, probe.detection)
+
+    def _analyse(self, items: list[_Item]) -> None:
+        """Classify, route, detect and NLI-explain, filling in each item's state."""
+        self._classify(items)
+        self._route(items)
+        to_detect = [
+            it
+            for it in items
+            if it.route is not None
+            and it.route.settings.enabled
+            and it.factual
+            and it.data.grounded
+        ]
+        self._detect(to_detect)
+        self._explain(to_detect)
+
+    def _conclude(self, items: list[_Item], started: float, root: StageSpan) -> list[Verdict]:
+        with self.tracer.stage("action") as stage:
+            total_ms = (time.perf_counter() - started) * 1000.0 / len(items)
+            verdicts = [self._verdict(it, total_ms, stage) for it in items]
+        root.set_attribute("truthlens.mitigated", sum(not v.passed for v in verdicts))
         return verdicts
 
     def _classify(self, items: list[_Item]) -> None:
@@ -420,6 +581,13 @@ class TruthLens:
         result = it.detection
         score = result.score if result is not None else None
         detected = bool(result is not None and it.kept and result.score >= settings.threshold)
+        original_score, flagged_at_first = score, detected
+        answer, kept = it.data.answer, it.kept
+        mitigated = it.mitigation
+        if mitigated is not None:
+            # Everything below describes the answer that will be shown: the best one.
+            answer, kept = mitigated.final.answer, mitigated.final.spans
+            score, detected = mitigated.final.score, mitigated.final.flagged
         unverified = bool(settings.enabled and it.factual and not it.data.grounded)
         action: Action | None = None
         if detected:
@@ -431,10 +599,11 @@ class TruthLens:
         if blocked:
             output = None
         elif action == "body" or (settings.enabled and settings.require_disclaimer):
-            output = _with_warning(it.data.answer, settings.warning_template)
+            output = _with_warning(answer, settings.warning_template)
         else:
-            output = it.data.answer
-        spans = it.kept if detected else []
+            output = answer
+        spans = kept if detected else []
+        iterations = mitigated.iterations if mitigated is not None else 0
         include_details = settings.include_hallucination_details and not blocked
         for span in spans:
             stage.record_hallucination_span(
@@ -442,7 +611,9 @@ class TruthLens:
             )
         latency = {**it.latency_ms, "total": total_ms}
         verdict = Verdict(
-            decision=Decision.MITIGATE if action is not None else Decision.PASS,
+            decision=Decision.MITIGATE
+            if action is not None or mitigated is not None
+            else Decision.PASS,
             score=score,
             threshold=settings.threshold,
             detected=detected,
@@ -456,7 +627,7 @@ class TruthLens:
             context_missing=not it.data.grounded,
             enabled=settings.enabled,
             mode=settings.mode,
-            iterations=0,
+            iterations=iterations,
             latency_ms=latency,
             original_answer=it.data.answer,
             output=output,
@@ -468,7 +639,7 @@ class TruthLens:
                 mode=settings.mode,
                 score=score,
                 detected=detected,
-                iterations=0,
+                iterations=iterations,
                 latency_ms=total_ms,
                 fact_check_needed=it.factual,
                 spans=spans,
@@ -477,7 +648,17 @@ class TruthLens:
                 include_details=include_details,
             ),
             detection=result,
+            **mitigation_fields(
+                mitigated,
+                original=it.data.answer,
+                original_score=original_score,
+                flagged=flagged_at_first,
+                final_answer=None if blocked else answer,
+            ),
         )
+        if mitigated is not None:
+            for use in mitigated.cost.models:
+                self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
         log_event(
             logger,
             "guard.verdict",
@@ -489,6 +670,8 @@ class TruthLens:
             spans=len(spans),
             dropped=len(it.dropped),
             action=action,
+            status=verdict.status,
+            iterations=iterations,
             latency_ms=round(total_ms, 3),
         )
         return verdict

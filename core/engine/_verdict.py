@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._types import Decision, DetectionResult, HallucinationSpan
+from ..mitigation import (
+    AnswerDiff,
+    CostAccount,
+    Iteration,
+    MitigationResult,
+    MitigationStatus,
+    Strategy,
+    diff_answers,
+)
 from ..policy import Action, Mode
 
-__all__ = ["SEVERITY", "Verdict"]
+__all__ = ["SEVERITY", "Verdict", "mitigation_fields"]
 
 #: Severity of a kept span by its NLI label (HaluGate): a contradiction is worse than
 #: a claim the context neither supports nor refutes. An entailment the NLI model is
@@ -18,11 +29,17 @@ SEVERITY: dict[str, int] = {"contradiction": 4, "neutral": 2, "entailment": 1}
 class Verdict(BaseModel):
     """What the guard decided about one answer and what the caller should show.
 
+    After a mitigation loop ran, ``score``, ``detected``, ``spans``, ``output``,
+    ``action`` and the metadata describe the FINAL answer (the one to show); the
+    original stays in ``original_answer`` / ``original_score`` and ``history[0]``.
+
     Attributes:
         decision: ``PASS`` or ``MITIGATE``. ``MITIGATE`` when the answer was flagged
             (score at or above the threshold with at least one span surviving the
-            NLI filter) or when a factual prompt was answered without grounding.
-        score: Detector's response score; ``None`` when detection did not run.
+            NLI filter), when a factual prompt was answered without grounding, or
+            when a mitigation loop ran (even if it fixed the answer).
+        score: Detector's response score (of the final answer after mitigation);
+            ``None`` when detection did not run.
         threshold: Threshold of the route the answer was judged by.
         detected: Whether hallucinations were found.
         spans: Flagged spans that survived the NLI filter, with label and severity.
@@ -35,7 +52,7 @@ class Verdict(BaseModel):
         context_missing: No context was given.
         enabled: Whether detection was enabled for the route.
         mode: Operating mode of the route.
-        iterations: Refinement iterations performed (none yet: lightweight only).
+        iterations: Mitigation rounds performed (0 when no loop ran).
         latency_ms: Milliseconds per stage (``classifier``, ``routing``, ``detector``,
             ``context`` (premise selection), ``nli``, ``total``); stages that did not
             run are absent.
@@ -46,7 +63,27 @@ class Verdict(BaseModel):
         action: The action applied, ``None`` when the verdict is ``PASS``.
         route: Name of the policy decision that matched, ``None`` for global settings.
         metadata: The ``x-truthlens-*`` / ``x-vsr-*`` headers as a plain dict.
-        detection: The raw detector result, when detection ran.
+        detection: The raw detector result of the original answer, when detection ran.
+        final_answer: The answer to show, without any warning: the best answer of
+            the mitigation loop, or the original when no loop ran; ``None`` when
+            blocked. ``output`` is this text plus the warning where the action or
+            ``require_disclaimer`` asks for one.
+        original_score: The original answer's score (equals ``score`` when no loop ran).
+        status: Why mitigation ended: ``not_needed`` (not flagged), ``not_run``
+            (flagged, but lightweight mode or no ``llm``), ``converged``, ``success``
+            (retrieval feedback), ``max_iterations_reached``, ``query_stagnation``,
+            ``llm_error``, ``llm_timeout``, ``retrieval_error``.
+        strategy: The loop that ran: ``self_refine``, ``cross_model``,
+            ``retrieval_feedback``; ``None`` when none ran.
+        converged: Whether the final answer is below ``convergence_threshold``
+            after a loop (``False`` when no loop ran).
+        history: Every step of the loop, the original answer first (empty when no
+            loop ran).
+        diff: The original answer against ``final_answer``; ``None`` when no loop ran.
+        cost: LLM calls, tokens and seconds the mitigation cost (zero without a loop).
+        mitigation_error: The error message that stopped the loop, if any.
+        final_context: The context the final answer was checked against when the
+            retrieval-feedback loop extended it; ``None`` otherwise.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -74,8 +111,56 @@ class Verdict(BaseModel):
     route: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     detection: DetectionResult | None = None
+    final_answer: str | None = None
+    original_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    status: MitigationStatus = "not_needed"
+    strategy: Strategy | None = None
+    converged: bool = False
+    history: list[Iteration] = Field(default_factory=list)
+    diff: AnswerDiff | None = None
+    cost: CostAccount = Field(default_factory=CostAccount)
+    mitigation_error: str | None = None
+    final_context: list[str] | None = None
 
     @property
     def passed(self) -> bool:
         """Whether the verdict is ``PASS``."""
         return self.decision is Decision.PASS
+
+
+def mitigation_fields(
+    result: MitigationResult | None,
+    *,
+    original: str,
+    original_score: float | None,
+    flagged: bool,
+    final_answer: str | None,
+) -> dict[str, Any]:
+    """The mitigation-related :class:`Verdict` fields.
+
+    Args:
+        result: The loop's result; ``None`` when no loop ran.
+        original: The original answer.
+        original_score: Its detector score.
+        flagged: Whether the original answer was flagged.
+        final_answer: The answer to show (``None`` when blocked).
+
+    Returns:
+        Keyword arguments for :class:`Verdict`.
+    """
+    fields: dict[str, Any] = {"final_answer": final_answer, "original_score": original_score}
+    if result is None:
+        fields["status"] = "not_run" if flagged else "not_needed"
+        return fields
+    extended = list(result.context) if result.strategy == "retrieval_feedback" else None
+    fields.update(
+        status=result.status,
+        strategy=result.strategy,
+        converged=result.converged,
+        history=result.history,
+        diff=diff_answers(original, result.final.answer),
+        cost=result.cost,
+        mitigation_error=result.error,
+        final_context=extended,
+    )
+    return fields

@@ -1,0 +1,94 @@
+"""Mitigation: self-refine (standard), cross-model verification (premium), retrieval feedback.
+
+The guard runs these for a flagged answer when given a model::
+
+    verdict = guard.guard(context=docs, question=q, answer=a, llm=my_llm)
+    verdict.final_answer, verdict.status, verdict.iterations, verdict.cost.llm_calls
+
+Loops are written once as generators of operations (:mod:`._ops`) and run by a sync
+driver (``complete``) or an async one (``acomplete``). Everything the loops call out
+to is a small protocol: :class:`~truthlens_integrations.core.llm.LLM`,
+:class:`Retriever`, :class:`GroundedAnswerer`.
+"""
+
+from __future__ import annotations
+
+from ._loop import LoopSettings, MitigationOptions, Recorder
+from ._mitigate import MitigationRequest, amitigate, mitigate, wants_mitigation
+from ._ops import Ledger, Runtime, adrive, drive
+from ._prompts import (
+    absurd_reason,
+    build_answer_messages,
+    build_judge_messages,
+    build_refine_messages,
+    clean_output,
+    defuse,
+    format_documents,
+    mark_spans,
+)
+from ._protocols import (
+    CallableAnswerer,
+    CallableRetriever,
+    GroundedAnswer,
+    GroundedAnswerer,
+    RetrievalError,
+    Retriever,
+    answerer_from_callables,
+    retriever_from_callables,
+)
+from ._refine import self_refine
+from ._results import (
+    AnswerDiff,
+    Assessment,
+    ClaimCheck,
+    CostAccount,
+    Iteration,
+    IterationKind,
+    MitigationResult,
+    MitigationStatus,
+    ModelUse,
+    Strategy,
+    diff_answers,
+)
+
+__all__ = [
+    "AnswerDiff",
+    "Assessment",
+    "CallableAnswerer",
+    "CallableRetriever",
+    "ClaimCheck",
+    "CostAccount",
+    "GroundedAnswer",
+    "GroundedAnswerer",
+    "Iteration",
+    "IterationKind",
+    "Ledger",
+    "LoopSettings",
+    "MitigationOptions",
+    "MitigationRequest",
+    "MitigationResult",
+    "MitigationStatus",
+    "ModelUse",
+    "Recorder",
+    "RetrievalError",
+    "Retriever",
+    "Runtime",
+    "Strategy",
+    "absurd_reason",
+    "adrive",
+    "amitigate",
+    "answerer_from_callables",
+    "build_answer_messages",
+    "build_judge_messages",
+    "build_refine_messages",
+    "clean_output",
+    "defuse",
+    "diff_answers",
+    "drive",
+    "format_documents",
+    "mark_spans",
+    "mitigate",
+    "retriever_from_callables",
+    "self_refine",
+    "wants_mitigation",
+]

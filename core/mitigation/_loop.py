@@ -1,0 +1,176 @@
+"""Bookkeeping shared by the loops: best-kept answer, history, status."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._ops import Ledger
+from ._results import (
+    Assessment,
+    ClaimCheck,
+    Iteration,
+    IterationKind,
+    MitigationResult,
+    MitigationStatus,
+    Strategy,
+)
+
+__all__ = ["LoopSettings", "MitigationOptions", "Recorder"]
+
+
+class MitigationOptions(BaseModel):
+    """Tuning of the mitigation loops that the policy does not carry.
+
+    Attributes:
+        consensus: How premium mode merges verifier judgements per claim:
+            ``majority`` (more than half agree), ``weighted`` (verifier votes weighted
+            by how well their own answer is grounded), or ``replace`` (weighted, and a
+            contradicted claim is replaced by the best-supported verifier sentence, as
+            in Finch-Zk).
+        max_tokens: Completion limit of generation calls.
+        temperature: Temperature of refine / regenerate / judge calls (``None``: the
+            backend's default).
+        verifier_temperature: Temperature of the verification calls.
+        context_token_budget: Upper bound (approximate tokens, 4 characters each) of
+            the accumulated context in the retrieval-feedback loop; the original
+            context always stays.
+        max_new_passages: Passages one retrieval round may add at most.
+        dedupe_similarity: Word-set Jaccard similarity at or above which two
+            passages count as duplicates.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    consensus: str = Field(default="replace", pattern="^(majority|weighted|replace)$")
+    max_tokens: int | None = Field(default=384, ge=1)
+    temperature: float | None = Field(default=0.0, ge=0.0)
+    verifier_temperature: float | None = Field(default=None, ge=0.0)
+    context_token_budget: int = Field(default=3000, ge=64)
+    max_new_passages: int = Field(default=4, ge=1)
+    dedupe_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What one loop run needs from the route's settings."""
+
+    max_iterations: int
+    convergence_threshold: float
+    require_consensus: bool = True
+    options: MitigationOptions = field(default_factory=MitigationOptions)
+
+
+class Recorder:
+    """Keeps the best answer and the history of one loop run.
+
+    Args:
+        initial: The original answer's assessment (history entry 0).
+        ledger: The request's cost ledger, for per-step deltas.
+        goal: ``convergence_threshold``: an effective score below it has converged.
+    """
+
+    def __init__(self, initial: Assessment, ledger: Ledger, goal: float) -> None:
+        self.ledger = ledger
+        self.goal = goal
+        self.best = initial
+        self.rounds = 0
+        self.history: list[Iteration] = [
+            Iteration(
+                index=0,
+                kind="initial",
+                answer=initial.answer,
+                score=initial.score,
+                effective_score=initial.effective_score,
+                spans=initial.spans,
+                accepted=True,
+            )
+        ]
+        self._started = time.perf_counter()
+        self._snapshot = ledger.snapshot()
+
+    def reached(self, assessment: Assessment) -> bool:
+        """Whether ``assessment`` meets the convergence threshold."""
+        return assessment.effective_score < self.goal
+
+    def start(self) -> None:
+        """Begin a new round (counted) and its first step."""
+        self.rounds += 1
+        self.step()
+
+    def step(self) -> None:
+        """Begin a step: timing and LLM-call deltas are measured from here."""
+        self._started = time.perf_counter()
+        self._snapshot = self.ledger.snapshot()
+
+    def record(
+        self,
+        kind: IterationKind,
+        assessment: Assessment | None,
+        *,
+        error: str | None = None,
+        answer: str | None = None,
+        query: str | None = None,
+        new_passages: int = 0,
+        claims: Sequence[ClaimCheck] = (),
+    ) -> bool:
+        """Add a step to the history; keep its answer if it beats the best so far.
+
+        Returns:
+            Whether the step's answer became the best (strictly lower effective score:
+            on a tie the earlier answer stays).
+        """
+        accepted = assessment is not None and (
+            assessment.effective_score < self.best.effective_score
+        )
+        if accepted:
+            assert assessment is not None
+            self.best = assessment
+        calls, prompt, completion, total = self.ledger.snapshot()
+        c0, p0, k0, t0 = self._snapshot
+        self.history.append(
+            Iteration(
+                index=self.rounds,
+                kind=kind,
+                answer=assessment.answer if assessment is not None else answer,
+                score=assessment.score if assessment is not None else None,
+                effective_score=assessment.effective_score if assessment is not None else None,
+                spans=assessment.spans if assessment is not None else [],
+                accepted=accepted,
+                error=error,
+                llm_calls=calls - c0,
+                prompt_tokens=prompt - p0,
+                completion_tokens=completion - k0,
+                total_tokens=total - t0,
+                latency_ms=(time.perf_counter() - self._started) * 1000.0,
+                query=query,
+                new_passages=new_passages,
+                claims=list(claims),
+            )
+        )
+        self.step()
+        return accepted
+
+    def result(
+        self,
+        strategy: Strategy,
+        status: MitigationStatus,
+        *,
+        context: Sequence[str],
+        error: str | None = None,
+    ) -> MitigationResult:
+        """The loop's result with the best answer and the full history."""
+        return MitigationResult(
+            strategy=strategy,
+            status=status,
+            final=self.best,
+            iterations=self.rounds,
+            history=self.history,
+            cost=self.ledger.account(),
+            error=error,
+            context=list(context),
+            converged=self.reached(self.best),
+        )

@@ -1,0 +1,362 @@
+"""The loops as plain generators of operations, run by a sync or an async driver.
+
+Each loop (self-refine, cross-model, retrieval feedback) is written once, as a
+generator that yields what it needs (an LLM call, a detection, a retrieval) and
+receives the result. :func:`drive` runs it with blocking calls (``complete``,
+``retrieve``); :func:`adrive` with ``acomplete`` / ``aretrieve`` and the models in
+worker threads, so both entry points share one implementation of every rule.
+
+A failed call is thrown into the generator as :class:`LLMError` /
+:class:`RetrievalError`, so loops handle failures with ordinary ``try``/``except``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar, cast
+
+from .._errors import LLMError, LLMTimeoutError
+from .._types import NLILabel
+from ..llm import LLM, ChatMessage, LLMResponse
+from ._protocols import GroundedAnswer, GroundedAnswerer, RetrievalError, Retriever
+from ._results import Assessment, CostAccount, MitigationResult, ModelUse
+
+__all__ = [
+    "AnswerQuery",
+    "Assess",
+    "Explain",
+    "Generate",
+    "GenerateAll",
+    "Ledger",
+    "Loop",
+    "Op",
+    "Retrieve",
+    "Runtime",
+    "adrive",
+    "answer_query",
+    "assess",
+    "drive",
+    "explain",
+    "generate",
+    "generate_all",
+    "retrieve",
+]
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Ask ``llm`` for a completion; the result is an :class:`LLMResponse`."""
+
+    llm: LLM
+    messages: tuple[ChatMessage, ...]
+    role: str
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class GenerateAll:
+    """Several completions at once (in parallel).
+
+    The result is a list of :class:`LLMResponse` or :class:`LLMError`, in call order.
+    """
+
+    calls: tuple[Generate, ...]
+
+
+@dataclass(frozen=True)
+class Assess:
+    """Detect (and NLI-filter) ``answer`` against ``context``; result: :class:`Assessment`."""
+
+    context: tuple[str, ...]
+    answer: str
+
+
+@dataclass(frozen=True)
+class Explain:
+    """NLI labels for (premise, hypothesis) pairs; ``None`` when no NLI model exists."""
+
+    pairs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Retrieve:
+    """Passages for ``query``; the result is a list of strings."""
+
+    retriever: Retriever
+    query: str
+
+
+@dataclass(frozen=True)
+class AnswerQuery:
+    """Re-run the caller's pipeline for ``query``; the result is ``(answer, passages)``."""
+
+    answerer: GroundedAnswerer
+    query: str
+
+
+Op = Generate | GenerateAll | Assess | Explain | Retrieve | AnswerQuery
+Loop = Generator[Op, object, MitigationResult]
+"""A mitigation loop: yields operations, returns its result."""
+
+_R = TypeVar("_R")
+
+
+class Runtime(Protocol):
+    """The guard's models, as the loops need them."""
+
+    def assess(self, context: Sequence[str], answer: str) -> Assessment:
+        """Detect and NLI-filter one answer with the route's settings."""
+        ...
+
+    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
+        """NLI labels, or ``None`` when no NLI model is available."""
+        ...
+
+
+@dataclass
+class _Use:
+    calls: int = 0
+    failed: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Ledger:
+    """Running cost account of one request (LLM calls, tokens, time)."""
+
+    calls: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    llm_seconds: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    uses: dict[tuple[str, str], _Use] = field(default_factory=dict)
+
+    def record(self, llm: LLM, role: str, response: LLMResponse | None, seconds: float) -> None:
+        """Count one call; ``response`` is ``None`` when it failed."""
+        model = str(getattr(llm, "model", None) or getattr(llm, "name", None) or "llm")
+        use = self.uses.setdefault((model, role), _Use())
+        use.calls += 1
+        use.seconds += seconds
+        self.calls += 1
+        self.llm_seconds += seconds
+        if response is None:
+            use.failed += 1
+            self.failed += 1
+            return
+        if response.usage is not None:
+            self.prompt_tokens += response.usage.prompt_tokens
+            self.completion_tokens += response.usage.completion_tokens
+            self.total_tokens += response.usage.total_tokens
+            use.tokens += response.usage.total_tokens
+
+    def snapshot(self) -> tuple[int, int, int, int]:
+        """``(calls, prompt_tokens, completion_tokens, total_tokens)`` so far."""
+        return self.calls, self.prompt_tokens, self.completion_tokens, self.total_tokens
+
+    def account(self) -> CostAccount:
+        """The account as a result model, wall time measured up to now."""
+        return CostAccount(
+            llm_calls=self.calls,
+            failed_calls=self.failed,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            total_tokens=self.total_tokens,
+            llm_seconds=self.llm_seconds,
+            seconds=time.perf_counter() - self.started,
+            models=[
+                ModelUse(
+                    model=model,
+                    role=role,
+                    calls=u.calls,
+                    failed_calls=u.failed,
+                    total_tokens=u.tokens,
+                    seconds=u.seconds,
+                )
+                for (model, role), u in self.uses.items()
+            ],
+        )
+
+
+# -- typed helpers the loops use: `x = yield from generate(...)` ------------------------
+
+
+def generate(op: Generate) -> Generator[Op, object, LLMResponse]:
+    """Yield one LLM call and return its response (raises :class:`LLMError`)."""
+    return cast("LLMResponse", (yield op))
+
+
+def generate_all(op: GenerateAll) -> Generator[Op, object, list[LLMResponse | LLMError]]:
+    """Yield parallel LLM calls and return their responses or errors."""
+    return cast("list[LLMResponse | LLMError]", (yield op))
+
+
+def assess(context: Sequence[str], answer: str) -> Generator[Op, object, Assessment]:
+    """Yield one detection and return its assessment."""
+    return cast("Assessment", (yield Assess(tuple(context), answer)))
+
+
+def explain(
+    pairs: Sequence[tuple[str, str]],
+) -> Generator[Op, object, list[tuple[NLILabel, float]] | None]:
+    """Yield NLI labelling and return the labels (``None`` without an NLI model)."""
+    return cast("list[tuple[NLILabel, float]] | None", (yield Explain(tuple(pairs))))
+
+
+def retrieve(retriever: Retriever, query: str) -> Generator[Op, object, list[str]]:
+    """Yield one retrieval and return its passages (raises :class:`RetrievalError`)."""
+    return cast("list[str]", (yield Retrieve(retriever, query)))
+
+
+def answer_query(answerer: GroundedAnswerer, query: str) -> Generator[Op, object, GroundedAnswer]:
+    """Yield one grounded-answerer run and return ``(answer, passages)``."""
+    return cast("GroundedAnswer", (yield AnswerQuery(answerer, query)))
+
+
+# -- drivers -----------------------------------------------------------------------------
+
+
+def _as_llm_error(exc: Exception, llm: LLM) -> LLMError:
+    # Wrapped models (LangChain, LlamaIndex, user code) may raise anything; the loop
+    # must stop cleanly with the best answer rather than lose it to a stack trace.
+    if isinstance(exc, LLMError):
+        return exc
+    model = getattr(llm, "model", "llm")
+    if isinstance(exc, TimeoutError):
+        return LLMTimeoutError(f"LLM {model!r} timed out: {exc}")
+    return LLMError(f"LLM {model!r} failed: {type(exc).__name__}: {exc}")
+
+
+def _checked(response: object, llm: LLM) -> LLMResponse:
+    if not isinstance(response, LLMResponse):
+        raise LLMError(
+            f"LLM {getattr(llm, 'model', 'llm')!r} returned {type(response).__name__}, "
+            "not an LLMResponse"
+        )
+    return response
+
+
+def _call(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
+    started = time.perf_counter()
+    try:
+        response = _checked(
+            op.llm.complete(
+                list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature
+            ),
+            op.llm,
+        )
+    except Exception as exc:  # noqa: BLE001 - any backend failure is a failed call
+        ledger.record(op.llm, op.role, None, time.perf_counter() - started)
+        return _as_llm_error(exc, op.llm)
+    ledger.record(op.llm, op.role, response, time.perf_counter() - started)
+    return response
+
+
+async def _acall(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
+    started = time.perf_counter()
+    try:
+        response = _checked(
+            await op.llm.acomplete(
+                list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature
+            ),
+            op.llm,
+        )
+    except Exception as exc:  # noqa: BLE001 - any backend failure is a failed call
+        ledger.record(op.llm, op.role, None, time.perf_counter() - started)
+        return _as_llm_error(exc, op.llm)
+    ledger.record(op.llm, op.role, response, time.perf_counter() - started)
+    return response
+
+
+def _retrieval_error(exc: Exception, what: str) -> RetrievalError:
+    if isinstance(exc, RetrievalError):
+        return exc
+    return RetrievalError(f"{what} failed: {type(exc).__name__}: {exc}")
+
+
+def _execute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
+    if isinstance(op, Generate):
+        result = _call(op, ledger)
+        if isinstance(result, LLMError):
+            raise result
+        return result
+    if isinstance(op, GenerateAll):
+        if len(op.calls) <= 1:
+            return [_call(c, ledger) for c in op.calls]
+        with ThreadPoolExecutor(max_workers=len(op.calls)) as pool:
+            return list(pool.map(lambda c: _call(c, ledger), op.calls))
+    if isinstance(op, Assess):
+        return runtime.assess(op.context, op.answer)
+    if isinstance(op, Explain):
+        return runtime.explain(op.pairs)
+    if isinstance(op, Retrieve):
+        try:
+            return op.retriever.retrieve(op.query)
+        except Exception as exc:
+            raise _retrieval_error(exc, "retriever") from exc
+    try:
+        return op.answerer.answer(op.query)
+    except Exception as exc:
+        raise _retrieval_error(exc, "grounded answerer") from exc
+
+
+async def _aexecute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
+    if isinstance(op, Generate):
+        result = await _acall(op, ledger)
+        if isinstance(result, LLMError):
+            raise result
+        return result
+    if isinstance(op, GenerateAll):
+        return list(await asyncio.gather(*(_acall(c, ledger) for c in op.calls)))
+    if isinstance(op, Assess):
+        return await asyncio.to_thread(runtime.assess, op.context, op.answer)
+    if isinstance(op, Explain):
+        return await asyncio.to_thread(runtime.explain, op.pairs)
+    if isinstance(op, Retrieve):
+        try:
+            return await op.retriever.aretrieve(op.query)
+        except Exception as exc:
+            raise _retrieval_error(exc, "retriever") from exc
+    try:
+        return await op.answerer.aanswer(op.query)
+    except Exception as exc:
+        raise _retrieval_error(exc, "grounded answerer") from exc
+
+
+def drive(loop: Generator[Op, object, _R], runtime: Runtime, ledger: Ledger) -> _R:
+    """Run a loop with blocking calls; parallel LLM calls use a thread pool."""
+    value: object = None
+    error: Exception | None = None
+    while True:
+        try:
+            op = loop.send(value) if error is None else loop.throw(error)
+        except StopIteration as stop:
+            return cast("_R", stop.value)
+        value, error = None, None
+        try:
+            value = _execute(op, runtime, ledger)
+        except (LLMError, RetrievalError) as exc:
+            error = exc
+
+
+async def adrive(loop: Generator[Op, object, _R], runtime: Runtime, ledger: Ledger) -> _R:
+    """Run a loop with ``acomplete`` / ``aretrieve``; models run in worker threads."""
+    value: object = None
+    error: Exception | None = None
+    while True:
+        try:
+            op = loop.send(value) if error is None else loop.throw(error)
+        except StopIteration as stop:
+            return cast("_R", stop.value)
+        value, error = None, None
+        try:
+            value = await _aexecute(op, runtime, ledger)
+        except (LLMError, RetrievalError) as exc:
+            error = exc
