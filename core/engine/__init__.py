@@ -15,7 +15,9 @@ threshold and, when flagged, handled by ``hallucination_action``.
 
 from __future__ import annotations
 
+from ._alignment import align_quantities, extract_quantities
 from ._engine import TruthLens
+from ._hf_classifier import TransformersFactCheckClassifier
 from ._hf_nli import TransformersNLIExplainer, map_nli_labels
 from ._premise import answer_sentence, select_premise, split_sentences
 from ._protocols import (
@@ -32,10 +34,13 @@ __all__ = [
     "BundledNLIAdapter",
     "FactCheckClassifier",
     "NLIExplainer",
+    "TransformersFactCheckClassifier",
     "TransformersNLIExplainer",
     "TruthLens",
     "Verdict",
+    "align_quantities",
     "answer_sentence",
+    "extract_quantities",
     "map_nli_labels",
     "select_premise",
     "split_sentences",

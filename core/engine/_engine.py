@@ -30,6 +30,7 @@ from ..observability import Metrics, StageSpan, Tracer, log_event
 from ..policy import Action, DomainClassifier, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
 from ._alignment import align_quantities
+from ._hf_classifier import TransformersFactCheckClassifier
 from ._hf_nli import TransformersNLIExplainer
 from ._premise import answer_sentence, select_premise
 from ._protocols import (
@@ -279,12 +280,20 @@ class TruthLens:
         if self._fact_checker is None:
             with self._load_lock:
                 if self._fact_checker is None:
-                    try:
-                        self._fact_checker = BundledFactCheckAdapter()
-                    except (ModelNotAvailableError, ImportError):
-                        logger.warning("no prompt classifier available: every prompt is checked")
-                        self._fact_checker = _AssumeFactual()
+                    self._fact_checker = self._load_fact_checker()
         return self._fact_checker
+
+    def _load_fact_checker(self) -> FactCheckClassifier:
+        settings = self.policy.hallucination_mitigation.fact_check_model
+        device = "cpu" if settings.use_cpu else None
+        if settings.model_id is not None:
+            # A classifier the policy names must load, like the NLI model.
+            return TransformersFactCheckClassifier(settings.model_id, device=device)
+        try:
+            return BundledFactCheckAdapter(device=device)
+        except (ModelNotAvailableError, ImportError):
+            logger.warning("no prompt classifier available: every prompt is checked")
+            return _AssumeFactual()
 
     # -- public API ---------------------------------------------------------------------
 
