@@ -1,0 +1,527 @@
+"""Callback handlers that check every LLM answer of a chain or agent, without changing it.
+
+The handler follows each root run (a top-level ``invoke``): it collects retriever
+documents (``on_retriever_end``) and tool outputs (``on_tool_end``), takes the question
+from the chat model's prompt (or the root input), and when a model finishes
+(``on_llm_end``) runs the guard on its answer. Verdicts are logged, counted and kept,
+retrievable by the root run id or the LLM run id. State lives in dicts keyed by run
+id under one lock, so one handler serves concurrent runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.tracers.context import register_configure_hook
+from typing_extensions import override
+
+from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.observability import log_event
+
+from ._inputs import dedupe, message_text, question_of, tool_passages
+
+__all__ = [
+    "AsyncTruthLensCallbackHandler",
+    "TruthLensCallbackHandler",
+    "truthlens_callback",
+]
+
+logger = logging.getLogger("truthlens_integrations.langchain_adapter")
+
+
+@dataclass
+class _RootState:
+    context: list[str] = field(default_factory=list)
+    question: str | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    runs: set[UUID] = field(default_factory=set)
+
+
+@dataclass
+class _LLMState:
+    question: str | None = None
+    context: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Check:
+    root: UUID
+    run_id: UUID
+    item: DetectionInput
+
+
+class _HandlerCore:
+    """Run bookkeeping shared by the sync and async handlers (no LangChain base)."""
+
+    raise_error: bool
+
+    def _setup(self, engine: TruthLens | None, raise_error: bool, max_results: int) -> None:
+        self.engine = engine if engine is not None else TruthLens.from_config()
+        self.raise_error = raise_error
+        self.max_results = max_results
+        self._lock = threading.Lock()
+        self._parents: dict[UUID, UUID] = {}
+        self._roots: dict[UUID, _RootState] = {}
+        self._llms: dict[UUID, _LLMState] = {}
+        self._results: OrderedDict[UUID, list[Verdict]] = OrderedDict()
+        self._stats = {"checked": 0, "flagged": 0, "skipped": 0, "errors": 0}
+
+    # -- public read side ------------------------------------------------------------
+
+    def verdicts(self, run_id: UUID) -> list[Verdict]:
+        """Verdicts of a root run (all its LLM calls) or of one LLM run.
+
+        Args:
+            run_id: The root run id (set ``config["run_id"]`` to know it) or the
+                run id of an LLM call.
+
+        Returns:
+            The verdicts, oldest first; empty when none were recorded.
+        """
+        with self._lock:
+            found = self._results.get(run_id)
+            if found is None and run_id in self._roots:
+                found = self._roots[run_id].verdicts
+            return list(found or [])
+
+    @property
+    def all_verdicts(self) -> list[Verdict]:
+        """Every verdict still kept, root runs in order of completion."""
+        with self._lock:
+            seen: list[Verdict] = []
+            ids: set[int] = set()
+            for group in self._results.values():
+                for verdict in group:
+                    if id(verdict) not in ids:
+                        ids.add(id(verdict))
+                        seen.append(verdict)
+            return seen
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counters: ``checked``, ``flagged`` (MITIGATE), ``skipped``, ``errors``."""
+        with self._lock:
+            return dict(self._stats)
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    def _root_of(self, run_id: UUID) -> UUID:
+        seen = 0
+        while run_id in self._parents and seen < 10_000:
+            run_id = self._parents[run_id]
+            seen += 1
+        return run_id
+
+    def _register(self, run_id: UUID, parent_run_id: UUID | None) -> _RootState:
+        """Link a run to its parent and return its root's state (caller holds the lock)."""
+        if parent_run_id is not None and (
+            parent_run_id in self._parents or parent_run_id in self._roots
+        ):
+            self._parents[run_id] = parent_run_id
+        root = self._root_of(run_id)
+        state = self._roots.get(root)
+        if state is None:
+            state = self._roots[root] = _RootState()
+        state.runs.add(run_id)
+        return state
+
+    def _finish(self, run_id: UUID) -> None:
+        """Forget a finished root run, keeping its verdicts (caller holds the lock)."""
+        if run_id in self._parents:
+            return
+        state = self._roots.pop(run_id, None)
+        if state is None:
+            return
+        for child in state.runs:
+            self._parents.pop(child, None)
+            self._llms.pop(child, None)
+        if state.verdicts:
+            self._results[run_id] = state.verdicts
+            self._results.move_to_end(run_id)
+        while len(self._results) > self.max_results:
+            self._results.popitem(last=False)
+
+    def _guarded(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except Exception:
+            with self._lock:
+                self._stats["errors"] += 1
+            if self.raise_error:
+                raise
+            logger.exception("truthlens callback failed in %s", what)
+            return None
+
+    def _chain_start(self, inputs: Any, run_id: UUID, parent_run_id: UUID | None) -> None:
+        with self._lock:
+            state = self._register(run_id, parent_run_id)
+            if state.question is None and run_id not in self._parents:
+                state.question = question_of(inputs, "question")
+
+    def _end(self, run_id: UUID) -> None:
+        with self._lock:
+            self._finish(run_id)
+
+    def _add_context(self, run_id: UUID, parent_run_id: UUID | None, found: list[str]) -> None:
+        with self._lock:
+            self._register(run_id, parent_run_id).context.extend(found)
+
+    def _chat_start(
+        self, messages: list[list[BaseMessage]], run_id: UUID, parent_run_id: UUID | None
+    ) -> None:
+        batch = messages[0] if messages else []
+        humans = [m for m in batch if isinstance(m, HumanMessage)]
+        tools: list[str] = []
+        for message in batch:
+            if isinstance(message, ToolMessage):
+                tools.extend(tool_passages(message))
+        with self._lock:
+            self._register(run_id, parent_run_id)
+            self._llms[run_id] = _LLMState(
+                question=message_text(humans[-1]) if humans else None, context=tools
+            )
+
+    def _llm_start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        with self._lock:
+            self._register(run_id, parent_run_id)
+            self._llms.setdefault(run_id, _LLMState())
+
+    def _prepare(
+        self, response: LLMResult, run_id: UUID, parent_run_id: UUID | None
+    ) -> _Check | None:
+        """What to check for a finished LLM call, or ``None`` when there is nothing."""
+        answer = _answer_text(response)
+        with self._lock:
+            state = self._register(run_id, parent_run_id)
+            llm = self._llms.get(run_id, _LLMState())
+            root = self._root_of(run_id)
+            if answer is None:
+                self._stats["skipped"] += 1
+                if root == run_id:
+                    self._finish(run_id)
+                return None
+            # The root input's question first: in a RAG chain the chat prompt's human
+            # message wraps the question in instructions and the retrieved context.
+            question = state.question or llm.question
+            context = dedupe([*state.context, *llm.context])
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return _Check(root=root, run_id=run_id, item=item)
+
+    def _record(self, check: _Check, verdict: Verdict) -> None:
+        with self._lock:
+            self._stats["checked"] += 1
+            if not verdict.passed:
+                self._stats["flagged"] += 1
+            state = self._roots.get(check.root)
+            if state is not None:
+                state.verdicts.append(verdict)
+            if check.run_id != check.root:
+                self._results[check.run_id] = [verdict]
+            if check.root == check.run_id:
+                self._finish(check.run_id)
+        log_event(
+            logger,
+            "langchain.verdict",
+            level=logging.DEBUG if verdict.passed else logging.WARNING,
+            run_id=str(check.root),
+            llm_run_id=str(check.run_id),
+            decision=verdict.decision.value,
+            score=verdict.score,
+            unverified=verdict.unverified,
+            spans=[s.text for s in verdict.spans],
+            action=verdict.action,
+        )
+
+
+def _answer_text(response: LLMResult) -> str | None:
+    """The final answer of an LLM call; ``None`` for tool-call steps or empty output."""
+    if not response.generations or not response.generations[0]:
+        return None
+    generation = response.generations[0][0]
+    if isinstance(generation, ChatGeneration):
+        message = generation.message
+        if isinstance(message, AIMessage) and message.tool_calls:
+            return None
+        text = message_text(message)
+    else:
+        text = generation.text
+    return text if text.strip() else None
+
+
+def _documents_text(documents: Sequence[Document]) -> list[str]:
+    return [d.page_content for d in documents]
+
+
+class TruthLensCallbackHandler(_HandlerCore, BaseCallbackHandler):
+    """Logs hallucination spans of any chain or agent without changing its output.
+
+    Args:
+        engine: The guard engine; ``None`` builds one with the default policy.
+        raise_error: Re-raise errors from detection instead of logging them.
+        max_results: Root runs whose verdicts are kept (oldest dropped first).
+
+    Example:
+        >>> handler = TruthLensCallbackHandler(engine)  # doctest: +SKIP
+        >>> chain.invoke(q, config={"callbacks": [handler], "run_id": run_id})  # doctest: +SKIP
+        >>> handler.verdicts(run_id)[0].spans  # doctest: +SKIP
+    """
+
+    def __init__(
+        self, engine: TruthLens | None = None, *, raise_error: bool = False, max_results: int = 1000
+    ) -> None:
+        super().__init__()
+        self._setup(engine, raise_error, max_results)
+
+    @override
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Track the run; a root run's input may hold the question."""
+        self._guarded("on_chain_start", self._chain_start, inputs, run_id, parent_run_id)
+
+    @override
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a finished root run, keeping its verdicts."""
+        self._guarded("on_chain_end", self._end, run_id)
+
+    @override
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a failed root run."""
+        self._guarded("on_chain_error", self._end, run_id)
+
+    @override
+    def on_retriever_end(
+        self,
+        documents: Sequence[Document],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep retrieved documents as grounding of the root run."""
+        found = _documents_text(documents)
+        self._guarded("on_retriever_end", self._add_context, run_id, parent_run_id, found)
+
+    @override
+    def on_tool_end(
+        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Keep a tool's output as grounding of the root run."""
+        found = tool_passages(output)
+        self._guarded("on_tool_end", self._add_context, run_id, parent_run_id, found)
+
+    @override
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the question and any tool results in the prompt."""
+        self._guarded("on_chat_model_start", self._chat_start, messages, run_id, parent_run_id)
+
+    @override
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Track a completion model's run."""
+        self._guarded("on_llm_start", self._llm_start, run_id, parent_run_id)
+
+    @override
+    def on_llm_end(
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Check the answer."""
+        self._guarded("on_llm_end", self._check, response, run_id, parent_run_id)
+
+    @override
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a failed model call that was its own root."""
+        self._guarded("on_llm_error", self._end, run_id)
+
+    def _check(self, response: LLMResult, run_id: UUID, parent_run_id: UUID | None) -> None:
+        check = self._prepare(response, run_id, parent_run_id)
+        if check is not None:
+            # guard_batch returns blocked verdicts instead of raising: the handler
+            # only observes, it never withholds an answer.
+            self._record(check, self.engine.guard_batch([check.item])[0])
+
+
+class AsyncTruthLensCallbackHandler(_HandlerCore, AsyncCallbackHandler):
+    """The async variant of :class:`TruthLensCallbackHandler`: awaits the engine.
+
+    Args:
+        engine: The guard engine; ``None`` builds one with the default policy.
+        raise_error: Re-raise errors from detection instead of logging them.
+        max_results: Root runs whose verdicts are kept (oldest dropped first).
+    """
+
+    def __init__(
+        self, engine: TruthLens | None = None, *, raise_error: bool = False, max_results: int = 1000
+    ) -> None:
+        super().__init__()
+        self._setup(engine, raise_error, max_results)
+
+    @override
+    async def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Track the run; a root run's input may hold the question."""
+        self._guarded("on_chain_start", self._chain_start, inputs, run_id, parent_run_id)
+
+    @override
+    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a finished root run, keeping its verdicts."""
+        self._guarded("on_chain_end", self._end, run_id)
+
+    @override
+    async def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a failed root run."""
+        self._guarded("on_chain_error", self._end, run_id)
+
+    @override
+    async def on_retriever_end(
+        self,
+        documents: Sequence[Document],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep retrieved documents as grounding of the root run."""
+        found = _documents_text(documents)
+        self._guarded("on_retriever_end", self._add_context, run_id, parent_run_id, found)
+
+    @override
+    async def on_tool_end(
+        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        """Keep a tool's output as grounding of the root run."""
+        found = tool_passages(output)
+        self._guarded("on_tool_end", self._add_context, run_id, parent_run_id, found)
+
+    @override
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Remember the question and any tool results in the prompt."""
+        self._guarded("on_chat_model_start", self._chat_start, messages, run_id, parent_run_id)
+
+    @override
+    async def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Track a completion model's run."""
+        self._guarded("on_llm_start", self._llm_start, run_id, parent_run_id)
+
+    @override
+    async def on_llm_end(
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Check the answer (the models run in the engine's worker thread)."""
+        try:
+            check = self._prepare(response, run_id, parent_run_id)
+            if check is not None:
+                verdicts = await self.engine.aguard_batch([check.item])
+                self._record(check, verdicts[0])
+        except Exception:
+            with self._lock:
+                self._stats["errors"] += 1
+            if self.raise_error:
+                raise
+            logger.exception("truthlens callback failed in on_llm_end")
+
+    @override
+    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a failed model call that was its own root."""
+        self._guarded("on_llm_error", self._end, run_id)
+
+
+_handler_var: ContextVar[TruthLensCallbackHandler | None] = ContextVar(
+    "truthlens_callback", default=None
+)
+register_configure_hook(_handler_var, inheritable=True)
+
+
+@contextmanager
+def truthlens_callback(
+    engine: TruthLens | None = None, *, raise_error: bool = False
+) -> Iterator[TruthLensCallbackHandler]:
+    """Attach a :class:`TruthLensCallbackHandler` to every run inside the block.
+
+    Like ``get_usage_metadata_callback()``: no ``callbacks=`` to pass around.
+
+    Args:
+        engine: The guard engine; ``None`` builds one with the default policy.
+        raise_error: Re-raise errors from detection instead of logging them.
+
+    Yields:
+        The handler, to read verdicts and stats from.
+
+    Example:
+        >>> with truthlens_callback(engine) as cb:  # doctest: +SKIP
+        ...     chain.invoke("When was the Eiffel Tower built?")
+        >>> cb.all_verdicts[-1].spans  # doctest: +SKIP
+    """
+    handler = TruthLensCallbackHandler(engine, raise_error=raise_error)
+    token = _handler_var.set(handler)
+    try:
+        yield handler
+    finally:
+        _handler_var.reset(token)

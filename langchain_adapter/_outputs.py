@@ -1,0 +1,148 @@
+"""Build the runnable's output from a verdict, keeping the input's type."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessageChunk, BaseMessage
+
+from truthlens_integrations.core import BlockedResponseError
+from truthlens_integrations.core.engine import Verdict
+
+from ._inputs import ParsedInput, message_text
+
+__all__ = [
+    "DEFAULT_BLOCKED_MESSAGE",
+    "TRUTHLENS_EVENT",
+    "BlockMode",
+    "GuardedText",
+    "render",
+    "verdict_chunk",
+    "verdict_payload",
+]
+
+#: Name of the custom event the runnable dispatches after each detection.
+TRUTHLENS_EVENT = "truthlens_detection"
+
+DEFAULT_BLOCKED_MESSAGE = (
+    "I can't give a verified answer to this: the response was withheld because it "
+    "could not be supported by the available sources."
+)
+
+BlockMode = Literal["raise", "message"]
+
+
+class GuardedText(str):
+    """A ``str`` that also carries the verdict (``text.verdict``).
+
+    Strings stay strings (``isinstance(x, str)``, ``==``, ``"".join`` all work); the
+    verdict rides along for callers that want it. Concatenation gives a plain ``str``.
+    """
+
+    verdict: Verdict | None
+
+    def __new__(cls, text: str, verdict: Verdict | None = None) -> GuardedText:
+        obj = super().__new__(cls, text)
+        obj.verdict = verdict
+        return obj
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GuardedText, (str(self), self.verdict))
+
+
+def verdict_payload(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as JSON-friendly data, for message metadata and events.
+
+    The raw detector result (per-token scores) is left out; everything else, the
+    ``x-*`` metadata and the original answer included, is kept.
+    """
+    return verdict.model_dump(mode="json", exclude={"detection"})
+
+
+def _shown_text(verdict: Verdict, on_block: BlockMode, blocked_message: str) -> str:
+    if verdict.blocked:
+        if on_block == "raise":
+            raise BlockedResponseError(
+                f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
+                verdict=verdict,
+            )
+        return blocked_message
+    return verdict.output if verdict.output is not None else verdict.original_answer
+
+
+def _with_verdict(message: BaseMessage, text: str, verdict: Verdict) -> BaseMessage:
+    update: dict[str, Any] = {
+        "response_metadata": {**message.response_metadata, "truthlens": verdict_payload(verdict)}
+    }
+    # Keep list-of-blocks content untouched when the text did not change.
+    if text != message_text(message):
+        update["content"] = text
+    return message.model_copy(update=update)
+
+
+def render(
+    parsed: ParsedInput,
+    verdict: Verdict,
+    *,
+    answer_key: str,
+    verdict_key: str,
+    on_block: BlockMode,
+    blocked_message: str,
+) -> Any:
+    """The output for one guarded input: same type as the input.
+
+    Args:
+        parsed: The parsed input.
+        verdict: The engine's verdict.
+        answer_key: Dict key of the answer.
+        verdict_key: Dict key the verdict goes under.
+        on_block: ``"raise"`` raises :class:`BlockedResponseError` for a blocked
+            answer; ``"message"`` replaces its text with ``blocked_message``.
+        blocked_message: Text shown in place of a blocked answer.
+
+    Returns:
+        A :class:`GuardedText` for a string, an ``AIMessage`` with
+        ``response_metadata["truthlens"]``, a dict with a ``verdict_key`` entry, or a
+        message list / agent state with the last AI message replaced.
+
+    Raises:
+        BlockedResponseError: If the answer was blocked and ``on_block="raise"``.
+    """
+    text = _shown_text(verdict, on_block, blocked_message)
+    value = parsed.value
+    if parsed.kind == "text":
+        return GuardedText(text, verdict)
+    if parsed.kind == "message":
+        return _with_verdict(value, text, verdict)
+    if parsed.kind == "dict":
+        answer = value[answer_key]
+        if isinstance(answer, BaseMessage):
+            new_answer: Any = _with_verdict(answer, text, verdict)
+        else:
+            new_answer = GuardedText(text, verdict)
+        return {**value, answer_key: new_answer, verdict_key: verdict}
+    messages = list(value["messages"] if parsed.kind == "state" else value)
+    messages[parsed.answer_index] = _with_verdict(messages[parsed.answer_index], text, verdict)
+    if parsed.kind == "state":
+        return {**value, "messages": messages, verdict_key: verdict}
+    return messages
+
+
+def verdict_chunk(sample: object, verdict: Verdict, verdict_key: str) -> Any:
+    """The closing chunk of a pass-through stream: no text, only the verdict.
+
+    Args:
+        sample: A chunk of the stream, to pick the chunk type.
+        verdict: The verdict.
+        verdict_key: Dict key the verdict goes under for dict streams.
+
+    Returns:
+        An empty :class:`GuardedText`, an empty ``AIMessageChunk`` with
+        ``response_metadata["truthlens"]``, or ``{verdict_key: verdict}``.
+    """
+    if isinstance(sample, BaseMessage):
+        return AIMessageChunk(content="", response_metadata={"truthlens": verdict_payload(verdict)})
+    if isinstance(sample, Mapping):
+        return {verdict_key: verdict}
+    return GuardedText("", verdict)

@@ -1,0 +1,587 @@
+"""``TruthLensRunnable``: the guard as an LCEL runnable, in pipe form or wrapping a chain."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+    RunnableParallel,
+    RunnableSequence,
+    RunnableSerializable,
+)
+from langchain_core.runnables.config import patch_config
+from langchain_core.runnables.passthrough import RunnableAssign
+from langchain_core.runnables.utils import AddableDict
+from pydantic import ConfigDict, Field
+
+from truthlens_integrations.core import ConfigError, DetectionInput
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.llm import BaseLLM
+from truthlens_integrations.core.policy import PolicySource
+
+from ._capture import GroundingCapture
+from ._inputs import ParsedInput, dedupe, parse_input, question_of
+from ._llm import as_llm
+from ._outputs import (
+    DEFAULT_BLOCKED_MESSAGE,
+    TRUTHLENS_EVENT,
+    BlockMode,
+    render,
+    verdict_chunk,
+    verdict_payload,
+)
+
+__all__ = ["StreamMode", "TruthLensRunnable", "guard_chain"]
+
+StreamMode = Literal["verified", "passthrough"]
+
+_TEXT_CHANGING: frozenset[str] = frozenset({"body", "block"})
+
+
+def passthrough_problems(engine: TruthLens) -> list[str]:
+    """Why the policy cannot stream tokens before detection (empty when it can).
+
+    Pass-through streaming shows the answer before the verdict exists, so nothing may
+    change its text afterwards: only ``header`` / ``none`` actions, no disclaimer and
+    no refinement mode.
+    """
+    policy = engine.policy
+    scopes: list[tuple[str, str | None]] = [("global settings", None)]
+    scopes += [(f"decision {d.name!r}", d.name) for d in policy.decisions]
+    problems: list[str] = []
+    for label, name in scopes:
+        s = policy.settings_for(name)
+        if not s.enabled:
+            continue
+        if s.hallucination_action in _TEXT_CHANGING:
+            problems.append(f"{label}: hallucination_action={s.hallucination_action}")
+        if s.unverified_factual_action in _TEXT_CHANGING:
+            problems.append(f"{label}: unverified_factual_action={s.unverified_factual_action}")
+        if s.require_disclaimer:
+            problems.append(f"{label}: require_disclaimer")
+        if s.mode != "lightweight":
+            problems.append(f"{label}: mode={s.mode}")
+    return problems
+
+
+def _merge(acc: Any, chunk: Any) -> Any:
+    """Add a stream chunk to what came before, the way LCEL aggregates streams.
+
+    Strings and message chunks concatenate and dicts merge key by key; message lists
+    (agent states) replace each other, as each one is complete.
+    """
+    if acc is None:
+        if isinstance(chunk, Mapping) and not isinstance(chunk, AddableDict):
+            return AddableDict(chunk)
+        return chunk
+    if isinstance(chunk, list):
+        return chunk
+    try:
+        return acc + chunk
+    except TypeError:
+        return chunk
+
+
+def find_chat_model(runnable: object) -> BaseChatModel | None:
+    """The chat model that produces a chain's answer: the last one in its steps.
+
+    Args:
+        runnable: A chain (sequence, parallel, binding, assign) or a chat model.
+
+    Returns:
+        The model, or ``None`` when the chain holds none.
+    """
+    if isinstance(runnable, BaseChatModel):
+        return runnable
+    children: list[object] = []
+    if isinstance(runnable, RunnableBinding):
+        children = [runnable.bound]
+    elif isinstance(runnable, RunnableSequence):
+        children = list(reversed(runnable.steps))
+    elif isinstance(runnable, RunnableParallel):
+        children = list(runnable.steps__.values())
+    elif isinstance(runnable, RunnableAssign):
+        children = [runnable.mapper]
+    for child in children:
+        found = find_chat_model(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _with_query(value: object, query: str, question_key: str) -> object:
+    """The inner chain's input with the question replaced by a rewritten query."""
+    if isinstance(value, str):
+        return query
+    if isinstance(value, Mapping):
+        if "messages" in value and question_key not in value:
+            return {**value, "messages": _with_query(value["messages"], query, question_key)}
+        key = next((k for k in (question_key, "question", "input", "query") if k in value), None)
+        return {**value, (key or question_key): query}
+    if isinstance(value, Sequence):
+        messages = list(value)
+        for i in range(len(messages) - 1, -1, -1):
+            if isinstance(messages[i], HumanMessage):
+                messages[i] = HumanMessage(content=query)
+                return messages
+        return [*messages, HumanMessage(content=query)]
+    return query
+
+
+class TruthLensRunnable(RunnableSerializable[Any, Any]):
+    """Guards LLM answers inside LCEL: detect hallucinations, then act by policy.
+
+    **Pipe form**: ``rag_chain | TruthLensRunnable(engine=...)``. The input is a dict
+    with the answer, the context and the question (keys configurable; context as
+    ``Document``s, strings or one string), a list of messages, an agent state
+    ``{"messages": [...]}`` (``ToolMessage`` contents are the grounding, the last
+    human message the question, the last AI message the answer), or a bare string /
+    ``AIMessage``, which has no grounding and takes the "unverified factual" path.
+
+    **Wrapper form**: ``TruthLensRunnable(chain=agent_or_chain, ...)`` (or
+    :func:`guard_chain`) runs the chain, collects what its retrievers returned and
+    its tools produced through callbacks, and guards the chain's output.
+
+    **Output** has the input's type: a string comes back as a string (a
+    :class:`GuardedText` carrying ``.verdict``), an ``AIMessage`` with the verdict in
+    ``response_metadata["truthlens"]``, a dict with a ``"truthlens"`` entry holding the
+    :class:`~truthlens_integrations.core.engine.Verdict`, a message list or state
+    with its last AI message replaced. The ``body`` action changes the text; a
+    blocked answer raises :class:`BlockedResponseError` (``on_block="raise"``) or is
+    replaced by ``blocked_message`` (``on_block="message"``); the original answer
+    stays in the verdict.
+
+    **Streaming**: by default (``stream_mode="verified"``) the verified answer comes
+    as one chunk after detection. ``stream_mode="passthrough"`` streams the chunks
+    as they come and adds a last chunk carrying only the verdict (an empty
+    ``GuardedText``, an ``AIMessageChunk`` with ``response_metadata["truthlens"]``, or
+    ``{"truthlens": verdict}``); it needs a policy whose actions leave the text alone
+    (``header`` / ``none``, no disclaimer, lightweight mode).
+
+    Every detection dispatches a ``truthlens_detection`` custom event with the
+    verdict (spans, scores, ``x-*`` metadata), so tracers and callbacks see it.
+
+    Attributes:
+        engine: The guard engine (policy, models).
+        chain: A chain or agent to run and guard (wrapper form).
+        llm: Chat model for standard / premium mitigation; in the wrapper form the
+            chain's last chat model is used when unset.
+        retriever: Retriever for the retrieval-feedback loop (pipe form).
+        verification_models: Premium-mode verifiers (chat models or core LLMs).
+        judge_model: Premium-mode judge.
+        answer_key: Dict key of the answer.
+        context_key: Dict key of the context.
+        question_key: Dict key of the question.
+        verdict_key: Key the verdict is added under in dict outputs.
+        on_block: ``"raise"`` or ``"message"``.
+        blocked_message: Text that replaces a blocked answer with ``on_block="message"``.
+        stream_mode: ``"verified"`` or ``"passthrough"``.
+        requery_chain: In the wrapper form, let the retrieval-feedback loop re-run
+            the chain with the rewritten query.
+
+    Raises:
+        ConfigError: If ``stream_mode="passthrough"`` is asked for with a policy that
+            changes or withholds text.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: TruthLens = Field(default_factory=TruthLens.from_config)
+    chain: Runnable[Any, Any] | None = None
+    llm: BaseChatModel | BaseLLM | None = None
+    retriever: BaseRetriever | None = None
+    verification_models: list[BaseChatModel | BaseLLM] = Field(default_factory=list)
+    judge_model: BaseChatModel | BaseLLM | None = None
+    answer_key: str = "answer"
+    context_key: str = "context"
+    question_key: str = "question"
+    verdict_key: str = "truthlens"
+    on_block: BlockMode = "raise"
+    blocked_message: str = DEFAULT_BLOCKED_MESSAGE
+    stream_mode: StreamMode = "verified"
+    requery_chain: bool = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self.stream_mode == "passthrough":
+            problems = passthrough_problems(self.engine)
+            if problems:
+                raise ConfigError(
+                    "stream_mode='passthrough' streams the answer before it is checked, "
+                    "so the policy must not change or withhold text; found: " + "; ".join(problems)
+                )
+
+    @classmethod
+    def from_config(
+        cls, config: PolicySource | Sequence[PolicySource] = None, **kwargs: Any
+    ) -> TruthLensRunnable:
+        """Build the engine from a policy and wrap it.
+
+        Args:
+            config: A policy file, YAML text, dict, list of these, or ``None`` for the
+                defaults.
+            **kwargs: Engine options (``detector``, ``nli``, ``fact_checker``,
+                ``metrics``, ``tracer``) go to the engine, the rest to the runnable.
+
+        Returns:
+            The runnable.
+        """
+        engine_keys = {"detector", "nli", "fact_checker", "metrics", "tracer", "domain_classifier"}
+        engine_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in engine_keys}
+        return cls(engine=TruthLens.from_config(config, **engine_kwargs), **kwargs)
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """No: the engine holds loaded models."""
+        return False
+
+    # -- parsing and guarding ---------------------------------------------------------
+
+    def _parse(self, value: object) -> ParsedInput:
+        return parse_input(
+            value,
+            answer_key=self.answer_key,
+            context_key=self.context_key,
+            question_key=self.question_key,
+        )
+
+    def _render(self, parsed: ParsedInput, verdict: Verdict) -> Any:
+        return render(
+            parsed,
+            verdict,
+            answer_key=self.answer_key,
+            verdict_key=self.verdict_key,
+            on_block=self.on_block,
+            blocked_message=self.blocked_message,
+        )
+
+    def _inner_config(
+        self, callbacks: Any, config: RunnableConfig
+    ) -> tuple[RunnableConfig, GroundingCapture]:
+        capture = GroundingCapture()
+        callbacks.add_handler(capture, inherit=True)
+        return patch_config(config, callbacks=callbacks), capture
+
+    def _parse_inner(
+        self, chain_input: object, output: object, capture: GroundingCapture
+    ) -> ParsedInput:
+        parsed = self._parse(output)
+        question = (
+            parsed.question or question_of(chain_input, self.question_key) or capture.question
+        )
+        return dataclasses.replace(
+            parsed, context=dedupe([*parsed.context, *capture.context]), question=question
+        )
+
+    def _mitigation(self, config: RunnableConfig) -> dict[str, Any]:
+        """Engine keyword arguments for standard / premium modes (none set: none passed)."""
+        llm = self.llm if self.llm is not None else find_chat_model(self.chain)
+        found: dict[str, Any] = {}
+        if llm is not None:
+            found["llm"] = as_llm(llm, config)
+        if self.verification_models:
+            found["verification_llms"] = [as_llm(m, config) for m in self.verification_models]
+        if self.judge_model is not None:
+            found["judge_llm"] = as_llm(self.judge_model, config)
+        return found
+
+    def _guard(self, parsed: ParsedInput, config: RunnableConfig) -> Verdict:
+        del config  # used once the engine takes mitigation arguments
+        return self.engine.guard(
+            context=parsed.context, question=parsed.question, answer=parsed.answer
+        )
+
+    async def _aguard(self, parsed: ParsedInput, config: RunnableConfig) -> Verdict:
+        del config
+        return await self.engine.aguard(
+            context=parsed.context, question=parsed.question, answer=parsed.answer
+        )
+
+    # -- invoke -------------------------------------------------------------------------
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        """Guard one input (or run the wrapped chain and guard its output)."""
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    def _invoke(
+        self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> Any:
+        if self.chain is not None:
+            inner, capture = self._inner_config(run_manager.get_child(), config)
+            output = self.chain.invoke(value, inner)
+            parsed = self._parse_inner(value, output, capture)
+        else:
+            parsed = self._parse(value)
+        verdict = self._guard(parsed, config)
+        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        return self._render(parsed, verdict)
+
+    async def ainvoke(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`invoke`: awaits the chain and the engine."""
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    async def _ainvoke(
+        self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> Any:
+        if self.chain is not None:
+            inner, capture = self._inner_config(run_manager.get_child(), config)
+            output = await self.chain.ainvoke(value, inner)
+            parsed = self._parse_inner(value, output, capture)
+        else:
+            parsed = self._parse(value)
+        verdict = await self._aguard(parsed, config)
+        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        return self._render(parsed, verdict)
+
+    # -- batch ------------------------------------------------------------------------
+
+    def batch(
+        self,
+        inputs: list[Any],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[Any]:
+        """Guard many inputs with one detector pass (pipe form without mitigation).
+
+        Each input is its own run; a failing input fails alone with
+        ``return_exceptions=True``.
+        """
+        if not inputs:
+            return []
+        if self.chain is not None or self._mitigation({}):
+            return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
+        return self._batch_with_config(
+            self._batch, inputs, config, return_exceptions=return_exceptions, **kwargs
+        )
+
+    def _batch(
+        self,
+        values: list[Any],
+        run_manager: list[CallbackManagerForChainRun],
+        config: list[RunnableConfig],
+    ) -> list[Any]:
+        del run_manager  # the signature LangChain expects; events go through config
+        parsed, items = self._prepare_batch(values)
+        verdicts = self.engine.guard_batch(items) if items else []
+        done = self._finish_batch(parsed, verdicts)
+        for cfg, (_, verdict) in zip(config, done, strict=True):
+            if verdict is not None:
+                dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
+        return [out for out, _ in done]
+
+    async def abatch(
+        self,
+        inputs: list[Any],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[Any]:
+        """Async :meth:`batch`: one awaited engine call for the whole batch."""
+        if not inputs:
+            return []
+        if self.chain is not None or self._mitigation({}):
+            return await super().abatch(
+                inputs, config, return_exceptions=return_exceptions, **kwargs
+            )
+        return await self._abatch_with_config(
+            self._abatch, inputs, config, return_exceptions=return_exceptions, **kwargs
+        )
+
+    async def _abatch(
+        self,
+        values: list[Any],
+        run_manager: list[AsyncCallbackManagerForChainRun],
+        config: list[RunnableConfig],
+    ) -> list[Any]:
+        del run_manager  # the signature LangChain expects; events go through config
+        parsed, items = self._prepare_batch(values)
+        verdicts = await self.engine.aguard_batch(items) if items else []
+        done = self._finish_batch(parsed, verdicts)
+        for cfg, (_, verdict) in zip(config, done, strict=True):
+            if verdict is not None:
+                await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
+        return [out for out, _ in done]
+
+    def _prepare_batch(
+        self, values: list[Any]
+    ) -> tuple[list[ParsedInput | Exception], list[DetectionInput]]:
+        parsed: list[ParsedInput | Exception] = []
+        items: list[DetectionInput] = []
+        for value in values:
+            try:
+                p = self._parse(value)
+                items.append(
+                    DetectionInput.create(context=p.context, question=p.question, answer=p.answer)
+                )
+            except Exception as exc:  # noqa: BLE001 - one bad input fails alone
+                parsed.append(exc)
+            else:
+                parsed.append(p)
+        return parsed, items
+
+    def _finish_batch(
+        self, parsed: list[ParsedInput | Exception], verdicts: list[Verdict]
+    ) -> list[tuple[Any, Verdict | None]]:
+        results = iter(verdicts)
+        done: list[tuple[Any, Verdict | None]] = []
+        for p in parsed:
+            if isinstance(p, Exception):
+                done.append((p, None))
+                continue
+            verdict = next(results)
+            try:
+                done.append((self._render(p, verdict), verdict))
+            except Exception as exc:  # noqa: BLE001 - a blocked answer fails alone
+                done.append((exc, verdict))
+        return done
+
+    # -- streaming ----------------------------------------------------------------------
+
+    def stream(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any | None,
+    ) -> Iterator[Any]:
+        """Stream the guarded output; see the class docstring for the two modes."""
+        yield from self.transform(iter([input]), config, **kwargs)
+
+    async def astream(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any | None,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+
+        async def one() -> AsyncIterator[Any]:
+            yield input
+
+        async for chunk in self.atransform(one(), config, **kwargs):
+            yield chunk
+
+    def transform(
+        self,
+        input: Iterator[Any],  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any | None,
+    ) -> Iterator[Any]:
+        """Guard a stream of chunks from the previous step."""
+        yield from self._transform_stream_with_config(input, self._transform, config, **kwargs)
+
+    async def atransform(
+        self,
+        input: AsyncIterator[Any],  # noqa: A002
+        config: RunnableConfig | None = None,
+        **kwargs: Any | None,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`transform`."""
+        async for chunk in self._atransform_stream_with_config(
+            input, self._atransform, config, **kwargs
+        ):
+            yield chunk
+
+    def _transform(
+        self,
+        chunks: Iterator[Any],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[Any]:
+        passthrough = self.stream_mode == "passthrough"
+        value: Any = None
+        for chunk in chunks:
+            if passthrough and self.chain is None:
+                yield chunk
+            value = _merge(value, chunk)
+        capture: GroundingCapture | None = None
+        chain_input = value
+        if self.chain is not None:
+            inner, capture = self._inner_config(run_manager.get_child(), config)
+            if passthrough:
+                value = None
+                for chunk in self.chain.stream(chain_input, inner):
+                    yield chunk
+                    value = _merge(value, chunk)
+            else:
+                value = self.chain.invoke(chain_input, inner)
+        if capture is not None:
+            parsed = self._parse_inner(chain_input, value, capture)
+        else:
+            parsed = self._parse(value)
+        verdict = self._guard(parsed, config)
+        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        yield (
+            verdict_chunk(value, verdict, self.verdict_key)
+            if passthrough
+            else self._render(parsed, verdict)
+        )
+
+    async def _atransform(
+        self,
+        chunks: AsyncIterator[Any],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> AsyncIterator[Any]:
+        passthrough = self.stream_mode == "passthrough"
+        value: Any = None
+        async for chunk in chunks:
+            if passthrough and self.chain is None:
+                yield chunk
+            value = _merge(value, chunk)
+        capture: GroundingCapture | None = None
+        chain_input = value
+        if self.chain is not None:
+            inner, capture = self._inner_config(run_manager.get_child(), config)
+            if passthrough:
+                value = None
+                async for chunk in self.chain.astream(chain_input, inner):
+                    yield chunk
+                    value = _merge(value, chunk)
+            else:
+                value = await self.chain.ainvoke(chain_input, inner)
+        if capture is not None:
+            parsed = self._parse_inner(chain_input, value, capture)
+        else:
+            parsed = self._parse(value)
+        verdict = await self._aguard(parsed, config)
+        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        yield (
+            verdict_chunk(value, verdict, self.verdict_key)
+            if passthrough
+            else self._render(parsed, verdict)
+        )
+
+
+def guard_chain(chain: Runnable[Any, Any], **kwargs: Any) -> TruthLensRunnable:
+    """Wrap a chain or agent so that its output is guarded.
+
+    Args:
+        chain: The chain or agent to run.
+        **kwargs: Other :class:`TruthLensRunnable` fields (``engine``, ``llm``, ...).
+
+    Returns:
+        ``TruthLensRunnable(chain=chain, **kwargs)``.
+    """
+    return TruthLensRunnable(chain=chain, **kwargs)

@@ -1,0 +1,140 @@
+"""Shared pieces of the LangChain adapter tests.
+
+The detector is the real keyword model (flags exactly "1950", "500", "meters"). The
+NLI explainer and the prompt classifier are RULE-BASED STAND-INS written so every
+label is predictable by hand (same rules as tests/test_engine.py). LLM calls use
+LangChain's own fake chat models.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+from truthlens_integrations.core.detection import Detector
+from truthlens_integrations.core.engine import TruthLens
+
+_NUMBER = re.compile(r"\d+")
+
+
+class RuleNLI:
+    """STAND-IN NLI: numbers of the hypothesis all in the premise -> entailment;
+    a number missing while the premise has numbers -> contradiction; else neutral."""
+
+    model_id = "rule-nli"
+
+    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for premise, hypothesis in pairs:
+            have = set(_NUMBER.findall(premise))
+            want = set(_NUMBER.findall(hypothesis))
+            if want <= have:
+                out.append(("entailment", 0.97))
+            elif have:
+                out.append(("contradiction", 0.95))
+            else:
+                out.append(("neutral", 0.8))
+        return out
+
+
+class QuestionWordClassifier:
+    """STAND-IN prompt classifier: questions (ending in '?') need a fact check."""
+
+    model_id = "question-words"
+
+    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+        return [(True, 0.95) if p.rstrip().endswith("?") else (False, 0.9) for p in prompts]
+
+
+def make_engine(detector: Detector, policy: object = None, **kwargs: Any) -> TruthLens:
+    kwargs.setdefault("nli", RuleNLI())
+    kwargs.setdefault("fact_checker", QuestionWordClassifier())
+    return TruthLens.from_config(policy, detector=detector, **kwargs)  # type: ignore[arg-type]
+
+
+def action_policy(action: str, **extra: object) -> dict[str, object]:
+    return {"hallucination": {"hallucination_action": action, **extra}}
+
+
+class RunRecorder(BaseCallbackHandler):
+    """Records run starts (name, run id, parent id, tags) and custom events."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: list[dict[str, Any]] = []
+        self.events: list[tuple[str, Any, UUID]] = []
+
+    def _add(
+        self, kind: str, name: str | None, run_id: UUID, parent: UUID | None, **kw: Any
+    ) -> None:
+        name = name or (kw.pop("serialized", None) or {}).get("name")
+        kw.pop("serialized", None)
+        with self.lock:
+            self.runs.append({"kind": kind, "name": name, "run_id": run_id, "parent": parent, **kw})
+
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._add("chain", kwargs.get("name"), run_id, parent_run_id, tags=tags or [])
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._add("chat_model", kwargs.get("name"), run_id, parent_run_id, tags=tags or [])
+
+    def on_retriever_start(
+        self,
+        serialized: Any,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._add("retriever", kwargs.get("name"), run_id, parent_run_id, tags=tags or [])
+
+    def on_tool_start(
+        self,
+        serialized: Any,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._add(
+            "tool",
+            kwargs.get("name"),
+            run_id,
+            parent_run_id,
+            tags=tags or [],
+            serialized=serialized,
+        )
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self.lock:
+            self.events.append((name, data, run_id))
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.runs if r["kind"] == kind]
