@@ -1,0 +1,140 @@
+"""The detector as a LlamaIndex evaluator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
+from llama_index.core.prompts.mixin import PromptDictType
+
+from truthlens_integrations.core import BlockedResponseError
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.policy import PolicySource
+
+from ._common import build_engine, describe_spans, verdict_of
+
+__all__ = ["TruthLensEvaluator"]
+
+
+class TruthLensEvaluator(BaseEvaluator):
+    """Judges a response against its contexts with the guard's detector and NLI filter.
+
+    ``passing`` is the guard's ``PASS``; ``score`` is ``1 - hallucination score``
+    (higher is better, as with LlamaIndex's own evaluators; ``None`` when detection
+    did not run, e.g. a prompt the classifier found non-factual); ``feedback`` names
+    the unsupported spans, so LlamaIndex's ``RetryQueryEngine`` feeds them back to
+    the query engine. A factual question answered without contexts does not pass:
+    an unchecked answer is never reported as faithful.
+
+    Only detection runs here (the evaluator judges, it does not rewrite); use
+    :class:`TruthLensQueryEngine` for mitigation.
+
+    Args:
+        engine: The guard engine; built from ``config`` when omitted.
+        config: A policy (path, YAML text, dict) for a new engine.
+    """
+
+    def __init__(self, engine: TruthLens | None = None, *, config: PolicySource = None) -> None:
+        self.engine = build_engine(engine, config)
+
+    def _get_prompts(self) -> PromptDictType:
+        """No prompts: the evaluator calls no LLM."""
+        return {}
+
+    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
+        """No prompts to update."""
+
+    def evaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """Evaluate in the calling thread (no event loop needed).
+
+        Args:
+            query: The question.
+            response: The answer to judge.
+            contexts: The passages it should be grounded in.
+            **kwargs: Ignored (LlamaIndex passes evaluator-specific extras).
+
+        Returns:
+            The evaluation; ``invalid_result`` when there was no response to judge.
+        """
+        del kwargs  # extras other evaluators take; none apply here
+        if not response or not response.strip():
+            return _invalid(query, response, contexts)
+        verdict = self._guard(query, response, contexts)
+        return _result(query, response, contexts, verdict)
+
+    async def aevaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
+        """Async :meth:`evaluate` (the models run in a worker thread)."""
+        del kwargs
+        if not response or not response.strip():
+            return _invalid(query, response, contexts)
+        return _result(query, response, contexts, await self._aguard(query, response, contexts))
+
+    def _guard(self, query: str | None, response: str, contexts: Sequence[str] | None) -> Verdict:
+        try:
+            return self.engine.guard(context=list(contexts or []), question=query, answer=response)
+        except BlockedResponseError as exc:
+            # An engine built with raise_on_block still evaluates: a withheld answer fails.
+            return verdict_of(exc)
+
+    async def _aguard(
+        self, query: str | None, response: str, contexts: Sequence[str] | None
+    ) -> Verdict:
+        try:
+            return await self.engine.aguard(
+                context=list(contexts or []), question=query, answer=response
+            )
+        except BlockedResponseError as exc:
+            return verdict_of(exc)
+
+
+def _invalid(
+    query: str | None, response: str | None, contexts: Sequence[str] | None
+) -> EvaluationResult:
+    return EvaluationResult(
+        query=query,
+        response=response,
+        contexts=contexts,
+        passing=None,
+        invalid_result=True,
+        invalid_reason="no response to evaluate",
+    )
+
+
+def _feedback(verdict: Verdict) -> str:
+    if verdict.spans:
+        return (
+            "These parts of the answer are not supported by the context:\n"
+            f"{describe_spans(verdict.spans)}\n"
+            "Answer again using only facts stated in the context."
+        )
+    if verdict.unverified:
+        return "The question needs a fact check, but no context was retrieved to check against."
+    if verdict.detection is None:
+        return "Not checked: the prompt does not need a fact check under this policy."
+    return "Every part of the answer is supported by the context."
+
+
+def _result(
+    query: str | None, response: str, contexts: Sequence[str] | None, verdict: Verdict
+) -> EvaluationResult:
+    return EvaluationResult(
+        query=query,
+        response=response,
+        contexts=contexts,
+        passing=verdict.passed,
+        score=None if verdict.score is None else round(1.0 - verdict.score, 6),
+        feedback=_feedback(verdict),
+    )

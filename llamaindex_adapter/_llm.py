@@ -1,0 +1,176 @@
+"""A LlamaIndex LLM behind the package's LLM protocol.
+
+The engine's mitigation loops (refinement, query rewriting, verification, judging)
+talk to :class:`~truthlens_integrations.core.llm.LLM`. :class:`LlamaIndexLLM` lets
+them use the LLM a LlamaIndex application already has, with LlamaIndex's own
+callbacks and instrumentation still firing on every call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llama_index.core import llms as li_llms
+from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
+from llama_index.core.base.llms.types import ChatResponse, MessageRole
+
+from truthlens_integrations.core import LLMError, LLMTimeoutError
+from truthlens_integrations.core import llm as core_llm
+from truthlens_integrations.core.llm import (
+    BaseLLM,
+    ChatMessage,
+    LLMResponse,
+    TokenUsage,
+    ensure_text,
+)
+
+__all__ = ["LlamaIndexLLM", "as_core_llm"]
+
+_ROLES = {
+    "system": MessageRole.SYSTEM,
+    "user": MessageRole.USER,
+    "assistant": MessageRole.ASSISTANT,
+}
+
+
+def _to_llama(messages: Sequence[ChatMessage]) -> list[LIChatMessage]:
+    return [LIChatMessage(role=_ROLES[m.role], content=m.content) for m in messages]
+
+
+def _cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """Cut ``text`` at the first stop string; many LlamaIndex LLMs ignore ``stop``."""
+    if not stop:
+        return text
+    cut = min((i for s in stop if s and (i := text.find(s)) >= 0), default=len(text))
+    return text[:cut]
+
+
+def _usage(response: ChatResponse) -> TokenUsage | None:
+    """Token counts where the backend reported them (OpenAI-style keys)."""
+    extra: Mapping[str, Any] = response.additional_kwargs or {}
+    prompt, completion = extra.get("prompt_tokens"), extra.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    total = extra.get("total_tokens")
+    return TokenUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total if isinstance(total, int) else prompt + completion,
+    )
+
+
+def _model_name(llm: li_llms.LLM) -> str:
+    for attr in ("model", "model_name"):
+        value = getattr(llm, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return llm.metadata.model_name or llm.class_name()
+
+
+class LlamaIndexLLM(BaseLLM):
+    """Adapts a LlamaIndex ``LLM`` to the package's LLM protocol.
+
+    Calls go through ``llm.chat`` / ``llm.achat`` (a real async path, not a worker
+    thread), so the LLM's callbacks and instrumentation see them. ``max_tokens`` and
+    ``temperature`` are passed as keyword arguments when set; LLMs that do not take
+    them per call keep their configured values. Stop strings are also applied to the
+    returned text, since many LlamaIndex LLMs ignore them.
+
+    Args:
+        llm: The LlamaIndex LLM.
+
+    Raises:
+        LLMError: From :meth:`complete` when the call fails or returns no text.
+        LLMTimeoutError: From :meth:`complete` when the call times out.
+    """
+
+    name = "llamaindex"
+
+    def __init__(self, llm: li_llms.LLM) -> None:
+        self.llm = llm
+        self.model = _model_name(llm)
+
+    def _kwargs(self, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        return kwargs
+
+    def _result(
+        self, response: ChatResponse, stop: list[str] | None, started: float
+    ) -> LLMResponse:
+        text = _cut_at_stop(response.message.content or "", stop)
+        return LLMResponse(
+            text=ensure_text(text, model=self.model),
+            model=self.model,
+            usage=_usage(response),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            finish_reason=_finish_reason(response),
+        )
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        started = time.perf_counter()
+        try:
+            response = self.llm.chat(_to_llama(messages), **self._kwargs(max_tokens, temperature))
+        except TimeoutError as exc:
+            raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
+        except Exception as exc:
+            raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
+        return self._result(response, stop, started)
+
+    async def _acomplete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        started = time.perf_counter()
+        try:
+            response = await self.llm.achat(
+                _to_llama(messages), **self._kwargs(max_tokens, temperature)
+            )
+        except TimeoutError as exc:
+            raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
+        except Exception as exc:
+            raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
+        return self._result(response, stop, started)
+
+
+def _finish_reason(response: ChatResponse) -> str | None:
+    value = (response.additional_kwargs or {}).get("finish_reason")
+    return value if isinstance(value, str) else None
+
+
+def as_core_llm(llm: object) -> core_llm.LLM | None:
+    """Wrap a LlamaIndex LLM; pass through a core LLM; ``None`` stays ``None``.
+
+    Args:
+        llm: A LlamaIndex ``LLM``, an object already following the core protocol, or
+            ``None``.
+
+    Returns:
+        An object following the core LLM protocol, or ``None``.
+
+    Raises:
+        TypeError: If ``llm`` is neither.
+    """
+    if llm is None:
+        return None
+    if isinstance(llm, li_llms.LLM):
+        return LlamaIndexLLM(llm)
+    if isinstance(llm, core_llm.LLM):
+        return llm
+    raise TypeError(f"expected a LlamaIndex LLM or a truthlens LLM, got {type(llm).__name__}")

@@ -1,0 +1,145 @@
+"""Shared pieces of the LlamaIndex adapter tests.
+
+- :class:`BagOfWordsEmbedding`: a deterministic local embedding (hashed word counts,
+  L2-normalised), so a real ``VectorStoreIndex`` retrieves predictably.
+- :class:`ScriptedLLM`: a ``MockLLM`` whose replies follow fixed rules on the prompt
+  (a STAND-IN for an LLM: the only faked component). It answers from whatever
+  context the prompt contains, so what it says depends on what was retrieved.
+- :class:`AlwaysFactual`: a STAND-IN prompt classifier (every prompt is factual).
+
+The detector is the real keyword model of ``tests/conftest.py``: it flags exactly
+the tokens "1950", "500" and "meters" in an answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import CompletionResponse
+from llama_index.core.llms import MockLLM
+from llama_index.core.llms.callbacks import llm_completion_callback
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the of in on at to is was were be by and or for from it its this that what "
+    "when how who which with as are did does do".split()
+)
+DIM = 512
+
+# Two documents about the same tower: the first matches the user's question word
+# for word but holds no dates; the second holds the dates but shares few words
+# with the question. A good rewritten query ("construction years") finds it.
+VISITOR_DOC = (
+    "When visitors ask about the Eiffel Tower, guides say the tower was built as the "
+    "entrance arch of a world fair in Paris and still welcomes millions of visitors."
+)
+HISTORY_DOC = (
+    "Construction history: work on the Eiffel Tower started in 1887 and the "
+    "construction finished in 1889, in time for the Exposition Universelle."
+)
+OTHER_DOCS = (
+    "The Louvre museum in Paris holds the Mona Lisa and many other paintings.",
+    "The river Seine flows through Paris and under many old bridges.",
+)
+QUESTION = "When was the Eiffel Tower built?"
+WRONG_ANSWER = "The Eiffel Tower was built in 1950."
+RIGHT_ANSWER = "The Eiffel Tower was built from 1887 to 1889."
+NO_DATES_ANSWER = "The context does not say when the tower was built."
+REWRITTEN_QUERY = "Eiffel Tower construction history started finished"
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+class BagOfWordsEmbedding(BaseEmbedding):
+    """Hashed bag of words, L2-normalised: cosine similarity = shared-word overlap."""
+
+    def _embed(self, text: str) -> list[float]:
+        vec = [0.0] * DIM
+        for w in words(text):
+            vec[zlib.crc32(w.encode()) % DIM] += 1.0
+        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+        return [v / norm for v in vec]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embed(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._embed(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+def build_index(texts: Sequence[str] = (VISITOR_DOC, HISTORY_DOC, *OTHER_DOCS)) -> VectorStoreIndex:
+    docs = [Document(text=t, doc_id=f"doc-{i}") for i, t in enumerate(texts)]
+    return VectorStoreIndex.from_documents(docs, embed_model=BagOfWordsEmbedding())
+
+
+class ScriptedLLM(MockLLM):
+    """STAND-IN LLM with fixed rules; records every prompt it receives.
+
+    - a refine prompt (has "Corrected answer" / the adapter's refine wording):
+      answers from the context in the prompt;
+    - a query-rewrite prompt (asks for a search query): ``REWRITTEN_QUERY``;
+    - anything else (LlamaIndex's QA prompt): ``answer_without_dates`` unless the
+      prompt's context contains "1887", then ``RIGHT_ANSWER``.
+    """
+
+    answer_without_dates: str = WRONG_ANSWER
+    prompts: list[str] = []  # noqa: RUF012 - a pydantic field, copied per instance
+
+    def __init__(self, answer_without_dates: str = WRONG_ANSWER, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.answer_without_dates = answer_without_dates
+        self.prompts = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ScriptedLLM"
+
+    def reply(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        lowered = prompt.lower()
+        if "search query" in lowered or "query:" in lowered[-40:]:
+            return REWRITTEN_QUERY
+        if "corrected answer" in lowered or "rewrite the answer" in lowered:
+            return RIGHT_ANSWER if "1887" in prompt else NO_DATES_ANSWER
+        return RIGHT_ANSWER if "1887" in prompt else self.answer_without_dates
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=self.reply(prompt))
+
+    @llm_completion_callback()
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        return CompletionResponse(text=self.reply(prompt))
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]
+        text = self.reply(prompt)
+
+        def gen():  # type: ignore[no-untyped-def]
+            acc = ""
+            for piece in re.findall(r"\S+\s*", text):
+                acc += piece
+                yield CompletionResponse(text=acc, delta=piece)
+
+        return gen()
+
+
+class AlwaysFactual:
+    """STAND-IN prompt classifier: every prompt needs a fact check."""
+
+    model_id = "always-factual"
+
+    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+        return [(True, 1.0) for _ in prompts]
