@@ -13,9 +13,27 @@ to is a small protocol: :class:`~truthlens_integrations.core.llm.LLM`,
 
 from __future__ import annotations
 
+from ._defence import (
+    SCENARIOS,
+    Degradation,
+    Passage,
+    Scenario,
+    build_constrained_prompt,
+    degrade,
+    filter_passages,
+)
+from ._feedback import (
+    RefinedQuery,
+    accumulate_context,
+    build_refiner_messages,
+    fallback_query,
+    parse_refined_query,
+    retrieval_feedback,
+)
 from ._loop import LoopSettings, MitigationOptions, Recorder
 from ._mitigate import MitigationRequest, amitigate, mitigate, wants_mitigation
 from ._ops import Ledger, Runtime, adrive, drive
+from ._premium import VERIFIER_STYLES, cross_model, lexical_label, merge_claims, tally_claims
 from ._prompts import (
     absurd_reason,
     build_answer_messages,
@@ -52,12 +70,15 @@ from ._results import (
 )
 
 __all__ = [
+    "SCENARIOS",
+    "VERIFIER_STYLES",
     "AnswerDiff",
     "Assessment",
     "CallableAnswerer",
     "CallableRetriever",
     "ClaimCheck",
     "CostAccount",
+    "Degradation",
     "GroundedAnswer",
     "GroundedAnswerer",
     "Iteration",
@@ -69,26 +90,41 @@ __all__ = [
     "MitigationResult",
     "MitigationStatus",
     "ModelUse",
+    "Passage",
     "Recorder",
+    "RefinedQuery",
     "RetrievalError",
     "Retriever",
     "Runtime",
+    "Scenario",
     "Strategy",
     "absurd_reason",
+    "accumulate_context",
     "adrive",
     "amitigate",
     "answerer_from_callables",
     "build_answer_messages",
+    "build_constrained_prompt",
     "build_judge_messages",
     "build_refine_messages",
+    "build_refiner_messages",
     "clean_output",
+    "cross_model",
     "defuse",
+    "degrade",
     "diff_answers",
     "drive",
+    "fallback_query",
+    "filter_passages",
     "format_documents",
+    "lexical_label",
     "mark_spans",
+    "merge_claims",
     "mitigate",
+    "parse_refined_query",
+    "retrieval_feedback",
     "retriever_from_callables",
     "self_refine",
+    "tally_claims",
     "wants_mitigation",
 ]

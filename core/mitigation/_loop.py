@@ -116,15 +116,28 @@ class Recorder:
         query: str | None = None,
         new_passages: int = 0,
         claims: Sequence[ClaimCheck] = (),
+        win_ties: bool = False,
     ) -> bool:
         """Add a step to the history; keep its answer if it beats the best so far.
 
+        Args:
+            kind: The step's kind.
+            assessment: The step's scored answer; ``None`` when the step failed.
+            error: Why the step failed.
+            answer: The raw output of a failed step, for the record.
+            query: The retrieval query of the step.
+            new_passages: Passages the step added to the context.
+            claims: Claim checks of a cross-check step.
+            win_ties: Take the answer on an equal score too (the judge's answer is
+                meant to be final unless it scores worse).
+
         Returns:
-            Whether the step's answer became the best (strictly lower effective score:
-            on a tie the earlier answer stays).
+            Whether the step's answer became the best: a strictly lower effective
+            score (on a tie the earlier answer stays unless ``win_ties``).
         """
         accepted = assessment is not None and (
             assessment.effective_score < self.best.effective_score
+            or (win_ties and assessment.effective_score == self.best.effective_score)
         )
         if accepted:
             assert assessment is not None

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 
 from ..llm import LLM
 from ..policy import ResolvedSettings
+from ._feedback import retrieval_feedback
 from ._loop import LoopSettings, MitigationOptions
 from ._ops import Ledger, Loop, Runtime, adrive, drive
+from ._premium import cross_model
 from ._protocols import GroundedAnswerer, Retriever
 from ._refine import self_refine
 from ._results import Assessment, MitigationResult
@@ -66,7 +68,32 @@ def _loop(request: MitigationRequest, ledger: Ledger) -> Loop:
         require_consensus=s.require_consensus,
         options=request.options,
     )
-    assert request.llm is not None
+    unsupported = any(sp.nli_label in (None, "neutral") for sp in request.initial.spans)
+    searchable = request.retriever is not None or request.answerer is not None
+    if searchable and (unsupported or request.llm is None):
+        return retrieval_feedback(
+            context=request.context,
+            question=request.question,
+            initial=request.initial,
+            llm=request.llm,
+            retriever=request.retriever,
+            answerer=request.answerer,
+            settings=settings,
+            ledger=ledger,
+        )
+    assert request.llm is not None  # wants_mitigation: llm or answerer; answerer handled
+    if s.mode == "premium":
+        if request.verification_llms:
+            return cross_model(
+                context=request.context,
+                question=request.question,
+                initial=request.initial,
+                verifiers=list(request.verification_llms),
+                judge=request.judge_llm or request.llm,
+                settings=settings,
+                ledger=ledger,
+            )
+        logger.warning("premium mode without verification_llms: falling back to self-refine")
     return self_refine(
         context=request.context,
         question=request.question,
