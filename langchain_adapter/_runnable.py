@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
+    BaseCallbackManager,
     CallbackManagerForChainRun,
     adispatch_custom_event,
     dispatch_custom_event,
@@ -31,6 +32,12 @@ from pydantic import ConfigDict, Field
 from truthlens_integrations.core import ConfigError, DetectionInput
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.llm import BaseLLM
+from truthlens_integrations.core.mitigation import (
+    GroundedAnswerer,
+    Retriever,
+    answerer_from_callables,
+    retriever_from_callables,
+)
 from truthlens_integrations.core.policy import PolicySource
 
 from ._capture import GroundingCapture
@@ -76,6 +83,36 @@ def passthrough_problems(engine: TruthLens) -> list[str]:
         if s.mode != "lightweight":
             problems.append(f"{label}: mode={s.mode}")
     return problems
+
+
+_NO_INPUT: Any = object()
+
+
+def _as_retriever(retriever: BaseRetriever, config: RunnableConfig) -> Retriever:
+    """A LangChain retriever behind the core protocol; its runs are children of ``config``."""
+
+    def retrieve(query: str) -> list[str]:
+        return [d.page_content for d in retriever.invoke(query, config)]
+
+    async def aretrieve(query: str) -> list[str]:
+        return [d.page_content for d in await retriever.ainvoke(query, config)]
+
+    return retriever_from_callables(retrieve, aretrieve, name=retriever.get_name())
+
+
+def _with_capture(
+    config: RunnableConfig, run_name: str | None = None
+) -> tuple[RunnableConfig, GroundingCapture]:
+    """``config`` plus a fresh :class:`GroundingCapture` inherited by every child run."""
+    capture = GroundingCapture()
+    callbacks = config.get("callbacks")
+    handlers: Any
+    if isinstance(callbacks, BaseCallbackManager):
+        handlers = callbacks.copy()
+        handlers.add_handler(capture, inherit=True)
+    else:
+        handlers = [*(callbacks or []), capture]
+    return patch_config(config, callbacks=handlers, run_name=run_name), capture
 
 
 def _merge(acc: Any, chunk: Any) -> Any:
@@ -269,13 +306,6 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             blocked_message=self.blocked_message,
         )
 
-    def _inner_config(
-        self, callbacks: Any, config: RunnableConfig
-    ) -> tuple[RunnableConfig, GroundingCapture]:
-        capture = GroundingCapture()
-        callbacks.add_handler(capture, inherit=True)
-        return patch_config(config, callbacks=callbacks), capture
-
     def _parse_inner(
         self, chain_input: object, output: object, capture: GroundingCapture
     ) -> ParsedInput:
@@ -287,8 +317,13 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             parsed, context=dedupe([*parsed.context, *capture.context]), question=question
         )
 
-    def _mitigation(self, config: RunnableConfig) -> dict[str, Any]:
-        """Engine keyword arguments for standard / premium modes (none set: none passed)."""
+    def _mitigation(
+        self, config: RunnableConfig, chain_input: object = _NO_INPUT
+    ) -> dict[str, Any]:
+        """Engine keyword arguments for standard / premium modes (none set: none passed).
+
+        Every model is bound to ``config``, so its calls are child runs of this one.
+        """
         llm = self.llm if self.llm is not None else find_chat_model(self.chain)
         found: dict[str, Any] = {}
         if llm is not None:
@@ -297,18 +332,51 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             found["verification_llms"] = [as_llm(m, config) for m in self.verification_models]
         if self.judge_model is not None:
             found["judge_llm"] = as_llm(self.judge_model, config)
+        if self.retriever is not None:
+            found["retriever"] = _as_retriever(self.retriever, config)
+        if self.chain is not None and self.requery_chain and chain_input is not _NO_INPUT:
+            found["answerer"] = self._answerer(chain_input, config)
         return found
 
-    def _guard(self, parsed: ParsedInput, config: RunnableConfig) -> Verdict:
-        del config  # used once the engine takes mitigation arguments
+    def _answerer(self, chain_input: object, config: RunnableConfig) -> GroundedAnswerer:
+        """Re-runs the wrapped chain with a rewritten query (retrieval feedback)."""
+        chain = self.chain
+        assert chain is not None
+
+        def setup(query: str) -> tuple[object, RunnableConfig, GroundingCapture]:
+            cfg, capture = _with_capture(config, run_name="truthlens_requery")
+            return _with_query(chain_input, query, self.question_key), cfg, capture
+
+        def answer(query: str) -> tuple[str, list[str]]:
+            value, cfg, capture = setup(query)
+            parsed = self._parse_inner(value, chain.invoke(value, cfg), capture)
+            return parsed.answer, parsed.context
+
+        async def aanswer(query: str) -> tuple[str, list[str]]:
+            value, cfg, capture = setup(query)
+            parsed = self._parse_inner(value, await chain.ainvoke(value, cfg), capture)
+            return parsed.answer, parsed.context
+
+        return answerer_from_callables(answer, aanswer, name=f"chain:{chain.get_name()}")
+
+    def _guard(
+        self, parsed: ParsedInput, config: RunnableConfig, chain_input: object = _NO_INPUT
+    ) -> Verdict:
         return self.engine.guard(
-            context=parsed.context, question=parsed.question, answer=parsed.answer
+            context=parsed.context,
+            question=parsed.question,
+            answer=parsed.answer,
+            **self._mitigation(config, chain_input),
         )
 
-    async def _aguard(self, parsed: ParsedInput, config: RunnableConfig) -> Verdict:
-        del config
+    async def _aguard(
+        self, parsed: ParsedInput, config: RunnableConfig, chain_input: object = _NO_INPUT
+    ) -> Verdict:
         return await self.engine.aguard(
-            context=parsed.context, question=parsed.question, answer=parsed.answer
+            context=parsed.context,
+            question=parsed.question,
+            answer=parsed.answer,
+            **self._mitigation(config, chain_input),
         )
 
     # -- invoke -------------------------------------------------------------------------
@@ -320,13 +388,15 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     def _invoke(
         self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> Any:
+        del run_manager  # the child config carries the callbacks
         if self.chain is not None:
-            inner, capture = self._inner_config(run_manager.get_child(), config)
+            inner, capture = _with_capture(config)
             output = self.chain.invoke(value, inner)
             parsed = self._parse_inner(value, output, capture)
+            verdict = self._guard(parsed, config, value)
         else:
             parsed = self._parse(value)
-        verdict = self._guard(parsed, config)
+            verdict = self._guard(parsed, config)
         dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
         return self._render(parsed, verdict)
 
@@ -342,13 +412,15 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     async def _ainvoke(
         self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> Any:
+        del run_manager  # the child config carries the callbacks
         if self.chain is not None:
-            inner, capture = self._inner_config(run_manager.get_child(), config)
+            inner, capture = _with_capture(config)
             output = await self.chain.ainvoke(value, inner)
             parsed = self._parse_inner(value, output, capture)
+            verdict = await self._aguard(parsed, config, value)
         else:
             parsed = self._parse(value)
-        verdict = await self._aguard(parsed, config)
+            verdict = await self._aguard(parsed, config)
         await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
         return self._render(parsed, verdict)
 
@@ -509,6 +581,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Iterator[Any]:
+        del run_manager  # the child config carries the callbacks
         passthrough = self.stream_mode == "passthrough"
         value: Any = None
         for chunk in chunks:
@@ -518,7 +591,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         capture: GroundingCapture | None = None
         chain_input = value
         if self.chain is not None:
-            inner, capture = self._inner_config(run_manager.get_child(), config)
+            inner, capture = _with_capture(config)
             if passthrough:
                 value = None
                 for chunk in self.chain.stream(chain_input, inner):
@@ -528,9 +601,10 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
                 value = self.chain.invoke(chain_input, inner)
         if capture is not None:
             parsed = self._parse_inner(chain_input, value, capture)
+            verdict = self._guard(parsed, config, chain_input)
         else:
             parsed = self._parse(value)
-        verdict = self._guard(parsed, config)
+            verdict = self._guard(parsed, config)
         dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
         yield (
             verdict_chunk(value, verdict, self.verdict_key)
@@ -544,6 +618,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> AsyncIterator[Any]:
+        del run_manager  # the child config carries the callbacks
         passthrough = self.stream_mode == "passthrough"
         value: Any = None
         async for chunk in chunks:
@@ -553,7 +628,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         capture: GroundingCapture | None = None
         chain_input = value
         if self.chain is not None:
-            inner, capture = self._inner_config(run_manager.get_child(), config)
+            inner, capture = _with_capture(config)
             if passthrough:
                 value = None
                 async for chunk in self.chain.astream(chain_input, inner):
@@ -563,9 +638,10 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
                 value = await self.chain.ainvoke(chain_input, inner)
         if capture is not None:
             parsed = self._parse_inner(chain_input, value, capture)
+            verdict = await self._aguard(parsed, config, chain_input)
         else:
             parsed = self._parse(value)
-        verdict = await self._aguard(parsed, config)
+            verdict = await self._aguard(parsed, config)
         await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
         yield (
             verdict_chunk(value, verdict, self.verdict_key)

@@ -99,7 +99,14 @@ class RunRecorder(BaseCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._add("chat_model", kwargs.get("name"), run_id, parent_run_id, tags=tags or [])
+        self._add(
+            "chat_model",
+            kwargs.get("name"),
+            run_id,
+            parent_run_id,
+            tags=tags or [],
+            serialized=serialized,
+        )
 
     def on_retriever_start(
         self,
@@ -111,7 +118,14 @@ class RunRecorder(BaseCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._add("retriever", kwargs.get("name"), run_id, parent_run_id, tags=tags or [])
+        self._add(
+            "retriever",
+            kwargs.get("name"),
+            run_id,
+            parent_run_id,
+            tags=tags or [],
+            serialized=serialized,
+        )
 
     def on_tool_start(
         self,
@@ -138,3 +152,9 @@ class RunRecorder(BaseCallbackHandler):
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.runs if r["kind"] == kind]
+
+    def root_of(self, run_id: UUID) -> UUID:
+        by_id = {r["run_id"]: r for r in self.runs}
+        while by_id[run_id]["parent"] is not None:
+            run_id = by_id[run_id]["parent"]
+        return run_id

@@ -1,0 +1,232 @@
+"""TruthLensCallbackHandler / AsyncTruthLensCallbackHandler / truthlens_callback on real
+chains and a tool-calling loop, including concurrent runs.
+
+Detector: the real keyword model; NLI / classifier: rule-based stand-ins
+(tests/_langchain_support.py); LLMs: LangChain's fake chat models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
+from langchain_core.tools import tool
+
+from tests._langchain_support import make_engine
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations.core import Decision
+from truthlens_integrations.core.detection import Detector, load_detector
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.langchain_adapter import (
+    AsyncTruthLensCallbackHandler,
+    TruthLensCallbackHandler,
+    truthlens_callback,
+)
+
+CLEAN = "The Eiffel Tower was built from 1887 to 1889 in Paris."
+# a record that supports the hallucinated answer: the RuleNLI stand-in finds every number
+AGREEING = '{"name": "Eiffel Tower", "built": "1950", "height": "500 meters"}'
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
+)
+
+
+@pytest.fixture(scope="module")
+def detector(keyword_model_dir: Path) -> Detector:
+    return load_detector(keyword_model_dir)
+
+
+@pytest.fixture(scope="module")
+def engine(detector: Detector) -> TruthLens:
+    return make_engine(detector)
+
+
+class FixedRetriever(BaseRetriever):
+    passages: list[str]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [Document(p) for p in self.passages]
+
+
+def rag_chain(passage: str, answer: str) -> Any:
+    return (
+        {
+            "context": FixedRetriever(passages=[passage]) | (lambda d: d[0].page_content),
+            "question": RunnablePassthrough(),
+        }
+        | PROMPT
+        | GenericFakeChatModel(messages=iter([answer]))
+        | StrOutputParser()
+    )
+
+
+@tool
+def landmark_record(name: str) -> str:
+    """Return the stored record of a landmark as JSON."""
+    return EIFFEL_CONTEXT
+
+
+def agent() -> Any:
+    model = GenericFakeChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "Let me look that up.",
+                    tool_calls=[
+                        {"name": "landmark_record", "args": {"name": "Eiffel Tower"}, "id": "c1"}
+                    ],
+                ),
+                EIFFEL_ANSWER,
+            ]
+        )
+    )
+
+    def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        messages = list(state["messages"])
+        while True:
+            reply = model.invoke(messages, config)
+            messages.append(reply)
+            if not reply.tool_calls:
+                return {"messages": messages}
+            messages.extend(landmark_record.invoke(c, config) for c in reply.tool_calls)
+
+    return RunnableLambda(run, name="agent")
+
+
+def test_rag_chain_is_checked_and_output_unchanged(engine: TruthLens) -> None:
+    handler = TruthLensCallbackHandler(engine)
+    run_id = uuid.uuid4()
+    out = rag_chain(EIFFEL_CONTEXT, EIFFEL_ANSWER).invoke(
+        EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
+    )
+    assert out == EIFFEL_ANSWER and not hasattr(out, "verdict")  # unchanged
+    [verdict] = handler.verdicts(run_id)
+    assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
+    assert verdict.fact_check_needed and not verdict.unverified
+    assert handler.stats == {"checked": 1, "flagged": 1, "skipped": 0, "errors": 0}
+    assert handler._roots == {} and handler._parents == {} and handler._llms == {}
+
+
+def test_tool_loop_spans_come_from_the_tool_output(
+    engine: TruthLens, caplog: pytest.LogCaptureFixture
+) -> None:
+    handler = TruthLensCallbackHandler(engine)
+    run_id = uuid.uuid4()
+    with caplog.at_level(logging.WARNING, logger="truthlens_integrations.langchain_adapter"):
+        agent().invoke(
+            {"messages": [HumanMessage(EIFFEL_QUESTION)]},
+            {"callbacks": [handler], "run_id": run_id},
+        )
+    [verdict] = handler.verdicts(run_id)  # the tool-call step is skipped, not checked
+    assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
+    assert handler.stats["skipped"] == 1 and handler.stats["checked"] == 1
+    [record] = [r for r in caplog.records if "langchain.verdict" in r.getMessage()]
+    assert record.levelno == logging.WARNING and "'1950'" in record.getMessage()
+
+
+def test_llm_call_without_chain(engine: TruthLens) -> None:
+    handler = TruthLensCallbackHandler(engine)
+    run_id = uuid.uuid4()
+    FakeListChatModel(responses=[EIFFEL_ANSWER]).invoke(
+        EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
+    )
+    [verdict] = handler.verdicts(run_id)
+    assert verdict.unverified and verdict.decision is Decision.MITIGATE  # never "clean"
+
+
+def test_concurrent_runs_keep_their_own_grounding(engine: TruthLens) -> None:
+    handler = TruthLensCallbackHandler(engine)
+    jobs = [(uuid.uuid4(), AGREEING if i % 2 else EIFFEL_CONTEXT) for i in range(12)]
+
+    def run(job: tuple[uuid.UUID, str]) -> str:
+        run_id, passage = job
+        return rag_chain(passage, EIFFEL_ANSWER).invoke(
+            EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
+        )
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outputs = list(pool.map(run, jobs))
+    assert outputs == [EIFFEL_ANSWER] * 12
+    for run_id, passage in jobs:
+        [verdict] = handler.verdicts(run_id)
+        # mixed-up grounding would give the agreeing runs a contradicting record
+        assert verdict.detected is (passage == EIFFEL_CONTEXT), passage
+    assert handler.stats["checked"] == 12 and handler.stats["errors"] == 0
+    assert handler._roots == {} and handler._parents == {}
+
+
+async def test_async_handler_under_concurrent_runs(engine: TruthLens) -> None:
+    handler = AsyncTruthLensCallbackHandler(engine)
+    jobs = [(uuid.uuid4(), AGREEING if i % 2 else EIFFEL_CONTEXT) for i in range(8)]
+    await asyncio.gather(
+        *(
+            rag_chain(p, EIFFEL_ANSWER).ainvoke(
+                EIFFEL_QUESTION, {"callbacks": [handler], "run_id": r}
+            )
+            for r, p in jobs
+        )
+    )
+    for run_id, passage in jobs:
+        [verdict] = handler.verdicts(run_id)
+        assert verdict.detected is (passage == EIFFEL_CONTEXT)
+    assert len(handler.all_verdicts) == 8
+
+
+def test_never_raises_unless_raise_error(engine: TruthLens) -> None:
+    class Failing:
+        model_id = "broken"
+        config = engine.detector.config
+
+        def detect_batch(self, inputs: Any) -> Any:
+            raise RuntimeError("detector exploded")
+
+    broken = make_engine(Failing())  # type: ignore[arg-type]
+    handler = TruthLensCallbackHandler(broken)
+    assert (
+        rag_chain(EIFFEL_CONTEXT, EIFFEL_ANSWER).invoke(EIFFEL_QUESTION, {"callbacks": [handler]})
+        == EIFFEL_ANSWER
+    )
+    assert handler.stats["errors"] == 1 and handler.all_verdicts == []
+    strict = TruthLensCallbackHandler(broken, raise_error=True)
+    with pytest.raises(RuntimeError, match="detector exploded"):
+        rag_chain(EIFFEL_CONTEXT, EIFFEL_ANSWER).invoke(EIFFEL_QUESTION, {"callbacks": [strict]})
+
+
+def test_context_manager_attaches_for_the_block(engine: TruthLens) -> None:
+    with truthlens_callback(engine) as cb:
+        rag_chain(EIFFEL_CONTEXT, EIFFEL_ANSWER).invoke(EIFFEL_QUESTION)
+        rag_chain(EIFFEL_CONTEXT, CLEAN).invoke(EIFFEL_QUESTION)
+    assert [v.detected for v in cb.all_verdicts] == [True, False]
+    rag_chain(EIFFEL_CONTEXT, EIFFEL_ANSWER).invoke(EIFFEL_QUESTION)  # outside: not seen
+    assert len(cb.all_verdicts) == 2
+
+
+async def test_context_manager_in_async_code(engine: TruthLens) -> None:
+    with truthlens_callback(engine) as cb:
+        await rag_chain(EIFFEL_CONTEXT, EIFFEL_ANSWER).ainvoke(EIFFEL_QUESTION)
+    assert [v.detected for v in cb.all_verdicts] == [True]
+
+
+def test_results_are_bounded(engine: TruthLens) -> None:
+    handler = TruthLensCallbackHandler(engine, max_results=2)
+    ids = [uuid.uuid4() for _ in range(3)]
+    for run_id in ids:
+        rag_chain(EIFFEL_CONTEXT, CLEAN).invoke(
+            EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
+        )
+    assert handler.verdicts(ids[0]) == [] and len(handler.verdicts(ids[2])) == 1
