@@ -9,7 +9,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import Field
 from typing_extensions import override
 
-from truthlens_integrations.core.retrieval import QualityFilter
+from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 __all__ = ["RetrievalQualityFilter"]
 
@@ -17,17 +17,26 @@ __all__ = ["RetrievalQualityFilter"]
 class RetrievalQualityFilter(BaseDocumentCompressor):
     """Drops weak, short and near-duplicate documents before they ground an answer.
 
-    Use it alone (``filter.compress_documents(docs, query)``) or in a
-    ``ContextualCompressionRetriever``. The rules are the engine's
-    :class:`~truthlens_integrations.core.retrieval.QualityFilter`.
+    Use it alone (``quality_filter.compress_documents(docs, query)``) or in a
+    ``ContextualCompressionRetriever``. The rules are the engine's layer-1 defence,
+    :func:`~truthlens_integrations.core.mitigation.filter_passages`; this class only
+    reads scores and metadata off LangChain documents.
 
     Attributes:
-        quality: The thresholds (minimum score, minimum length, duplicate similarity).
-        score_keys: Metadata keys holding a document's retrieval score, tried in
-            order; a document without one is judged by ``quality.keep_unscored``.
+        min_score: Documents whose retrieval score is below this are dropped;
+            documents without a score stay (``None`` disables the check).
+        min_chars: Documents shorter than this many characters (stripped) are dropped.
+        dedupe_similarity: A document this similar (content-word Jaccard) to one
+            already kept is dropped; exact duplicates always go.
+        min_authority: Documents whose ``metadata["authority"]`` is below this are
+            dropped and authoritative ones come first; ``None`` disables it.
+        score_keys: Metadata keys holding a document's retrieval score, tried in order.
     """
 
-    quality: QualityFilter = Field(default_factory=QualityFilter)
+    min_score: float | None = Field(default=0.7, ge=0.0)
+    min_chars: int = Field(default=50, ge=0)
+    dedupe_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
+    min_authority: float | None = None
     score_keys: tuple[str, ...] = ("score", "relevance_score", "similarity")
 
     def _score(self, document: Document) -> float | None:
@@ -44,16 +53,28 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
         query: str,
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
-        """The documents that pass the filter, in their original order.
+        """The documents that pass the filter.
 
         Args:
-            documents: Retrieved documents, best first.
+            documents: Retrieved documents, best first (earlier ones win among
+                duplicates).
             query: The query (unused: the rules do not depend on it).
             callbacks: Unused.
 
         Returns:
-            The kept documents.
+            The kept documents, in their original order (authoritative ones first
+            when ``min_authority`` is set).
         """
-        docs = list(documents)
-        keep = self.quality.select([d.page_content for d in docs], [self._score(d) for d in docs])
-        return [docs[i] for i in keep]
+        passages = [
+            Passage(text=d.page_content, score=self._score(d), metadata=dict(d.metadata))
+            for d in documents
+        ]
+        index = {id(p): i for i, p in enumerate(passages)}
+        kept = filter_passages(
+            passages,
+            min_score=self.min_score,
+            min_chars=self.min_chars,
+            dedupe_similarity=self.dedupe_similarity,
+            min_authority=self.min_authority,
+        )
+        return [documents[index[id(p)]] for p in kept]

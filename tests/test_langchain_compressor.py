@@ -1,47 +1,45 @@
-"""RetrievalQualityFilter (a BaseDocumentCompressor) and the core QualityFilter behind it."""
+"""RetrievalQualityFilter: the core layer-1 filter as a LangChain BaseDocumentCompressor."""
 
 from __future__ import annotations
 
-import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from truthlens_integrations.core import InvalidInputError
-from truthlens_integrations.core.retrieval import QualityFilter, word_jaccard
 from truthlens_integrations.langchain_adapter import RetrievalQualityFilter
 
 EIFFEL = "The Eiffel Tower was built from 1887 to 1889 in Paris, France, for the 1889 World's Fair."
 LOUVRE = "The Louvre museum in Paris opened to the public in 1793 and holds the Mona Lisa painting."
+ORSAY = "The Musée d'Orsay occupies a former railway station on the left bank of the Seine."
 
 
 def test_drops_low_scores_short_texts_and_near_duplicates() -> None:
     docs = [
         Document(EIFFEL, metadata={"score": 0.91}),
-        Document(EIFFEL.replace("France,", "France ,"), metadata={"score": 0.90}),  # near duplicate
+        Document(EIFFEL.replace("France,", "France ,"), metadata={"score": 0.90}),  # duplicate
         Document("Paris.", metadata={"score": 0.95}),  # too short
         Document(LOUVRE, metadata={"relevance_score": 0.3}),  # weak
-        Document(LOUVRE.upper()),  # unscored: kept by default
+        Document(ORSAY),  # unscored: kept
     ]
     kept = RetrievalQualityFilter().compress_documents(docs, "When was the Eiffel Tower built?")
-    assert [d.page_content for d in kept] == [EIFFEL, LOUVRE.upper()]
-    strict = RetrievalQualityFilter(quality=QualityFilter(keep_unscored=False))
-    assert [d.page_content for d in strict.compress_documents(docs, "q")] == [EIFFEL]
-    loose = RetrievalQualityFilter(
-        quality=QualityFilter(min_score=None, min_length=0, dedupe_similarity=None)
-    )
-    assert len(loose.compress_documents(docs, "q")) == 5
+    assert kept == [docs[0], docs[4]]  # the same Document objects, metadata intact
+    loose = RetrievalQualityFilter(min_score=None, min_chars=0, dedupe_similarity=1.0)
+    assert len(loose.compress_documents(docs, "q")) == 4  # exact-after-normalising duplicate goes
 
 
-async def test_async_and_with_a_real_vector_store() -> None:
+def test_authority_filters_and_orders() -> None:
+    docs = [
+        Document(EIFFEL, metadata={"authority": 0.6}),
+        Document(LOUVRE, metadata={"authority": 0.2}),
+        Document(ORSAY, metadata={"authority": 0.9}),
+    ]
+    kept = RetrievalQualityFilter(min_authority=0.5).compress_documents(docs, "q")
+    assert [d.page_content for d in kept] == [ORSAY, EIFFEL]
+
+
+async def test_async_with_a_real_vector_store() -> None:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     store.add_texts([EIFFEL, EIFFEL, LOUVRE, "short"])
     docs = await store.asimilarity_search("Eiffel", k=4)
     kept = await RetrievalQualityFilter().acompress_documents(docs, "Eiffel")
     assert sorted(d.page_content for d in kept) == sorted([EIFFEL, LOUVRE])
-
-
-def test_word_jaccard_and_bad_scores() -> None:
-    assert word_jaccard("a b c", "A B C") == 1.0 and word_jaccard("a b", "c d") == 0.0
-    with pytest.raises(InvalidInputError):
-        QualityFilter().select(["x"], [0.5, 0.6])
