@@ -3,6 +3,9 @@
 - :class:`TruthLensQueryEngine` wraps any query engine: the answer is checked against
   its own ``source_nodes``, mitigated by the policy, and the verdict is written to
   ``response.metadata["truthlens"]``.
+- :class:`TruthLensNodePostprocessor` filters retrieved nodes (score, length,
+  near-duplicates, source authority) and, after a detection round, drops or demotes
+  nodes that supported nothing in the answer.
 - :class:`TruthLensEvaluator` turns the detector into a LlamaIndex evaluator, for
   ``RetryQueryEngine`` and LlamaIndex's evaluation tooling.
 - :class:`LlamaIndexLLM` makes a LlamaIndex LLM usable wherever the engine takes an
@@ -33,6 +36,7 @@ from ._events import (  # noqa: E402
     TruthLensMitigationIterationEvent,
 )
 from ._llm import LlamaIndexLLM  # noqa: E402
+from ._postprocessor import TruthLensNodePostprocessor  # noqa: E402
 from ._query_engine import TruthLensQueryEngine, get_verdict  # noqa: E402
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "TruthLensDetectionStartEvent",
     "TruthLensEvaluator",
     "TruthLensMitigationIterationEvent",
+    "TruthLensNodePostprocessor",
     "TruthLensQueryEngine",
     "get_verdict",
 ]

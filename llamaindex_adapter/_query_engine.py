@@ -30,13 +30,15 @@ from ._common import build_engine, node_texts, verdict_of, verdict_payload
 from ._events import (
     TruthLensDetectionEndEvent,
     TruthLensDetectionStartEvent,
+    TruthLensMitigationIterationEvent,
     dispatcher,
     event_payload,
 )
 from ._llm import as_core_llm
+from ._postprocessor import TruthLensNodePostprocessor
 from ._prompts import DEFAULT_QUERY_REWRITE_PROMPT, DEFAULT_REFINE_PROMPT
 
-__all__ = ["DEFAULT_BLOCKED_MESSAGE", "TruthLensQueryEngine", "get_verdict"]
+__all__ = ["DEFAULT_BLOCKED_MESSAGE", "InnerEngineAnswerer", "TruthLensQueryEngine", "get_verdict"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,12 @@ class TruthLensQueryEngine(BaseQueryEngine):
         verification_llms: Premium-mode verification models.
         judge_llm: Premium-mode judge.
         retrieval_feedback: Rewrite the query and re-query the inner engine when the
-            answer is flagged (source nodes accumulate).
+            answer is flagged with spans the context does not cover (NLI neutral or
+            unlabelled); the nodes each re-query finds are added to the sources.
+        node_postprocessor: Quality filter for the inner engine's nodes (and each
+            re-query's) before the check; with ``evidence_filter`` it also drops or
+            demotes, after the check, the nodes that supported nothing in the answer.
+        evidence_filter: Apply the postprocessor's evidence step to the sources.
         on_block: ``"response"`` returns ``blocked_message`` as the response text;
             ``"raise"`` raises :class:`BlockedResponseError` with the verdict.
         blocked_message: Text of a blocked response.
@@ -128,6 +135,8 @@ class TruthLensQueryEngine(BaseQueryEngine):
         verification_llms: Sequence[li_llms.LLM | core_llm.LLM] = (),
         judge_llm: li_llms.LLM | core_llm.LLM | None = None,
         retrieval_feedback: bool = False,
+        node_postprocessor: TruthLensNodePostprocessor | None = None,
+        evidence_filter: bool = True,
         on_block: OnBlock = "response",
         blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
         refine_prompt: BasePromptTemplate | None = None,
@@ -143,6 +152,8 @@ class TruthLensQueryEngine(BaseQueryEngine):
         self._verification_llms = [as_core_llm(m) for m in verification_llms]
         self._judge_llm = as_core_llm(judge_llm)
         self.retrieval_feedback = retrieval_feedback
+        self.node_postprocessor = node_postprocessor
+        self.evidence_filter = evidence_filter
         self.on_block: OnBlock = on_block
         self.blocked_message = blocked_message
         self._refine_prompt = refine_prompt or DEFAULT_REFINE_PROMPT
@@ -173,34 +184,98 @@ class TruthLensQueryEngine(BaseQueryEngine):
     # -- query --------------------------------------------------------------------------
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        """Run the inner engine, then guard its answer."""
+        """Run the inner engine, then guard (and mitigate) its answer."""
         inner = self._query_engine.query(query_bundle)
         if isinstance(inner, AsyncStreamingResponse):
             raise InvalidInputError(
                 "the inner engine returned an async stream from a sync query; use aquery()"
             )
         buffered = _buffer(inner)
-        verdict, nodes = self._guard(query_bundle, buffered)
-        return self._respond(inner, buffered, verdict, nodes)
+        question, context, answer, nodes = self._inputs(query_bundle, buffered)
+        answerer = self._answerer()
+        with self.callback_manager.event(
+            CBEventType.FUNCTION_CALL, payload=self._start(question, context, answer)
+        ) as event:
+            try:
+                verdict = self.engine.guard(
+                    context=context, question=question, answer=answer, **self._tools(answerer)
+                )
+            except BlockedResponseError as exc:
+                verdict = verdict_of(exc)
+            event.on_end(payload=self._end(verdict))
+        return self._respond(inner, buffered, verdict, self._final_nodes(nodes, answerer, verdict))
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        """Async :meth:`_query`: awaits the inner engine and the guard."""
+        """Async :meth:`_query`: awaits the inner engine, the guard and the LLM calls."""
         inner = await self._query_engine.aquery(query_bundle)
         if isinstance(inner, AsyncStreamingResponse):
             buffered = await inner.get_response()
         else:
             buffered = _buffer(inner)
-        verdict, nodes = await self._aguard(query_bundle, buffered)
-        return self._respond(inner, buffered, verdict, nodes)
+        question, context, answer, nodes = self._inputs(query_bundle, buffered)
+        answerer = self._answerer()
+        with self.callback_manager.event(
+            CBEventType.FUNCTION_CALL, payload=self._start(question, context, answer)
+        ) as event:
+            try:
+                verdict = await self.engine.aguard(
+                    context=context, question=question, answer=answer, **self._tools(answerer)
+                )
+            except BlockedResponseError as exc:
+                verdict = verdict_of(exc)
+            event.on_end(payload=self._end(verdict))
+        return self._respond(inner, buffered, verdict, self._final_nodes(nodes, answerer, verdict))
 
     # -- guard --------------------------------------------------------------------------
 
-    def _inputs(self, query_bundle: QueryBundle, response: Response) -> tuple[str, list[str], str]:
+    def _inputs(
+        self, query_bundle: QueryBundle, response: Response
+    ) -> tuple[str, list[str], str, list[NodeWithScore]]:
         answer = response.response
         if answer is None or not answer.strip():
             raise InvalidInputError("the inner query engine returned an empty answer")
-        context = node_texts(response.source_nodes, self.context_metadata_mode)
-        return query_bundle.query_str, context, answer
+        nodes = list(response.source_nodes)
+        if self.node_postprocessor is not None:
+            nodes = self.node_postprocessor.postprocess_nodes(nodes, query_bundle)
+        context = node_texts(nodes, self.context_metadata_mode)
+        return query_bundle.query_str, context, answer, nodes
+
+    def _answerer(self) -> InnerEngineAnswerer | None:
+        """A fresh answerer per request (it collects that request's nodes)."""
+        if not self.retrieval_feedback:
+            return None
+        return InnerEngineAnswerer(
+            self._query_engine,
+            postprocessor=self.node_postprocessor,
+            metadata_mode=self.context_metadata_mode,
+        )
+
+    def _tools(self, answerer: InnerEngineAnswerer | None) -> dict[str, Any]:
+        return {
+            "llm": self._llm,
+            "verification_llms": self._verification_llms or None,
+            "judge_llm": self._judge_llm,
+            "answerer": answerer,
+        }
+
+    def _final_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        answerer: InnerEngineAnswerer | None,
+        verdict: Verdict,
+    ) -> list[NodeWithScore]:
+        """The original source nodes plus those re-querying found, then the evidence filter."""
+        merged = list(nodes)
+        if answerer is not None:
+            seen = {n.node.node_id for n in merged}
+            for node in answerer.nodes:
+                if node.node.node_id not in seen:
+                    seen.add(node.node.node_id)
+                    merged.append(node)
+        shown = verdict.final_answer
+        if self.node_postprocessor is None or not self.evidence_filter or shown is None:
+            return merged
+        return self.node_postprocessor.filter_evidence(merged, answer=shown, spans=verdict.spans)
 
     def _start(self, question: str, context: list[str], answer: str) -> dict[str, Any]:
         start = TruthLensDetectionStartEvent(
@@ -213,6 +288,18 @@ class TruthLensQueryEngine(BaseQueryEngine):
         }
 
     def _end(self, verdict: Verdict) -> dict[str, Any]:
+        for step in verdict.history[1:]:
+            dispatcher.event(
+                TruthLensMitigationIterationEvent(
+                    index=step.index,
+                    kind=step.kind,
+                    score=step.score,
+                    accepted=step.accepted,
+                    query=step.query,
+                    new_passages=step.new_passages,
+                    error=step.error,
+                )
+            )
         end = TruthLensDetectionEndEvent(
             decision=verdict.decision.value,
             score=verdict.score,
@@ -221,40 +308,11 @@ class TruthLensQueryEngine(BaseQueryEngine):
             blocked=verdict.blocked,
             mode=verdict.mode,
             iterations=verdict.iterations,
+            status=verdict.status,
             metadata=verdict.metadata,
         )
         dispatcher.event(end)
         return {EventPayload.FUNCTION_OUTPUT: event_payload(end)}
-
-    def _guard(
-        self, query_bundle: QueryBundle, response: Response
-    ) -> tuple[Verdict, list[NodeWithScore]]:
-        question, context, answer = self._inputs(query_bundle, response)
-        with self.callback_manager.event(
-            CBEventType.FUNCTION_CALL, payload=self._start(question, context, answer)
-        ) as event:
-            try:
-                verdict = self.engine.guard(context=context, question=question, answer=answer)
-            except BlockedResponseError as exc:
-                verdict = verdict_of(exc)
-            event.on_end(payload=self._end(verdict))
-        return verdict, list(response.source_nodes)
-
-    async def _aguard(
-        self, query_bundle: QueryBundle, response: Response
-    ) -> tuple[Verdict, list[NodeWithScore]]:
-        question, context, answer = self._inputs(query_bundle, response)
-        with self.callback_manager.event(
-            CBEventType.FUNCTION_CALL, payload=self._start(question, context, answer)
-        ) as event:
-            try:
-                verdict = await self.engine.aguard(
-                    context=context, question=question, answer=answer
-                )
-            except BlockedResponseError as exc:
-                verdict = verdict_of(exc)
-            event.on_end(payload=self._end(verdict))
-        return verdict, list(response.source_nodes)
 
     # -- response -----------------------------------------------------------------------
 
@@ -290,6 +348,58 @@ class TruthLensQueryEngine(BaseQueryEngine):
                 response_gen=_aonce(text), source_nodes=nodes, metadata=metadata
             )
         return Response(response=text, source_nodes=nodes, metadata=metadata)
+
+
+class InnerEngineAnswerer:
+    """The inner query engine as the engine's ``GroundedAnswerer``.
+
+    The retrieval-feedback loop sends it the rewritten query; it re-queries the inner
+    engine and returns the new answer with the text of the nodes it was grounded on.
+    The nodes themselves are kept (in :attr:`nodes`) so that the final response can
+    list them as sources.
+
+    Args:
+        query_engine: The inner engine.
+        postprocessor: Quality filter applied to each re-query's nodes.
+        metadata_mode: How node text is read.
+    """
+
+    name = "llamaindex-query-engine"
+
+    def __init__(
+        self,
+        query_engine: BaseQueryEngine,
+        *,
+        postprocessor: TruthLensNodePostprocessor | None = None,
+        metadata_mode: MetadataMode = MetadataMode.NONE,
+    ) -> None:
+        self._query_engine = query_engine
+        self._postprocessor = postprocessor
+        self._metadata_mode = metadata_mode
+        self.nodes: list[NodeWithScore] = []
+        self.queries: list[str] = []
+
+    def _collect(self, query: str, response: Response) -> tuple[str, list[str]]:
+        nodes = list(response.source_nodes)
+        if self._postprocessor is not None:
+            nodes = self._postprocessor.postprocess_nodes(nodes, query_str=query)
+        self.queries.append(query)
+        self.nodes.extend(nodes)
+        return response.response or "", node_texts(nodes, self._metadata_mode)
+
+    def answer(self, query: str) -> tuple[str, list[str]]:
+        """Re-query the inner engine; ``(answer, passages)``."""
+        response = self._query_engine.query(query)
+        if isinstance(response, AsyncStreamingResponse):
+            raise InvalidInputError("the inner engine returned an async stream from query()")
+        return self._collect(query, _buffer(response))
+
+    async def aanswer(self, query: str) -> tuple[str, list[str]]:
+        """Async :meth:`answer` (awaits ``aquery``)."""
+        response = await self._query_engine.aquery(query)
+        if isinstance(response, AsyncStreamingResponse):
+            return self._collect(query, await response.get_response())
+        return self._collect(query, _buffer(response))
 
 
 def _buffer(response: RESPONSE_TYPE) -> Response:

@@ -13,6 +13,7 @@ the tokens "1950", "500" and "meters" in an answer.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import zlib
@@ -88,7 +89,9 @@ class ScriptedLLM(MockLLM):
 
     - a refine prompt (has "Corrected answer" / the adapter's refine wording):
       answers from the context in the prompt;
-    - a query-rewrite prompt (asks for a search query): ``REWRITTEN_QUERY``;
+    - the engine's query-refiner prompt (about search queries): ``REWRITTEN_QUERY``
+      as the JSON the refiner asks for;
+    - ``always_wrong``: ``WRONG_ANSWER`` to everything else;
     - anything else (LlamaIndex's QA prompt): ``answer_without_dates`` unless the
       prompt's context contains "1887", then ``RIGHT_ANSWER``.
     """
@@ -96,9 +99,14 @@ class ScriptedLLM(MockLLM):
     answer_without_dates: str = WRONG_ANSWER
     prompts: list[str] = []  # noqa: RUF012 - a pydantic field, copied per instance
 
-    def __init__(self, answer_without_dates: str = WRONG_ANSWER, **kwargs: Any) -> None:
+    always_wrong: bool = False
+
+    def __init__(
+        self, answer_without_dates: str = WRONG_ANSWER, *, always_wrong: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.answer_without_dates = answer_without_dates
+        self.always_wrong = always_wrong
         self.prompts = []
 
     @classmethod
@@ -108,8 +116,10 @@ class ScriptedLLM(MockLLM):
     def reply(self, prompt: str) -> str:
         self.prompts.append(prompt)
         lowered = prompt.lower()
-        if "search query" in lowered or "query:" in lowered[-40:]:
-            return REWRITTEN_QUERY
+        if "search quer" in lowered:  # the engine's query refiner asks for JSON
+            return json.dumps({"query": REWRITTEN_QUERY, "missing_facts": ["construction year"]})
+        if self.always_wrong:
+            return WRONG_ANSWER
         if "corrected answer" in lowered or "rewrite the answer" in lowered:
             return RIGHT_ANSWER if "1887" in prompt else NO_DATES_ANSWER
         return RIGHT_ANSWER if "1887" in prompt else self.answer_without_dates
@@ -143,3 +153,28 @@ class AlwaysFactual:
 
     def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
         return [(True, 1.0) for _ in prompts]
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+class RuleNLI:
+    """STAND-IN NLI model: judges by the numbers the two texts contain.
+
+    Every number of the hypothesis in the premise -> entailment 0.97; a number the
+    premise lacks while it has numbers -> contradiction 0.95; else neutral 0.8.
+    """
+
+    model_id = "rule-nli"
+
+    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for premise, hypothesis in pairs:
+            have, want = set(_NUMBER.findall(premise)), set(_NUMBER.findall(hypothesis))
+            if want <= have and (want or have):
+                out.append(("entailment", 0.97))
+            elif have:
+                out.append(("contradiction", 0.95))
+            else:
+                out.append(("neutral", 0.8))
+        return out

@@ -137,8 +137,13 @@ def test_question_comes_from_the_bundle_and_context_from_source_nodes(index, det
         return real(**kwargs)
 
     engine.guard = spy  # type: ignore[method-assign]
-    guarded(index, detector, engine=engine).query(QUESTION)
-    assert calls == [{"context": [VISITOR_DOC], "question": QUESTION, "answer": WRONG_ANSWER}]
+    qe_llm = ScriptedLLM()
+    guarded(index, detector, engine=engine, llm=qe_llm).query(QUESTION)
+    assert len(calls) == 1
+    assert calls[0]["context"] == [VISITOR_DOC] and calls[0]["question"] == QUESTION
+    assert calls[0]["answer"] == WRONG_ANSWER
+    # the inner engine's LLM was found and handed over (used by standard/premium routes)
+    assert calls[0]["llm"].llm is qe_llm and calls[0]["answerer"] is None
 
 
 class NoRetrieval(CustomQueryEngine):
