@@ -14,7 +14,28 @@ from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, describe_spans, verdict_of
 
-__all__ = ["TruthLensEvaluator"]
+__all__ = ["TruthLensEvaluator", "original_question"]
+
+# FeedbackQueryTransformation (RetryQueryEngine's retries) prepends the bad answer and
+# the feedback to the question and ends with this line, then the question itself.
+_FEEDBACK_MARKER = "Now answer the question.\n"
+
+
+def original_question(query: str | None) -> str | None:
+    """The user's question inside a query rewritten by ``RetryQueryEngine``.
+
+    A retry's query holds the previous answer, the evaluator's feedback and then the
+    question; routing and the detector's prompt should see only the question.
+
+    Args:
+        query: The query string the evaluator received.
+
+    Returns:
+        The text after the last feedback marker, or ``query`` unchanged.
+    """
+    if query is None or _FEEDBACK_MARKER not in query:
+        return query
+    return query.rsplit(_FEEDBACK_MARKER, 1)[1].strip() or query
 
 
 class TruthLensEvaluator(BaseEvaluator):
@@ -26,6 +47,10 @@ class TruthLensEvaluator(BaseEvaluator):
     the unsupported spans, so LlamaIndex's ``RetryQueryEngine`` feeds them back to
     the query engine. A factual question answered without contexts does not pass:
     an unchecked answer is never reported as faithful.
+
+    Inside ``RetryQueryEngine`` the retried query carries the previous answer and
+    the feedback; only the question part is routed and checked
+    (:func:`original_question`).
 
     Only detection runs here (the evaluator judges, it does not rewrite); use
     :class:`TruthLensQueryEngine` for mitigation.
@@ -84,7 +109,9 @@ class TruthLensEvaluator(BaseEvaluator):
 
     def _guard(self, query: str | None, response: str, contexts: Sequence[str] | None) -> Verdict:
         try:
-            return self.engine.guard(context=list(contexts or []), question=query, answer=response)
+            return self.engine.guard(
+                context=list(contexts or []), question=original_question(query), answer=response
+            )
         except BlockedResponseError as exc:
             # An engine built with raise_on_block still evaluates: a withheld answer fails.
             return verdict_of(exc)
@@ -94,7 +121,7 @@ class TruthLensEvaluator(BaseEvaluator):
     ) -> Verdict:
         try:
             return await self.engine.aguard(
-                context=list(contexts or []), question=query, answer=response
+                context=list(contexts or []), question=original_question(query), answer=response
             )
         except BlockedResponseError as exc:
             return verdict_of(exc)
