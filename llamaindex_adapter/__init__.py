@@ -9,7 +9,9 @@
 - :class:`TruthLensEvaluator` turns the detector into a LlamaIndex evaluator, for
   ``RetryQueryEngine`` and LlamaIndex's evaluation tooling.
 - :class:`LlamaIndexLLM` makes a LlamaIndex LLM usable wherever the engine takes an
-  LLM (refinement, query rewriting, verification, judging).
+  LLM (refinement, query rewriting, verification, judging);
+  :class:`CoreLLMAsLlamaIndex` goes the other way (the local SmolLM2 or an
+  OpenAI-compatible backend inside an index or query engine).
 
 Only ``llama_index.core`` is imported. Importing this package without it raises
 :class:`~truthlens_integrations.core.MissingDependencyError`, naming the extra.
@@ -35,11 +37,12 @@ from ._events import (  # noqa: E402
     TruthLensDetectionStartEvent,
     TruthLensMitigationIterationEvent,
 )
-from ._llm import LlamaIndexLLM  # noqa: E402
+from ._llm import CoreLLMAsLlamaIndex, LlamaIndexLLM  # noqa: E402
 from ._postprocessor import TruthLensNodePostprocessor  # noqa: E402
 from ._query_engine import TruthLensQueryEngine, get_verdict  # noqa: E402
 
 __all__ = [
+    "CoreLLMAsLlamaIndex",
     "LlamaIndexLLM",
     "TruthLensDetectionEndEvent",
     "TruthLensDetectionStartEvent",

@@ -14,7 +14,16 @@ from typing import Any
 
 from llama_index.core import llms as li_llms
 from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
-from llama_index.core.base.llms.types import ChatResponse, MessageRole
+from llama_index.core.base.llms.types import (
+    ChatResponse,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+    MessageRole,
+)
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.llms.custom import CustomLLM
 
 from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core import llm as core_llm
@@ -26,7 +35,7 @@ from truthlens_integrations.core.llm import (
     ensure_text,
 )
 
-__all__ = ["LlamaIndexLLM", "as_core_llm"]
+__all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm"]
 
 _ROLES = {
     "system": MessageRole.SYSTEM,
@@ -174,3 +183,113 @@ def as_core_llm(llm: object) -> core_llm.LLM | None:
     if isinstance(llm, core_llm.LLM):
         return llm
     raise TypeError(f"expected a LlamaIndex LLM or a truthlens LLM, got {type(llm).__name__}")
+
+
+_CORE_ROLES = {MessageRole.SYSTEM: "system", MessageRole.ASSISTANT: "assistant"}
+
+
+def _to_core(messages: Sequence[LIChatMessage]) -> list[ChatMessage]:
+    """LlamaIndex messages as core ones; roles the core protocol lacks become ``user``."""
+    return [
+        ChatMessage(role=_CORE_ROLES.get(m.role, "user"), content=m.content or "")  # type: ignore[arg-type]
+        for m in messages
+    ]
+
+
+class CoreLLMAsLlamaIndex(CustomLLM):
+    """A package LLM (local SmolLM2, an OpenAI-compatible server) as a LlamaIndex LLM.
+
+    Lets an index or query engine generate with the same backends the engine uses
+    (``index.as_query_engine(llm=CoreLLMAsLlamaIndex(default_llm()))``), with
+    LlamaIndex's callbacks firing. Async calls use the backend's ``acomplete``.
+    Streaming is not incremental: the whole completion arrives as one chunk.
+
+    Args:
+        llm: An object following the package's LLM protocol.
+        context_window: What LlamaIndex may pack into one prompt, in tokens.
+        num_output: Tokens LlamaIndex reserves for the answer.
+    """
+
+    context_window: int = 2048
+    num_output: int = 256
+    _core: core_llm.LLM = PrivateAttr()
+
+    def __init__(
+        self, llm: core_llm.LLM, *, context_window: int = 2048, num_output: int = 256
+    ) -> None:
+        super().__init__(context_window=context_window, num_output=num_output)
+        self._core = llm
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Class name."""
+        return "TruthLensCoreLLM"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        """Chat model metadata with the wrapped backend's model name."""
+        return LLMMetadata(
+            context_window=self.context_window,
+            num_output=self.num_output,
+            is_chat_model=True,
+            model_name=self._core.model,
+        )
+
+    def _options(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """``max_tokens`` / ``temperature`` from a call's kwargs; others do not apply."""
+        max_tokens = kwargs.get("max_tokens")
+        temperature = kwargs.get("temperature")
+        return {
+            "max_tokens": max_tokens if isinstance(max_tokens, int) else self.num_output,
+            "temperature": temperature if isinstance(temperature, int | float) else None,
+        }
+
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[LIChatMessage], **kwargs: Any) -> ChatResponse:
+        """Generate with the backend."""
+        result = self._core.complete(_to_core(messages), **self._options(kwargs))
+        return _chat_response(result)
+
+    @llm_chat_callback()
+    async def achat(self, messages: Sequence[LIChatMessage], **kwargs: Any) -> ChatResponse:
+        """Generate with the backend's async path."""
+        result = await self._core.acomplete(_to_core(messages), **self._options(kwargs))
+        return _chat_response(result)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """Complete a bare prompt (sent as one user message)."""
+        del formatted  # the backend applies its own chat template
+        result = self._core.complete([ChatMessage.user(prompt)], **self._options(kwargs))
+        return CompletionResponse(text=result.text)
+
+    @llm_completion_callback()
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        """Async :meth:`complete`."""
+        del formatted
+        result = await self._core.acomplete([ChatMessage.user(prompt)], **self._options(kwargs))
+        return CompletionResponse(text=result.text)
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        """The whole completion as one chunk."""
+        text = self.complete(prompt, formatted=formatted, **kwargs).text
+
+        def gen() -> CompletionResponseGen:
+            yield CompletionResponse(text=text, delta=text)
+
+        return gen()
+
+
+def _chat_response(result: LLMResponse) -> ChatResponse:
+    extra: dict[str, Any] = {}
+    if result.usage is not None:
+        extra = result.usage.model_dump()
+    return ChatResponse(
+        message=LIChatMessage(role=MessageRole.ASSISTANT, content=result.text),
+        additional_kwargs=extra,
+    )

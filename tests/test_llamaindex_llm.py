@@ -12,8 +12,8 @@ from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugH
 from llama_index.core.llms import MockLLM
 
 from truthlens_integrations.core import LLMError, LLMTimeoutError
-from truthlens_integrations.core.llm import LLM, ChatMessage
-from truthlens_integrations.llamaindex_adapter import LlamaIndexLLM
+from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse
+from truthlens_integrations.llamaindex_adapter import CoreLLMAsLlamaIndex, LlamaIndexLLM
 
 
 class ChatRecorder(MockLLM):
@@ -103,3 +103,48 @@ def test_llamaindex_callbacks_still_fire() -> None:
     out = LlamaIndexLLM(inner).complete("echo me")
     assert "echo me" in out.text  # MockLLM echoes its prompt
     assert debug.get_event_pairs(CBEventType.LLM)
+
+
+class EchoCore(BaseLLM):
+    """STAND-IN core backend: replies with the roles it saw and the last message."""
+
+    name, model = "echo", "echo-1"
+
+    def __init__(self) -> None:
+        self.seen: list[list[ChatMessage]] = []
+        self.async_calls = 0
+        self.max_tokens: list[int | None] = []
+
+    def _complete(self, messages, *, max_tokens, temperature, stop):  # type: ignore[no-untyped-def]
+        self.seen.append(messages)
+        self.max_tokens.append(max_tokens)
+        roles = ",".join(m.role for m in messages)
+        return LLMResponse(
+            text=f"[{roles}] {messages[-1].content[-20:]}", model=self.model, latency_ms=0.0
+        )
+
+    async def _acomplete(self, messages, *, max_tokens, temperature, stop):  # type: ignore[no-untyped-def]
+        self.async_calls += 1
+        return self._complete(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+
+
+async def test_core_llm_inside_a_llamaindex_query_engine() -> None:
+    from tests._llamaindex_support import QUESTION, build_index
+
+    core = EchoCore()
+    llm = CoreLLMAsLlamaIndex(core, num_output=64)
+    assert llm.metadata.is_chat_model and llm.metadata.model_name == "echo-1"
+    chat = llm.chat(
+        [
+            LIChatMessage(role=MessageRole.SYSTEM, content="sys"),
+            LIChatMessage(role=MessageRole.TOOL, content="t"),
+        ]
+    )
+    assert chat.message.content == "[system,user] t"  # a tool turn becomes a user turn
+    engine = build_index().as_query_engine(llm=llm, similarity_top_k=1)
+    response = engine.query(QUESTION)
+    assert str(response).startswith("[") and core.max_tokens[-1] == 64
+    assert any(QUESTION in m.content for m in core.seen[-1])  # LlamaIndex's QA prompt
+    await engine.aquery(QUESTION)
+    assert core.async_calls == 1
+    assert "".join(c.delta or "" for c in llm.stream_complete("hello")) == "[user] hello"
