@@ -1,0 +1,51 @@
+"""The LlamaIndex cookbook example runs offline (smoke test).
+
+It uses the bundled detector / NLI / classifier and, with ``--fake-llm``, a scripted
+LlamaIndex MockLLM instead of the local SmolLM2 backend (about 30 s to load). It runs
+in a subprocess whose sockets refuse to connect, so a download attempt would fail it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "cookbook" / "llamaindex_query_engine.py"
+
+RUNNER = """
+import runpy, socket, sys
+
+def refuse(*args, **kwargs):
+    raise OSError("network access in the offline cookbook smoke test")
+
+socket.socket.connect = refuse
+sys.path.insert(0, str(__import__("pathlib").Path(sys.argv[1]).parent))
+code = runpy.run_path(sys.argv[1])["main"](["--fake-llm"])
+sys.exit(code)
+"""
+
+
+def test_llamaindex_cookbook_runs_offline() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TRUTHLENS_COOKBOOK_LLM"):
+        env.pop(key, None)
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    # spans, refinement and a rewritten query, with the bundled models
+    assert "=== standard mode: refinement ===" in out
+    assert "flagged spans   : '1950'" in out
+    assert "round 1: refine" in out and "status          : converged (self_refine)" in out
+    assert "round 1: retrieve query='Eiffel Tower construction history started finished'" in out
+    assert "status          : success (retrieval_feedback)" in out
+    assert out.count("shown answer    : 'The Eiffel Tower was built from 1887 to 1889.'") == 2
+    assert "history.txt" in out.split("=== retrieval feedback")[1]  # found by the rewrite
