@@ -87,6 +87,7 @@ class _Tools:
     answerer: GroundedAnswerer | None = None
     verification_llms: Sequence[LLM] | None = None
     judge_llm: LLM | None = None
+    options: MitigationOptions | None = None
 
     @property
     def given(self) -> bool:
@@ -308,6 +309,7 @@ class TruthLens:
         verification_llms: Sequence[LLM] | None = None,
         judge_llm: LLM | None = None,
         answerer: GroundedAnswerer | None = None,
+        mitigation_options: MitigationOptions | None = None,
     ) -> Verdict:
         """Guard one answer, and mitigate it when given a model and the route says so.
 
@@ -332,6 +334,8 @@ class TruthLens:
             judge_llm: Premium judge; ``llm`` when ``None``.
             answerer: Re-runs the caller's whole pipeline with a rewritten query
                 (retrieval-feedback loop); an alternative to ``retriever`` + ``llm``.
+            mitigation_options: Loop tuning and prompt overrides for this call;
+                ``None`` uses the engine's ``mitigation_options``.
 
         Returns:
             The verdict, with the text to show in ``output``.
@@ -342,7 +346,7 @@ class TruthLens:
                 is set; the verdict is attached as ``error.verdict``.
         """
         item = DetectionInput.create(context=context, question=question, answer=answer)
-        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm)
+        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm, mitigation_options)
         verdict = self._run([item], tools if tools.given else None)[0]
         return self._raise_if_blocked(verdict)
 
@@ -379,13 +383,14 @@ class TruthLens:
         verification_llms: Sequence[LLM] | None = None,
         judge_llm: LLM | None = None,
         answerer: GroundedAnswerer | None = None,
+        mitigation_options: MitigationOptions | None = None,
     ) -> Verdict:
         """Async :meth:`guard`.
 
         The models run in a worker thread; LLM calls use ``acomplete`` (verifiers
         concurrently) and retrievals ``aretrieve``.
         """
-        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm)
+        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm, mitigation_options)
         if not tools.given:
             return await asyncio.to_thread(
                 self.guard, context=context, question=question, answer=answer
@@ -441,7 +446,7 @@ class TruthLens:
             answerer=tools.answerer,
             verification_llms=tools.verification_llms,
             judge_llm=tools.judge_llm,
-            options=self.mitigation_options,
+            options=tools.options or self.mitigation_options,
         )
         return request if wants_mitigation(request) else None
 

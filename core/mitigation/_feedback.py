@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._errors import LLMError, LLMTimeoutError
 from .._types import HallucinationSpan
 from ..llm import LLM, ChatMessage
-from ._loop import LoopSettings, Recorder
+from ._loop import LoopSettings, MitigationOptions, Recorder
 from ._ops import Generate, Ledger, Loop, Op, answer_query, assess, generate, retrieve
 from ._prompts import _DATA_RULE, absurd_reason, build_refine_messages, clean_output, defuse
 from ._protocols import GroundedAnswerer, RetrievalError, Retriever
@@ -164,11 +164,13 @@ def _new_query(
     question: str | None,
     query: str,
     unsupported: Sequence[HallucinationSpan],
+    options: MitigationOptions,
 ) -> Generator[Op, object, str]:
     fallback = fallback_query(question or query, unsupported)
     if refiner is None:
         return fallback
-    messages = build_refiner_messages(question=question, query=query, unsupported=unsupported)
+    build = options.refiner_messages or build_refiner_messages
+    messages = build(question=question, query=query, unsupported=unsupported)
     try:
         response = yield from generate(
             Generate(refiner, tuple(messages), role="refiner", max_tokens=128, temperature=0.0)
@@ -201,9 +203,8 @@ def _regenerate(
     current: Assessment,
     settings: LoopSettings,
 ) -> Generator[Op, object, str]:
-    messages = build_refine_messages(
-        context=context, question=question, answer=current.answer, spans=current.spans
-    )
+    build = settings.options.refine_messages or build_refine_messages
+    messages = build(context=context, question=question, answer=current.answer, spans=current.spans)
     response = yield from generate(
         Generate(
             llm,
@@ -244,7 +245,7 @@ class _Search:
         unsupported: Sequence[HallucinationSpan],
     ) -> Generator[Op, object, _Found]:
         """Rewrite the query, retrieve (or re-run the pipeline), grow the context."""
-        query = yield from _new_query(llm, self.question, self.query, unsupported)
+        query = yield from _new_query(llm, self.question, self.query, unsupported, self.options)
         if normalise(query) in self.asked:
             return _Found(query=query, stop=("query_stagnation", "the query did not change"))
         self.asked.add(normalise(query))

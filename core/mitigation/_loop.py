@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..llm import ChatMessage
 from ._ops import Ledger
 from ._results import (
     Assessment,
@@ -41,6 +42,12 @@ class MitigationOptions(BaseModel):
         max_new_passages: Passages one retrieval round may add at most.
         dedupe_similarity: Word-set Jaccard similarity at or above which two
             passages count as duplicates.
+        refine_messages: Replaces :func:`build_refine_messages` (same keyword
+            arguments) for refinement and regeneration; ``None``: the built-in prompt.
+            Adapters use it to let users edit the prompt their framework's way.
+        refiner_messages: Replaces :func:`build_refiner_messages` (same keyword
+            arguments) for the query refiner; its reply must still be the JSON
+            object the refiner asks for. ``None``: the built-in prompt.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -52,6 +59,8 @@ class MitigationOptions(BaseModel):
     context_token_budget: int = Field(default=3000, ge=64)
     max_new_passages: int = Field(default=4, ge=1)
     dedupe_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
+    refine_messages: Callable[..., list[ChatMessage]] | None = None
+    refiner_messages: Callable[..., list[ChatMessage]] | None = None
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ def self_refine(
             break
         rec.start()
         current = rec.best
-        messages = build_refine_messages(
+        build = settings.options.refine_messages or build_refine_messages
+        messages = build(
             context=context, question=question, answer=current.answer, spans=current.spans
         )
         try:
