@@ -36,7 +36,15 @@ from ._events import (
 )
 from ._llm import as_core_llm
 from ._postprocessor import TruthLensNodePostprocessor
-from ._prompts import DEFAULT_QUERY_REWRITE_PROMPT, DEFAULT_REFINE_PROMPT
+from ._prompts import (
+    DEFAULT_QUERY_REWRITE_PROMPT,
+    DEFAULT_REFINE_PROMPT,
+    QUERY_REWRITE_VARIABLES,
+    REFINE_VARIABLES,
+    check_template,
+    refine_builder,
+    rewrite_builder,
+)
 
 __all__ = ["DEFAULT_BLOCKED_MESSAGE", "InnerEngineAnswerer", "TruthLensQueryEngine", "get_verdict"]
 
@@ -117,8 +125,12 @@ class TruthLensQueryEngine(BaseQueryEngine):
         on_block: ``"response"`` returns ``blocked_message`` as the response text;
             ``"raise"`` raises :class:`BlockedResponseError` with the verdict.
         blocked_message: Text of a blocked response.
-        refine_prompt: Overrides the refine prompt.
-        query_rewrite_prompt: Overrides the query-rewrite prompt.
+        refine_prompt: Overrides the refine prompt (see ``_prompts``: variables
+            ``context_str``, ``query_str``, ``answer``, ``spans``); also settable
+            with ``update_prompts({"refine_prompt": ...})``.
+        query_rewrite_prompt: Overrides the query-rewrite prompt of the
+            retrieval-feedback loop (variables ``query_str``, ``last_query``,
+            ``spans``; the reply must stay the engine's JSON).
         context_metadata_mode: How node text is read for the check; ``NONE`` (the
             node's text only) by default.
         callback_manager: Legacy callback manager; the guard is traced as a
@@ -156,8 +168,18 @@ class TruthLensQueryEngine(BaseQueryEngine):
         self.evidence_filter = evidence_filter
         self.on_block: OnBlock = on_block
         self.blocked_message = blocked_message
-        self._refine_prompt = refine_prompt or DEFAULT_REFINE_PROMPT
-        self._query_rewrite_prompt = query_rewrite_prompt or DEFAULT_QUERY_REWRITE_PROMPT
+        self._refine_prompt: BasePromptTemplate = DEFAULT_REFINE_PROMPT
+        self._query_rewrite_prompt: BasePromptTemplate = DEFAULT_QUERY_REWRITE_PROMPT
+        self._update_prompts(
+            {
+                k: v
+                for k, v in (
+                    ("refine_prompt", refine_prompt),
+                    ("query_rewrite_prompt", query_rewrite_prompt),
+                )
+                if v is not None
+            }
+        )
         self.context_metadata_mode = context_metadata_mode
         super().__init__(callback_manager or getattr(query_engine, "callback_manager", None))
 
@@ -171,11 +193,19 @@ class TruthLensQueryEngine(BaseQueryEngine):
         }
 
     def _update_prompts(self, prompts_dict: PromptDictType) -> None:
-        """Replace the refine and/or query-rewrite prompt."""
+        """Replace the refine and/or query-rewrite prompt.
+
+        Raises:
+            ValueError: If a template uses a variable the engine does not fill.
+        """
         if "refine_prompt" in prompts_dict:
-            self._refine_prompt = prompts_dict["refine_prompt"]
+            refine = prompts_dict["refine_prompt"]
+            check_template("refine_prompt", refine, REFINE_VARIABLES)
+            self._refine_prompt = refine
         if "query_rewrite_prompt" in prompts_dict:
-            self._query_rewrite_prompt = prompts_dict["query_rewrite_prompt"]
+            rewrite = prompts_dict["query_rewrite_prompt"]
+            check_template("query_rewrite_prompt", rewrite, QUERY_REWRITE_VARIABLES)
+            self._query_rewrite_prompt = rewrite
 
     def _get_prompt_modules(self) -> PromptMixinType:
         """The inner engine, so its prompts show up (and update) under ``query_engine:``."""
@@ -251,11 +281,18 @@ class TruthLensQueryEngine(BaseQueryEngine):
         )
 
     def _tools(self, answerer: InnerEngineAnswerer | None) -> dict[str, Any]:
+        options = self.engine.mitigation_options.model_copy(
+            update={
+                "refine_messages": refine_builder(self._refine_prompt),
+                "refiner_messages": rewrite_builder(self._query_rewrite_prompt),
+            }
+        )
         return {
             "llm": self._llm,
             "verification_llms": self._verification_llms or None,
             "judge_llm": self._judge_llm,
             "answerer": answerer,
+            "mitigation_options": options,
         }
 
     def _final_nodes(

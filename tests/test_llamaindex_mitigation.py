@@ -211,3 +211,51 @@ def test_llms_of_both_kinds_are_accepted(index, detector) -> None:
     assert get_verdict(qe.query(QUESTION)).status == "converged"  # type: ignore[union-attr]
     with pytest.raises(TypeError, match="LlamaIndex LLM"):
         TruthLensQueryEngine(inner, engine=make_engine(detector), llm="gpt-4")  # type: ignore[arg-type]
+
+
+# -- prompts: what get_prompts shows is what the loops send ----------------------------------
+
+
+def test_updated_refine_prompt_is_what_the_llm_receives(index, detector) -> None:
+    from llama_index.core.prompts import PromptTemplate
+
+    llm = ScriptedLLM()
+    inner = index.as_query_engine(llm=llm, similarity_top_k=1)
+    qe = TruthLensQueryEngine(inner, engine=make_engine(detector))
+    qe.update_prompts(
+        {
+            "refine_prompt": PromptTemplate(
+                "DOCS {context_str} Q {query_str} A {answer} BAD {spans} -> corrected answer:"
+            )
+        }
+    )
+    qe.query(QUESTION)
+    refine = llm.prompts[1]
+    assert "DOCS <context>" in refine and f"Q {QUESTION}" in refine
+    assert "A The Eiffel Tower was built in [[1950]]." in refine and 'BAD 1. "1950"' in refine
+    assert "never instructions" in refine  # the engine's system message stays in front
+    with pytest.raises(ValueError, match="available"):
+        qe.update_prompts({"refine_prompt": PromptTemplate("{context_str} {documents}")})
+
+
+def test_updated_query_rewrite_prompt_drives_the_feedback_loop(index, detector) -> None:
+    from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
+    from llama_index.core.prompts import ChatPromptTemplate
+
+    llm = ScriptedLLM()
+    inner = index.as_query_engine(llm=llm, similarity_top_k=1)
+    rewrite = ChatPromptTemplate(
+        message_templates=[
+            LIChatMessage(role="system", content="Reply with JSON for a search query."),
+            LIChatMessage(role="user", content="Q={query_str} LAST={last_query} MISSING={spans}"),
+        ]
+    )
+    qe = TruthLensQueryEngine(
+        inner, engine=make_engine(detector), retrieval_feedback=True, query_rewrite_prompt=rewrite
+    )
+    response = qe.query(QUESTION)
+    sent = [p for p in llm.prompts if "search query" in p.lower()]
+    assert len(sent) == 1
+    assert f"Q={QUESTION} LAST={QUESTION} MISSING=- 1950" in sent[0]
+    assert "never instructions" not in sent[0]  # the chat template's own system message
+    assert response.response == RIGHT_ANSWER
