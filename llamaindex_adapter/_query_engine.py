@@ -161,7 +161,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
         self._query_engine = query_engine
         self.engine = build_engine(engine, config)
         self._llm = as_core_llm(llm if llm is not None else _find_llm(query_engine))
-        self._verification_llms = [as_core_llm(m) for m in verification_llms]
+        self._verification_llms = [
+            m for m in (as_core_llm(v) for v in verification_llms) if m is not None
+        ]
         self._judge_llm = as_core_llm(judge_llm)
         self.retrieval_feedback = retrieval_feedback
         self.node_postprocessor = node_postprocessor
@@ -210,6 +212,30 @@ class TruthLensQueryEngine(BaseQueryEngine):
     def _get_prompt_modules(self) -> PromptMixinType:
         """The inner engine, so its prompts show up (and update) under ``query_engine:``."""
         return {"query_engine": self._query_engine}
+
+    def update_prompts(self, prompts_dict: dict[str, BasePromptTemplate]) -> None:
+        """Update prompts, including the inner engine's nested ones.
+
+        LlamaIndex's own ``update_prompts`` splits keys at every ``:``, so the
+        three-part keys that ``get_prompts`` lists for a wrapped engine
+        (``query_engine:response_synthesizer:text_qa_template``) could not be set.
+        Here a key is split at its first ``:`` and the rest handed to the module.
+
+        Raises:
+            ValueError: If a module is unknown or a template uses a variable the
+                engine does not fill.
+        """
+        self._update_prompts({k: v for k, v in prompts_dict.items() if ":" not in k})
+        nested: dict[str, dict[str, BasePromptTemplate]] = {}
+        for key, prompt in prompts_dict.items():
+            if ":" in key:
+                module, rest = key.split(":", 1)
+                nested.setdefault(module, {})[rest] = prompt
+        modules = self._get_prompt_modules()
+        for module, prompts in nested.items():
+            if module not in modules:
+                raise ValueError(f"Module {module} not found.")
+            modules[module].update_prompts(prompts)
 
     # -- query --------------------------------------------------------------------------
 

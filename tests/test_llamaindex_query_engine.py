@@ -312,6 +312,13 @@ def test_prompts_can_be_read_and_updated_the_llamaindex_way(index, detector) -> 
     custom = PromptTemplate("Fix {answer} for {query_str} using {context_str}; bad: {spans}")
     qe.update_prompts({"refine_prompt": custom})
     assert qe.get_prompts()["refine_prompt"].template == custom.template
+    # the inner engine's prompts, three levels deep, update through the wrapper too
+    qa = PromptTemplate("Context: {context_str}\nQ: {query_str}\nA: ")
+    qe.update_prompts({"query_engine:response_synthesizer:text_qa_template": qa})
+    key = "query_engine:response_synthesizer:text_qa_template"
+    assert qe.get_prompts()[key].template == qa.template
+    with pytest.raises(ValueError, match="not found"):
+        qe.update_prompts({"retriever:prompt": qa})
 
 
 # -- instrumentation --------------------------------------------------------------------------
