@@ -27,6 +27,7 @@ from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, node_texts, verdict_of, verdict_payload
+from ._evaluator import original_question
 from ._events import (
     TruthLensDetectionEndEvent,
     TruthLensDetectionStartEvent,
@@ -294,7 +295,10 @@ class TruthLensQueryEngine(BaseQueryEngine):
         if self.node_postprocessor is not None:
             nodes = self.node_postprocessor.postprocess_nodes(nodes, query_bundle)
         context = node_texts(nodes, self.context_metadata_mode)
-        return query_bundle.query_str, context, answer, nodes
+        # Wrapped in RetryQueryEngine, the query also carries the last answer and the
+        # evaluator's feedback: route and check against the question itself.
+        question = original_question(query_bundle.query_str) or query_bundle.query_str
+        return question, context, answer, nodes
 
     def _answerer(self) -> InnerEngineAnswerer | None:
         """A fresh answerer per request (it collects that request's nodes)."""

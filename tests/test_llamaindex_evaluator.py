@@ -127,3 +127,36 @@ def test_original_question_strips_retry_feedback() -> None:
     )
     assert retried.query_str != QUESTION and original_question(retried.query_str) == QUESTION
     assert original_question(QUESTION) == QUESTION and original_question(None) is None
+
+
+def test_guarded_engine_inside_retry_query_engine(evaluator, detector, monkeypatch) -> None:
+    from truthlens_integrations.llamaindex_adapter import TruthLensQueryEngine, get_verdict
+
+    monkeypatch.setattr(Settings, "_llm", ScriptedLLM())
+
+    class Corrects(ScriptedLLM):
+        def reply(self, prompt: str) -> str:
+            self.prompts.append(prompt)
+            if "previous bad answer" in prompt:
+                return "The context does not give the year the tower was built."
+            return WRONG_ANSWER
+
+    engine = TruthLens.from_config(
+        {"hallucination": {"use_nli": False}}, detector=detector, fact_checker=AlwaysFactual()
+    )
+    questions: list[str | None] = []
+    real_guard = engine.guard
+
+    def spy(**kwargs):  # type: ignore[no-untyped-def]
+        questions.append(kwargs["question"])
+        return real_guard(**kwargs)
+
+    monkeypatch.setattr(engine, "guard", spy)
+    inner = build_index().as_query_engine(llm=Corrects(), similarity_top_k=1)
+    guarded = TruthLensQueryEngine(inner, engine=engine)
+    response = RetryQueryEngine(guarded, evaluator, max_retries=1).query(QUESTION)
+    assert str(response) == "The context does not give the year the tower was built."
+    verdict = get_verdict(response)
+    assert verdict is not None and verdict.original_answer == str(response)
+    # both rounds were routed and checked against the user's question, not the feedback
+    assert questions == [QUESTION, QUESTION]
