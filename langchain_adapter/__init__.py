@@ -6,7 +6,8 @@
 - :class:`TruthLensCallbackHandler` / :class:`AsyncTruthLensCallbackHandler` and
   :func:`truthlens_callback`: check every answer of any chain or agent without
   changing it.
-- :class:`ChatModelLLM`: any LangChain chat model behind the core LLM protocol.
+- :class:`ChatModelLLM`: any LangChain chat model behind the core LLM protocol;
+  :class:`LLMChatModel` the other way round (the offline SmolLM2 backend in LCEL).
 - :class:`RetrievalQualityFilter`: a document compressor dropping weak, short and
   near-duplicate documents.
 
@@ -30,7 +31,7 @@ from ._callbacks import (  # noqa: E402
 from ._capture import GroundingCapture  # noqa: E402
 from ._compressor import RetrievalQualityFilter  # noqa: E402
 from ._inputs import ParsedInput, parse_input, tool_passages  # noqa: E402
-from ._llm import ChatModelLLM, as_llm  # noqa: E402
+from ._llm import ChatModelLLM, LLMChatModel, as_llm  # noqa: E402
 from ._outputs import (  # noqa: E402
     DEFAULT_BLOCKED_MESSAGE,
     TRUTHLENS_EVENT,
@@ -52,6 +53,7 @@ __all__ = [
     "ChatModelLLM",
     "GroundingCapture",
     "GuardedText",
+    "LLMChatModel",
     "ParsedInput",
     "RetrievalQualityFilter",
     "StreamMode",

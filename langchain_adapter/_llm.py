@@ -14,9 +14,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    UsageMetadata,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
+from typing_extensions import override
 
 from truthlens_integrations.core import LLMError, LLMTimeoutError, TruthLensError
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse, TokenUsage
@@ -24,7 +34,7 @@ from truthlens_integrations.core.llm import ensure_text as _ensure_text
 
 from ._inputs import message_text
 
-__all__ = ["ChatModelLLM", "as_llm"]
+__all__ = ["ChatModelLLM", "LLMChatModel", "as_llm"]
 
 
 def _model_name(model: BaseChatModel) -> str:
@@ -177,3 +187,91 @@ def as_llm(model: BaseChatModel | BaseLLM, config: RunnableConfig | None = None)
     if isinstance(model, ChatModelLLM):
         return model.bind_config(config)
     return model
+
+
+def _to_core(messages: list[BaseMessage]) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    for message in messages:
+        text = message_text(message)
+        if isinstance(message, SystemMessage):
+            out.append(ChatMessage.system(text))
+        elif isinstance(message, AIMessage):
+            out.append(ChatMessage.assistant(text))
+        elif isinstance(message, ToolMessage):
+            out.append(ChatMessage.user(f"Tool result:\n{text}"))
+        else:
+            out.append(ChatMessage.user(text))
+    return out
+
+
+class LLMChatModel(BaseChatModel):
+    """A core :class:`~truthlens_integrations.core.llm.LLM` as a LangChain chat model.
+
+    The other direction of :class:`ChatModelLLM`: puts the package's backends (the
+    offline SmolLM2 model, the OpenAI-compatible client) into LCEL chains, e.g.
+    ``prompt | LLMChatModel(llm=default_llm())``. Tool calling is not supported.
+
+    Attributes:
+        llm: The core LLM.
+        max_tokens: Completion limit per call; ``None`` for the backend default.
+        temperature: Sampling temperature; ``None`` for the backend default.
+    """
+
+    llm: Any
+    max_tokens: int | None = 256
+    temperature: float | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return f"truthlens-{getattr(self.llm, 'name', 'llm')}"
+
+    @staticmethod
+    def _result(response: LLMResponse) -> ChatResult:
+        usage = response.usage
+        message = AIMessage(
+            content=response.text,
+            response_metadata={
+                "model_name": response.model,
+                "finish_reason": response.finish_reason,
+            },
+            usage_metadata=UsageMetadata(
+                input_tokens=usage.prompt_tokens,
+                output_tokens=usage.completion_tokens,
+                total_tokens=usage.total_tokens,
+            )
+            if usage is not None
+            else None,
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @override
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        response = self.llm.complete(
+            _to_core(messages),
+            max_tokens=kwargs.get("max_tokens", self.max_tokens),
+            temperature=kwargs.get("temperature", self.temperature),
+            stop=stop,
+        )
+        return self._result(response)
+
+    @override
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        response = await self.llm.acomplete(
+            _to_core(messages),
+            max_tokens=kwargs.get("max_tokens", self.max_tokens),
+            temperature=kwargs.get("temperature", self.temperature),
+            stop=stop,
+        )
+        return self._result(response)

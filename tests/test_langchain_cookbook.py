@@ -1,0 +1,57 @@
+"""Every LangChain cookbook example runs offline (smoke test).
+
+The examples use the bundled detector / NLI / classifier and, with
+``TRUTHLENS_COOKBOOK_LLM=fake``, LangChain's scripted fake chat models instead of the
+local SmolLM2 backend (which takes ~30 s to load). All examples run in ONE
+subprocess so the bundled models load once.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+COOKBOOK = Path(__file__).resolve().parent.parent / "cookbook"
+EXAMPLES = sorted(p.name for p in COOKBOOK.glob("langchain_*.py"))
+
+RUNNER = """
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+for name in sys.argv[2:]:
+    print(f"=== {name}", flush=True)
+    module = runpy.run_path(f"{sys.argv[1]}/{name}")
+    code = module["main"]([])
+    assert code == 0, (name, code)
+"""
+
+
+def test_every_langchain_example_runs_offline() -> None:
+    assert EXAMPLES == [
+        "langchain_agent_tools.py",
+        "langchain_callbacks.py",
+        "langchain_premium.py",
+        "langchain_rag.py",
+    ]
+    env = {**os.environ, "TRUTHLENS_COOKBOOK_LLM": "fake"}
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(COOKBOOK), *EXAMPLES],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert [line for line in out.splitlines() if line.startswith("===")] == [
+        f"=== {name}" for name in EXAMPLES
+    ]
+    # the examples show flagged spans and the refined answer
+    assert "flagged span: '1950'" in out
+    assert "refined answer:  The Eiffel Tower was built from 1887 to 1889" in out
+    assert "strategy: cross_model" in out
+    assert "event truthlens_detection" in out
