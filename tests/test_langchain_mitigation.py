@@ -29,9 +29,10 @@ from tests._langchain_support import RunRecorder, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core.detection import Detector, load_detector
-from truthlens_integrations.core.llm import LLM, ChatMessage
+from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
+    LLMChatModel,
     TruthLensRunnable,
     find_chat_model,
     guard_chain,
@@ -296,3 +297,44 @@ def test_chat_model_llm_forwards_stop_and_params() -> None:
     seen.clear()
     ChatModelLLM(Spy(messages=iter([])), forward_params=False).complete("u", max_tokens=5)
     assert "max_tokens" not in seen
+
+
+# -- LLMChatModel (core LLM inside LCEL) -------------------------------------------------------
+
+
+class ScriptedCoreLLM(BaseLLM):
+    """A core LLM that answers from a script and records what it was sent."""
+
+    name = "scripted"
+    model = "scripted-1"
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+        self.seen: list[tuple[list[ChatMessage], int | None, list[str] | None]] = []
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        self.seen.append((messages, max_tokens, stop))
+        return LLMResponse(
+            text=self.answers.pop(0),
+            model=self.model,
+            latency_ms=0.0,
+            usage=TokenUsage(prompt_tokens=3, completion_tokens=2, total_tokens=5),
+        )
+
+
+async def test_llm_chat_model_runs_a_core_llm_in_lcel() -> None:
+    core = ScriptedCoreLLM(["Paris", "Rome"])
+    chain = PROMPT | LLMChatModel(llm=core, max_tokens=32) | StrOutputParser()
+    assert chain.invoke({"context": "c", "question": "Capital of France?"}) == "Paris"
+    messages, max_tokens, _ = core.seen[0]
+    assert [m.role for m in messages] == ["system", "user"] and max_tokens == 32
+    reply = await LLMChatModel(llm=core).ainvoke("Capital of Italy?", stop=["\n"])
+    assert reply.content == "Rome" and reply.usage_metadata is not None
+    assert reply.usage_metadata["total_tokens"] == 5 and core.seen[1][2] == ["\n"]
