@@ -71,6 +71,7 @@ def use_fake(argv: Sequence[str] | None = None) -> bool:
 def setup_logging() -> None:
     """Show the package's warnings (flagged answers) on stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     for noisy in ("transformers", "httpx"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
@@ -149,6 +150,11 @@ def show_verdict(verdict: Any) -> None:
     spans = verdict.history[0].spans if verdict.history else verdict.spans
     for span in spans:
         print(f"  flagged span: {span.text!r} ({span.nli_label}, severity {span.severity})")
+    for step in verdict.history[1:]:
+        shown = step.answer if step.answer is not None else f"(failed: {step.error})"
+        score = "-" if step.score is None else f"{step.score:.3f}"
+        kept = "kept" if step.accepted else "rejected"
+        print(f"  round {step.index} ({step.kind}, score {score}, {kept}): {shown}")
     if verdict.unverified:
         print("  no grounding: the answer could not be verified")
     if verdict.final_answer and verdict.final_answer != verdict.original_answer:

@@ -181,6 +181,7 @@ def show(title: str, response: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     logging.getLogger("transformers").setLevel(logging.ERROR)
     fake = use_fake(argv)
     index = VectorStoreIndex.from_documents(DOCUMENTS, embed_model=HashedBagOfWords())

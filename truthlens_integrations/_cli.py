@@ -24,6 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if not args.verbose else logging.INFO)
+    if not args.verbose:
+        # transformers reads this when it is first imported: weight-loading bars are noise here
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         code: int = args.handler(args)
     except TruthLensError as exc:
