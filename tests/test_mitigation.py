@@ -233,6 +233,28 @@ def test_not_converged_gets_the_disclaimer_when_required(detector: Detector) -> 
     assert [h.accepted for h in verdict.history] == [True, True, False]
 
 
+def test_an_echoed_answer_gets_a_fresh_grounded_prompt(detector: Detector) -> None:
+    llm = Scripted([EIFFEL_ANSWER, GOOD])
+    verdict = engine(detector, iterations=3).guard(**EIFFEL, llm=llm)
+    assert verdict.status == "converged" and verdict.final_answer == GOOD
+    assert [h.kind for h in verdict.history] == ["initial", "refine", "regenerate"]
+    assert [h.accepted for h in verdict.history] == [True, False, True]
+    # the second call asks for a new answer from the documents, not an edit of the old one
+    assert "[[" not in llm.prompt(1) and EIFFEL_ANSWER not in llm.prompt(1)
+    assert "Use only information stated in the documents" in llm.prompt(1)
+    assert len(llm.seen) == 2
+
+
+def test_repeating_after_a_fresh_prompt_stops_as_stagnation(detector: Detector) -> None:
+    llm = Scripted([EIFFEL_ANSWER, " the eiffel tower was built in 1950 and is 500 meters  tall. "])
+    verdict = engine(detector, iterations=3).guard(**EIFFEL, llm=llm)
+    assert verdict.status == "answer_stagnation" and not verdict.converged
+    assert len(llm.seen) == 2  # the third round is not spent on another identical call
+    assert [h.kind for h in verdict.history] == ["initial", "refine", "regenerate"]
+    assert verdict.history[2].error == "repeats an earlier answer"
+    assert verdict.final_answer == EIFFEL_ANSWER and verdict.original_answer == EIFFEL_ANSWER
+
+
 def test_block_action_applies_to_an_answer_that_stays_flagged(detector: Detector) -> None:
     llm = Scripted([WORSE])
     verdict = engine(detector, iterations=1, hallucination_action="block").guard(**EIFFEL, llm=llm)

@@ -30,6 +30,7 @@ MitigationStatus = Literal[
     "success",
     "max_iterations_reached",
     "query_stagnation",
+    "answer_stagnation",
     "llm_error",
     "llm_timeout",
     "retrieval_error",
@@ -45,13 +46,15 @@ MitigationStatus = Literal[
 - ``max_iterations_reached``: rounds ran out; ``final_answer`` is the best seen.
 - ``query_stagnation``: the retrieval-feedback loop stopped because the rewritten
   query or the retrieved set did not change.
+- ``answer_stagnation``: self-refine stopped because the model kept returning answers
+  it had already given, with the refine prompt and then with a fresh grounded prompt.
 - ``llm_error`` / ``llm_timeout``: an LLM call failed mid-loop; the loop stopped and
   kept the best answer so far.
 - ``retrieval_error``: the retriever (or grounded answerer) failed mid-loop.
 """
 
 Strategy = Literal["self_refine", "cross_model", "retrieval_feedback"]
-IterationKind = Literal["initial", "refine", "cross_check", "judge", "retrieve"]
+IterationKind = Literal["initial", "refine", "regenerate", "cross_check", "judge", "retrieve"]
 
 
 class _Frozen(BaseModel):
