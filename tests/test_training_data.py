@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +113,41 @@ def test_synthetic_examples_label_exactly_the_unsupported_text() -> None:
     assert {"clean", "added", "borrowed", "number", "entity"} <= kinds
 
 
+LONG_CONTEXT = [
+    *CONTEXT,
+    "The tower has three levels for visitors, with restaurants on the first and second.",
+    "Tickets can be bought to ascend by stairs or lift to the first and second levels.",
+    "The top level's upper platform is 276 meters above the ground.",
+]
+
+
+def test_long_answers_label_exactly_the_unsupported_text() -> None:
+    kinds: set[str] = set()
+    for seed in range(300):
+        ex = spans.synthesize_long(LONG_CONTEXT, None, OTHER, random.Random(seed))
+        assert ex is not None
+        kinds.update(ex.kind.removeprefix("long_").split("+"))
+        ctx = ex.context[0]
+        assert len(spans.split_sentences(ex.answer)) >= 4
+        for s, e in ex.spans:
+            marked = ex.answer[s:e]
+            assert marked == marked.strip() and marked
+            if ex.kind in ("long_added", "long_borrowed"):
+                assert marked not in ctx  # an added sentence is never what the model sees
+        if ex.kind == "long_clean":
+            assert ex.spans == []
+            # every sentence of a clean answer restates a context sentence's numbers
+            numbers = {n.replace(",", "") for n in re.findall(r"\d[\d,]*", ex.answer)}
+            assert numbers <= set(re.findall(r"\d+", ctx))
+        else:
+            assert len(ex.spans) >= 1
+    assert {"clean", "added", "borrowed", "entity"} <= kinds
+
+
+def test_short_contexts_give_no_long_answer() -> None:
+    assert spans.synthesize_long(CONTEXT[:4], None, OTHER, random.Random(0)) is None
+
+
 @pytest.mark.parametrize("seed", range(60))
 def test_data2txt_labels_mark_values_the_record_lacks(seed: int) -> None:
     ex = data2txt.make_example(random.Random(seed))
@@ -192,6 +228,7 @@ def test_real_tokenizer_labels_only_the_marked_answer_tokens() -> None:
     # the prompt is cut, never the answer
     short = data.encode_detection(tok, ex, 40, format_prompt)
     assert len(short["input_ids"]) == 40
+    assert short["truncated"] and not enc["truncated"]
     assert sum(1 for y in short["labels"] if y != -100) == len(answer_tokens)
     # an answer longer than the window is cut too, and its labels still follow the offsets
     long_answer = "The tower is tall. " * 30 + "It was built in 1950."
@@ -200,3 +237,41 @@ def test_real_tokenizer_labels_only_the_marked_answer_tokens() -> None:
     enc = data.encode_detection(tok, ex, 64, format_prompt)
     assert len(enc["input_ids"]) == 64
     assert set(enc["labels"]) <= {-100, 0, 1}
+
+
+def test_best_cut_is_the_best_f1_nearest_one_half() -> None:
+    from training.calibrate import best_cut
+
+    scores = np.array([0.1, 0.3, 0.6, 0.7])
+    gold = np.array([False, True, True, True])
+    cut, f1 = best_cut(scores, gold)
+    # every cut from 0.10 to 0.29 separates the classes; 0.29 is nearest 0.5
+    assert f1 == 1.0 and cut == pytest.approx(0.29)
+    # a cut above every score flags nothing: F1 0, never chosen over a real one
+    cut, f1 = best_cut(np.array([0.2, 0.9]), np.array([False, True]))
+    assert f1 == 1.0 and 0.2 <= cut < 0.9
+
+
+def test_bias_shift_moves_every_token_probability_by_the_same_logit(tmp_path: Path) -> None:
+    import shutil
+
+    import torch
+    from transformers import AutoModelForTokenClassification
+
+    from tests._tiny_models import build_tiny_model
+    from training.calibrate import shift_bias
+
+    folder = build_tiny_model("bert", tmp_path / "tiny")
+    ids = torch.tensor([[2, 5, 6, 7, 3]])
+
+    def logit_gap(path: Path) -> torch.Tensor:
+        model = AutoModelForTokenClassification.from_pretrained(path).eval()
+        with torch.inference_mode():
+            logits = model(input_ids=ids).logits[0]
+        return logits[:, 1] - logits[:, 0]
+
+    before = logit_gap(folder)
+    copy = tmp_path / "shifted"
+    shutil.copytree(folder, copy)
+    shift_bias(copy, 0.75)
+    assert torch.allclose(logit_gap(copy) - before, torch.full_like(before, 0.75), atol=1e-3)

@@ -9,6 +9,7 @@ its own to rebuild the cards of an existing output folder::
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ _FLAGS = [
     "eval_det",
     "eval_nli",
     "schedule",
-    "init",
+    "long_fraction",
 ]
 
 
@@ -39,6 +40,8 @@ def command_of(args: dict[str, str]) -> str:
         for key in _FLAGS
         if key in args and args[key] != "None"
     )
+    if args.get("keep_truncated") == "True":
+        parts.append("--keep-truncated")
     if args.get("quick") == "True":
         parts.append("--quick")
     return " ".join(parts)
@@ -105,16 +108,78 @@ def tidy_tokenizer_config(folder: Path) -> None:
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def _first_stage(args: dict[str, str]) -> str | None:
-    """The command of the run a continued (``--init``) run started from, if any."""
+def lineage(_folder: Path, args: dict[str, str], metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every training stage behind the weights in ``folder``, oldest first.
+
+    A continued run (``--init``) inherits the stages of the folder it started from, so
+    the card can list the whole chain of commands that reproduces the weights.
+    """
+    stages: list[dict[str, Any]] = []
     init = args.get("init")
-    if not init or init == "None":
-        return None
-    saved = Path(init) / "training_metrics.json"
-    if not saved.is_file():
-        return f"# continued from {init} (its metrics file is missing)"
-    first = json.loads(saved.read_text())
-    return f"{command_of(first['args'])} --out {init}"
+    if init and init != "None":
+        saved = Path(init) / "training_metrics.json"
+        if saved.is_file():
+            before = json.loads(saved.read_text())
+            stages = before.get("stages") or _legacy_stages(Path(init), before)
+        else:
+            stages = [{"args": {}, "note": f"continued from {init} (its metrics are missing)"}]
+    stages.append(
+        {
+            "args": {k: args[k] for k in (*_FLAGS, "keep_truncated") if k in args},
+            "device": metrics.get("device", "cpu"),
+            "train_seconds": metrics.get("train_seconds"),
+            "total_seconds": metrics.get("total_seconds"),
+        }
+    )
+    return stages
+
+
+def _legacy_stages(folder: Path, saved: dict[str, Any]) -> list[dict[str, Any]]:
+    """Stages of a folder written before lineages were kept (its card lists the commands)."""
+    card = (folder / "README.md").read_text() if (folder / "README.md").is_file() else ""
+    earlier = re.findall(r"^python -m training\.train (.*)$", card, flags=re.MULTILINE)[:-1]
+    stages: list[dict[str, Any]] = []
+    # Those stages kept examples whose context was cut to fit the window.
+    for line in earlier:
+        flags = dict(re.findall(r"--([a-z-]+) (\S+)", line))
+        named = {k.replace("-", "_"): v for k, v in flags.items()}
+        stages.append({"args": {**named, "keep_truncated": "True"}})
+    m = saved["metrics"]
+    stages.append(
+        {
+            "args": {
+                **{k: saved["args"][k] for k in _FLAGS if k in saved["args"]},
+                "keep_truncated": "True",
+            },
+            "device": m.get("device", "cpu"),
+            "train_seconds": m.get("train_seconds"),
+            "total_seconds": m.get("total_seconds"),
+        }
+    )
+    return stages
+
+
+def lineage_commands(stages: list[dict[str, Any]], out: str) -> list[str]:
+    """Commands that rebuild the chain: each stage writes ``runs/stageN`` for the next."""
+    lines = []
+    for n, stage in enumerate(stages, start=1):
+        flags = {k: v for k, v in stage["args"].items() if k not in ("init", "out")}
+        cmd = command_of({k: str(v) for k, v in flags.items()})
+        if n > 1:
+            cmd += f" --init runs/stage{n - 1}/detector"
+        cmd += f" --out {out if n == len(stages) else f'runs/stage{n}/detector'}"
+        lines.append(cmd)
+    return lines
+
+
+def _stage_time(stage: dict[str, Any]) -> str:
+    if stage.get("train_seconds") is None:
+        return "time not recorded"
+    return (
+        f"{stage['train_seconds'] / 60:.0f} min to the end of training, "
+        f"{stage.get('total_seconds', 0) / 60:.0f} min with the held-out evaluation, "
+        f"on {stage.get('device', 'cpu')}"
+    )
 
 
 def write_cards(folder: Path) -> None:
@@ -124,27 +189,18 @@ def write_cards(folder: Path) -> None:
     args: dict[str, str] = saved["args"]
     m: dict[str, Any] = saved["metrics"]
     sizes, total_mb = _size_table(folder)
-    cmd = command_of(args)
-    first = _first_stage(args)
-    stages = [m]
-    if first is not None:
-        cmd = f"{first}\n{cmd}"
-        first_saved = Path(args["init"]) / "training_metrics.json"
-        if first_saved.is_file():
-            stages.insert(0, json.loads(first_saved.read_text())["metrics"])
-    times = "; ".join(
-        f"{s.get('train_seconds', 0) / 60:.0f} min to the end of training (data preparation "
-        f"included), {s.get('total_seconds', 0) / 60:.0f} min with the held-out evaluation"
-        for s in stages
-    )
+    stages = saved.get("stages") or [
+        {"args": args, "train_seconds": m.get("train_seconds"), "total_seconds": None}
+    ]
+    commands = lineage_commands(stages, "core/_bundled/detector")
+    times = "\n".join(f"{n}. {_stage_time(stage)}" for n, stage in enumerate(stages, start=1))
     run = (
-        f"Trained with\n\n```bash\n{cmd}\n```\n\n"
-        f"on the shared 2-core CPU of the development machine ({times}; "
-        f"{'one line per command' if first else 'seed ' + str(args.get('seed'))}). "
-        "This is a **short run** "
-        + ("(two short commands, the second continuing the first)" if first else "")
-        + "; `training/README.md` gives the default, longer recipe. The machine was shared "
-        "with other jobs while it ran, so the times are upper bounds for an idle 2-core CPU."
+        "Trained with\n\n```bash\n" + "\n".join(commands) + "\n```\n\n"
+        "one stage per line, each continuing the one before (`--init`); the stages took:\n\n"
+        f"{times}\n\n"
+        "The CPU is the 2-core development machine, shared with other jobs while it ran, so "
+        "the times are upper bounds for an idle 2-core CPU. `training/README.md` explains "
+        "why the weights come from several short stages."
     )
     det = f"""# TruthLens bundled detector (MiniLM-L6, LettuceDetect format)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 import random
 import re
 from collections.abc import Iterator
@@ -19,9 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from . import data2txt
-from .spans import Span, SpanExample, split_sentences, synthesize
+from .spans import Span, SpanExample, split_sentences, synthesize, synthesize_long
 
-DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "benchdata"
+# $TRUTHLENS_BENCHDATA points at a copy of the folder (e.g. on a training machine
+# that only has a packed copy of the train-role files).
+DATA_ROOT = Path(
+    os.environ.get("TRUTHLENS_BENCHDATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "benchdata"
+)
 HELDOUT_FRACTION = 0.1
 _EVAL_ONLY = ("ragtruth_subsets", "faithbench", "s1.test", "s2.test", "labels.test", ".test")
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -265,17 +271,47 @@ def halueval_contexts(split: str) -> Iterator[tuple[list[str], str | None]]:
                 yield sents[start : start + 8], None
 
 
-def synthetic_examples(split: str, rng: random.Random, n: int) -> list[SpanExample]:
-    """``n`` synthetic examples: ~80% from HaluEval contexts, ~20% data-to-text records."""
+def long_contexts(split: str, max_sentences: int = 12) -> list[list[str]]:
+    """Windows of up to ``max_sentences`` consecutive HaluEval news sentences.
+
+    Long enough for paragraph answers (RAG answers and summaries) and still within a
+    512-token training window beside a 4-7 sentence answer.
+    """
+    summ = _jsonl(_path("halueval", "dataset_halueval_summarization.jsonl"))
+    out: list[list[str]] = []
+    for i, r in enumerate(summ):
+        if split_of(i, len(summ)) != split:
+            continue
+        sents = [s for s in split_sentences(r["document"]) if len(s) <= 300]
+        window = sents[:max_sentences]
+        if len(window) >= 8 and sum(len(s.split()) for s in window) <= 230:
+            out.append(window)
+    return out
+
+
+def synthetic_examples(
+    split: str, rng: random.Random, n: int, long_fraction: float = 0.0
+) -> list[SpanExample]:
+    """``n`` synthetic examples.
+
+    About 20% are data-to-text records, ``long_fraction`` are paragraph answers over
+    longer news contexts (:func:`synthesize_long`), the rest short answers over HaluEval
+    contexts.
+    """
     contexts = [c for c in halueval_contexts(split) if len(c[0]) >= 2]
     all_sentences = [s for c, _ in contexts for s in c if 30 <= len(s) <= 240]
+    longs = long_contexts(split) if long_fraction > 0 else []
     out: list[SpanExample] = []
     while len(out) < n:
-        if rng.random() < 0.2:
+        roll = rng.random()
+        if roll < 0.2:
             out.append(data2txt.make_example(rng))
             continue
-        sents, q = rng.choice(contexts)
-        ex = synthesize(sents, q, all_sentences, rng)
+        if longs and roll < 0.2 + long_fraction:
+            ex = synthesize_long(rng.choice(longs), None, all_sentences, rng)
+        else:
+            sents, q = rng.choice(contexts)
+            ex = synthesize(sents, q, all_sentences, rng)
         if ex is not None and ex.answer.strip():
             out.append(ex)
     return out
@@ -286,13 +322,16 @@ def synthetic_examples(split: str, rng: random.Random, n: int) -> list[SpanExamp
 
 def encode_detection(
     tokenizer: Any, ex: SpanExample, max_length: int, format_prompt: Any
-) -> dict[str, list[int]]:
+) -> dict[str, Any]:
     """Tokenize ``[CLS] prompt [SEP] answer [SEP]`` and label answer tokens.
 
     Prompt and special tokens get -100; an answer token is 1 when its characters
-    overlap a labelled span, else 0. Only the prompt is truncated.
+    overlap a labelled span, else 0. Only the prompt is truncated, and the result says
+    so (``truncated``): a supported answer sentence whose evidence was cut off would
+    teach the model to ignore the context, so training drops those examples.
     """
     prompt = format_prompt(ex.context, ex.question)
+    full = len(tokenizer(prompt, ex.answer)["input_ids"])
     try:
         enc = tokenizer(
             prompt,
@@ -310,7 +349,7 @@ def encode_detection(
             return_offsets_mapping=True,
         )
     labels = token_labels(enc.sequence_ids(), enc["offset_mapping"], ex.spans)
-    return {"input_ids": enc["input_ids"], "labels": labels}
+    return {"input_ids": enc["input_ids"], "labels": labels, "truncated": full > max_length}
 
 
 def token_labels(

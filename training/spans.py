@@ -355,3 +355,61 @@ def synthesize(
         kind = "borrowed"
     answer, spans = join_sentences(parts)
     return SpanExample([" ".join(context)], question, answer, spans, kind)
+
+
+def synthesize_long(
+    context_sentences: list[str],
+    question: str | None,
+    other_sentences: list[str],
+    rng: random.Random,
+) -> SpanExample | None:
+    """A long, mostly faithful answer (4-7 sentences) with 0-2 planted errors.
+
+    RAG answers and summaries are paragraphs that restate many context sentences; a
+    detector trained only on one-sentence answers learns that length itself is
+    suspicious. Here the sentences are drawn in context order (not always adjacent),
+    lightly paraphrased, and about half of the answers stay clean. Errors are the same
+    kinds as :func:`synthesize` (perturbations, on-topic sentences removed from the
+    context, sentences borrowed from another document), each labelled exactly.
+    """
+    if len(context_sentences) < 5:
+        return None
+    n = min(len(context_sentences) - 1, rng.randint(4, 7))
+    picked = sorted(rng.sample(range(len(context_sentences)), n))
+    context = list(context_sentences)
+    pool = entities(" ".join(context_sentences))
+    parts: list[tuple[str, list[Span]]] = [(paraphrase(context[i], rng), []) for i in picked]
+    kinds: list[str] = []
+    for _ in range(rng.choice([0, 0, 0, 1, 1, 2])):
+        roll = rng.random()
+        if roll < 0.6:
+            idx = rng.randrange(len(parts))
+            if parts[idx][1]:
+                continue  # one planted error per sentence keeps the labels exact
+            order = list(PERTURBATIONS)
+            rng.shuffle(order)
+            for name in order:
+                done = perturb_sentence(parts[idx][0], name, pool, rng)
+                if done is not None:
+                    parts[idx] = done
+                    kinds.append(name)
+                    break
+        elif roll < 0.8:
+            unused = [i for i in range(len(context)) if i not in picked]
+            if not unused:
+                continue
+            drop = rng.choice(unused)
+            added = context[drop]
+            if context.count(added) > 1:
+                continue  # a repeated sentence would stay supported by its twin
+            context = [s for i, s in enumerate(context) if i != drop]
+            picked = [i - (i > drop) for i in picked]
+            parts.insert(rng.randint(0, len(parts)), (added, [(0, len(added))]))
+            kinds.append("added")
+        elif other_sentences:
+            added = rng.choice(other_sentences)
+            parts.insert(rng.randint(0, len(parts)), (added, [(0, len(added))]))
+            kinds.append("borrowed")
+    answer, spans = join_sentences(parts)
+    kind = "long_" + ("+".join(kinds) if kinds else "clean")
+    return SpanExample([" ".join(context)], question, answer, spans, kind)

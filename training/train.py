@@ -49,11 +49,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--det-max-length", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    p.add_argument(
+        "--long-fraction",
+        type=float,
+        default=0.0,
+        help="share of synthetic examples that are paragraph answers over long contexts",
+    )
     p.add_argument("--synthetic", type=int, default=3500, help="synthetic span examples")
     p.add_argument("--halueval", type=int, default=1500, help="HaluEval examples sampled")
     p.add_argument("--synthetic-nli", type=int, default=2000)
     p.add_argument("--eval-det", type=int, default=300, help="held-out detector examples")
     p.add_argument("--eval-nli", type=int, default=1000)
+    p.add_argument(
+        "--keep-truncated",
+        action="store_true",
+        help="keep detector examples whose context was cut to fit (stages 1-2 did)",
+    )
     p.add_argument("--init", type=Path, default=None, help="continue from a saved output folder")
     p.add_argument(
         "--schedule",
@@ -118,12 +130,16 @@ def encode_pairs(tok: Any, pairs: list[tuple[str, str | None]], labels: list[int
 # ---------------------------------------------------------------- evaluation
 
 
+def device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
 @torch.inference_mode()
 def token_probs(model: MultiTask, batch: list[dict[str, Any]]) -> list[np.ndarray]:
-    ids = pad([e["input_ids"] for e in batch], 0)
+    ids = pad([e["input_ids"] for e in batch], 0).to(device_of(model))
     mask = (ids != 0).long()
     logits = model.token_model(input_ids=ids, attention_mask=mask).logits
-    probs = torch.softmax(logits.float(), -1)[..., 1]
+    probs = torch.softmax(logits.float(), -1)[..., 1].cpu()
     out = []
     for row, e in zip(probs, batch, strict=True):
         lab = np.array(e["labels"])
@@ -167,9 +183,9 @@ def eval_seq(model: MultiTask, head: str, encoded: list[dict[str, Any]]) -> floa
     correct = 0
     for i in range(0, len(encoded), 64):
         batch = encoded[i : i + 64]
-        ids = pad([e["input_ids"] for e in batch], 0)
+        ids = pad([e["input_ids"] for e in batch], 0).to(device_of(model))
         mask = (ids != 0).long()
-        logits = getattr(model, head)(model.encode(ids, mask), mask)
+        logits = getattr(model, head)(model.encode(ids, mask), mask).cpu()
         correct += int((logits.argmax(-1) == torch.tensor([e["label"] for e in batch])).sum())
     model.train()
     return correct / max(len(encoded), 1)
@@ -190,16 +206,19 @@ def main(argv: list[str] | None = None) -> None:
 
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    base = base_model_dir()
+    # --init continues from a saved output folder, which carries its own tokenizer, so a
+    # continued run needs no base-model package (e.g. on a training machine offline).
+    base = args.init or base_model_dir()
     tok = AutoTokenizer.from_pretrained(base)
     token_model = AutoModelForTokenClassification.from_pretrained(
-        args.init or base,
+        base,
         num_labels=2,
         id2label={0: "supported", 1: "hallucinated"},
         label2id={"supported": 0, "hallucinated": 1},
         dtype=torch.float32,
     )
     model = MultiTask(token_model)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if args.init:
         from safetensors.torch import load_file
 
@@ -212,21 +231,27 @@ def main(argv: list[str] | None = None) -> None:
     # and keeps the pretrained vocabulary geometry for words the small data never shows.
     token_model.bert.embeddings.word_embeddings.weight.requires_grad = False
 
+    model.to(device)
+    # bf16 autocast on a GPU: MiniLM trains stably in it and the step is several times faster
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
     # ---- data (train role only; see training/data.py)
     halu = data.halueval_examples("train", rng)
     rng.shuffle(halu)
     det_train: list[SpanExample] = halu[: args.halueval] + data.synthetic_examples(
-        "train", rng, args.synthetic
+        "train", rng, args.synthetic, args.long_fraction
     )
     halu_ho = data.halueval_examples("heldout", random.Random(args.seed + 1))
     random.Random(args.seed + 2).shuffle(halu_ho)
-    syn_ho = data.synthetic_examples("heldout", random.Random(args.seed + 3), args.eval_det)
+    syn_ho = data.synthetic_examples(
+        "heldout", random.Random(args.seed + 3), args.eval_det, args.long_fraction
+    )
     det_ho_h = halu_ho[: args.eval_det]
 
     def enc_det(xs: list[SpanExample]) -> list[dict[str, Any]]:
         return [data.encode_detection(tok, x, args.det_max_length, format_prompt) for x in xs]
 
-    det_enc = enc_det(det_train)
+    det_enc = [e for e in enc_det(det_train) if args.keep_truncated or not e["truncated"]]
     nli_tr, nli_ho = data.nli_examples(rng)
     nli_tr += data.synthetic_nli(rng, args.synthetic_nli)
     nli_ho_snli = [e for e in nli_ho if e.source == "snli"]
@@ -239,8 +264,9 @@ def main(argv: list[str] | None = None) -> None:
     pr_tr, pr_ho = prompts[:cut], prompts[cut:]
     pr_enc = encode_pairs(tok, [(e.text, None) for e in pr_tr], [e.label for e in pr_tr])
     log.info(
-        "data: det %d (halueval %d), nli %d, prompt %d; ready in %.0fs",
+        "data: det %d of %d fit the window (halueval %d), nli %d, prompt %d; ready in %.0fs",
         len(det_enc),
+        len(det_train),
         min(len(halu), args.halueval),
         len(nli_enc),
         len(pr_enc),
@@ -269,23 +295,23 @@ def main(argv: list[str] | None = None) -> None:
     for step in range(args.steps):
         task = schedule[step % len(schedule)]
         batch = streams[task].next()
-        ids = pad([e["input_ids"] for e in batch], 0)
+        ids = pad([e["input_ids"] for e in batch], 0).to(device)
         mask = (ids != 0).long()
-        if task == "det":
-            labels = pad([e["labels"] for e in batch], -100)
-            logits = model.token_model(input_ids=ids, attention_mask=mask).logits
-            # hallucinated tokens are the minority class
-            loss = torch.nn.functional.cross_entropy(
-                logits.view(-1, 2),
-                labels.view(-1),
-                ignore_index=-100,
-                weight=torch.tensor([1.0, 2.0]),
-            )
-        else:
-            head = model.nli if task == "nli" else model.prompt
-            loss = ce(
-                head(model.encode(ids, mask), mask), torch.tensor([e["label"] for e in batch])
-            )
+        with autocast:
+            if task == "det":
+                labels = pad([e["labels"] for e in batch], -100).to(device)
+                logits = model.token_model(input_ids=ids, attention_mask=mask).logits
+                # hallucinated tokens are the minority class
+                loss = torch.nn.functional.cross_entropy(
+                    logits.float().view(-1, 2),
+                    labels.view(-1),
+                    ignore_index=-100,
+                    weight=torch.tensor([1.0, 2.0], device=device),
+                )
+            else:
+                head = model.nli if task == "nli" else model.prompt
+                target = torch.tensor([e["label"] for e in batch], device=device)
+                loss = ce(head(model.encode(ids, mask), mask).float(), target)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
@@ -303,7 +329,10 @@ def main(argv: list[str] | None = None) -> None:
     train_s = time.time() - started
 
     # ---- held-out metrics (train-role held-out splits only)
-    metrics: dict[str, Any] = {"train_seconds": round(train_s)}
+    metrics: dict[str, Any] = {
+        "train_seconds": round(train_s),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+    }
     metrics["detector_halueval_heldout"] = eval_detector(model, enc_det(det_ho_h))
     metrics["detector_synthetic_heldout"] = eval_detector(model, enc_det(syn_ho))
     ho = nli_ho[: args.eval_nli]
@@ -330,13 +359,17 @@ def main(argv: list[str] | None = None) -> None:
     log.info("metrics %s", json.dumps(metrics, indent=1))
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
     (run_dir / "args.json").write_text(json.dumps(vars(args), default=str, indent=1))
-    save(model, tok, args, metrics)
+    save(model.cpu(), tok, args, metrics)
 
 
 def save(model: MultiTask, tok: Any, args: argparse.Namespace, metrics: dict[str, Any]) -> None:
     from safetensors.torch import save_file
 
+    from .card import lineage
+
     out: Path = args.out
+    flat = {k: str(v) for k, v in vars(args).items()}
+    stages = lineage(out, flat, metrics)  # before `out` is cleared: it may be the --init folder
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -361,9 +394,7 @@ def save(model: MultiTask, tok: Any, args: argparse.Namespace, metrics: dict[str
         },
     )
     (out / "training_metrics.json").write_text(
-        json.dumps(
-            {"args": {k: str(v) for k, v in vars(args).items()}, "metrics": metrics}, indent=1
-        )
+        json.dumps({"args": flat, "metrics": metrics, "stages": stages}, indent=1)
     )
     for extra in ("vocab.txt",):
         if (out / extra).exists() and (out / "tokenizer.json").exists():
