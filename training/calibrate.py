@@ -47,9 +47,9 @@ def heldout(seed: int, n_halueval: int, n_synthetic: int) -> list[Any]:
 def max_probabilities(folder: Path, examples: list[Any]) -> np.ndarray:
     """Each example's largest token probability under the runtime detector."""
     from truthlens_integrations.core import DetectionInput
-    from truthlens_integrations.core.detection import TransformerDetector
+    from truthlens_integrations.core.detection import load_detector
 
-    detector = TransformerDetector(folder, batch_size=16)
+    detector = load_detector(folder, batch_size=16)
     inputs = [
         DetectionInput.create(context=e.context, question=e.question, answer=e.answer)
         for e in examples
@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
         f"--halueval {args.halueval} --synthetic {args.synthetic}",
     }
     metrics_path.write_text(json.dumps(saved, indent=1))
+    from .card import write_cards
+
+    write_cards(args.folder)
 
 
 if __name__ == "__main__":

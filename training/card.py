@@ -177,7 +177,7 @@ def _stage_time(stage: dict[str, Any]) -> str:
         return "time not recorded"
     return (
         f"{stage['train_seconds'] / 60:.0f} min to the end of training, "
-        f"{stage.get('total_seconds', 0) / 60:.0f} min with the held-out evaluation, "
+        f"{(stage.get('total_seconds') or 0) / 60:.0f} min with the held-out evaluation, "
         f"on {stage.get('device', 'cpu')}"
     )
 
@@ -202,6 +202,18 @@ def write_cards(folder: Path) -> None:
         "the times are upper bounds for an idle 2-core CPU. `training/README.md` explains "
         "why the weights come from several short stages."
     )
+    cal = saved.get("calibration")
+    if cal:
+        run += (
+            f"\n\nThen calibrated with `{cal['command']}`: on {cal['heldout_examples']} "
+            f"held-out train-role examples ({cal['heldout_hallucinated']} hallucinated) the "
+            f"best example-level cut was {cal['best_cut_before']:.2f} (F1 "
+            f"{cal['f1_at_best_cut_before']:.3f}); the hallucinated class's bias was shifted "
+            f"by {cal['bias_shift']:+.3f} so that this cut is now 0.5, the default token "
+            f"threshold (F1 at 0.5 after: {cal['f1_at_0.5_after']:.3f}). The held-out "
+            "tables above were measured before this shift: read their thresholds as "
+            f"shifted (their {cal['best_cut_before']:.2f} is now 0.5)."
+        )
     det = f"""# TruthLens bundled detector (MiniLM-L6, LettuceDetect format)
 
 Token-level hallucination detector: for `[CLS] prompt [SEP] answer [SEP]`, where the prompt
@@ -237,6 +249,10 @@ encoder plus two heads (0.6 MB) does. The word embeddings were frozen during fin
   dropped parentheses). About 20% are data-to-text examples: generated business records
   rendered as JSON or `key: value` lines, a templated overview, and perturbed values or
   claims about attributes the record lacks (RAGTruth's Data2txt style, without its data).
+- From stage 3 (`--long-fraction 0.4`): paragraph answers, 4-7 sentences of a 8-12 sentence
+  HaluEval news context restated in order (lightly paraphrased), half of them clean, the
+  rest with one or two planted errors of the kinds above, exactly labelled; the training
+  window is 512 tokens and examples whose context would be cut are dropped.
 - Never read: RAGTruth, FaithBench, SNLI test (the data loader refuses those paths).
 
 ## Held-out metrics
