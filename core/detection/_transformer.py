@@ -178,25 +178,38 @@ class TransformerDetector(BaseDetector):
 
     def _plan_batch(self, inputs: Sequence[DetectionInput]) -> list[_Plan]:
         # The common case, everything fits in one window, costs one batched encode.
+        # Every whitespace-separated word is at least one token, so an input with more
+        # words than the window cannot fit: it skips that encode and goes to windowing.
         prompts = [format_prompt(item.context, item.question) for item in inputs]
-        enc = self._encode(prompts, [item.answer for item in inputs])
+        maybe = [
+            i
+            for i, item in enumerate(inputs)
+            if len(prompts[i].split()) + len(item.answer.split()) <= self._window
+        ]
+        enc = (
+            self._encode([prompts[i] for i in maybe], [inputs[i].answer for i in maybe])
+            if maybe
+            else None
+        )
+        row = {owner: n for n, owner in enumerate(maybe)}
         plans = []
         for owner, item in enumerate(inputs):
-            if len(enc["input_ids"][owner]) <= self._window:
-                plans.append(self._single_window_plan(owner, item, enc))
+            n = row.get(owner)
+            if n is not None and len(enc["input_ids"][n]) <= self._window:
+                plans.append(self._single_window_plan(owner, n, item, enc))
             else:
                 plans.append(self._windowed_plan(owner, item))
         return plans
 
-    def _single_window_plan(self, owner: int, item: DetectionInput, enc: Any) -> _Plan:
-        seq_ids = enc.sequence_ids(owner)
-        offsets = enc["offset_mapping"][owner]
+    def _single_window_plan(self, owner: int, row: int, item: DetectionInput, enc: Any) -> _Plan:
+        seq_ids = enc.sequence_ids(row)
+        offsets = enc["offset_mapping"][row]
         positions = [i for i, s in enumerate(seq_ids) if s == 1]
         segment = _Segment(
             owner=owner,
             piece=0,
-            input_ids=enc["input_ids"][owner],
-            type_ids=enc["token_type_ids"][owner] if self._uses_type_ids else None,
+            input_ids=enc["input_ids"][row],
+            type_ids=enc["token_type_ids"][row] if self._uses_type_ids else None,
             answer_positions=positions,
             answer_offsets=[tuple(offsets[i]) for i in positions],
         )
