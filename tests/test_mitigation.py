@@ -533,6 +533,8 @@ def test_retriever_from_callables_checks_types() -> None:
 
 def test_output_cleaning_and_absurdity() -> None:
     assert clean_output('Corrected answer: "Built in [[1889]]."') == "Built in 1889."
+    assert clean_output("Built in 1889.\n\nCorrected answer:") == "Built in 1889."
+    assert clean_output("The answer: 1889.") == "The answer: 1889."
     assert absurd_reason("", reference="x") == "empty output"
     assert absurd_reason("!!! ???", reference="x") == "output without words"
     assert absurd_reason("x" * 3000, reference="short") is not None

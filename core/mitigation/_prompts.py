@@ -209,12 +209,17 @@ def build_judge_messages(
 
 _LABEL = re.compile(r"^\s*(?:corrected|revised|final|improved|new)?\s*answer\s*:\s*", re.IGNORECASE)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+# A label left dangling at the end (the model started a second answer and ran out of tokens).
+_TRAILING_LABEL = re.compile(
+    r"\n\s*(?:corrected|revised|final|improved|new)?\s*answer\s*:\s*$", re.IGNORECASE
+)
 
 
 def clean_output(text: str) -> str:
     """Strip what models wrap answers in: labels, code fences, quotes, span markers, tags."""
     out = _FENCE.sub("", text.strip()).strip()
     out = _LABEL.sub("", out, count=1).strip()
+    out = _TRAILING_LABEL.sub("", out).strip()
     out = _TAG_RE.sub("", out).strip()
     out = out.replace(_OPEN, "").replace(_CLOSE, "")
     if len(out) >= 2 and out[0] == out[-1] and out[0] in "\"'":
