@@ -195,7 +195,7 @@ class TransformerDetector(BaseDetector):
         plans = []
         for owner, item in enumerate(inputs):
             n = row.get(owner)
-            if n is not None and len(enc["input_ids"][n]) <= self._window:
+            if n is not None and enc is not None and len(enc["input_ids"][n]) <= self._window:
                 plans.append(self._single_window_plan(owner, n, item, enc))
             else:
                 plans.append(self._windowed_plan(owner, item))
