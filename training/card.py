@@ -273,8 +273,9 @@ Synthetic examples built from the held-out HaluEval contexts (same generators):
 
 Best example-level threshold on the HaluEval held-out split:
 {m.get("detector_halueval_heldout", {}).get("best_example_threshold")}.
-Benchmarks on eval-only data (RAGTruth subset, FaithBench) are produced by `truthlens eval`,
-not here.
+Benchmarks on eval-only data (RAGTruth subset, FaithBench, SNLI test) are produced by
+`truthlens eval` and kept in `benchmarks/results/`; the README's "Measured results" section
+sums them up. They are far below LettuceDetect's: read them before relying on this model.
 
 ## Training
 
