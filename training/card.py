@@ -108,8 +108,8 @@ def tidy_tokenizer_config(folder: Path) -> None:
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def lineage(_folder: Path, args: dict[str, str], metrics: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every training stage behind the weights in ``folder``, oldest first.
+def lineage(args: dict[str, str], metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every training stage behind a run's weights, oldest first.
 
     A continued run (``--init``) inherits the stages of the folder it started from, so
     the card can list the whole chain of commands that reproduces the weights.

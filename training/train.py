@@ -369,7 +369,7 @@ def save(model: MultiTask, tok: Any, args: argparse.Namespace, metrics: dict[str
 
     out: Path = args.out
     flat = {k: str(v) for k, v in vars(args).items()}
-    stages = lineage(out, flat, metrics)  # before `out` is cleared: it may be the --init folder
+    stages = lineage(flat, metrics)  # before `out` is cleared: it may be the --init folder
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
