@@ -58,13 +58,17 @@ def max_probabilities(folder: Path, examples: list[Any]) -> np.ndarray:
     return np.array([max((t.probability for t in r.tokens), default=0.0) for r in results])
 
 
+def f1_score(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Example-level F1 of boolean predictions against boolean gold labels."""
+    tp = float((pred & gold).sum())
+    return 2 * tp / max(float(pred.sum() + gold.sum()), 1.0)
+
+
 def best_cut(scores: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
     """The cut with the best example-level F1 (ties: the one nearest 0.5), and that F1."""
     best = (0.0, 0.5)
     for cut in np.round(np.arange(0.05, 0.96, 0.01), 2):
-        pred = scores > cut
-        tp = float((pred & gold).sum())
-        f1 = 2 * tp / max(float(pred.sum() + gold.sum()), 1.0)
+        f1 = f1_score(scores > cut, gold)
         if f1 > best[0] + 1e-9 or (
             abs(f1 - best[0]) <= 1e-9 and abs(cut - 0.5) < abs(best[1] - 0.5)
         ):
@@ -109,11 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     # the same shift applied to the measured probabilities (the loaded model is cached)
     clipped = np.clip(scores, 1e-6, 1 - 1e-6)
     after = 1.0 / (1.0 + np.exp(-(np.log(clipped / (1 - clipped)) + shift)))
-    f1_after = best_cut(after, gold)
-    at_half = after > 0.5
-    tp = float((at_half & gold).sum())
-    f1_half = 2 * tp / max(float(at_half.sum() + gold.sum()), 1.0)
-    log.info("after: F1 at 0.5 = %.3f (best cut now %.2f)", f1_half, f1_after[0])
+    f1_half = f1_score(after > 0.5, gold)
+    log.info("after: F1 at 0.5 = %.3f (best cut now %.2f)", f1_half, best_cut(after, gold)[0])
 
     metrics_path = args.folder / "training_metrics.json"
     saved = json.loads(metrics_path.read_text())

@@ -294,6 +294,17 @@ def perturb_sentence(
     raise ValueError(kind)
 
 
+def first_perturbation(
+    sentence: str, order: list[str], pool: list[str], rng: random.Random
+) -> tuple[tuple[str, list[Span]], str] | None:
+    """The first perturbation in ``order`` that applies to ``sentence``, with its name."""
+    for name in order:
+        done = perturb_sentence(sentence, name, pool, rng)
+        if done is not None:
+            return done, name
+    return None
+
+
 def join_sentences(parts: list[tuple[str, list[Span]]]) -> tuple[str, list[Span]]:
     """Join sentences with spaces, shifting each sentence's spans to answer offsets."""
     text = ""
@@ -334,12 +345,9 @@ def synthesize(
         order = list(PERTURBATIONS)
         rng.shuffle(order)
         idx = rng.randrange(len(parts))
-        for name in order:
-            done = perturb_sentence(parts[idx][0], name, pool, rng)
-            if done is not None:
-                parts[idx] = done
-                kind = name
-                break
+        found = first_perturbation(parts[idx][0], order, pool, rng)
+        if found is not None:
+            parts[idx], kind = found
     elif roll < 0.6:
         # An on-topic sentence removed from the context becomes an unsupported addition.
         rest = [i for i in range(len(context_sentences)) if not start <= i < start + n]
@@ -388,12 +396,10 @@ def synthesize_long(
                 continue  # one planted error per sentence keeps the labels exact
             order = list(PERTURBATIONS)
             rng.shuffle(order)
-            for name in order:
-                done = perturb_sentence(parts[idx][0], name, pool, rng)
-                if done is not None:
-                    parts[idx] = done
-                    kinds.append(name)
-                    break
+            found = first_perturbation(parts[idx][0], order, pool, rng)
+            if found is not None:
+                parts[idx] = found[0]
+                kinds.append(found[1])
         elif roll < 0.8:
             unused = [i for i in range(len(context)) if i not in picked]
             if not unused:
