@@ -6,11 +6,18 @@ detector), plus ``heads.safetensors`` with two small sequence heads (NLI and "ne
 fact check") applied to the same encoder's mean-pooled states. The encoder is loaded
 once per (path, device) and shared by every loader here.
 
+The NLI explainer adds a branch of its own (``_bundled/nli/model.safetensors``): it reuses
+the encoder's embeddings and lower layers as they are and replaces the upper layers and
+the head with ones trained for NLI alone. The branch records a fingerprint of the layers it
+was trained on and is only used with an encoder that matches it.
+
 torch and transformers are imported lazily, inside the functions that need them.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -33,6 +40,7 @@ __all__ = [
     "FactCheckPrediction",
     "NLIPrediction",
     "bundled_detector_path",
+    "encoder_fingerprint",
 ]
 
 logger = logging.getLogger(__name__)
@@ -40,6 +48,7 @@ logger = logging.getLogger(__name__)
 _BUNDLED_DIR = Path(__file__).resolve().parent / "_bundled"
 _DETECTOR_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 _HEADS_FILE = "heads.safetensors"
+_BRANCH_FILE = "model.safetensors"
 _NLI_LABELS: tuple[NLILabel, ...] = ("entailment", "neutral", "contradiction")
 
 
@@ -83,6 +92,38 @@ def bundled_detector_path() -> Path:
     return path
 
 
+def encoder_fingerprint(folder: Path, shared_layers: int) -> str:
+    """SHA-256 over the embeddings and the lower ``shared_layers`` layers of an encoder.
+
+    The token head and the upper layers are left out, so recalibrating the detector's
+    head does not break a branch built on the same lower layers.
+
+    Args:
+        folder: A bundled detector folder (``model.safetensors`` in it).
+        shared_layers: How many lower transformer layers to include.
+
+    Returns:
+        The hex digest.
+    """
+    from safetensors import safe_open
+
+    prefixes = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(shared_layers)))
+    digest = hashlib.sha256()
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as fh:
+        for key in sorted(k for k in fh.keys() if k.startswith(prefixes)):  # noqa: SIM118
+            digest.update(key.encode())
+            digest.update(fh.get_tensor(key).contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class _Branch:
+    """An encoder that shares the lower layers of another one, with its own head."""
+
+    model: Any
+    head: dict[str, torch.Tensor]
+
+
 @dataclass
 class _Shared:
     """One loaded encoder with its tokenizer and heads."""
@@ -93,6 +134,8 @@ class _Shared:
     device: torch.device
     dtype: torch.dtype
     tokenizer_lock: threading.Lock
+    folder: Path
+    branches: dict[str, _Branch]
 
 
 _cache: dict[tuple[str, str], _Shared] = {}
@@ -126,15 +169,61 @@ def _load(folder: Path, device: torch.device) -> _Shared:
     model.to(device).eval()
     logger.info("loaded bundled encoder from %s on %s (%s)", folder, device, dtype)
 
-    return _Shared(model, tokenizer, heads, device, dtype, threading.Lock())
+    return _Shared(model, tokenizer, heads, device, dtype, threading.Lock(), folder, {})
 
 
-def _head_logits(shared: _Shared, name: str, states: torch.Tensor, mask: torch.Tensor) -> Any:
+def _load_branch(shared: _Shared, folder: Path) -> _Branch | None:
+    """The NLI branch in ``folder`` for this encoder; ``None`` if it was built for another."""
+    with _cache_lock:
+        if str(folder) not in shared.branches:
+            branch = _read_branch(shared, folder)
+            if branch is None:
+                return None
+            shared.branches[str(folder)] = branch
+        return shared.branches[str(folder)]
+
+
+def _read_branch(shared: _Shared, folder: Path) -> _Branch | None:
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    from transformers import BertModel
+
+    file = folder / _BRANCH_FILE
+    try:
+        with safe_open(str(file), framework="pt") as fh:
+            meta = fh.metadata() or {}
+        k = int(meta["shared_layers"])
+        tensors = load_file(str(file))
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        raise ModelLoadError(f"could not read the NLI branch {file}: {exc}") from exc
+    if meta.get("encoder_sha256") != encoder_fingerprint(shared.folder, k):
+        logger.info("NLI branch %s was trained on another encoder than %s", file, shared.folder)
+        return None
+    bert = shared.model.bert
+    with torch.device("meta"):
+        model: Any = BertModel(bert.config, add_pooling_layer=False)
+    model.embeddings = bert.embeddings
+    upper = copy.deepcopy(bert.encoder.layer[k:])
+    prefix = "encoder.layer."
+    for offset, layer in enumerate(upper):
+        key = f"{prefix}{k + offset}."
+        layer.load_state_dict({n[len(key) :]: v for n, v in tensors.items() if n.startswith(key)})
+    model.encoder.layer = torch.nn.ModuleList([*bert.encoder.layer[:k], *upper])
+    model.to(shared.device, shared.dtype).eval()
+    head = {
+        n: v.to(shared.device, shared.dtype) for n, v in tensors.items() if n.startswith("head.")
+    }
+    logger.info("loaded NLI branch from %s (%d shared layers)", folder, k)
+    return _Branch(model, head)
+
+
+def _head_logits(heads: dict[str, Any], name: str, states: torch.Tensor, mask: torch.Tensor) -> Any:
     import torch
 
     m = mask.unsqueeze(-1).to(states.dtype)
     pooled = (states * m).sum(1) / m.sum(1).clamp(min=1.0)
-    h = shared.heads
+    h = heads
     hidden = torch.tanh(pooled @ h[f"{name}.dense.weight"].T + h[f"{name}.dense.bias"])
     return hidden @ h[f"{name}.out.weight"].T + h[f"{name}.out.bias"]
 
@@ -146,8 +235,13 @@ def _classify(
     *,
     batch_size: int,
     max_length: int,
+    branch: _Branch | None = None,
 ) -> list[list[float]]:
-    """Class probabilities per input, batched by length, in input order."""
+    """Class probabilities per input, batched by length, in input order.
+
+    ``head`` names a head of ``heads.safetensors``; with a ``branch``, its own encoder
+    and head (named ``head``) are used instead.
+    """
     import torch
 
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
@@ -169,8 +263,10 @@ def _classify(
                 )
             ids = enc["input_ids"].to(shared.device)
             mask = enc["attention_mask"].to(shared.device)
-            states = shared.model.bert(input_ids=ids, attention_mask=mask).last_hidden_state
-            batch = torch.softmax(_head_logits(shared, head, states, mask).float(), dim=-1)
+            encoder = branch.model if branch else shared.model.bert
+            states = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+            logits = _head_logits(branch.head if branch else shared.heads, head, states, mask)
+            batch = torch.softmax(logits.float(), dim=-1)
             for i, row in zip(idx, batch.cpu().tolist(), strict=True):
                 probs[i] = row
     return probs
@@ -179,28 +275,55 @@ def _classify(
 class BundledNLI:
     """The bundled NLI explainer: entailment / neutral / contradiction.
 
+    Uses the NLI branch in ``branch_path`` when it was trained on this encoder, else the
+    encoder's multi-task ``nli`` head (e.g. for a retrained encoder without a branch).
+
     Args:
         path: A bundled model folder; ``None`` uses the one shipped in the package.
+        branch_path: A folder holding an NLI branch (``model.safetensors``); ``None`` uses
+            the shipped one. A folder named here must hold a branch that fits ``path``.
         device: Where to run (see :func:`resolve_device`); ``None`` picks automatically.
         batch_size: Pairs per forward pass.
         max_length: Token limit of one (premise, hypothesis) pair; premises are cut.
 
     Raises:
-        ModelNotAvailableError: If the bundled weights are missing.
-        ModelLoadError: If they cannot be loaded.
+        ModelNotAvailableError: If the bundled weights are missing, or ``branch_path``
+            holds no branch.
+        ModelLoadError: If they cannot be loaded, or the named branch does not fit.
     """
 
     def __init__(
         self,
         *,
         path: Path | None = None,
+        branch_path: Path | None = None,
         device: str | torch.device | None = None,
         batch_size: int = 32,
         max_length: int = 256,
     ) -> None:
         self._shared = _load_shared(path, device)
+        self._branch = self._find_branch(branch_path)
         self.batch_size = batch_size
         self.max_length = max_length
+
+    @property
+    def uses_branch(self) -> bool:
+        """Whether predictions come from the NLI branch rather than the multi-task head."""
+        return self._branch is not None
+
+    def _find_branch(self, branch_path: Path | None) -> _Branch | None:
+        folder = branch_path or _BUNDLED_DIR / "nli"
+        if not (folder / _BRANCH_FILE).is_file():
+            if branch_path is not None:
+                raise ModelNotAvailableError(f"no NLI branch ({_BRANCH_FILE}) in {folder}")
+            return None
+        branch = _load_branch(self._shared, folder)
+        if branch is None and branch_path is not None:
+            raise ModelLoadError(
+                f"the NLI branch in {folder} was trained on another encoder than "
+                f"{self._shared.folder}; pass the encoder it was built for as path="
+            )
+        return branch
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> list[NLIPrediction]:
         """Judge whether each premise entails, contradicts or is neutral to its hypothesis.
@@ -229,7 +352,12 @@ class BundledNLI:
         if not checked:
             return []
         rows = _classify(
-            self._shared, "nli", checked, batch_size=self.batch_size, max_length=self.max_length
+            self._shared,
+            "head" if self._branch else "nli",
+            checked,
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            branch=self._branch,
         )
         out = []
         for row in rows:

@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from truthlens_integrations.core import _bundled_models as bm
-from truthlens_integrations.core._errors import InvalidInputError, ModelNotAvailableError
+from truthlens_integrations.core._errors import (
+    InvalidInputError,
+    ModelLoadError,
+    ModelNotAvailableError,
+)
 
 try:
     DETECTOR = bm.bundled_detector_path()
@@ -129,3 +133,67 @@ def test_loaders_share_one_encoder_and_are_thread_safe(
     for t in threads:
         t.join()
     assert results == [True] * 4
+
+
+BRANCH = Path(bm.__file__).parent / "_bundled" / "nli" / "model.safetensors"
+needs_branch = pytest.mark.skipif(not BRANCH.is_file(), reason="no bundled NLI branch")
+
+
+@needs_branch
+def test_shipped_nli_uses_its_branch_on_the_shipped_encoder(nli: bm.BundledNLI) -> None:
+    from safetensors import safe_open
+
+    assert nli.uses_branch
+    with safe_open(str(BRANCH), framework="pt") as fh:
+        meta = fh.metadata()
+        keys = list(fh.keys())
+    shared = int(meta["shared_layers"])
+    assert DETECTOR is not None
+    assert meta["encoder_sha256"] == bm.encoder_fingerprint(DETECTOR, shared)
+    # only the upper layers and the head are stored; the lower ones are the detector's
+    assert not any(k.startswith(f"encoder.layer.{i}.") for k in keys for i in range(shared))
+    assert any(k.startswith("head.") for k in keys)
+
+
+@needs_branch
+def test_fingerprint_ignores_the_token_head_but_not_the_shared_layers(tmp_path: Path) -> None:
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    assert DETECTOR is not None
+    folder = tmp_path / "enc"
+    shutil.copytree(DETECTOR, folder)
+    before = bm.encoder_fingerprint(folder, 3)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights["classifier.bias"] = weights["classifier.bias"] + 0.5
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    assert bm.encoder_fingerprint(folder, 3) == before
+    weights["bert.encoder.layer.2.output.dense.bias"] += 0.01
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    assert bm.encoder_fingerprint(folder, 3) != before
+    # layer 2 is outside a 2-layer fingerprint
+    assert bm.encoder_fingerprint(folder, 2) == bm.encoder_fingerprint(DETECTOR, 2)
+
+
+@needs_branch
+def test_a_branch_for_another_encoder_is_refused_or_skipped(tmp_path: Path) -> None:
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    assert DETECTOR is not None
+    other = tmp_path / "other"
+    shutil.copytree(DETECTOR, other)
+    weights = load_file(str(other / "model.safetensors"))
+    weights["bert.embeddings.LayerNorm.bias"] += 0.01
+    save_file(weights, str(other / "model.safetensors"), metadata={"format": "pt"})
+    # the shipped branch does not fit this encoder: the default falls back to its own head
+    fallback = bm.BundledNLI(path=other, device="cpu")
+    assert not fallback.uses_branch
+    assert fallback.predict([("A dog runs.", "A dog runs.")])[0].label in bm._NLI_LABELS
+    # ...and naming the branch explicitly is an error that says what to do
+    with pytest.raises(ModelLoadError, match="another encoder"):
+        bm.BundledNLI(path=other, branch_path=BRANCH.parent, device="cpu")
+    with pytest.raises(ModelNotAvailableError, match="no NLI branch"):
+        bm.BundledNLI(branch_path=tmp_path, device="cpu")

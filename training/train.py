@@ -119,10 +119,12 @@ class Stream:
         return [self.encoded[i] for i in self.queue.pop()]
 
 
-def encode_pairs(tok: Any, pairs: list[tuple[str, str | None]], labels: list[int]) -> list[dict]:
+def encode_pairs(
+    tok: Any, pairs: list[tuple[str, str | None]], labels: list[int], max_length: int = 128
+) -> list[dict]:
     out = []
     for (a, b), y in zip(pairs, labels, strict=True):
-        enc = tok(a, b, truncation=True, max_length=128)
+        enc = tok(a, b, truncation=True, max_length=max_length)
         out.append({"input_ids": enc["input_ids"], "label": y})
     return out
 

@@ -1,0 +1,222 @@
+"""Train the NLI explainer's own upper layers on top of the bundled detector's encoder.
+
+The multi-task model gives NLI one step in eight, and its SNLI accuracy stayed near 0.69.
+This script trains a branch for NLI alone: the detector's embeddings and its lower
+``--shared-layers`` transformer layers stay frozen and shared (no extra weights, and at run
+time the NLI reuses them); only the upper layers and a mean-pooled head are trained and
+shipped, in ``core/_bundled/nli/model.safetensors``. Run from the repository root::
+
+    python -m training.train_nli --seed 13
+
+It reads train-role data only (SNLI dev, SICK, CLIMATE-FEVER, synthetic pairs; see
+``training/data.py``) and keeps 10% of the pooled pairs as a held-out split, which is where
+the epoch is chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from truthlens_integrations.core._bundled_models import encoder_fingerprint
+
+from . import data
+from .model import SequenceHead
+from .train import OUT_DIR as DETECTOR_DIR
+from .train import Stream, encode_pairs, pad, seed_all
+
+log = logging.getLogger("training")
+REPO = Path(__file__).resolve().parents[1]
+OUT_DIR = REPO / "core" / "_bundled" / "nli"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--encoder", type=Path, default=DETECTOR_DIR, help="bundled detector folder")
+    p.add_argument("--shared-layers", type=int, default=3, help="frozen lower layers reused")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--synthetic-nli", type=int, default=3000)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    p.add_argument("--quick", action="store_true", help="tiny smoke run")
+    p.add_argument("--out", type=Path, default=OUT_DIR)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.epochs, args.synthetic_nli = 1, 50
+    return args
+
+
+class NLIBranch(nn.Module):
+    """Frozen shared embeddings and lower layers, trainable upper layers and head."""
+
+    def __init__(self, bert: Any, shared_layers: int) -> None:
+        super().__init__()
+        self.bert = copy.deepcopy(bert)
+        for module in (self.bert.embeddings, *self.bert.encoder.layer[:shared_layers]):
+            for param in module.parameters():
+                param.requires_grad = False
+        self.shared_layers = shared_layers
+        self.head = SequenceHead(3)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        states = self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+        return self.head(states, mask)
+
+    def shipped_state(self) -> dict[str, torch.Tensor]:
+        """What the package stores: the upper layers and the head, nothing shared."""
+        state = {
+            f"encoder.layer.{i}.{k}": v
+            for i in range(self.shared_layers, len(self.bert.encoder.layer))
+            for k, v in self.bert.encoder.layer[i].state_dict().items()
+        }
+        state.update({f"head.{k}": v for k, v in self.head.state_dict().items()})
+        return state
+
+
+@torch.inference_mode()
+def accuracy(model: NLIBranch, encoded: list[dict[str, Any]], device: torch.device) -> float:
+    model.eval()
+    correct = 0
+    for i in range(0, len(encoded), 64):
+        batch = encoded[i : i + 64]
+        ids = pad([e["input_ids"] for e in batch], 0).to(device)
+        logits = model(ids, (ids != 0).long()).cpu()
+        correct += int((logits.argmax(-1) == torch.tensor([e["label"] for e in batch])).sum())
+    model.train()
+    return correct / max(len(encoded), 1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    seed_all(args.seed)
+    rng = random.Random(args.seed)
+    started = time.time()
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(args.encoder)
+    det = AutoModelForTokenClassification.from_pretrained(args.encoder, dtype=torch.float32)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = NLIBranch(det.bert, args.shared_layers).to(device)
+    del det
+
+    train, heldout = data.nli_examples(rng)
+    train += data.synthetic_nli(rng, args.synthetic_nli)
+    if args.quick:
+        train, heldout = train[:400], heldout[:200]
+
+    def enc(xs: list[data.NLIExample]) -> list[dict[str, Any]]:
+        pairs: list[tuple[str, str | None]] = [(e.premise, e.hypothesis) for e in xs]
+        return encode_pairs(tok, pairs, [e.label for e in xs], args.max_length)
+
+    tr_enc = enc(train)
+    ho_all = enc(heldout)
+    ho_snli = enc([e for e in heldout if e.source == "snli"])
+    steps_per_epoch = (len(tr_enc) + args.batch - 1) // args.batch
+    total = steps_per_epoch * args.epochs
+    log.info(
+        "nli: %d train, %d held out (%d snli), %d steps",
+        len(tr_enc),
+        len(ho_all),
+        len(ho_snli),
+        total,
+    )
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    warm = max(1, total // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / (total - warm)))
+    )
+    stream = Stream(tr_enc, args.batch, rng)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    history: list[dict[str, float]] = []
+    best: tuple[float, dict[str, torch.Tensor]] | None = None
+    losses: list[float] = []
+    model.train()
+    for step in range(total):
+        batch = stream.next()
+        ids = pad([e["input_ids"] for e in batch], 0).to(device)
+        target = torch.tensor([e["label"] for e in batch], device=device)
+        with autocast:
+            loss = nn.functional.cross_entropy(model(ids, (ids != 0).long()).float(), target)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+        if (step + 1) % 100 == 0:
+            log.info(
+                "step %d/%d %.0fs loss %.4f",
+                step + 1,
+                total,
+                time.time() - started,
+                float(np.mean(losses[-100:])),
+            )
+        if (step + 1) % steps_per_epoch == 0:
+            acc = accuracy(model, ho_all, device)
+            snli = accuracy(model, ho_snli, device)
+            history.append({"epoch": len(history) + 1, "heldout": acc, "heldout_snli": snli})
+            log.info("epoch %d: held-out %.4f, snli-dev held-out %.4f", len(history), acc, snli)
+            # the checkpoint is picked on the pooled held-out split of train-role data
+            if best is None or acc > best[0]:
+                state = model.shipped_state()
+                best = (acc, {k: v.detach().cpu().clone() for k, v in state.items()})
+    assert best is not None
+    metrics = {
+        "train_seconds": round(time.time() - started),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "epochs": history,
+        "chosen_epoch": max(history, key=lambda h: h["heldout"])["epoch"],
+        "heldout_n": len(ho_all),
+        "heldout_snli_n": len(ho_snli),
+        "train_n": len(tr_enc),
+    }
+    save(best[1], args, metrics)
+
+
+def save(state: dict[str, torch.Tensor], args: argparse.Namespace, metrics: dict[str, Any]) -> None:
+    from safetensors.torch import save_file
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(
+        {k: v.half().contiguous() for k, v in state.items()},
+        str(out / "model.safetensors"),
+        metadata={
+            "labels": ",".join(data.NLI_LABELS),
+            "shared_layers": str(args.shared_layers),
+            "pooling": "mean",
+            "encoder": "detector",
+            "encoder_sha256": encoder_fingerprint(args.encoder, args.shared_layers),
+        },
+    )
+    flat = {k: str(v) for k, v in vars(args).items()}
+    (out / "training_metrics.json").write_text(
+        json.dumps({"args": flat, "metrics": metrics}, indent=1)
+    )
+    size = (out / "model.safetensors").stat().st_size / 1e6
+    log.info("wrote %s (%.1f MB): %s", out, size, json.dumps(metrics))
+    from .card import branch_card
+
+    (out / "README.md").write_text(branch_card(out / "training_metrics.json"))
+
+
+if __name__ == "__main__":
+    main()
