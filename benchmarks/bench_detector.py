@@ -2,7 +2,8 @@
 
 Usage:
     python benchmarks/bench_detector.py [--model PATH] [--sizes 256 1024 4096 8192]
-        [--repeats N] [--out benchmarks/results/detector.md]
+        [--repeats N] [--dtype float32|bfloat16] [--skip-lettuce]
+        [--out benchmarks/results/detector.md]
 
 Needs ``pip install --no-deps lettucedetect`` for the side-by-side column (skipped with a
 note otherwise). Without ``--model`` it uses the bundled detector, or, before that
@@ -132,12 +133,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096, 8192])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--dtype", default="float32", help="our detector's precision")
+    parser.add_argument("--skip-lettuce", action="store_true", help="no lettucedetect column")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/detector.md"))
     args = parser.parse_args()
 
     model = args.model or _default_model()
-    ours = TransformerDetector(model, device="cpu")
-    lettuce = _lettuce(model, ours.max_length)
+    ours = TransformerDetector(model, device="cpu", dtype=args.dtype)
+    lettuce = None if args.skip_lettuce else _lettuce(model, ours.max_length)
     tokenizer = ours._loaded.tokenizer
     rng = random.Random(0)
     lines = [
@@ -147,7 +150,8 @@ def main() -> None:
         f"{torch.get_num_threads()} torch threads, Python {platform.python_version()}, "
         f"torch {torch.__version__}",
         f"- command: `python {' '.join(sys.argv)}`",
-        f"- model: `{model}` (window {ours.max_length} tokens), device cpu, fp32",
+        f"- model: `{model}` (window {ours.max_length} tokens), device cpu, ours in "
+        f"{args.dtype}, lettucedetect in float32",
         f"- {args.repeats} timed single calls per size after a warm-up; batch = {args.batch} "
         "triples in one `detect_batch` call (lettucedetect: its `predict` per triple, it has "
         "no batched path for passages)",

@@ -138,28 +138,30 @@ class _Shared:
     branches: dict[str, _Branch]
 
 
-_cache: dict[tuple[str, str], _Shared] = {}
+_cache: dict[tuple[str, str, str], _Shared] = {}
 _cache_lock = threading.Lock()
 
 
-def _load_shared(path: Path | None, device: str | torch.device | None) -> _Shared:
+def _load_shared(
+    path: Path | None, device: str | torch.device | None, dtype: str | torch.dtype | None
+) -> _Shared:
     folder = path or bundled_detector_path()
     dev = resolve_device(device)
-    key = (str(folder), str(dev))
+    precision = resolve_dtype(dev, dtype)
+    key = (str(folder), str(dev), str(precision))
     with _cache_lock:
         if key not in _cache:
-            _cache[key] = _load(folder, dev)
+            _cache[key] = _load(folder, dev, precision)
         return _cache[key]
 
 
-def _load(folder: Path, device: torch.device) -> _Shared:
+def _load(folder: Path, device: torch.device, dtype: torch.dtype) -> _Shared:
     from safetensors.torch import load_file
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
     heads_path = folder / _HEADS_FILE
     if not heads_path.is_file():
         raise ModelNotAvailableError(f"no {_HEADS_FILE} in {folder}: not a bundled model folder")
-    dtype = resolve_dtype(device)
     try:
         model = AutoModelForTokenClassification.from_pretrained(str(folder), dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
@@ -283,6 +285,7 @@ class BundledNLI:
         branch_path: A folder holding an NLI branch (``model.safetensors``); ``None`` uses
             the shipped one. A folder named here must hold a branch that fits ``path``.
         device: Where to run (see :func:`resolve_device`); ``None`` picks automatically.
+        dtype: Precision (see :func:`resolve_dtype`); ``None`` is fp32 on the CPU.
         batch_size: Pairs per forward pass.
         max_length: Token limit of one (premise, hypothesis) pair; premises are cut.
 
@@ -298,10 +301,11 @@ class BundledNLI:
         path: Path | None = None,
         branch_path: Path | None = None,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
         batch_size: int = 32,
         max_length: int = 256,
     ) -> None:
-        self._shared = _load_shared(path, device)
+        self._shared = _load_shared(path, device, dtype)
         self._branch = self._find_branch(branch_path)
         self.batch_size = batch_size
         self.max_length = max_length
@@ -380,6 +384,7 @@ class BundledPromptClassifier:
     Args:
         path: A bundled model folder; ``None`` uses the one shipped in the package.
         device: Where to run; ``None`` picks automatically.
+        dtype: Precision (see :func:`resolve_dtype`); ``None`` is fp32 on the CPU.
         threshold: Probability at or above which a prompt needs a fact check.
         batch_size: Prompts per forward pass.
         max_length: Token limit per prompt; longer prompts are cut.
@@ -394,13 +399,14 @@ class BundledPromptClassifier:
         *,
         path: Path | None = None,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
         threshold: float = 0.5,
         batch_size: int = 32,
         max_length: int = 128,
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise InvalidInputError(f"threshold must be within [0, 1], got {threshold}")
-        self._shared = _load_shared(path, device)
+        self._shared = _load_shared(path, device, dtype)
         self.threshold = threshold
         self.batch_size = batch_size
         self.max_length = max_length

@@ -197,3 +197,25 @@ def test_a_branch_for_another_encoder_is_refused_or_skipped(tmp_path: Path) -> N
         bm.BundledNLI(path=other, branch_path=BRANCH.parent, device="cpu")
     with pytest.raises(ModelNotAvailableError, match="no NLI branch"):
         bm.BundledNLI(branch_path=tmp_path, device="cpu")
+
+
+@needs_weights
+def test_bfloat16_is_a_separate_encoder_with_the_same_verdicts(
+    nli: bm.BundledNLI, classifier: bm.BundledPromptClassifier
+) -> None:
+    import torch
+
+    nli16 = bm.BundledNLI(device="cpu", dtype="bfloat16")
+    assert nli16._shared.dtype is torch.bfloat16 and nli._shared.dtype is torch.float32
+    assert nli16._shared is not nli._shared
+    assert nli16.uses_branch == nli.uses_branch
+    pairs = [
+        ("The tower is in Paris.", "The tower is not in Paris."),
+        ("A man is playing a guitar on stage.", "A man is playing a guitar on stage."),
+    ]
+    assert [p.label for p in nli16.predict(pairs)] == [p.label for p in nli.predict(pairs)]
+    prompts = ["Write a poem about autumn", "When was the Eiffel Tower built?"]
+    classifier16 = bm.BundledPromptClassifier(device="cpu", dtype="bfloat16")
+    assert [p.needs_fact_check for p in classifier16.predict(prompts)] == [
+        p.needs_fact_check for p in classifier.predict(prompts)
+    ]

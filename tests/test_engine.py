@@ -647,3 +647,33 @@ def test_missing_question_is_treated_as_factual(detector: Detector) -> None:
     assert checker.calls == 0 and "classifier" not in verdict.latency_ms
     assert verdict.fact_check_needed and verdict.fact_check_confidence is None
     assert verdict.detected and verdict.decision is Decision.MITIGATE
+
+
+def test_policy_precision_reaches_every_model_the_engine_loads(
+    contradiction_nli_dir: Path,
+) -> None:
+    import torch
+
+    try:
+        from truthlens_integrations.core._bundled_models import bundled_detector_path
+
+        bundled_detector_path()
+    except (ModelNotAvailableError, ImportError):
+        pytest.skip("bundled weights are not installed")
+    policy = {
+        "hallucination": {"precision": "bfloat16", "use_cpu": True},
+        "hallucination_mitigation": {"nli_model": {"model_id": str(contradiction_nli_dir)}},
+    }
+    engine = TruthLens.from_config(policy)
+    verdict = engine.guard(**EIFFEL)
+    assert engine.detector._loaded.dtype is torch.bfloat16  # type: ignore[attr-defined]
+    assert next(engine.nli._model.parameters()).dtype is torch.bfloat16  # type: ignore[union-attr]
+    shared = engine.fact_checker._model._shared  # type: ignore[attr-defined]
+    assert shared.dtype is torch.bfloat16
+    # the bf16 detector still finds the Eiffel errors
+    assert verdict.detected and any("1950" in s.text for s in verdict.spans)
+
+
+def test_unknown_precision_is_a_policy_error() -> None:
+    with pytest.raises(ConfigError, match="precision"):
+        TruthLens.from_config({"hallucination": {"precision": "int4"}})

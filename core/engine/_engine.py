@@ -249,6 +249,7 @@ class TruthLens:
                         self.policy.hallucination.model_id,
                         token_threshold=self.policy.hallucination_mitigation.hallucination_model.threshold,
                         device="cpu" if self.policy.hallucination.use_cpu else None,
+                        dtype=self.policy.hallucination.precision,
                     )
         return self._detector
 
@@ -265,12 +266,13 @@ class TruthLens:
     def _load_nli(self) -> NLIExplainer | None:
         settings = self.policy.hallucination_mitigation.nli_model
         device = "cpu" if settings.use_cpu else None
+        dtype = self.policy.hallucination.precision
         if settings.model_id is not None:
             # A model the policy names must load: silently skipping NLI would change
             # which spans count as hallucinations.
-            return TransformersNLIExplainer(settings.model_id, device=device)
+            return TransformersNLIExplainer(settings.model_id, device=device, dtype=dtype)
         try:
-            return BundledNLIAdapter(device=device)
+            return BundledNLIAdapter(device=device, dtype=dtype)
         except (ModelNotAvailableError, ImportError):
             logger.warning("no NLI explainer available: spans will not be explained")
             return None
@@ -287,11 +289,12 @@ class TruthLens:
     def _load_fact_checker(self) -> FactCheckClassifier:
         settings = self.policy.hallucination_mitigation.fact_check_model
         device = "cpu" if settings.use_cpu else None
+        dtype = self.policy.hallucination.precision
         if settings.model_id is not None:
             # A classifier the policy names must load, like the NLI model.
-            return TransformersFactCheckClassifier(settings.model_id, device=device)
+            return TransformersFactCheckClassifier(settings.model_id, device=device, dtype=dtype)
         try:
-            return BundledFactCheckAdapter(device=device)
+            return BundledFactCheckAdapter(device=device, dtype=dtype)
         except (ModelNotAvailableError, ImportError):
             logger.warning("no prompt classifier available: every prompt is checked")
             return _AssumeFactual()

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._device import resolve_device
+from .._device import resolve_device, resolve_dtype
 from .._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class TransformersFactCheckClassifier:
     Args:
         model: A local model folder or a hub id (needs the hub or its local cache).
         device: Where to run; ``None`` picks automatically.
+        dtype: Precision; ``None``/``"auto"`` picks bf16/fp16 on GPUs and fp32 on the CPU.
         batch_size: Prompts per forward pass (prompts are sorted by length first).
         max_length: Token limit per prompt; longer prompts are cut.
 
@@ -82,15 +83,20 @@ class TransformersFactCheckClassifier:
         model: str | os.PathLike[str],
         *,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
         batch_size: int = 32,
         max_length: int = 256,
     ) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         source = os.fspath(model)
+        self.device = resolve_device(device)
+        precision = resolve_dtype(self.device, dtype)
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(source)
-            self._model: Any = AutoModelForSequenceClassification.from_pretrained(source)
+            self._model: Any = AutoModelForSequenceClassification.from_pretrained(
+                source, dtype=precision
+            )
         except Exception as exc:
             if Path(source).is_dir():
                 raise ModelLoadError(f"could not load the classifier in {source}: {exc}") from exc
@@ -101,7 +107,6 @@ class TransformersFactCheckClassifier:
                 "that folder"
             ) from exc
         self.positive = positive_class(self._model.config.id2label)
-        self.device = resolve_device(device)
         self._model.to(self.device).eval()
         self.model_id = source
         self.batch_size = batch_size

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._device import resolve_device
+from .._device import resolve_device, resolve_dtype
 from .._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
 from .._types import NLILabel
 
@@ -69,6 +69,7 @@ class TransformersNLIExplainer:
     Args:
         model: A local model folder or a hub id (needs the hub or its local cache).
         device: Where to run; ``None`` picks automatically.
+        dtype: Precision; ``None``/``"auto"`` picks bf16/fp16 on GPUs and fp32 on the CPU.
         batch_size: Pairs per forward pass.
         max_length: Token limit of one pair; the premise is cut first.
         local_files_only: Only use the local Hugging Face cache for hub ids.
@@ -83,6 +84,7 @@ class TransformersNLIExplainer:
         model: str | os.PathLike[str],
         *,
         device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
         batch_size: int = 16,
         max_length: int = 256,
         local_files_only: bool | None = None,
@@ -91,7 +93,8 @@ class TransformersNLIExplainer:
 
         source = os.fspath(model)
         is_local = Path(source).is_dir()
-        kwargs: dict[str, Any] = {}
+        self.device = resolve_device(device)
+        kwargs: dict[str, Any] = {"dtype": resolve_dtype(self.device, dtype)}
         if not is_local and local_files_only is not None:
             kwargs["local_files_only"] = local_files_only
         try:
@@ -105,7 +108,6 @@ class TransformersNLIExplainer:
                 "download it where the hub is reachable and pass the local folder"
             ) from exc
         self.labels = map_nli_labels(self._model.config.id2label)
-        self.device = resolve_device(device)
         self._model.to(self.device).eval()
         self.model_id = source
         self.batch_size = batch_size

@@ -46,6 +46,7 @@ __all__ = [
 Mode = Literal["lightweight", "standard", "premium"]
 Action = Literal["header", "body", "block", "none"]
 Operator = Literal["AND", "OR"]
+Precision = Literal["auto", "float32", "bfloat16", "float16"]
 ConditionType = Literal["domain", "keyword", "fact_check"]
 
 DEFAULT_WARNING_TEMPLATE = (
@@ -114,6 +115,10 @@ class HallucinationSettings(_Strict):
         enabled: Whether detection runs when no decision says otherwise.
         model_id: Detector model; ``None`` uses the bundled detector.
         use_cpu: Force the CPU; ``False`` lets the device helper choose.
+        precision: Weights' precision for the detector, NLI and prompt classifier.
+            ``auto``: bf16/fp16 on GPUs, fp32 on the CPU. ``bfloat16`` on a CPU with
+            native bf16 (AVX512-BF16, AMX) about halves the detector's latency with
+            near-identical scores (see ``benchmarks/results/detector_bf16.md``).
         default_mode: Mode for decisions that do not set one.
         threshold: Response score at or above which an answer is flagged.
         warning_template: Text the ``body`` action and disclaimers add.
@@ -129,6 +134,7 @@ class HallucinationSettings(_Strict):
     enabled: bool = True
     model_id: str | None = None
     use_cpu: bool = False
+    precision: Precision = "auto"
     default_mode: Mode = "lightweight"
     threshold: Unit = 0.5
     warning_template: Name = DEFAULT_WARNING_TEMPLATE
