@@ -275,3 +275,50 @@ def test_bias_shift_moves_every_token_probability_by_the_same_logit(tmp_path: Pa
     shutil.copytree(folder, copy)
     shift_bias(copy, 0.75)
     assert torch.allclose(logit_gap(copy) - before, torch.full_like(before, 0.75), atol=1e-3)
+
+
+def test_hard_negatives_are_exactly_labelled_clean_examples_the_detector_flags() -> None:
+    import argparse
+
+    from training.train import hard_negatives
+
+    ctx = ["The tower was built in 1889 in Paris."]
+    copied = spans.SpanExample(ctx, None, "The tower was built in 1889.", [], "clean")
+    reworded = spans.SpanExample(ctx, None, "The tower was erected in 1889.", [], "clean")
+    noisy = spans.SpanExample(
+        ctx, None, "The tower was erected in 1889.", [], "halueval_summ_right"
+    )
+    wrong = spans.SpanExample(ctx, None, "The tower was built in 1950.", [(23, 27)], "number")
+    # "lexical" loads the word-overlap detector: it flags "erected", absent from the context
+    args = argparse.Namespace(init=Path("lexical"), hard_negatives=10)
+    mined = hard_negatives([copied, reworded, noisy, wrong], args, random.Random(0))
+    # only the clean copy it flags; not the clean one it passes, not a noisy-label kind,
+    # never an example with spans
+    assert mined == [reworded]
+
+
+def test_model_card_commands_rebuild_the_chain_with_its_calibration(tmp_path: Path) -> None:
+    import json
+
+    from training.card import lineage, lineage_commands
+
+    first = tmp_path / "stage1"
+    first.mkdir()
+    calibrate = "python -m training.calibrate stage1 --seed 13 --halueval 400 --synthetic 400"
+    (first / "training_metrics.json").write_text(
+        json.dumps(
+            {
+                "stages": [{"args": {"seed": "13", "steps": "300"}, "train_seconds": 60}],
+                "calibration": {"command": calibrate},
+            }
+        )
+    )
+    stages = lineage({"seed": "13", "steps": "600", "init": str(first)}, {"train_seconds": 9})
+    assert [s["args"]["steps"] for s in stages] == ["300", "600"]
+    assert lineage_commands(stages, "core/_bundled/detector") == [
+        "python -m training.train --seed 13 --steps 300 --out runs/stage1/detector",
+        "python -m training.calibrate runs/stage1/detector --seed 13 --halueval 400 "
+        "--synthetic 400",
+        "python -m training.train --seed 13 --steps 600 --init runs/stage1/detector "
+        "--out core/_bundled/detector",
+    ]

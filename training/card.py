@@ -29,6 +29,8 @@ _FLAGS = [
     "eval_nli",
     "schedule",
     "long_fraction",
+    "freeze_layers",
+    "hard_negatives",
 ]
 
 
@@ -124,6 +126,9 @@ def lineage(args: dict[str, str], metrics: dict[str, Any]) -> list[dict[str, Any
         if saved.is_file():
             before = json.loads(saved.read_text())
             stages = before.get("stages") or _legacy_stages(Path(init), before)
+            if before.get("calibration") and stages:
+                # the run started from calibrated weights: the chain must calibrate there too
+                stages[-1] = {**stages[-1], "calibration": before["calibration"]}
         else:
             stages = [{"args": {}, "note": f"continued from {init} (its metrics are missing)"}]
     stages.append(
@@ -162,6 +167,12 @@ def _legacy_stages(folder: Path, saved: dict[str, Any]) -> list[dict[str, Any]]:
     return stages
 
 
+def calibrate_command(command: str, folder: str) -> str:
+    """A recorded ``training.calibrate`` command, pointed at ``folder``."""
+    flags = command.split(" ", 4)[4] if command.count(" ") >= 4 else ""
+    return f"python -m training.calibrate {folder} {flags}".rstrip()
+
+
 def lineage_commands(stages: list[dict[str, Any]], out: str) -> list[str]:
     """Commands that rebuild the chain: each stage writes ``runs/stageN`` for the next."""
     lines = []
@@ -170,8 +181,12 @@ def lineage_commands(stages: list[dict[str, Any]], out: str) -> list[str]:
         cmd = command_of({k: str(v) for k, v in flags.items()})
         if n > 1:
             cmd += f" --init runs/stage{n - 1}/detector"
-        cmd += f" --out {out if n == len(stages) else f'runs/stage{n}/detector'}"
+        folder = out if n == len(stages) else f"runs/stage{n}/detector"
+        cmd += f" --out {folder}"
         lines.append(cmd)
+        cal = stage.get("calibration")
+        if cal and n < len(stages):
+            lines.append(calibrate_command(cal["command"], folder))
     return lines
 
 
@@ -208,7 +223,9 @@ def write_cards(folder: Path) -> None:
     cal = saved.get("calibration")
     if cal:
         run += (
-            f"\n\nThen calibrated with `{cal['command']}`: on {cal['heldout_examples']} "
+            "\n\nThen calibrated with "
+            f"`{calibrate_command(cal['command'], 'core/_bundled/detector')}`: on "
+            f"{cal['heldout_examples']} "
             f"held-out train-role examples ({cal['heldout_hallucinated']} hallucinated) the "
             f"best example-level cut was {cal['best_cut_before']:.2f} (F1 "
             f"{cal['f1_at_best_cut_before']:.3f}); the hallucinated class's bias was shifted "

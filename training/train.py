@@ -68,6 +68,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--init", type=Path, default=None, help="continue from a saved output folder")
     p.add_argument(
+        "--freeze-layers",
+        type=int,
+        default=0,
+        help="keep the embeddings and this many lower layers fixed "
+        "(an NLI branch built on them stays valid)",
+    )
+    p.add_argument(
+        "--hard-negatives",
+        type=int,
+        default=0,
+        help="score this many exactly-labelled clean training examples with the --init detector "
+        "and train twice more on those it flags",
+    )
+    p.add_argument(
         "--schedule",
         default="det,nli,det,prompt,det,nli",
         help="comma-separated task cycle (det, nli, prompt)",
@@ -193,6 +207,39 @@ def eval_seq(model: MultiTask, head: str, encoded: list[dict[str, Any]]) -> floa
     return correct / max(len(encoded), 1)
 
 
+# ---------------------------------------------------------------- hard negatives
+
+# Clean examples whose "supported" label is exact: copies of the context (synthetic) and
+# HaluEval QA's short right answers. HaluEval's right summaries and dialogue turns are
+# left out: they often say things the (shortened) knowledge does not, so mining them
+# would teach the model to ignore the context.
+_EXACT_CLEAN = ("clean", "long_clean", "data2txt_clean", "halueval_qa_right")
+
+
+def hard_negatives(
+    examples: list[SpanExample], args: argparse.Namespace, rng: random.Random
+) -> list[SpanExample]:
+    """Exactly-labelled clean examples that the starting detector flags."""
+    from truthlens_integrations.core import DetectionInput
+    from truthlens_integrations.core.detection import load_detector
+
+    if args.init is None:
+        raise SystemExit("--hard-negatives needs --init (the detector whose mistakes to mine)")
+    pool = [e for e in examples if not e.spans and e.kind in _EXACT_CLEAN]
+    pool = rng.sample(pool, min(args.hard_negatives, len(pool)))
+    detector = load_detector(args.init, batch_size=16)
+    inputs = [
+        DetectionInput.create(context=e.context, question=e.question, answer=e.answer) for e in pool
+    ]
+    flagged = [e for e, r in zip(pool, detector.detect_batch(inputs), strict=True) if r.spans]
+    log.info(
+        "hard negatives: the starting detector flags %d of %d clean examples",
+        len(flagged),
+        len(pool),
+    )
+    return flagged
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -232,6 +279,14 @@ def main(argv: list[str] | None = None) -> None:
     # The word-embedding matrix is half the parameters; freezing it keeps the step cheap
     # and keeps the pretrained vocabulary geometry for words the small data never shows.
     token_model.bert.embeddings.word_embeddings.weight.requires_grad = False
+    if args.freeze_layers:
+        frozen = [
+            token_model.bert.embeddings,
+            *token_model.bert.encoder.layer[: args.freeze_layers],
+        ]
+        for module in frozen:
+            for param in module.parameters():
+                param.requires_grad = False
 
     model.to(device)
     # bf16 autocast on a GPU: MiniLM trains stably in it and the step is several times faster
@@ -253,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
     def enc_det(xs: list[SpanExample]) -> list[dict[str, Any]]:
         return [data.encode_detection(tok, x, args.det_max_length, format_prompt) for x in xs]
 
+    if args.hard_negatives:
+        det_train += 2 * hard_negatives(det_train, args, rng)
     det_enc = [e for e in enc_det(det_train) if args.keep_truncated or not e["truncated"]]
     nli_tr, nli_ho = data.nli_examples(rng)
     nli_tr += data.synthetic_nli(rng, args.synthetic_nli)
