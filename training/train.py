@@ -102,6 +102,14 @@ def seed_all(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def start_run(seed: int, threads: int) -> random.Random:
+    """Logging, CPU threads and seeds for a training command; its data generator."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(threads)
+    seed_all(seed)
+    return random.Random(seed)
+
+
 # ---------------------------------------------------------------- batching
 
 
@@ -245,10 +253,7 @@ def hard_negatives(
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    torch.set_num_threads(args.threads)
-    seed_all(args.seed)
-    rng = random.Random(args.seed)
+    rng = start_run(args.seed, args.threads)
     run_dir = args.run_dir or RUNS / time.strftime("train-%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()

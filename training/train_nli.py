@@ -19,7 +19,6 @@ import argparse
 import copy
 import json
 import logging
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from truthlens_integrations.core._bundled_models import encoder_fingerprint
 from . import data
 from .model import SequenceHead
 from .train import OUT_DIR as DETECTOR_DIR
-from .train import Stream, encode_pairs, pad, seed_all
+from .train import Stream, encode_pairs, pad, start_run
 
 log = logging.getLogger("training")
 REPO = Path(__file__).resolve().parents[1]
@@ -102,10 +101,7 @@ def accuracy(model: NLIBranch, encoded: list[dict[str, Any]], device: torch.devi
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    torch.set_num_threads(args.threads)
-    seed_all(args.seed)
-    rng = random.Random(args.seed)
+    rng = start_run(args.seed, args.threads)
     started = time.time()
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
