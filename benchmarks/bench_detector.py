@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/bench_detector.py [--model PATH] [--sizes 256 1024 4096 8192]
-        [--repeats N] [--dtype float32|bfloat16] [--skip-lettuce]
+        [--repeats N] [--dtype float32|bfloat16] [--skip-lettuce] [--no-early-exit]
         [--out benchmarks/results/detector.md]
 
 Needs ``pip install --no-deps lettucedetect`` for the side-by-side column (skipped with a
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core import DetectionConfig, DetectionInput
 from truthlens_integrations.core.detection import TransformerDetector
 
 WORDS = (
@@ -119,6 +119,23 @@ def _overhead_ms(detector: TransformerDetector, item: DetectionInput, repeats: i
     return statistics.median(out)
 
 
+def _rows_run(detector: TransformerDetector, kwargs: dict) -> int:  # type: ignore[type-arg]
+    """Forward rows one ``detect`` call runs (fewer than the windows after an early exit)."""
+    inner = detector._forward
+    rows: list[int] = []
+
+    def counted(segments):  # type: ignore[no-untyped-def]
+        rows.append(len(segments))
+        return inner(segments)
+
+    detector._forward = counted  # type: ignore[method-assign]
+    try:
+        detector.detect(**kwargs)
+    finally:
+        del detector._forward
+    return sum(rows)
+
+
 def _lettuce(model: str, window: int):  # type: ignore[no-untyped-def]
     try:
         from lettucedetect.detectors.transformer import TransformerDetector as Lettuce
@@ -135,11 +152,19 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--dtype", default="float32", help="our detector's precision")
     parser.add_argument("--skip-lettuce", action="store_true", help="no lettucedetect column")
+    parser.add_argument(
+        "--no-early-exit", action="store_true", help="score every context window of every answer"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/detector.md"))
     args = parser.parse_args()
 
     model = args.model or _default_model()
-    ours = TransformerDetector(model, device="cpu", dtype=args.dtype)
+    ours = TransformerDetector(
+        model,
+        device="cpu",
+        dtype=args.dtype,
+        config=DetectionConfig(early_exit=not args.no_early_exit),
+    )
     lettuce = None if args.skip_lettuce else _lettuce(model, ours.max_length)
     tokenizer = ours._loaded.tokenizer
     rng = random.Random(0)
@@ -151,14 +176,17 @@ def main() -> None:
         f"torch {torch.__version__}",
         f"- command: `python {' '.join(sys.argv)}`",
         f"- model: `{model}` (window {ours.max_length} tokens), device cpu, ours in "
-        f"{args.dtype}, lettucedetect in float32",
+        f"{args.dtype}, lettucedetect in float32; early exit "
+        f"{'off' if args.no_early_exit else 'on'} (rows run = forward rows of one single call: "
+        "with early exit an answer with nothing flagged after the first window stops there)",
         f"- {args.repeats} timed single calls per size after a warm-up; batch = {args.batch} "
         "triples in one `detect_batch` call (lettucedetect: its `predict` per triple, it has "
         "no batched path for passages)",
         "",
-        "| tokens | windows | ours p50 ms | ours p99 ms | ours single/s | ours batch/s "
-        "| overhead ms | lettuce p50 ms | lettuce p99 ms | lettuce /s | batch speed-up |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| tokens | windows | rows run | flagged | ours p50 ms | ours p99 ms | ours single/s "
+        "| ours batch/s | overhead ms | lettuce p50 ms | lettuce p99 ms | lettuce /s "
+        "| batch speed-up |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for size in args.sizes:
         items = [_triple(tokenizer, size, rng) for _ in range(args.batch)]
@@ -169,13 +197,17 @@ def main() -> None:
             "answer": first.answer,
         }
         single = _time(lambda kw=kwargs: ours.detect(**kw), args.repeats)
-        windows = ours.detect(**kwargs).coverage.context_windows
+        rows = _rows_run(ours, kwargs)
+        result = ours.detect(**kwargs)
+        windows = result.coverage.context_windows
         batch_ms = statistics.median(_time(lambda its=items: ours.detect_batch(its), 2))
         ours_batch_rate = args.batch / (batch_ms / 1000.0)
         overhead = _overhead_ms(ours, first, args.repeats)
         row = [
             str(size),
             str(windows),
+            str(rows),
+            "yes" if result.spans else "no",
             f"{_pct(single, 0.5):.1f}",
             f"{_pct(single, 0.99):.1f}",
             f"{1000.0 / statistics.median(single):.2f}",

@@ -184,6 +184,11 @@ class DetectionConfig(_Frozen):
         window_overlap: Tokens shared by neighbouring context windows.
         batch_size: Sequences per forward pass.
         max_windows: Upper bound on windows per input, to bound the cost of huge contexts.
+        early_exit: Stop scoring further context windows of an answer once no token is
+            above ``token_threshold`` in any window scored so far (windows are scored most
+            relevant first). Spans, scores and decisions are the same as without it;
+            the probabilities of unflagged tokens may then be higher than the minimum over
+            all windows. Turn it off for exact probabilities (the evaluation harness does).
     """
 
     token_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -195,6 +200,7 @@ class DetectionConfig(_Frozen):
     window_overlap: int = Field(default=64, ge=0)
     batch_size: int = Field(default=16, ge=1)
     max_windows: int = Field(default=64, ge=1)
+    early_exit: bool = True
 
 
 class DetectionResult(_Frozen):

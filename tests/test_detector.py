@@ -96,7 +96,10 @@ def test_batch_equals_single(fixture: str, request: pytest.FixtureRequest) -> No
 def test_long_context_is_windowed_and_a_token_is_supported_by_any_window(
     tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    detector = TransformerDetector(tiny_bert_dir, config=DetectionConfig(window_overlap=8))
+    # every window is scored here (no early exit), so the minimum is over all of them
+    detector = TransformerDetector(
+        tiny_bert_dir, config=DetectionConfig(window_overlap=8, early_exit=False)
+    )
     context = [f"passage about {w} and the old tower in rome." for w in ["alice"] * 30]
     context.append("the tower was built in 1889 by grace.")
     answer = "the tower was built in 1889."
@@ -115,8 +118,8 @@ def test_long_context_is_windowed_and_a_token_is_supported_by_any_window(
     assert result.coverage.context_windows == len(rows) > 1
     expected = [min(col) for col in zip(*rows, strict=True)]
     assert [t.probability for t in result.tokens] == pytest.approx(expected)
-    # the supporting passage sits only in the last window and is not lost
-    assert rows[-1] != rows[0]
+    # the supporting passage sits in one window only and is not lost
+    assert any(row != rows[0] for row in rows[1:])
 
 
 def test_window_contents_cover_every_passage(tiny_bert_dir: Path) -> None:
@@ -260,3 +263,61 @@ def test_result_serialises_to_json(keyword_model_dir: Path) -> None:
     payload = json.loads(result.model_dump_json())
     assert payload["spans"][0]["start"] == EIFFEL_ANSWER.index("1950")
     assert payload["status"] == "hallucinated"
+
+
+def _count_forward_rows(
+    detector: TransformerDetector, monkeypatch: pytest.MonkeyPatch
+) -> list[int]:
+    calls: list[int] = []
+    real_forward = detector._forward
+
+    def spy(segments):  # type: ignore[no-untyped-def]
+        calls.append(len(segments))
+        return real_forward(segments)
+
+    monkeypatch.setattr(detector, "_forward", spy)
+    return calls
+
+
+LONG_CONTEXT = [f"passage {n} about alice and the old harbour in rome." for n in range(40)] + [
+    "the tower was built in 1889 and is 330 meters tall."
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "windows_scored"),
+    [
+        ("the tower was built in 1889.", "first only"),  # nothing flagged: one window is enough
+        ("the tower was built in 1950.", "all"),  # '1950' stays flagged in every window
+    ],
+)
+def test_early_exit_stops_scoring_windows_once_nothing_is_flagged(
+    keyword_model_dir: Path, monkeypatch: pytest.MonkeyPatch, answer: str, windows_scored: str
+) -> None:
+    exact = TransformerDetector(keyword_model_dir, config=DetectionConfig(early_exit=False))
+    fast = TransformerDetector(keyword_model_dir, config=DetectionConfig(early_exit=True))
+    calls = _count_forward_rows(fast, monkeypatch)
+    got = fast.detect(context=LONG_CONTEXT, question="when?", answer=answer)
+    want = exact.detect(context=LONG_CONTEXT, question="when?", answer=answer)
+    planned = want.coverage.context_windows
+    assert planned > 2
+    assert sum(calls) == (1 if windows_scored == "first only" else planned)
+    # what early exit may change: probabilities of unflagged tokens; never spans or scores
+    assert got.spans == want.spans
+    assert got.score == pytest.approx(want.score) and got.detected == want.detected
+    assert [t.probability > 0.5 for t in got.tokens] == [t.probability > 0.5 for t in want.tokens]
+
+
+def test_the_window_sharing_most_words_with_the_answer_is_scored_first(
+    tiny_bert_dir: Path,
+) -> None:
+    detector = TransformerDetector(tiny_bert_dir)
+    item = DetectionInput.create(
+        context=LONG_CONTEXT, question="when?", answer="the tower was built in 1889."
+    )
+    plan = detector._plan_batch([item])[0]
+    assert len(plan.segments) > 2
+    tokenizer = detector._loaded.tokenizer
+    first = tokenizer.decode(plan.segments[0].input_ids)
+    assert "built in 1889" in first
+    assert [s.window for s in plan.segments] == list(range(len(plan.segments)))

@@ -49,7 +49,7 @@ def max_probabilities(folder: Path, examples: list[Any]) -> np.ndarray:
     from truthlens_integrations.core import DetectionInput
     from truthlens_integrations.core.detection import load_detector
 
-    detector = load_detector(folder, batch_size=16)
+    detector = load_detector(folder, batch_size=16, early_exit=False)
     inputs = [
         DetectionInput.create(context=e.context, question=e.question, answer=e.answer)
         for e in examples

@@ -66,7 +66,9 @@ def _command_line() -> str:
 
 
 def _detector_options(args: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {"batch_size": args.batch_size}
+    # Curves, AP and the oracle threshold need every token's exact probability, which
+    # early exit gives up for tokens below the token threshold.
+    options: dict[str, Any] = {"batch_size": args.batch_size, "early_exit": False}
     if args.threshold is not None:
         options["threshold"] = args.threshold
     if args.token_threshold is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ _SLACK = 8
 # Tokens taken by "passage N: " and the newline that separates passages.
 _PASSAGE_LABEL = 6
 _SENTENCE_END = (".", "!", "?", "\n", ";")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -31,6 +33,7 @@ class _Segment:
 
     owner: int
     piece: int
+    window: int
     input_ids: list[int]
     type_ids: list[int] | None
     answer_positions: list[int]
@@ -60,10 +63,12 @@ class TransformerDetector(BaseDetector):
     Long inputs are never truncated. When the context does not fit beside the
     question and answer, it is split into windows that each do (passages are kept
     whole where they fit, long ones are cut with ``window_overlap`` tokens of
-    overlap), the answer is scored against every window, and a token counts as
+    overlap), the answer is scored against the windows, and a token counts as
     supported when any window supports it (its probability is the minimum over
-    windows). An answer too long for one window is scored in pieces. The result's
-    ``coverage`` says what was done.
+    windows). Windows are scored in rounds, the one sharing most words with the answer
+    first; with ``early_exit`` an answer whose tokens are all supported already needs
+    no further window. An answer too long for one window is scored in pieces. The
+    result's ``coverage`` says what was done.
 
     Example:
         >>> detector = TransformerDetector("KRLabsOrg/lettucedect-base-modernbert-en-v1")
@@ -168,6 +173,7 @@ class TransformerDetector(BaseDetector):
                 _Segment(
                     owner=owner,
                     piece=piece,
+                    window=row,
                     input_ids=enc["input_ids"][row],
                     type_ids=enc["token_type_ids"][row] if self._uses_type_ids else None,
                     answer_positions=positions,
@@ -208,6 +214,7 @@ class TransformerDetector(BaseDetector):
         segment = _Segment(
             owner=owner,
             piece=0,
+            window=0,
             input_ids=enc["input_ids"][row],
             type_ids=enc["token_type_ids"][row] if self._uses_type_ids else None,
             answer_positions=positions,
@@ -232,7 +239,7 @@ class TransformerDetector(BaseDetector):
             text = item.answer[start:end]
             piece = _Piece(start=start, text=text)
             n_piece = len(self._count([text])[0])
-            prompts = self._context_windows(item, room - n_piece)
+            prompts = self._context_windows(item, room - n_piece, text)
             piece.windows = len(prompts)
             plan.pieces.append(piece)
             plan.segments.extend(self._fit(owner, piece_index, item, prompts, text, room - n_piece))
@@ -254,10 +261,11 @@ class TransformerDetector(BaseDetector):
             if all(len(r.input_ids) <= self._window for r in rows):
                 return rows
             budget = int(budget * 0.85)
-            prompts = self._context_windows(item, budget)
+            prompts = self._context_windows(item, budget, text)
         raise ContextTooLongError(f"could not fit the input into windows of {self._window} tokens")
 
-    def _context_windows(self, item: DetectionInput, budget: int) -> list[str]:
+    def _context_windows(self, item: DetectionInput, budget: int, text: str) -> list[str]:
+        """Context windows for answer ``text``, the one sharing most of its words first."""
         if budget < 16:
             raise ContextTooLongError(
                 f"the answer leaves only {budget} tokens of the {self._window}-token window "
@@ -283,6 +291,9 @@ class TransformerDetector(BaseDetector):
                 f"the context needs {len(windows)} windows of {self._window} tokens, more than "
                 f"max_windows={self.config.max_windows}; raise max_windows or shorten the context"
             )
+        words = _words(text)
+        # a stable sort: equally relevant windows keep their document order
+        windows.sort(key=lambda w: -len(words & _words(" ".join(w))))
         return [format_prompt(w, item.question) for w in windows]
 
     # -- running -----------------------------------------------------------------------
@@ -290,11 +301,40 @@ class TransformerDetector(BaseDetector):
     def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
         plans = self._plan_batch(inputs)
         segments = [s for plan in plans for s in plan.segments]
-        probabilities = self._forward(segments)
+        if self.config.early_exit:
+            probabilities = self._forward_in_rounds(segments)
+        else:
+            probabilities = self._forward(segments)
         return [
             self._assemble(item, plan, probabilities)
             for item, plan in zip(inputs, plans, strict=True)
         ]
+
+    def _forward_in_rounds(self, segments: list[_Segment]) -> dict[int, list[float]]:
+        """Window ``k`` of every answer piece that still has a flagged token, for k = 0, 1, ..."""
+        pieces: dict[tuple[int, int], list[_Segment]] = {}
+        for segment in segments:
+            pieces.setdefault((segment.owner, segment.piece), []).append(segment)
+        out: dict[int, list[float]] = {}
+        best: dict[tuple[int, int], list[float]] = {}
+        limit = self.config.token_threshold
+        for k in range(max((len(rows) for rows in pieces.values()), default=0)):
+            due = [
+                rows[k]
+                for key, rows in pieces.items()
+                if k < len(rows) and (k == 0 or any(p > limit for p in best[key]))
+            ]
+            if not due:
+                break
+            scored = self._forward(due)
+            out.update(scored)
+            for segment in due:
+                key = (segment.owner, segment.piece)
+                probs = scored[id(segment)]
+                best[key] = (
+                    probs if k == 0 else [min(a, b) for a, b in zip(best[key], probs, strict=True)]
+                )
+        return out
 
     def _forward(self, segments: list[_Segment]) -> dict[int, list[float]]:
         """Hallucination probability of each segment's answer tokens, keyed by ``id``."""
@@ -336,7 +376,7 @@ class TransformerDetector(BaseDetector):
     ) -> TokenScoring:
         tokens: list[TokenScore] = []
         for index, piece in enumerate(plan.pieces):
-            rows = [s for s in plan.segments if s.piece == index]
+            rows = [s for s in plan.segments if s.piece == index and id(s) in probabilities]
             supported = _min_over_windows(rows, probabilities)
             for (start, end), p in zip(rows[0].answer_offsets, supported, strict=True):
                 a, b = piece.start + start, piece.start + end
@@ -358,6 +398,10 @@ class TransformerDetector(BaseDetector):
             max_length=self._window,
         )
         return tokens, coverage
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 or w.isdigit()}
 
 
 def _min_over_windows(rows: list[_Segment], probabilities: dict[int, list[float]]) -> list[float]:
