@@ -219,3 +219,32 @@ def test_bfloat16_is_a_separate_encoder_with_the_same_verdicts(
     assert [p.needs_fact_check for p in classifier16.predict(prompts)] == [
         p.needs_fact_check for p in classifier.predict(prompts)
     ]
+
+
+@needs_weights
+def test_bundled_detector_on_the_eiffel_record_and_a_paraphrase() -> None:
+    from truthlens_integrations.core.detection import load_detector
+
+    detector = load_detector(device="cpu")
+    record = (
+        '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '
+        '"location": "Paris, France"}'
+    )
+    answer = "The Eiffel Tower in Paris was built in 1950 and is 500 meters tall."
+    result = detector.detect(context=[record], question="When was it built?", answer=answer)
+    assert result.detected
+    flagged = [(s.start, s.end) for s in result.spans]
+
+    def inside(word: str) -> bool:
+        start = answer.index(word)
+        return any(a <= start and start + len(word) <= b for a, b in flagged)
+
+    assert inside("1950") and inside("500")
+    assert not any(a < answer.index("Paris") + 5 and answer.index("Paris") < b for a, b in flagged)
+    # a paraphrase of the context is supported
+    clean = detector.detect(
+        context=["Roughly 2,400 people work at the tower every day."],
+        question="How many people work at the tower?",
+        answer="About 2,400 people work at the tower.",
+    )
+    assert not clean.detected and clean.spans == []
