@@ -25,13 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.calibrate import f1_score, heldout
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.detection import load_detector
-
-
-def average_precision(scores: np.ndarray, gold: np.ndarray) -> float:
-    """Mean precision at each hallucinated example, ranked by score."""
-    ranked = gold[np.argsort(-scores, kind="stable")]
-    precision = np.cumsum(ranked) / np.arange(1, len(ranked) + 1)
-    return float((precision * ranked).sum() / max(ranked.sum(), 1))
+from truthlens_integrations.core.evaluation import average_precision, threshold_curve
 
 
 def main() -> None:
@@ -58,7 +52,8 @@ def main() -> None:
         best[dtype] = np.array([max(p, default=0.0) for p in tokens[dtype]])
         print(
             f"{dtype}: {seconds:.0f} s for {len(inputs)}, AP "
-            f"{average_precision(best[dtype], gold):.4f}, F1 at 0.5 "
+            f"{average_precision(threshold_curve(gold.tolist(), best[dtype].tolist())):.4f}, "
+            "F1 at 0.5 "
             f"{f1_score(best[dtype] > 0.5, gold):.4f}"
         )
     moved = np.concatenate(

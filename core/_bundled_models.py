@@ -3,8 +3,9 @@
 All three share one MiniLM-L6 encoder stored in ``_bundled/detector``. That folder is a
 standard ``BertForTokenClassification`` checkpoint in the LettuceDetect format (the
 detector), plus ``heads.safetensors`` with two small sequence heads (NLI and "needs
-fact check") applied to the same encoder's mean-pooled states. The encoder is loaded
-once per (path, device) and shared by every loader here.
+fact check") applied to the same encoder's mean-pooled states. The encoder comes from the
+detector's model cache (:func:`load_token_classifier`), so the detector, the NLI explainer
+and the classifier hold one copy of it per (path, device, dtype).
 
 The NLI explainer adds a branch of its own (``_bundled/nli/model.safetensors``): it reuses
 the encoder's embeddings and lower layers as they are and replaces the upper layers and
@@ -135,7 +136,8 @@ class _Shared:
     dtype: torch.dtype
     tokenizer_lock: threading.Lock
     folder: Path
-    branches: dict[str, _Branch]
+    # None: the folder's branch was built for another encoder
+    branches: dict[str, _Branch | None]
 
 
 _cache: dict[tuple[str, str, str], _Shared] = {}
@@ -157,31 +159,27 @@ def _load_shared(
 
 def _load(folder: Path, device: torch.device, dtype: torch.dtype) -> _Shared:
     from safetensors.torch import load_file
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    from .detection._loading import load_token_classifier
 
     heads_path = folder / _HEADS_FILE
     if not heads_path.is_file():
         raise ModelNotAvailableError(f"no {_HEADS_FILE} in {folder}: not a bundled model folder")
+    encoder = load_token_classifier(folder, device=device, dtype=dtype)
     try:
-        model = AutoModelForTokenClassification.from_pretrained(str(folder), dtype=dtype)
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
         heads = {k: v.to(device=device, dtype=dtype) for k, v in load_file(heads_path).items()}
     except (OSError, ValueError, RuntimeError) as exc:
-        raise ModelLoadError(f"could not load the bundled model from {folder}: {exc}") from exc
-    model.to(device).eval()
-    logger.info("loaded bundled encoder from %s on %s (%s)", folder, device, dtype)
-
-    return _Shared(model, tokenizer, heads, device, dtype, threading.Lock(), folder, {})
+        raise ModelLoadError(f"could not load the heads in {heads_path}: {exc}") from exc
+    return _Shared(
+        encoder.model, encoder.tokenizer, heads, device, dtype, encoder.tokenizer_lock, folder, {}
+    )
 
 
 def _load_branch(shared: _Shared, folder: Path) -> _Branch | None:
     """The NLI branch in ``folder`` for this encoder; ``None`` if it was built for another."""
     with _cache_lock:
         if str(folder) not in shared.branches:
-            branch = _read_branch(shared, folder)
-            if branch is None:
-                return None
-            shared.branches[str(folder)] = branch
+            shared.branches[str(folder)] = _read_branch(shared, folder)
         return shared.branches[str(folder)]
 
 
@@ -196,12 +194,12 @@ def _read_branch(shared: _Shared, folder: Path) -> _Branch | None:
         with safe_open(str(file), framework="pt") as fh:
             meta = fh.metadata() or {}
         k = int(meta["shared_layers"])
+        if meta.get("encoder_sha256") != encoder_fingerprint(shared.folder, k):
+            logger.info("NLI branch %s was trained on another encoder than %s", file, shared.folder)
+            return None
         tensors = load_file(str(file))
     except (OSError, KeyError, ValueError, RuntimeError) as exc:
         raise ModelLoadError(f"could not read the NLI branch {file}: {exc}") from exc
-    if meta.get("encoder_sha256") != encoder_fingerprint(shared.folder, k):
-        logger.info("NLI branch %s was trained on another encoder than %s", file, shared.folder)
-        return None
     bert = shared.model.bert
     with torch.device("meta"):
         model: Any = BertModel(bert.config, add_pooling_layer=False)
@@ -213,8 +211,11 @@ def _read_branch(shared: _Shared, folder: Path) -> _Branch | None:
         layer.load_state_dict({n[len(key) :]: v for n, v in tensors.items() if n.startswith(key)})
     model.encoder.layer = torch.nn.ModuleList([*bert.encoder.layer[:k], *upper])
     model.to(shared.device, shared.dtype).eval()
+    # stored as "head.*"; named like the multi-task NLI head so callers need not care
     head = {
-        n: v.to(shared.device, shared.dtype) for n, v in tensors.items() if n.startswith("head.")
+        "nli." + n.removeprefix("head."): v.to(shared.device, shared.dtype)
+        for n, v in tensors.items()
+        if n.startswith("head.")
     }
     logger.info("loaded NLI branch from %s (%d shared layers)", folder, k)
     return _Branch(model, head)
@@ -241,8 +242,8 @@ def _classify(
 ) -> list[list[float]]:
     """Class probabilities per input, batched by length, in input order.
 
-    ``head`` names a head of ``heads.safetensors``; with a ``branch``, its own encoder
-    and head (named ``head``) are used instead.
+    ``head`` names a head of ``heads.safetensors``; with a ``branch``, the branch's
+    encoder and its head of that name are used instead.
     """
     import torch
 
@@ -357,7 +358,7 @@ class BundledNLI:
             return []
         rows = _classify(
             self._shared,
-            "head" if self._branch else "nli",
+            "nli",
             checked,
             batch_size=self.batch_size,
             max_length=self.max_length,

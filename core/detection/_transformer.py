@@ -316,24 +316,20 @@ class TransformerDetector(BaseDetector):
         for segment in segments:
             pieces.setdefault((segment.owner, segment.piece), []).append(segment)
         out: dict[int, list[float]] = {}
-        best: dict[tuple[int, int], list[float]] = {}
         limit = self.config.token_threshold
+
+        def flagged(rows: list[_Segment]) -> bool:
+            return any(p > limit for p in _min_over_windows(rows, out))
+
         for k in range(max((len(rows) for rows in pieces.values()), default=0)):
             due = [
                 rows[k]
-                for key, rows in pieces.items()
-                if k < len(rows) and (k == 0 or any(p > limit for p in best[key]))
+                for rows in pieces.values()
+                if k < len(rows) and (k == 0 or flagged(rows[:k]))
             ]
             if not due:
                 break
-            scored = self._forward(due)
-            out.update(scored)
-            for segment in due:
-                key = (segment.owner, segment.piece)
-                probs = scored[id(segment)]
-                best[key] = (
-                    probs if k == 0 else [min(a, b) for a, b in zip(best[key], probs, strict=True)]
-                )
+            out.update(self._forward(due))
         return out
 
     def _forward(self, segments: list[_Segment]) -> dict[int, list[float]]:
