@@ -7,6 +7,7 @@ from ._errors import (
     BlockedResponseError,
     ConfigError,
     ContextTooLongError,
+    InvalidArgumentError,
     InvalidInputError,
     LLMError,
     LLMTimeoutError,
@@ -14,6 +15,7 @@ from ._errors import (
     ModelLoadError,
     ModelNotAvailableError,
     TruthLensError,
+    UnknownArgumentError,
 )
 from ._scoring import decide, merge_spans, noisy_or, optimal_threshold, response_score, span_score
 from ._types import (
@@ -38,6 +40,7 @@ __all__ = [
     "DetectionResult",
     "DetectionStatus",
     "HallucinationSpan",
+    "InvalidArgumentError",
     "InvalidInputError",
     "LLMError",
     "LLMTimeoutError",
@@ -46,6 +49,7 @@ __all__ = [
     "ModelNotAvailableError",
     "TokenScore",
     "TruthLensError",
+    "UnknownArgumentError",
     "decide",
     "merge_spans",
     "noisy_or",

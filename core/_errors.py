@@ -12,6 +12,7 @@ __all__ = [
     "BlockedResponseError",
     "ConfigError",
     "ContextTooLongError",
+    "InvalidArgumentError",
     "InvalidInputError",
     "LLMError",
     "LLMTimeoutError",
@@ -19,6 +20,7 @@ __all__ = [
     "ModelLoadError",
     "ModelNotAvailableError",
     "TruthLensError",
+    "UnknownArgumentError",
 ]
 
 
@@ -32,6 +34,20 @@ class InvalidInputError(TruthLensError, ValueError):
 
 class ContextTooLongError(InvalidInputError):
     """The input cannot be scored within the configured limits, even after windowing."""
+
+
+class InvalidArgumentError(TruthLensError, TypeError):
+    """A constructor or call got an argument of the wrong type (``nli=42``, ``llm="gpt"``).
+
+    Raised at the call, not later when the value is first used.
+    """
+
+
+class UnknownArgumentError(InvalidArgumentError):
+    """A constructor got a keyword it does not know; the message suggests the closest one.
+
+    A silently ignored option would leave the caller believing it took effect.
+    """
 
 
 class ConfigError(TruthLensError, ValueError):

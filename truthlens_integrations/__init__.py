@@ -25,6 +25,7 @@ from truthlens_integrations.core import (
     DetectionResult,
     DetectionStatus,
     HallucinationSpan,
+    InvalidArgumentError,
     InvalidInputError,
     LLMError,
     LLMTimeoutError,
@@ -33,6 +34,7 @@ from truthlens_integrations.core import (
     ModelNotAvailableError,
     TokenScore,
     TruthLensError,
+    UnknownArgumentError,
     optimal_threshold,
 )
 
@@ -81,6 +83,7 @@ __all__ = [
     "DetectionStatus",
     "Detector",
     "HallucinationSpan",
+    "InvalidArgumentError",
     "InvalidInputError",
     "LLMError",
     "LLMTimeoutError",
@@ -91,6 +94,7 @@ __all__ = [
     "TransformerDetector",
     "TruthLens",
     "TruthLensError",
+    "UnknownArgumentError",
     "Verdict",
     "__version__",
     "load_detector",
