@@ -70,6 +70,7 @@ def _non_blank(value: str) -> str:
 Unit = Annotated[float, AfterValidator(_unit_interval)]
 Name = Annotated[str, AfterValidator(_non_blank)]
 Iterations = Annotated[int, Field(ge=0, le=100)]
+Budget = Annotated[float, Field(gt=0.0, le=3600.0)]
 
 
 class _Strict(BaseModel):
@@ -129,6 +130,13 @@ class HallucinationSettings(_Strict):
         unverified_factual_action: What to do when a factual prompt has no grounding.
         include_hallucination_details: Whether span texts go into metadata and traces.
         require_disclaimer: Whether the warning is added even to clean answers.
+        skip_non_factual_grounded: Skip detection of a grounded answer when the prompt
+            classifier finds the prompt non-factual. Off by default: with grounding
+            given, the answer is checked whatever the classifier says ("Summarize the
+            document." reads as non-factual and still needs checking).
+        time_budget_s: Seconds one request may spend in mitigation LLM calls (from the
+            start of the guard call); a call still running at the deadline is
+            abandoned and the loop ends with status ``llm_timeout``. ``None``: no limit.
     """
 
     enabled: bool = True
@@ -145,6 +153,8 @@ class HallucinationSettings(_Strict):
     unverified_factual_action: Action = "header"
     include_hallucination_details: bool = False
     require_disclaimer: bool = False
+    skip_non_factual_grounded: bool = False
+    time_budget_s: Budget | None = None
 
 
 class ModelSettings(_Strict):
@@ -302,6 +312,8 @@ class PluginConfiguration(_Strict):
         unverified_factual_action: Action for a factual prompt without grounding.
         include_hallucination_details: Put span texts in metadata and traces.
         warning_template: Overrides the global warning text (extension).
+        skip_non_factual_grounded: Overrides the global setting (extension).
+        time_budget_s: Overrides the global mitigation time budget (extension).
     """
 
     enabled: bool | None = None
@@ -314,6 +326,8 @@ class PluginConfiguration(_Strict):
     unverified_factual_action: Action | None = None
     include_hallucination_details: bool | None = None
     warning_template: Name | None = None
+    skip_non_factual_grounded: bool | None = None
+    time_budget_s: Budget | None = None
 
 
 class HallucinationPlugin(_Strict):
@@ -364,6 +378,8 @@ class ResolvedSettings(_Strict):
         verification_models: Premium verifiers.
         judge_model: Premium judge.
         require_consensus: Premium consensus rule.
+        skip_non_factual_grounded: Skip detection of grounded non-factual prompts.
+        time_budget_s: Seconds for mitigation LLM calls per request (``None``: no limit).
     """
 
     enabled: bool
@@ -380,6 +396,8 @@ class ResolvedSettings(_Strict):
     verification_models: tuple[str, ...]
     judge_model: str | None
     require_consensus: bool
+    skip_non_factual_grounded: bool = False
+    time_budget_s: float | None = None
 
 
 def _duplicates(names: list[str], section: str) -> list[str]:
@@ -508,6 +526,10 @@ class Policy(_Strict):
             verification_models=g.premium.verification_models,
             judge_model=g.premium.judge_model,
             require_consensus=g.premium.require_consensus,
+            skip_non_factual_grounded=_pick(
+                p.skip_non_factual_grounded, g.skip_non_factual_grounded
+            ),
+            time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
         )
 
 
