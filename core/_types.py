@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._errors import InvalidInputError
 
@@ -50,11 +51,64 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: Unicode categories (first letter) of characters a reader or a tokenizer can make
+#: sense of: letters, numbers, punctuation, symbols. Text made only of the others
+#: (spaces, control characters such as NUL, format characters such as the zero-width
+#: space, private-use and unassigned code points) has nothing in it to check.
+_READABLE_CATEGORIES = frozenset("LNPS")
+
+
+def _is_readable(text: str) -> bool:
+    """Whether ``text`` holds at least one letter, digit, punctuation mark or symbol."""
+    return any(unicodedata.category(ch)[0] in _READABLE_CATEGORIES for ch in text)
+
+
+def _check_encodable(text: str, where: str) -> None:
+    """Raise when ``text`` holds lone surrogates, which no tokenizer (or UTF-8) accepts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{where} is not valid Unicode text: character {exc.start} ({text[exc.start]!r}) "
+            "is a lone surrogate that cannot be encoded as UTF-8; decode the source bytes "
+            "with errors='replace' (or fix the producer) before checking it"
+        ) from None
+
+
+def _check_answer(answer: object) -> str:
+    if not isinstance(answer, str):
+        raise InvalidInputError(f"answer must be a string, got {type(answer).__name__}")
+    if not answer.strip():
+        raise InvalidInputError("answer is empty: there is nothing to check")
+    _check_encodable(answer, "answer")
+    if not _is_readable(answer):
+        raise InvalidInputError(
+            "answer has no readable characters (only spaces, control, zero-width or "
+            "private-use characters): there is nothing to check"
+        )
+    return answer
+
+
+def _check_question(question: object) -> str | None:
+    if question is None:
+        return None
+    if not isinstance(question, str):
+        raise InvalidInputError(f"question must be a string, got {type(question).__name__}")
+    _check_encodable(question, "question")
+    return question if _is_readable(question) else None
+
+
 def _as_text_list(context: object) -> list[str]:
+    """The readable passages of ``context``; blank or unreadable ones are dropped.
+
+    A passage with nothing readable in it (NULs, zero-width spaces) cannot ground an
+    answer, so it is dropped like a blank one: a context made only of such passages
+    gives an ``unverifiable`` result, never a checked one.
+    """
     if context is None:
         return []
     if isinstance(context, str):
-        return [context] if context.strip() else []
+        context = [context]
     if not isinstance(context, Sequence):
         raise InvalidInputError(
             f"context must be a string or a list of strings, got {type(context).__name__}"
@@ -66,7 +120,8 @@ def _as_text_list(context: object) -> list[str]:
                 f"context[{i}] must be a string, got {type(item).__name__}; "
                 "convert documents or tool output to text first"
             )
-        if item.strip():
+        _check_encodable(item, f"context[{i}]")
+        if _is_readable(item):
             passages.append(item)
     return passages
 
@@ -76,13 +131,44 @@ class DetectionInput(_Frozen):
 
     Build it with :meth:`create`, which accepts a single string or a list of strings as
     context and raises :class:`InvalidInputError` with a readable message on bad input.
-    Blank passages are dropped; an empty context is allowed and yields an
+    Blank or unreadable passages are dropped; an empty context is allowed and yields an
     ``unverifiable`` result.
+
+    What cannot be checked is never let through as checked:
+
+    - an empty answer, or one with no readable character (only spaces, control
+      characters such as NUL, zero-width or other format characters, private-use
+      code points) raises :class:`InvalidInputError`, like any other input that
+      leaves nothing to check;
+    - text that is not valid Unicode (lone surrogates such as ``U+DC80``, which
+      cannot be encoded as UTF-8) raises :class:`InvalidInputError`, in the answer,
+      the question or any passage;
+    - a passage with nothing readable in it does not count as grounding, so a context
+      made only of such passages gives ``unverifiable``; an unreadable question is
+      treated as no question.
+
+    The same rules hold when the model is built directly (``DetectionInput(...)``);
+    the error then comes wrapped in pydantic's ``ValidationError`` (a ``ValueError``).
     """
 
     context: tuple[str, ...] = ()
     question: str | None = None
     answer: str
+
+    @field_validator("context", mode="after")
+    @classmethod
+    def _readable_context(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_as_text_list(value))
+
+    @field_validator("question", mode="after")
+    @classmethod
+    def _readable_question(cls, value: str | None) -> str | None:
+        return _check_question(value)
+
+    @field_validator("answer", mode="after")
+    @classmethod
+    def _readable_answer(cls, value: str) -> str:
+        return _check_answer(value)
 
     @classmethod
     def create(
@@ -93,24 +179,21 @@ class DetectionInput(_Frozen):
         Args:
             context: Grounding passages: one string, a list of strings, or ``None``.
             question: The user's question, or ``None`` (e.g. summarisation).
-            answer: The LLM answer to check; must be a non-empty string.
+            answer: The LLM answer to check; must hold readable text.
 
         Returns:
             The validated input.
 
         Raises:
-            InvalidInputError: If the answer is missing or empty, or an item is not text.
+            InvalidInputError: If the answer is missing, empty or unreadable, an item is
+                not text, or any text is not valid Unicode (lone surrogates).
         """
-        if not isinstance(answer, str):
-            raise InvalidInputError(f"answer must be a string, got {type(answer).__name__}")
-        if not answer.strip():
-            raise InvalidInputError("answer is empty: there is nothing to check")
-        if question is not None and not isinstance(question, str):
-            raise InvalidInputError(f"question must be a string, got {type(question).__name__}")
+        checked_answer = _check_answer(answer)
+        checked_question = _check_question(question)
         return cls(
             context=tuple(_as_text_list(context)),
-            question=question if question and question.strip() else None,
-            answer=answer,
+            question=checked_question,
+            answer=checked_answer,
         )
 
     @property
