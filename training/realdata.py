@@ -18,8 +18,10 @@ Choices where the sources leave room (the module constants below name them):
   spans use a per-character **majority** of the (three) annotators: the example is unsupported
   when at least two annotators marked something, and its spans are the characters at least two
   marked (``None`` when two marked disjoint text, so no character has a majority). SummEdits
-  inconsistent edits get the words that differ from the seed summary (a word diff; ``None`` when
-  the edit only deletes words). A clean answer gets ``()``: all its characters are supported. An
+  inconsistent edits get the words that differ from the seed summary (a word diff, edge
+  punctuation trimmed; ``None`` when the edit only deletes words or changes more than 12 words).
+  These are derived, not annotated (``DERIVED_SPAN_SOURCES``): an edit may also reword text
+  that stays supported. A clean answer gets ``()``: all its characters are supported. An
   unsupported answer without span labels gets ``None``.
 * **Split.** ``heldout`` holds 10% of the contexts, chosen by a seeded hash of a normalised
   context prefix (the same document in two sources lands in the same part), so no document is in
@@ -52,13 +54,24 @@ from typing import Any, Literal
 
 from . import data as _data
 
-__all__ = ["HELDOUT_FRACTION", "SOURCES", "Claim", "load_real", "main", "split_of_context"]
+__all__ = [
+    "DERIVED_SPAN_SOURCES",
+    "HELDOUT_FRACTION",
+    "SOURCES",
+    "Claim",
+    "load_real",
+    "main",
+    "split_of_context",
+]
 
 HELDOUT_FRACTION = 0.1
 FACTCHECK_STANCE = {"completely-support": 0, "partially-support": 1, "refute": 1}
 POLYTOPE_FIDELITY_ERRORS = frozenset(
     {"Inaccuracy_internal", "Inaccuracy_external", "Positive_Negative_Aspect"}
 )
+# Sources whose spans are derived (a word diff against the seed summary), not annotated: an
+# edit may also reword text that stays supported, so the spans can be wider than the error.
+DERIVED_SPAN_SOURCES = ("summedits/",)
 # SummEdits: inconsistent edits larger than this many changed words get no spans (too coarse).
 SUMMEDITS_MAX_CHANGED_WORDS = 12
 
@@ -113,9 +126,10 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _csv(path: Path, delimiter: str = ",") -> list[dict[str, str]]:
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh, delimiter=delimiter, quoting=quoting))
+        if delimiter == "\t":  # BEGIN's tsv files quote nothing; quotes are text
+            return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+        return list(csv.DictReader(fh))
 
 
 def _unescape(text: str) -> str:
@@ -307,7 +321,7 @@ def xsum_majority(
         return 1, None
     votes = [0] * len(summary)
     for spans in workers:
-        covered = set()
+        covered: set[int] = set()
         for span in spans:
             assert span is not None
             covered.update(range(*span))
@@ -350,12 +364,24 @@ def summedits_spans(summary: str, original: str) -> tuple[Span, ...] | None:
     spans: list[Span] = []
     for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
         if tag in ("replace", "insert"):
-            spans.append((new[j1].start(), new[j2 - 1].end()))
+            spans.append(_trim(summary, new[j1].start(), new[j2 - 1].end()))
+    spans = [(s, e) for s, e in spans if s < e]  # an edit of punctuation alone
     changed = sum(len(_WORDS.findall(summary[s:e])) for s, e in spans)
     if not spans or changed > SUMMEDITS_MAX_CHANGED_WORDS:
         return None
     return _merge(spans, summary)
 
+
+def _trim(text: str, start: int, end: int) -> Span:
+    """Shrink a span past the punctuation words carry (``"Ross,"`` -> ``"Ross"``)."""
+    while start < end and text[start] in _EDGE_PUNCT:
+        start += 1
+    while end > start and text[end - 1] in _EDGE_PUNCT:
+        end -= 1
+    return start, end
+
+
+_EDGE_PUNCT = frozenset("\"'()[],.;:!?")
 
 _TRUE_FILES = ("dialfact", "paws", "summeval", "q2", "begin", "frank", "qags_cnndm", "qags_xsum")
 
@@ -553,7 +579,7 @@ def _read(name: str, root: Path) -> Iterator[Claim]:
 
 
 def _stats(root: Path | None, seed: int) -> str:
-    parts = {p: load_real(root, part=p, seed=seed) for p in ("train", "heldout")}  # type: ignore[arg-type]
+    parts = {p: load_real(root, part=p, seed=seed) for p in ("train", "heldout")}
     rows: dict[str, dict[str, Counter[str]]] = defaultdict(
         lambda: {"train": Counter(), "heldout": Counter()}
     )
