@@ -246,6 +246,19 @@ class Coverage(_Frozen):
         default=False, description="Whether the context had to be split into windows."
     )
     max_length: int = Field(ge=0, description="Model window in tokens.")
+    evidence_sentences: int | None = Field(
+        default=None,
+        ge=0,
+        description="Evidence selection: context sentences read for any unit (None: windows).",
+    )
+    context_sentences: int | None = Field(
+        default=None, ge=0, description="Evidence selection: sentences in the whole context."
+    )
+
+    @property
+    def scored_fraction(self) -> float:
+        """Share of the answer's characters inside scored tokens (0 to 1)."""
+        return self.answer_chars_scored / self.answer_chars if self.answer_chars else 0.0
 
     @property
     def answer_split(self) -> bool:
@@ -272,6 +285,13 @@ class DetectionConfig(_Frozen):
             relevant first). Spans, scores and decisions are the same as without it;
             the probabilities of unflagged tokens may then be higher than the minimum over
             all windows. Turn it off for exact probabilities (the evaluation harness does).
+        evidence_tokens: Evidence-selection detectors: token budget of the context
+            sentences (and question) each answer unit is judged against.
+        unit_tokens: Evidence-selection detectors: most tokens per answer unit (one or
+            a few consecutive sentences).
+        min_coverage: Fewer scored answer characters than this share of the answer's
+            non-space characters (text the vocabulary cannot read, e.g. a script it has
+            no tokens for) makes the result ``unverifiable``, never ``supported``.
     """
 
     token_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -284,6 +304,9 @@ class DetectionConfig(_Frozen):
     batch_size: int = Field(default=16, ge=1)
     max_windows: int = Field(default=64, ge=1)
     early_exit: bool = True
+    evidence_tokens: int = Field(default=192, ge=32)
+    unit_tokens: int = Field(default=48, ge=8)
+    min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class DetectionResult(_Frozen):
@@ -299,6 +322,13 @@ class DetectionResult(_Frozen):
     coverage: Coverage
     model_id: str
     latency_ms: float = Field(ge=0.0)
+    error: str | None = Field(
+        default=None,
+        description=(
+            "Why the answer could not be checked (e.g. the detection service failed); "
+            "set only on unverifiable results."
+        ),
+    )
 
     @property
     def grounded(self) -> bool:

@@ -127,23 +127,16 @@ class BaseDetector(ABC):
     ) -> DetectionResult:
         cfg = self.config
         if scoring is None:
-            return DetectionResult(
-                answer=item.answer,
-                spans=[],
-                score=0.0,
-                threshold=cfg.threshold,
-                detected=False,
-                status=DetectionStatus.UNVERIFIABLE,
-                coverage=Coverage(
-                    answer_chars=len(item.answer),
-                    answer_chars_scored=0,
-                    context_windows=0,
-                    max_length=self._max_length(),
-                ),
-                model_id=self.model_id,
-                latency_ms=latency_ms,
+            no_context = Coverage(
+                answer_chars=len(item.answer),
+                answer_chars_scored=0,
+                context_windows=0,
+                max_length=self._max_length(),
             )
+            return self._unverifiable(item, no_context, latency_ms)
         tokens, coverage = scoring
+        if not _covered(item.answer, coverage, cfg.min_coverage):
+            return self._unverifiable(item, coverage, latency_ms)
         spans = merge_spans(
             item.answer,
             tokens,
@@ -170,3 +163,26 @@ class BaseDetector(ABC):
             model_id=self.model_id,
             latency_ms=latency_ms,
         )
+
+    def _unverifiable(
+        self, item: DetectionInput, coverage: Coverage, latency_ms: float
+    ) -> DetectionResult:
+        return DetectionResult(
+            answer=item.answer,
+            spans=[],
+            score=0.0,
+            threshold=self.config.threshold,
+            detected=False,
+            status=DetectionStatus.UNVERIFIABLE,
+            coverage=coverage,
+            model_id=self.model_id,
+            latency_ms=latency_ms,
+        )
+
+
+def _covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:
+    """Whether enough of the answer was scored to call it supported or not."""
+    readable = sum(1 for ch in answer if not ch.isspace())
+    if readable == 0:
+        return False
+    return coverage.answer_chars_scored >= min_coverage * readable

@@ -121,6 +121,8 @@ class TransformerDetector(BaseDetector):
         self._specials = tokenizer.num_special_tokens_to_add(pair=True)
         self._uses_type_ids = "token_type_ids" in self._loaded.input_names
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self._unk_id = tokenizer.unk_token_id
+        self._scale, self._shift = _calibration(self._loaded.model.config)
 
     @property
     def device(self) -> torch.device:
@@ -317,16 +319,17 @@ class TransformerDetector(BaseDetector):
             pieces.setdefault((segment.owner, segment.piece), []).append(segment)
         out: dict[int, list[float]] = {}
         limit = self.config.token_threshold
+        # A piece leaves the rounds for good once none of its tokens is flagged; later
+        # rounds must not look at windows it never ran (that was a KeyError).
+        active = set(pieces)
 
-        def flagged(rows: list[_Segment]) -> bool:
-            return any(p > limit for p in _min_over_windows(rows, out))
+        def still_flagged(key: tuple[int, int], k: int) -> bool:
+            return any(p > limit for p in _min_over_windows(pieces[key][:k], out))
 
         for k in range(max((len(rows) for rows in pieces.values()), default=0)):
-            due = [
-                rows[k]
-                for rows in pieces.values()
-                if k < len(rows) and (k == 0 or flagged(rows[:k]))
-            ]
+            if k > 0:
+                active = {key for key in active if still_flagged(key, k)}
+            due = [pieces[key][k] for key in active if k < len(pieces[key])]
             if not due:
                 break
             out.update(self._forward(due))
@@ -342,8 +345,11 @@ class TransformerDetector(BaseDetector):
         with torch.inference_mode():
             for first in range(0, len(order), size):
                 batch = order[first : first + size]
-                logits = self._loaded.model(**self._pad(batch)).logits
-                probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu()
+                logits = self._loaded.model(**self._pad(batch)).logits.float()
+                margin = logits[..., 1] - logits[..., 0]
+                # A calibrated model maps its logit margin to a probability that means
+                # what it says (Platt scaling fitted on held-out data, see the model card).
+                probs = torch.sigmoid(self._scale * margin + self._shift).cpu()
                 for row, segment in enumerate(batch):
                     out[id(segment)] = probs[row, segment.answer_positions].tolist()
         return out
@@ -371,14 +377,22 @@ class TransformerDetector(BaseDetector):
         self, item: DetectionInput, plan: _Plan, probabilities: dict[int, list[float]]
     ) -> TokenScoring:
         tokens: list[TokenScore] = []
+        scored_chars = 0
         for index, piece in enumerate(plan.pieces):
             rows = [s for s in plan.segments if s.piece == index and id(s) in probabilities]
             supported = _min_over_windows(rows, probabilities)
-            for (start, end), p in zip(rows[0].answer_offsets, supported, strict=True):
+            first = rows[0]
+            for position, (start, end), p in zip(
+                first.answer_positions, first.answer_offsets, supported, strict=True
+            ):
                 a, b = piece.start + start, piece.start + end
-                # Pure whitespace tokens (byte-level newlines) carry no claim.
+                # Pure whitespace tokens (byte-level newlines) carry no claim, and a token
+                # the vocabulary cannot read ([UNK]) was not checked: neither is scored.
                 if end <= start or item.answer[a:b].isspace():
                     continue
+                if first.input_ids[position] == self._unk_id:
+                    continue
+                scored_chars += b - a
                 tokens.append(
                     TokenScore.model_construct(
                         start=a, end=b, text=item.answer[a:b], probability=min(max(p, 0.0), 1.0)
@@ -387,13 +401,22 @@ class TransformerDetector(BaseDetector):
         windows = max(p.windows for p in plan.pieces)
         coverage = Coverage(
             answer_chars=len(item.answer),
-            answer_chars_scored=sum(len(p.text) for p in plan.pieces),
+            answer_chars_scored=scored_chars,
             answer_pieces=len(plan.pieces),
             context_windows=windows,
             context_split=windows > 1,
             max_length=self._window,
         )
         return tokens, coverage
+
+
+def _calibration(config: Any) -> tuple[float, float]:
+    """Platt scale and shift stored in the model's config (``truthlens.calibration``)."""
+    extra = getattr(config, "truthlens", None)
+    calibration = extra.get("calibration") if isinstance(extra, dict) else None
+    if not isinstance(calibration, dict):
+        return 1.0, 0.0
+    return float(calibration.get("scale", 1.0)), float(calibration.get("shift", 0.0))
 
 
 def _words(text: str) -> set[str]:

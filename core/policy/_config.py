@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    field_validator,
+    model_validator,
+)
 
 from ._defaults import (
     DEFAULT_DOMAIN_DESCRIPTIONS,
@@ -67,10 +75,14 @@ def _non_blank(value: str) -> str:
     return value
 
 
-Unit = Annotated[float, AfterValidator(_unit_interval)]
+# Numbers and switches are strict: YAML `threshold: true` or `threshold: "0.3"` is an
+# error, not 1.0 or 0.3. A lax `true` read as threshold 1.0 silently turns detection off.
+# Integers are still accepted where a float is expected (`threshold: 1`).
+Unit = Annotated[float, Strict(), AfterValidator(_unit_interval)]
 Name = Annotated[str, AfterValidator(_non_blank)]
-Iterations = Annotated[int, Field(ge=0, le=100)]
-Budget = Annotated[float, Field(gt=0.0, le=3600.0)]
+Iterations = Annotated[int, Strict(), Field(ge=0, le=100)]
+Budget = Annotated[float, Strict(), Field(gt=0.0, le=3600.0)]
+Flag = Annotated[bool, Strict()]
 
 
 class _Strict(BaseModel):
@@ -102,7 +114,7 @@ class PremiumSettings(_Strict):
     verification_models: tuple[Name, ...] = ()
     judge_model: str | None = None
     max_iterations: Iterations = 5
-    require_consensus: bool = True
+    require_consensus: Flag = True
 
 
 class HallucinationSettings(_Strict):
@@ -139,21 +151,21 @@ class HallucinationSettings(_Strict):
             abandoned and the loop ends with status ``llm_timeout``. ``None``: no limit.
     """
 
-    enabled: bool = True
+    enabled: Flag = True
     model_id: str | None = None
-    use_cpu: bool = False
+    use_cpu: Flag = False
     precision: Precision = "auto"
     default_mode: Mode = "lightweight"
     threshold: Unit = 0.5
     warning_template: Name = DEFAULT_WARNING_TEMPLATE
     standard: StandardSettings = Field(default_factory=StandardSettings)
     premium: PremiumSettings = Field(default_factory=PremiumSettings)
-    use_nli: bool = True
+    use_nli: Flag = True
     hallucination_action: Action = "header"
     unverified_factual_action: Action = "header"
-    include_hallucination_details: bool = False
-    require_disclaimer: bool = False
-    skip_non_factual_grounded: bool = False
+    include_hallucination_details: Flag = False
+    require_disclaimer: Flag = False
+    skip_non_factual_grounded: Flag = False
     time_budget_s: Budget | None = None
 
 
@@ -168,7 +180,7 @@ class ModelSettings(_Strict):
 
     model_id: str | None = None
     threshold: Unit = 0.5
-    use_cpu: bool = False
+    use_cpu: Flag = False
 
 
 def _fact_check_default() -> ModelSettings:
@@ -232,7 +244,7 @@ class KeywordRule(_Strict):
     description: str | None = None
     operator: Operator = "OR"
     keywords: tuple[Name, ...] = Field(min_length=1)
-    case_sensitive: bool = False
+    case_sensitive: Flag = False
 
     @field_validator("operator", mode="before")
     @classmethod
@@ -294,7 +306,7 @@ class ModelRef(_Strict):
     """A model a decision routes to (informational for this package)."""
 
     model: Name
-    use_reasoning: bool | None = None
+    use_reasoning: Flag | None = None
     lora_name: str | None = None
 
 
@@ -316,17 +328,17 @@ class PluginConfiguration(_Strict):
         time_budget_s: Overrides the global mitigation time budget (extension).
     """
 
-    enabled: bool | None = None
+    enabled: Flag | None = None
     mode: Mode | None = None
     threshold: Unit | None = None
     max_iterations: Iterations | None = None
-    require_disclaimer: bool | None = None
-    use_nli: bool | None = None
+    require_disclaimer: Flag | None = None
+    use_nli: Flag | None = None
     hallucination_action: Action | None = None
     unverified_factual_action: Action | None = None
-    include_hallucination_details: bool | None = None
+    include_hallucination_details: Flag | None = None
     warning_template: Name | None = None
-    skip_non_factual_grounded: bool | None = None
+    skip_non_factual_grounded: Flag | None = None
     time_budget_s: Budget | None = None
 
 
@@ -342,7 +354,7 @@ class DecisionPolicy(_Strict):
 
     name: Name
     description: str | None = None
-    priority: int = 0
+    priority: Annotated[int, Strict()] = 0
     rules: Rules
     model_refs: tuple[ModelRef, ...] = Field(default=(), alias="modelRefs")
     plugins: tuple[HallucinationPlugin, ...] = ()
@@ -382,21 +394,21 @@ class ResolvedSettings(_Strict):
         time_budget_s: Seconds for mitigation LLM calls per request (``None``: no limit).
     """
 
-    enabled: bool
+    enabled: Flag
     mode: Mode
     threshold: Unit
     max_iterations: Iterations
     convergence_threshold: Unit
-    require_disclaimer: bool
-    use_nli: bool
+    require_disclaimer: Flag
+    use_nli: Flag
     hallucination_action: Action
     unverified_factual_action: Action
-    include_hallucination_details: bool
+    include_hallucination_details: Flag
     warning_template: str
     verification_models: tuple[str, ...]
     judge_model: str | None
-    require_consensus: bool
-    skip_non_factual_grounded: bool = False
+    require_consensus: Flag
+    skip_non_factual_grounded: Flag = False
     time_budget_s: float | None = None
 
 
