@@ -137,7 +137,7 @@ def test_yaml_text_dict_and_pathlike_sources(tmp_path: Path) -> None:
     assert from_text == from_dict == load_policy(file) == load_policy(str(file))
     assert from_text.settings_for(None).max_iterations == 5  # premium default
     assert load_policy(from_text) is from_text
-    assert load_policy("") == Policy()
+    assert load_policy(None) == Policy() == load_policy("{}")
 
 
 def test_merged_sources_fall_back_to_global() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,23 @@ PolicySource = str | os.PathLike[str] | Mapping[str, Any] | Policy | None
 # Sections whose lists are concatenated when several sources are merged.
 _LIST_SECTIONS = ("fact_check_rules", "keyword_rules", "domains", "decisions")
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+#: Largest policy file or YAML text accepted. Real policies are a few KiB; without a
+#: cap a 50 MB file kept the parser busy for minutes.
+MAX_POLICY_BYTES = 1 << 20
+# Alias uses (``*name``) allowed in one document, and YAML nodes once aliases are
+# expanded: a 380-byte "billion laughs" file expands to 9**9 strings, and rendering
+# that in an error message took 48 s and 5.5 GB.
+_MAX_ALIASES = 100
+_MAX_NODES = 100_000
+# Nesting depth of YAML collections; PyYAML composes recursively, so without a limit
+# `[[[[...` ends in a RecursionError instead of a readable error.
+_MAX_DEPTH = 64
+# Longest path string tried on the file system before treating it as YAML text.
+_MAX_PATH_CHARS = 4096
+# Error messages show at most this many problems, each line shortened.
+_MAX_PROBLEMS = 20
+_MAX_LINE_CHARS = 300
 
 
 def load_policy(source: PolicySource | Sequence[PolicySource] = None) -> Policy:
@@ -88,14 +106,9 @@ def _read(source: PolicySource) -> tuple[str, dict[str, Any]]:
     if isinstance(source, os.PathLike) or _looks_like_path(source):
         path = Path(source)
         label = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"{label}: policy file not found") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{label}: cannot read policy file: {exc}") from None
-        return label, _parse_yaml(text, label)
+        return label, _parse_yaml(_read_file(path, label), label)
     if isinstance(source, str):
+        _check_size(len(source.encode("utf-8", "surrogatepass")), "<yaml>", "policy text")
         return "<yaml>", _parse_yaml(source, "<yaml>")
     raise ConfigError(
         f"a policy source must be a path, YAML text, a dict or a Policy, "
@@ -104,34 +117,183 @@ def _read(source: PolicySource) -> tuple[str, dict[str, Any]]:
 
 
 def _looks_like_path(source: object) -> bool:
-    if not isinstance(source, str) or "\n" in source:
+    if not isinstance(source, str) or "\n" in source or len(source) > _MAX_PATH_CHARS:
         return False
-    return source.strip().lower().endswith(_YAML_SUFFIXES) or Path(source).is_file()
+    if source.strip().lower().endswith(_YAML_SUFFIXES):
+        return True
+    try:
+        return Path(source).is_file()
+    except OSError:  # e.g. a name too long for the file system: not a path
+        return False
+
+
+def _check_size(size: int, label: str, what: str) -> None:
+    if size > MAX_POLICY_BYTES:
+        raise ConfigError(
+            f"{label}: {what} is too large ({size:,} bytes; the limit is "
+            f"{MAX_POLICY_BYTES:,}); a policy is a few KiB of settings"
+        )
+
+
+def _read_file(path: Path, label: str) -> str:
+    """The file's text; an oversized file is refused before it is read."""
+    try:
+        _check_size(path.stat().st_size, label, "policy file")
+        with path.open("rb") as handle:
+            # One byte past the limit: special files report no size in stat().
+            raw = handle.read(MAX_POLICY_BYTES + 1)
+        _check_size(len(raw), label, "policy file")
+        return raw.decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{label}: policy file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{label}: cannot read policy file: {_clip(str(exc))}") from None
+
+
+class _LimitError(yaml.MarkedYAMLError):
+    """A document broke one of the loader's limits; reported like a YAML syntax error."""
+
+
+class _PolicyLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses alias bombs, deep nesting and duplicate keys.
+
+    PyYAML shares aliased nodes, so loading a "billion laughs" document is cheap; the
+    cost comes later, when validation or an error message walks the expanded value.
+    The limits are checked on the composed node graph, before any value is built.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > _MAX_ALIASES:
+                raise _LimitError(
+                    problem=f"more than {_MAX_ALIASES} aliases (*name) in one policy",
+                    problem_mark=self._mark(),
+                )
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > _MAX_DEPTH:
+                raise _LimitError(
+                    problem=f"nested more than {_MAX_DEPTH} levels deep",
+                    problem_mark=self._mark(),
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _mark(self) -> Any:
+        """Where the next event starts, for the error message."""
+        return self.peek_event().start_mark  # type: ignore[no-untyped-call]
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None:
+            _check_nodes(node)
+        return node
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Count values with aliases expanded, refuse cycles, check mappings for duplicates.
+
+    An iterative depth-first walk that expands each node once (aliased nodes are
+    shared), so it is linear in the document however large its expansion.
+    """
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] > _MAX_NODES:
+                raise _LimitError(
+                    problem=f"expands to more than {_MAX_NODES:,} values once aliases are resolved",
+                    problem_mark=node.start_mark,
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _LimitError(
+                problem="an alias refers to a value that contains it (recursive alias)",
+                problem_mark=node.start_mark,
+            )
+        if isinstance(node, yaml.MappingNode):
+            _check_duplicate_keys(node)
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_duplicate_keys(node: yaml.MappingNode) -> None:
+    """Refuse a key written twice in one mapping (plain YAML lets the last one win).
+
+    Keys brought in by a merge (``<<: *defaults``) may be overridden, which is what
+    merges are for; only keys written in the mapping itself are compared.
+    """
+    first: dict[tuple[str, str], yaml.Node] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        seen = first.setdefault((key_node.tag, key_node.value), key_node)
+        if seen is not key_node:
+            raise _LimitError(
+                problem=f"duplicate key {_short(key_node.value)} (first at line "
+                f"{seen.start_mark.line + 1}); the second value would silently replace "
+                "the first",
+                problem_mark=key_node.start_mark,
+            )
 
 
 def _parse_yaml(text: str, label: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_PolicyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:
             where = f" at line {mark.line + 1}, column {mark.column + 1}"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{label}: invalid YAML{where}: {problem}") from None
+        raise ConfigError(_clip(f"{label}: invalid YAML{where}: {problem}")) from None
+    except RecursionError:  # a backstop: the depth limit above should come first
+        raise ConfigError(f"{label}: invalid YAML: nested too deeply") from None
+    if data is None:
+        # An empty file is most likely a truncated or wrong one; guarding with the
+        # defaults would apply settings nobody chose.
+        raise ConfigError(
+            f"{label}: the policy is empty; write the settings to change (an empty "
+            "mapping '{}' keeps every default), or pass None for the built-in defaults"
+        )
     return _top_mapping(data, label)
 
 
 def _top_mapping(data: object, label: str) -> dict[str, Any]:
-    if data is None:
-        return {}
     if not isinstance(data, dict):
         raise ConfigError(
             f"{label}: a policy must be a mapping of sections, got {type(data).__name__}"
         )
     for key in data:
         if not isinstance(key, str):
-            raise ConfigError(f"{label}: section names must be strings, got {key!r}")
+            raise ConfigError(f"{label}: section names must be strings, got {_short(key)}")
     return data
 
 
@@ -177,6 +339,10 @@ def _format_errors(
             lines.extend(f"{label}: {line}" for line in message.splitlines())
         else:
             lines.append(f"{label}: {path}: {message}")
+    lines = [_clip(line) for line in lines]
+    if len(lines) > _MAX_PROBLEMS:
+        hidden = len(lines) - _MAX_PROBLEMS
+        lines = [*lines[:_MAX_PROBLEMS], f"... and {hidden} more problems"]
     head = "invalid policy" if len(lines) > 1 else ""
     return "\n".join([head, *lines]) if head else lines[0]
 
@@ -214,11 +380,11 @@ def _describe(error: ErrorDetails, loc: tuple[int | str, ...]) -> str:
     if kind == "value_error":
         return str(ctx.get("error", error["msg"]))
     if kind == "literal_error":
-        return f"must be one of {ctx.get('expected', '?')}, got {given!r}"
+        return f"must be one of {ctx.get('expected', '?')}, got {_short(given)}"
     if kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
-        return f"{error['msg'].lower()}, got {given!r}"
+        return f"{error['msg'].lower()}, got {_short(given)}"
     if kind == "too_short":
-        return f"must not be empty, got {given!r}"
+        return f"must not be empty, got {_short(given)}"
     type_names = {
         "bool_type": "true or false",
         "bool_parsing": "true or false",
@@ -235,8 +401,8 @@ def _describe(error: ErrorDetails, loc: tuple[int | str, ...]) -> str:
         "list_type": "a list",
     }
     if kind in type_names:
-        return f"must be {type_names[kind]}, got {type(given).__name__} {given!r}"
-    return f"{error['msg']} (got {given!r})"
+        return f"must be {type_names[kind]}, got {type(given).__name__} {_short(given)}"
+    return f"{error['msg']} (got {_short(given)})"
 
 
 def _unknown_key(loc: tuple[int | str, ...]) -> str:
@@ -246,7 +412,7 @@ def _unknown_key(loc: tuple[int | str, ...]) -> str:
     if known:
         close = difflib.get_close_matches(key, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(known)}"
-    return f"unknown key {key!r}{hint}"
+    return f"unknown key {_short(key)}{hint}"
 
 
 def _known_keys(parent: tuple[int | str, ...]) -> list[str]:
@@ -290,3 +456,21 @@ def _item_type(tp: Any) -> Any:
                 return _item_type(arg)
     args = typing.get_args(tp)
     return args[0] if args else None
+
+
+# Values in messages are shown shortened: a policy value can be megabytes of text or a
+# deeply nested structure, and the message is for a human.
+_REPR = reprlib.Repr()
+_REPR.maxstring = 80
+_REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 4
+_REPR.maxlevel = 2
+
+
+def _short(value: object) -> str:
+    """``repr(value)`` cut to a readable length."""
+    return _REPR.repr(value)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _MAX_LINE_CHARS else line[: _MAX_LINE_CHARS - 3] + "..."
