@@ -4,6 +4,10 @@ Keys are lower-case HTTP header names so that any adapter or HTTP layer can emit
 them unchanged. Values follow the design's examples: ``true`` / ``false``, scores
 with four decimals, whole milliseconds, and spans joined by ``"; "``
 (``x-vsr-hallucination-spans: 1950; 500 meters``).
+
+An answer that was not checked never reads as clean: ``x-truthlens-checked`` is
+``false``, ``x-truthlens-not-checked-reason`` says why, the score is ``n/a`` and both
+``detected`` headers are ``unknown`` rather than ``false``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ METADATA_KEYS: tuple[str, ...] = (
     "x-vsr-max-severity",
     "x-vsr-unverified-factual-response",
     "x-vsr-verification-context-missing",
+    "x-truthlens-checked",
+    "x-truthlens-not-checked-reason",
+    "x-truthlens-context-instructions",
 )
 
 SPAN_SEPARATOR = "; "
@@ -71,14 +78,15 @@ def build_metadata(
     unverified_factual: bool = False,
     context_missing: bool = False,
     include_details: bool = True,
+    not_checked_reason: str | None = None,
+    context_instructions: int = 0,
 ) -> dict[str, str]:
     """Build the metadata dict with exactly the keys of :data:`METADATA_KEYS`.
 
     Args:
         enabled: Whether detection ran for this request (``x-truthlens-enabled``).
         mode: The operating mode.
-        score: Response hallucination score; ``None`` (detection did not run) is
-            written as ``0.0000``, to be read together with ``enabled``.
+        score: Response hallucination score (``0.0000`` when ``None``).
         detected: Whether the score reached the threshold.
         iterations: Refinement iterations performed.
         latency_ms: Detection / mitigation latency, written in whole milliseconds.
@@ -89,26 +97,36 @@ def build_metadata(
         context_missing: There was no context to verify against.
         include_details: Put span texts in ``x-vsr-hallucination-spans``; when
             false only offsets are written.
+        not_checked_reason: Why the answer was not checked (``non_factual``,
+            ``no_grounding``, ``disabled``, ``unverifiable``); ``None`` when it was.
+            A not-checked answer gets score ``n/a`` and ``detected`` ``unknown``.
+        context_instructions: Context passages that carry instructions to the model
+            (left out of the evidence).
 
     Returns:
         Header name to header value, all strings.
     """
     contradictions = sum(1 for s in spans if s.nli_label == "contradiction")
     severity = max((s.severity or 0 for s in spans), default=0)
+    checked = not_checked_reason is None
+    found = _flag(detected) if checked else "unknown"
     metadata = {
         "x-truthlens-enabled": _flag(enabled),
         "x-truthlens-mode": mode,
-        "x-truthlens-score": f"{score or 0.0:.4f}",
-        "x-truthlens-detected": _flag(detected),
+        "x-truthlens-score": f"{score or 0.0:.4f}" if checked else "n/a",
+        "x-truthlens-detected": found,
         "x-truthlens-iterations": str(int(iterations)),
         "x-truthlens-latency-ms": str(round(latency_ms)),
         "x-vsr-fact-check-needed": _flag(fact_check_needed),
-        "x-vsr-hallucination-detected": _flag(detected),
+        "x-vsr-hallucination-detected": found,
         "x-vsr-hallucination-spans": format_spans(spans, include_text=include_details),
         "x-vsr-nli-contradictions": str(contradictions),
         "x-vsr-max-severity": str(severity),
         "x-vsr-unverified-factual-response": _flag(unverified_factual),
         "x-vsr-verification-context-missing": _flag(context_missing),
+        "x-truthlens-checked": _flag(checked),
+        "x-truthlens-not-checked-reason": not_checked_reason or "",
+        "x-truthlens-context-instructions": str(int(context_instructions)),
     }
     assert tuple(metadata) == METADATA_KEYS  # keeps the key list and the dict in step
     return metadata

@@ -152,10 +152,13 @@ def test_lazy_top_level_exports() -> None:
 # -- the three paths ---------------------------------------------------------------------
 
 
-def test_non_factual_prompt_passes_without_detection(detector: Detector) -> None:
+def test_non_factual_prompt_passes_without_detection_when_the_policy_skips_it(
+    detector: Detector,
+) -> None:
     counting = CountingDetector(detector)
     nli = RuleNLI()
-    engine = make(counting, nli=nli)  # type: ignore[arg-type]
+    skip = {"hallucination": {"skip_non_factual_grounded": True}}
+    engine = make(counting, skip, nli=nli)  # type: ignore[arg-type]
     verdict = engine.guard(
         context=EIFFEL_CONTEXT, question="Write a poem about the Eiffel Tower", answer=EIFFEL_ANSWER
     )
@@ -167,6 +170,49 @@ def test_non_factual_prompt_passes_without_detection(detector: Detector) -> None
     assert set(verdict.latency_ms) == {"classifier", "routing", "total"}
     assert verdict.metadata["x-truthlens-enabled"] == "false"
     assert verdict.metadata["x-vsr-fact-check-needed"] == "false"
+    # Not checked is never clean: the verdict and the headers say so.
+    assert not verdict.checked and verdict.not_checked_reason == "non_factual"
+    assert verdict.status == "not_checked"
+    assert verdict.metadata["x-truthlens-checked"] == "false"
+    assert verdict.metadata["x-truthlens-not-checked-reason"] == "non_factual"
+    assert verdict.metadata["x-truthlens-detected"] == "unknown"
+    assert verdict.metadata["x-vsr-hallucination-detected"] == "unknown"
+    assert verdict.metadata["x-truthlens-score"] == "n/a"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Summarize the document.", "Give me the height of the tower.", "Tell me about the Eiffel Tower."],
+)
+def test_grounded_answers_are_checked_whatever_the_classifier_says(
+    detector: Detector, question: str
+) -> None:
+    # Issue 13: these read as non-factual to the classifier, and the wrong answer passed.
+    counting = CountingDetector(detector)
+    engine = make(counting, action_policy("block"))  # type: ignore[arg-type]
+    verdict = engine.guard(context=EIFFEL_CONTEXT, question=question, answer=EIFFEL_ANSWER)
+    assert verdict.fact_check_needed is False  # the stand-in classifier: no '?'
+    assert counting.batches == 1 and verdict.checked
+    assert verdict.blocked and verdict.output is None and verdict.status == "not_run"
+    assert verdict.metadata["x-truthlens-checked"] == "true"
+    assert verdict.metadata["x-truthlens-detected"] == "true"
+
+
+def test_non_factual_prompt_without_grounding_is_not_checked_and_says_so(
+    detector: Detector,
+) -> None:
+    verdict = make(detector).guard(context=None, question="Write a poem", answer="Roses are red.")
+    assert verdict.passed and not verdict.unverified
+    assert verdict.status == "not_checked" and verdict.not_checked_reason == "no_grounding"
+    assert verdict.metadata["x-truthlens-checked"] == "false"
+    assert verdict.metadata["x-truthlens-score"] == "n/a"
+
+
+def test_disabled_route_is_not_checked(detector: Detector) -> None:
+    verdict = make(detector, {"hallucination": {"enabled": False}}).guard(**EIFFEL)
+    assert verdict.passed and verdict.status == "not_checked"
+    assert verdict.not_checked_reason == "disabled"
+    assert verdict.metadata["x-truthlens-detected"] == "unknown"
 
 
 @pytest.mark.parametrize("context", [None, "", [], ["  "]])
@@ -182,7 +228,9 @@ def test_factual_prompt_without_grounding_is_unverified(
     assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
     assert verdict.metadata["x-vsr-unverified-factual-response"] == "true"
     assert verdict.metadata["x-vsr-verification-context-missing"] == "true"
-    assert verdict.metadata["x-vsr-hallucination-detected"] == "false"
+    # not checked: neither "false" (clean) nor "true"
+    assert verdict.metadata["x-vsr-hallucination-detected"] == "unknown"
+    assert verdict.status == "not_checked" and verdict.not_checked_reason == "no_grounding"
 
 
 def test_unverified_factual_block(detector: Detector) -> None:
@@ -232,9 +280,17 @@ def test_all_spans_entailed_passes(detector: Detector) -> None:
     assert verdict.output == EIFFEL_ANSWER and verdict.action is None
 
 
-def test_weak_entailment_keeps_span_and_neutral_is_severity_two(detector: Detector) -> None:
-    weak = make(detector, nli=FixedNLI("entailment", 0.5)).guard(**EIFFEL)  # below 0.9
-    assert len(weak.spans) == 2 and weak.max_severity == 1 and weak.dropped_spans == []
+def test_weak_entailment_counts_as_neutral_and_neutral_is_severity_two(
+    detector: Detector,
+) -> None:
+    # The README says entailed spans are dropped: none ever stays in verdict.spans.
+    # One the NLI model is unsure of (below 0.9) is not confirmed: it counts as neutral.
+    weak = make(detector, nli=FixedNLI("entailment", 0.5)).guard(**EIFFEL)
+    assert len(weak.spans) == 2 and weak.dropped_spans == []
+    assert {(s.nli_label, s.severity, s.nli_confidence) for s in weak.spans} == {
+        ("neutral", 2, 0.5)
+    }
+    assert weak.max_severity == 2
     neutral = make(detector).guard(
         context="The Eiffel Tower stands in Paris.", question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
     )
@@ -378,7 +434,9 @@ def test_halugate_full_policy(detector: Detector) -> None:
             return [(True, 0.55) for _ in prompts]
 
     unsure = make(detector, POLICIES / "halugate_full.yaml", fact_checker=Unsure()).guard(**EIFFEL)
-    assert unsure.route is None and unsure.passed and not unsure.fact_check_needed
+    assert unsure.route is None and not unsure.fact_check_needed
+    # ... and the grounded answer is still checked (issue 13: grounding means checking)
+    assert unsure.checked and unsure.detected
 
 
 def test_halugate_decision_policy(detector: Detector) -> None:
@@ -455,7 +513,7 @@ def test_metrics_read_back_from_a_registry(detector: Detector) -> None:
     registry = CollectorRegistry()
     engine = make(detector, metrics=Metrics(registry))
     engine.guard(**EIFFEL)
-    engine.guard(context=EIFFEL_CONTEXT, question="Write a poem", answer="Roses.")
+    engine.guard(context=None, question="Write a poem", answer="Roses.")
     get = registry.get_sample_value
     detected = {"decision": "default", "mode": "lightweight", "detected": "true"}
     clean = {**detected, "detected": "false"}

@@ -243,7 +243,7 @@ def test_metadata_detected_path() -> None:
         spans=SPANS,
     )
     assert tuple(meta) == METADATA_KEYS
-    assert len(METADATA_KEYS) == 13
+    assert len(METADATA_KEYS) == 16
     assert all(isinstance(v, str) for v in meta.values())
     assert meta == {
         "x-truthlens-enabled": "true",
@@ -259,6 +259,9 @@ def test_metadata_detected_path() -> None:
         "x-vsr-max-severity": "4",
         "x-vsr-unverified-factual-response": "false",
         "x-vsr-verification-context-missing": "false",
+        "x-truthlens-checked": "true",
+        "x-truthlens-not-checked-reason": "",
+        "x-truthlens-context-instructions": "0",
     }
 
 
@@ -269,9 +272,14 @@ def test_metadata_unverified_path_and_hidden_details() -> None:
         fact_check_needed=True,
         unverified_factual=True,
         context_missing=True,
+        not_checked_reason="no_grounding",
     )
     assert meta["x-truthlens-enabled"] == "false"
-    assert meta["x-truthlens-score"] == "0.0000"
+    # not checked never reads as clean
+    assert meta["x-truthlens-score"] == "n/a"
+    assert meta["x-truthlens-detected"] == meta["x-vsr-hallucination-detected"] == "unknown"
+    assert meta["x-truthlens-checked"] == "false"
+    assert meta["x-truthlens-not-checked-reason"] == "no_grounding"
     assert meta["x-vsr-unverified-factual-response"] == "true"
     assert meta["x-vsr-verification-context-missing"] == "true"
     assert meta["x-vsr-hallucination-spans"] == ""

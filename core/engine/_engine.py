@@ -8,11 +8,23 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
-from .._errors import BlockedResponseError, ModelLoadError, ModelNotAvailableError
+from .._errors import (
+    BlockedResponseError,
+    InvalidArgumentError,
+    ModelLoadError,
+    ModelNotAvailableError,
+)
 from .._metadata import build_metadata
-from .._types import Decision, DetectionInput, DetectionResult, HallucinationSpan, NLILabel
+from .._types import (
+    Decision,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    NLILabel,
+)
 from ..detection import Detector, load_detector
 from ..llm import LLM
 from ..mitigation import (
@@ -27,11 +39,18 @@ from ..mitigation import (
     wants_mitigation,
 )
 from ..observability import Metrics, StageSpan, Tracer, log_event
-from ..policy import Action, DomainClassifier, Policy, PolicySource, Router, RouteResult
+from ..policy import Action, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
 from ._alignment import align_quantities
 from ._hf_classifier import TransformersFactCheckClassifier
 from ._hf_nli import TransformersNLIExplainer
+from ._injection import ContextFlag, split_instructions
+from ._options import (
+    EngineOptions,
+    check_guard_tools,
+    parse_engine_options,
+    parse_knobs,
+)
 from ._premise import answer_sentence, select_premise
 from ._protocols import (
     BundledFactCheckAdapter,
@@ -39,7 +58,7 @@ from ._protocols import (
     FactCheckClassifier,
     NLIExplainer,
 )
-from ._verdict import SEVERITY, Verdict, mitigation_fields
+from ._verdict import SEVERITY, NotCheckedReason, Verdict, mitigation_fields, redact_verdict
 
 __all__ = ["TruthLens"]
 
@@ -72,6 +91,15 @@ class _Item:
     dropped: list[HallucinationSpan] = field(default_factory=list)
     latency_ms: dict[str, float] = field(default_factory=dict)
     mitigation: MitigationResult | None = None
+    instructions: list[ContextFlag] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, data: DetectionInput) -> _Item:
+        """An item whose evidence leaves out passages that carry instructions."""
+        evidence, flags = split_instructions(data.context)
+        if flags:
+            data = data.model_copy(update={"context": evidence})
+        return cls(data=data, instructions=flags)
 
     @property
     def question(self) -> str:
@@ -138,53 +166,37 @@ class TruthLens:
 
     Args:
         policy: The validated policy.
-        detector: Token-level detector; ``None`` loads ``hallucination.model_id``
-            (the bundled detector when unset) on first use.
-        nli: NLI explainer; ``None`` tries the bundled one on first use and skips the
-            NLI stage (with a warning) when it is not installed.
-        fact_checker: Prompt classifier; ``None`` tries the bundled one and otherwise
-            treats every prompt as factual.
-        metrics: Prometheus metrics; ``None`` records nothing.
-        tracer: OpenTelemetry tracer; ``None`` only times stages.
-        domain_classifier: Domain classifier for ``domain`` conditions; the router's
-            lexicon classifier by default.
-        raise_on_block: Make :meth:`guard` raise :class:`BlockedResponseError`
-            instead of returning a blocked verdict.
-        align_quantities: Check the numbers, years and units of each flagged span
-            against the whole context and let that decide the span's NLI label
-            (contradiction or neutral, confidence 1.0) over the NLI model's; spans
-            without numbers, or whose numbers occur in the context, keep the
-            model's label. Small NLI models read a changed number as a paraphrase.
-        mitigation_options: Tuning of the mitigation loops (consensus method,
-            context budget, generation limits); defaults when ``None``.
+        **options: Engine options, all defined once in
+            :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
+            ``nli``, ``fact_checker``, ``metrics``, ``tracer``, ``domain_classifier``,
+            ``raise_on_block``, ``align_quantities``, ``mitigation_options``,
+            ``redact``, ``audit_hook``); see there for each.
+
+    Raises:
+        UnknownArgumentError: For an option that does not exist (with a suggestion).
+        InvalidArgumentError: For an option of the wrong type (``nli=42``).
     """
 
-    def __init__(
-        self,
-        policy: Policy,
-        *,
-        detector: Detector | None = None,
-        nli: NLIExplainer | None = None,
-        fact_checker: FactCheckClassifier | None = None,
-        metrics: Metrics | None = None,
-        tracer: Tracer | None = None,
-        domain_classifier: DomainClassifier | None = None,
-        raise_on_block: bool = False,
-        align_quantities: bool = True,
-        mitigation_options: MitigationOptions | None = None,
-    ) -> None:
+    def __init__(self, policy: Policy, **options: Any) -> None:
+        if not isinstance(policy, Policy):
+            raise InvalidArgumentError(
+                f"TruthLens takes a Policy, got {type(policy).__name__}; use "
+                "TruthLens.from_config(path_or_dict) to load one"
+            )
+        self.options: EngineOptions = parse_engine_options(options, "TruthLens")
+        opts = self.options
         self.policy = policy
-        self.raise_on_block = raise_on_block
-        self.align_quantities = align_quantities
-        self.mitigation_options = mitigation_options or MitigationOptions()
-        self.metrics = metrics or Metrics(enabled=False)
-        self.tracer = tracer or Tracer(enabled=False)
-        self._detector = detector
-        self._nli = nli
-        self._nli_resolved = nli is not None
-        self._fact_checker = fact_checker
+        self.raise_on_block = opts.raise_on_block
+        self.align_quantities = opts.align_quantities
+        self.mitigation_options = opts.mitigation_options or MitigationOptions()
+        self.metrics: Metrics = opts.metrics or Metrics(enabled=False)
+        self.tracer: Tracer = opts.tracer or Tracer(enabled=False)
+        self._detector: Detector | None = opts.detector
+        self._nli: NLIExplainer | None = opts.nli
+        self._nli_resolved = opts.nli is not None
+        self._fact_checker: FactCheckClassifier | None = opts.fact_checker
         self._load_lock = threading.Lock()
-        self.router = Router(policy, domain_classifier=domain_classifier)
+        self.router = Router(policy, domain_classifier=opts.domain_classifier)
         self.fact_check_threshold = policy.hallucination_mitigation.fact_check_model.threshold
         self.nli_threshold = policy.hallucination_mitigation.nli_model.threshold
 
@@ -193,49 +205,65 @@ class TruthLens:
         cls,
         config: PolicySource | Sequence[PolicySource] = None,
         *,
-        detector: Detector | None = None,
-        nli: NLIExplainer | None = None,
-        fact_checker: FactCheckClassifier | None = None,
-        metrics: Metrics | None = None,
-        tracer: Tracer | None = None,
-        domain_classifier: DomainClassifier | None = None,
-        raise_on_block: bool = False,
-        align_quantities: bool = True,
-        mitigation_options: MitigationOptions | None = None,
+        mode: str | None = None,
+        threshold: float | None = None,
+        action: str | None = None,
+        **options: Any,
     ) -> TruthLens:
         """Build an engine from a policy file, YAML text, dict, list of these, or defaults.
 
         Args:
             config: Anything :func:`~truthlens_integrations.core.policy.load_policy`
                 accepts; ``None`` for the built-in defaults.
-            detector: See :class:`TruthLens`.
-            nli: See :class:`TruthLens`.
-            fact_checker: See :class:`TruthLens`.
-            metrics: See :class:`TruthLens`.
-            tracer: See :class:`TruthLens`.
-            domain_classifier: See :class:`TruthLens`.
-            raise_on_block: See :class:`TruthLens`.
-            align_quantities: See :class:`TruthLens`.
-            mitigation_options: See :class:`TruthLens`.
+            mode: Overrides the mode on every route (``lightweight``, ``standard``,
+                ``premium``); ``None`` keeps the policy's.
+            threshold: Overrides the flagging threshold on every route.
+            action: Overrides ``hallucination_action`` on every route.
+            **options: Engine options (see :class:`TruthLens`).
 
         Returns:
             The engine.
 
         Raises:
             ConfigError: If the policy is malformed.
+            UnknownArgumentError: For an option that does not exist.
+            InvalidArgumentError: For an option or knob of the wrong type.
         """
-        return cls(
-            _load_policy(config),
-            detector=detector,
-            nli=nli,
-            fact_checker=fact_checker,
-            metrics=metrics,
-            tracer=tracer,
-            domain_classifier=domain_classifier,
-            raise_on_block=raise_on_block,
-            align_quantities=align_quantities,
-            mitigation_options=mitigation_options,
-        )
+        knobs = parse_knobs(_given(mode=mode, threshold=threshold, action=action), "from_config")
+        parse_engine_options(options, "TruthLens.from_config")
+        return cls(knobs.apply(_load_policy(config)), **options)
+
+    def derive(
+        self,
+        *,
+        policy: Policy | None = None,
+        mode: str | None = None,
+        threshold: float | None = None,
+        action: str | None = None,
+        **options: Any,
+    ) -> TruthLens:
+        """A new engine with some options or policy knobs changed; loaded models are shared.
+
+        Adapters use it when given both an ``engine`` and options for it, so that
+        neither is silently ignored.
+
+        Args:
+            policy: A replacement policy; ``None`` keeps this engine's.
+            mode: See :meth:`from_config`.
+            threshold: See :meth:`from_config`.
+            action: See :meth:`from_config`.
+            **options: Engine options to change (see :class:`TruthLens`).
+
+        Returns:
+            The new engine (this one is unchanged).
+        """
+        knobs = parse_knobs(_given(mode=mode, threshold=threshold, action=action), "derive")
+        parse_engine_options(options, "TruthLens.derive")
+        current = {k: getattr(self.options, k) for k in self.options.model_fields_set}
+        # Models this engine has loaded already are handed over, not loaded again.
+        loaded = {"detector": self._detector, "nli": self._nli, "fact_checker": self._fact_checker}
+        current.update({k: v for k, v in loaded.items() if v is not None})
+        return type(self)(knobs.apply(policy or self.policy), **{**current, **options})
 
     # -- models, loaded once on first use -------------------------------------------
 
@@ -348,6 +376,14 @@ class TruthLens:
             BlockedResponseError: If the answer was blocked and ``raise_on_block``
                 is set; the verdict is attached as ``error.verdict``.
         """
+        check_guard_tools(
+            llm=llm,
+            retriever=retriever,
+            answerer=answerer,
+            verification_llms=verification_llms,
+            judge_llm=judge_llm,
+            mitigation_options=mitigation_options,
+        )
         item = DetectionInput.create(context=context, question=question, answer=answer)
         tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm, mitigation_options)
         verdict = self._run([item], tools if tools.given else None)[0]
@@ -393,6 +429,15 @@ class TruthLens:
         The models run in a worker thread; LLM calls use ``acomplete`` (verifiers
         concurrently) and retrievals ``aretrieve``.
         """
+        check_guard_tools(
+            llm=llm,
+            retriever=retriever,
+            answerer=answerer,
+            verification_llms=verification_llms,
+            judge_llm=judge_llm,
+            mitigation_options=mitigation_options,
+            where="TruthLens.aguard",
+        )
         tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm, mitigation_options)
         if not tools.given:
             return await asyncio.to_thread(
@@ -409,10 +454,10 @@ class TruthLens:
 
     def _run(self, inputs: list[DetectionInput], tools: _Tools | None = None) -> list[Verdict]:
         started = time.perf_counter()
-        items = [_Item(data=x) for x in inputs]
+        items = [_Item.of(x) for x in inputs]
         with self.tracer.stage("guard", batch_size=len(items)) as root:
             self._analyse(items)
-            request = self._mitigation_request(items[0], tools)
+            request = self._mitigation_request(items[0], tools, started)
             if request is not None:
                 with self.tracer.stage("mitigation", mode=request.settings.mode) as stage:
                     items[0].mitigation = mitigate(request, _Runtime(self, items[0]))
@@ -424,10 +469,10 @@ class TruthLens:
 
     async def _arun(self, data: DetectionInput, tools: _Tools) -> Verdict:
         started = time.perf_counter()
-        item = _Item(data=data)
+        item = _Item.of(data)
         with self.tracer.stage("guard", batch_size=1) as root:
             await asyncio.to_thread(self._analyse, [item])
-            request = self._mitigation_request(item, tools)
+            request = self._mitigation_request(item, tools, started)
             if request is not None:
                 with self.tracer.stage("mitigation", mode=request.settings.mode) as stage:
                     item.mitigation = await amitigate(request, _Runtime(self, item))
@@ -436,9 +481,12 @@ class TruthLens:
         self._observe(verdict)
         return verdict
 
-    def _mitigation_request(self, it: _Item, tools: _Tools | None) -> MitigationRequest | None:
+    def _mitigation_request(
+        self, it: _Item, tools: _Tools | None, started: float
+    ) -> MitigationRequest | None:
         if tools is None or it.route is None or it.detection is None:
             return None
+        budget = it.route.settings.time_budget_s
         request = MitigationRequest(
             context=it.data.context,
             question=it.data.question,
@@ -450,6 +498,7 @@ class TruthLens:
             verification_llms=tools.verification_llms,
             judge_llm=tools.judge_llm,
             options=tools.options or self.mitigation_options,
+            deadline=None if budget is None else started + budget,
         )
         return request if wants_mitigation(request) else None
 
@@ -459,8 +508,13 @@ class TruthLens:
         return Assessment(answer=result.answer, score=result.score, spans=it.kept, flagged=flagged)
 
     def _assess(self, it: _Item, context: Sequence[str], answer: str) -> Assessment:
-        """Detect and NLI-filter a candidate answer with ``it``'s route (for the loops)."""
-        data = DetectionInput.create(context=context, question=it.data.question, answer=answer)
+        """Detect and NLI-filter a candidate answer with ``it``'s route (for the loops).
+
+        Passages carrying instructions never count as evidence, also when a retrieval
+        round brought them in.
+        """
+        evidence, _ = split_instructions(context)
+        data = DetectionInput.create(context=evidence, question=it.data.question, answer=answer)
         probe = _Item(data=data, fact_check=it.fact_check, route=it.route, factual=it.factual)
         self._detect([probe])
         self._explain([probe])
@@ -471,13 +525,15 @@ class TruthLens:
         """Classify, route, detect and NLI-explain, filling in each item's state."""
         self._classify(items)
         self._route(items)
+        # With grounding given, the answer is checked whatever the prompt classifier
+        # thinks, unless the policy says to skip non-factual prompts.
         to_detect = [
             it
             for it in items
             if it.route is not None
             and it.route.settings.enabled
-            and it.factual
             and it.data.grounded
+            and (it.factual or not it.route.settings.skip_non_factual_grounded)
         ]
         self._detect(to_detect)
         self._explain(to_detect)
@@ -570,9 +626,13 @@ class TruthLens:
                     "severity": SEVERITY[label],
                 }
             )
-            # A confident entailment means the detector flagged supported text.
+            # A confident entailment means the detector flagged supported text; a
+            # weaker one does not confirm the span, so it counts as neutral.
             if label == "entailment" and confidence >= self.nli_threshold:
                 it.dropped.append(labelled)
+            elif label == "entailment":
+                neutral = {"nli_label": "neutral", "severity": SEVERITY["neutral"]}
+                it.kept.append(labelled.model_copy(update=neutral))
             else:
                 it.kept.append(labelled)
 
@@ -605,7 +665,13 @@ class TruthLens:
             # Everything below describes the answer that will be shown: the best one.
             answer, kept = mitigated.final.answer, mitigated.final.spans
             score, detected = mitigated.final.score, mitigated.final.flagged
-        unverified = bool(settings.enabled and it.factual and not it.data.grounded)
+        reason = _not_checked(it)
+        # A factual prompt without grounding, or grounding the detector could not
+        # read, is answered but unverified: the route's unverified action applies.
+        unverified = bool(
+            settings.enabled
+            and ((it.factual and reason == "no_grounding") or reason == "unverifiable")
+        )
         action: Action | None = None
         if detected:
             action = settings.hallucination_action
@@ -622,6 +688,8 @@ class TruthLens:
         spans = kept if detected else []
         iterations = mitigated.iterations if mitigated is not None else 0
         include_details = settings.include_hallucination_details and not blocked
+        if self.options.redact:
+            include_details = False
         for span in spans:
             stage.record_hallucination_span(
                 span, action=action or "none", include_details=include_details
@@ -663,8 +731,13 @@ class TruthLens:
                 unverified_factual=unverified,
                 context_missing=not it.data.grounded,
                 include_details=include_details,
+                not_checked_reason=reason,
+                context_instructions=len(it.instructions),
             ),
             detection=result,
+            checked=reason is None,
+            not_checked_reason=reason,
+            context_instructions=it.instructions,
             **mitigation_fields(
                 mitigated,
                 original=it.data.answer,
@@ -673,6 +746,8 @@ class TruthLens:
                 final_answer=None if blocked else answer,
             ),
         )
+        if reason is not None and mitigated is None:
+            verdict = verdict.model_copy(update={"status": "not_checked"})
         if mitigated is not None:
             for use in mitigated.cost.models:
                 self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
@@ -688,10 +763,19 @@ class TruthLens:
             dropped=len(it.dropped),
             action=action,
             status=verdict.status,
+            not_checked=reason,
             iterations=iterations,
             latency_ms=round(total_ms, 3),
         )
-        return verdict
+        return self._deliver(verdict)
+
+    def _deliver(self, verdict: Verdict) -> Verdict:
+        """Hand the full verdict to the audit hook; redact it for the caller if asked."""
+        if self.options.audit_hook is not None:
+            self.options.audit_hook(verdict)
+        if not self.options.redact:
+            return verdict
+        return redact_verdict(verdict, verdict.metadata)
 
     def _observe(self, verdict: Verdict) -> None:
         ran = verdict.detection is not None
@@ -704,3 +788,21 @@ class TruthLens:
         )
         for operation, ms in verdict.latency_ms.items():
             self.metrics.observe_latency(mode=verdict.mode, operation=operation, seconds=ms / 1000)
+
+
+def _given(**knobs: object) -> dict[str, object]:
+    return {k: v for k, v in knobs.items() if v is not None}
+
+
+def _not_checked(it: _Item) -> NotCheckedReason | None:
+    """Why ``it``'s answer was not checked against grounding, or ``None`` if it was."""
+    assert it.route is not None
+    if not it.route.settings.enabled:
+        return "disabled"
+    if not it.data.grounded:
+        return "no_grounding"
+    if it.detection is None:
+        return "non_factual"
+    if it.detection.status is DetectionStatus.UNVERIFIABLE:
+        return "unverifiable"
+    return None

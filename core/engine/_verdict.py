@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,8 +17,26 @@ from ..mitigation import (
     diff_answers,
 )
 from ..policy import Action, Mode
+from ._injection import ContextFlag
 
-__all__ = ["SEVERITY", "Verdict", "mitigation_fields"]
+__all__ = [
+    "REDACTED",
+    "SEVERITY",
+    "NotCheckedReason",
+    "Verdict",
+    "mitigation_fields",
+    "redact_verdict",
+]
+
+#: What replaces hallucinated text in a redacted verdict.
+REDACTED = "[redacted]"
+
+NotCheckedReason = Literal["disabled", "non_factual", "no_grounding", "unverifiable"]
+"""Why an answer was not checked: detection is off for the route (``disabled``), the
+policy skips non-factual prompts and the classifier found this one non-factual
+(``non_factual``), there was no usable grounding (``no_grounding``, also when every
+passage carried instructions), or the detector could not read the input
+(``unverifiable``)."""
 
 #: Severity of a kept span by its NLI label (HaluGate): a contradiction is worse than
 #: a claim the context neither supports nor refutes. An entailment the NLI model is
@@ -42,8 +60,11 @@ class Verdict(BaseModel):
             ``None`` when detection did not run.
         threshold: Threshold of the route the answer was judged by.
         detected: Whether hallucinations were found.
-        spans: Flagged spans that survived the NLI filter, with label and severity.
-        dropped_spans: Spans the NLI model found entailed (false positives).
+        spans: Flagged spans that survived the NLI filter, with label and severity;
+            never a span labelled ``entailment``.
+        dropped_spans: Spans the NLI model found entailed with at least the NLI
+            threshold's confidence (false positives), kept here for inspection. A
+            weaker entailment counts as ``neutral`` (not confirmed by the context).
         max_severity: Highest span severity (0 without spans).
         contradiction_count: Spans labelled ``contradiction``.
         fact_check_needed: The prompt classifier's verdict after its threshold.
@@ -84,6 +105,14 @@ class Verdict(BaseModel):
         mitigation_error: The error message that stopped the loop, if any.
         final_context: The context the final answer was checked against when the
             retrieval-feedback loop extended it; ``None`` otherwise.
+        checked: Whether the answer was checked against grounding. ``False`` is
+            never clean: ``status`` is ``not_checked``, ``score`` is ``None``, and the
+            metadata says ``x-truthlens-checked: false`` with the reason.
+        not_checked_reason: Why it was not checked (see :data:`NotCheckedReason`).
+        context_instructions: Context passages that carry instructions to the model
+            (prompt injection); they were left out of the evidence.
+        redacted: Hallucinated text was removed from this verdict (engine option
+            ``redact``); the audit hook got the full one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -121,6 +150,10 @@ class Verdict(BaseModel):
     cost: CostAccount = Field(default_factory=CostAccount)
     mitigation_error: str | None = None
     final_context: list[str] | None = None
+    checked: bool = True
+    not_checked_reason: NotCheckedReason | None = None
+    context_instructions: list[ContextFlag] = Field(default_factory=list)
+    redacted: bool = False
 
     @property
     def passed(self) -> bool:
@@ -164,3 +197,50 @@ def mitigation_fields(
         final_context=extended,
     )
     return fields
+
+
+def _hide(text: str | None, shown: str | None) -> str | None:
+    return text if text is None or text == shown else REDACTED
+
+
+def _hide_spans(spans: list[HallucinationSpan]) -> list[HallucinationSpan]:
+    return [s.model_copy(update={"text": REDACTED}) for s in spans]
+
+
+def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
+    """``verdict`` without hallucinated text, for callers that must not see it.
+
+    Text that is not the shown answer goes: the original answer (when it is not what
+    is shown), every span text (offsets stay), the answers, spans and claims of the
+    mitigation rounds, the answer diff and the raw detector output.
+
+    Args:
+        verdict: The full verdict.
+        metadata: The metadata to use (built without span texts).
+
+    Returns:
+        The redacted copy, ``redacted=True``.
+    """
+    shown = verdict.final_answer
+    history = [
+        step.model_copy(
+            update={
+                "answer": _hide(step.answer, shown),
+                "spans": _hide_spans(step.spans),
+                "claims": [],
+            }
+        )
+        for step in verdict.history
+    ]
+    return verdict.model_copy(
+        update={
+            "original_answer": _hide(verdict.original_answer, shown),
+            "spans": _hide_spans(verdict.spans),
+            "dropped_spans": _hide_spans(verdict.dropped_spans),
+            "history": history,
+            "diff": None,
+            "detection": None,
+            "metadata": metadata,
+            "redacted": True,
+        }
+    )

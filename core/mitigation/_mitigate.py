@@ -36,6 +36,8 @@ class MitigationRequest:
         verification_llms: Premium verifiers.
         judge_llm: Premium judge (``llm`` when ``None``).
         options: Loop tuning.
+        deadline: ``time.perf_counter()`` value after which no LLM call may run (the
+            policy's ``time_budget_s`` from the start of the request); ``None``: none.
     """
 
     context: tuple[str, ...]
@@ -48,6 +50,7 @@ class MitigationRequest:
     verification_llms: Sequence[LLM] | None = None
     judge_llm: LLM | None = None
     options: MitigationOptions = field(default_factory=MitigationOptions)
+    deadline: float | None = None
 
 
 def wants_mitigation(request: MitigationRequest) -> bool:
@@ -114,7 +117,7 @@ def mitigate(request: MitigationRequest, runtime: Runtime) -> MitigationResult:
     Returns:
         The loop's result.
     """
-    ledger = Ledger()
+    ledger = Ledger(deadline=request.deadline)
     return drive(_loop(request, ledger), runtime, ledger)
 
 
@@ -128,5 +131,5 @@ async def amitigate(request: MitigationRequest, runtime: Runtime) -> MitigationR
     Returns:
         The loop's result.
     """
-    ledger = Ledger()
+    ledger = Ledger(deadline=request.deadline)
     return await adrive(_loop(request, ledger), runtime, ledger)

@@ -8,6 +8,11 @@ worker threads, so both entry points share one implementation of every rule.
 
 A failed call is thrown into the generator as :class:`LLMError` /
 :class:`RetrievalError`, so loops handle failures with ordinary ``try``/``except``.
+
+A request's time budget (the ledger's ``deadline``) bounds every LLM call: a sync
+call runs in a worker thread that is abandoned at the deadline, an async one is
+cancelled, and either way the loop receives :class:`LLMTimeoutError` and ends with
+``llm_timeout``. No call starts after the deadline.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import asyncio
 import time
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, cast
 
@@ -138,6 +144,11 @@ class Ledger:
     llm_seconds: float = 0.0
     started: float = field(default_factory=time.perf_counter)
     uses: dict[tuple[str, str], _Use] = field(default_factory=dict)
+    deadline: float | None = None
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None`` without one; may be negative)."""
+        return None if self.deadline is None else self.deadline - time.perf_counter()
 
     def record(self, llm: LLM, role: str, response: LLMResponse | None, seconds: float) -> None:
         """Count one call; ``response`` is ``None`` when it failed."""
@@ -243,15 +254,35 @@ def _checked(response: object, llm: LLM) -> LLMResponse:
     return response
 
 
+def _out_of_time(op: Generate) -> LLMTimeoutError:
+    model = getattr(op.llm, "model", "llm")
+    return LLMTimeoutError(f"time budget spent: LLM {model!r} ({op.role}) did not finish in time")
+
+
+def _complete(op: Generate) -> object:
+    return op.llm.complete(list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature)
+
+
+def _bounded(op: Generate, seconds: float | None) -> object:
+    """``op``'s completion, abandoned (left to finish in its thread) after ``seconds``."""
+    if seconds is None:
+        return _complete(op)
+    if seconds <= 0:
+        raise _out_of_time(op)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="truthlens-llm")
+    try:
+        return pool.submit(_complete, op).result(timeout=seconds)
+    except FutureTimeout:
+        raise _out_of_time(op) from None
+    finally:
+        # Never wait for a call that overran: the guard answers at the deadline.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _call(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     started = time.perf_counter()
     try:
-        response = _checked(
-            op.llm.complete(
-                list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature
-            ),
-            op.llm,
-        )
+        response = _checked(_bounded(op, ledger.remaining()), op.llm)
     except Exception as exc:  # noqa: BLE001 - any backend failure is a failed call
         ledger.record(op.llm, op.role, None, time.perf_counter() - started)
         return _as_llm_error(exc, op.llm)
@@ -259,15 +290,24 @@ def _call(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     return response
 
 
+async def _abounded(op: Generate, seconds: float | None) -> object:
+    call = op.llm.acomplete(list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature)
+    if seconds is None:
+        return await call
+    if seconds <= 0:
+        if asyncio.iscoroutine(call):
+            call.close()  # never awaited: close it so no warning is printed
+        raise _out_of_time(op)
+    try:
+        return await asyncio.wait_for(call, timeout=seconds)
+    except TimeoutError:
+        raise _out_of_time(op) from None
+
+
 async def _acall(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     started = time.perf_counter()
     try:
-        response = _checked(
-            await op.llm.acomplete(
-                list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature
-            ),
-            op.llm,
-        )
+        response = _checked(await _abounded(op, ledger.remaining()), op.llm)
     except Exception as exc:  # noqa: BLE001 - any backend failure is a failed call
         ledger.record(op.llm, op.role, None, time.perf_counter() - started)
         return _as_llm_error(exc, op.llm)

@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 MitigationStatus = Literal[
+    "not_checked",
     "not_needed",
     "not_run",
     "converged",
@@ -37,7 +38,9 @@ MitigationStatus = Literal[
 ]
 """Why mitigation ended.
 
-- ``not_needed``: the answer was not flagged (or not checked), nothing to fix.
+- ``not_checked``: the answer was not checked (see ``Verdict.not_checked_reason``);
+  it is neither clean nor flagged.
+- ``not_needed``: the answer was checked and not flagged, nothing to fix.
 - ``not_run``: the answer was flagged but no loop ran (lightweight mode, or no
   ``llm`` / ``answerer`` given); the policy's action applies to the original.
 - ``converged``: self-refine or cross-model verification brought the score below

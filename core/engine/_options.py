@@ -1,0 +1,359 @@
+"""Every option of the guard engine, defined once for the engine and every adapter.
+
+Three groups, each a single definition the adapters reuse so that they cannot drift:
+
+- :class:`EngineOptions`: how a :class:`~truthlens_integrations.core.engine.TruthLens`
+  is built (models, metrics, ``raise_on_block``, ``redact``, ...);
+- :class:`PolicyKnobs`: the common policy settings every adapter takes as keyword
+  arguments (``mode``, ``threshold``, ``action``), applied over the policy file;
+- :data:`GUARD_TOOLS`: what one guard call is given (``llm``, ``retriever``, ...),
+  checked by :func:`check_guard_tools`.
+
+:func:`split_options` sorts an adapter's keyword arguments into these groups and
+rejects unknown ones with a did-you-mean message (:class:`UnknownArgumentError`);
+wrong types raise :class:`InvalidArgumentError` at the call. The module imports
+neither torch nor any framework.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+
+from .._errors import InvalidArgumentError, UnknownArgumentError
+from ..mitigation import MitigationOptions
+from ..policy import Action, Mode, Policy
+
+__all__ = [
+    "ADAPTER_TOOLS",
+    "ENGINE_OPTION_NAMES",
+    "GUARD_TOOLS",
+    "POLICY_KNOB_NAMES",
+    "EngineOptions",
+    "PolicyKnobs",
+    "SplitOptions",
+    "check_guard_tools",
+    "parse_engine_options",
+    "parse_knobs",
+    "reject_unknown",
+    "split_options",
+]
+
+#: Keyword arguments of ``TruthLens.guard`` / ``aguard`` besides the input itself.
+GUARD_TOOLS: tuple[str, ...] = (
+    "llm",
+    "retriever",
+    "answerer",
+    "verification_llms",
+    "judge_llm",
+    "mitigation_options",
+)
+
+#: The guard-call tools every adapter accepts as a constructor argument. ``answerer``
+#: is not among them: adapters build it from what they wrap (the chain, the inner
+#: query engine); ``mitigation_options`` is an :class:`EngineOptions` field.
+ADAPTER_TOOLS: tuple[str, ...] = ("llm", "retriever", "verification_llms", "judge_llm")
+
+
+def _needs(value: object, method: str, what: str) -> object:
+    """``value`` when it is ``None`` or has a callable ``method``; a clear error otherwise."""
+    if value is None or callable(getattr(value, method, None)):
+        return value
+    raise ValueError(f"expected {what} (an object with a .{method}() method)")
+
+
+class EngineOptions(BaseModel):
+    """How a guard engine is built; every field is also an adapter keyword argument.
+
+    Attributes:
+        detector: Token-level detector (``.detect_batch``); ``None`` loads the
+            policy's ``hallucination.model_id`` (the bundled one when unset).
+        nli: NLI explainer (``.explain``); ``None`` tries the bundled one.
+        fact_checker: Prompt classifier (``.classify``); ``None`` tries the bundled one.
+        metrics: Prometheus metrics (``Metrics``); ``None`` records nothing.
+        tracer: OpenTelemetry tracer (``Tracer``); ``None`` only times stages.
+        domain_classifier: Domain classifier for ``domain`` conditions.
+        raise_on_block: ``guard`` raises :class:`BlockedResponseError` for a blocked answer.
+        align_quantities: Numbers and units of a flagged span decide its NLI label.
+        mitigation_options: Tuning of the mitigation loops.
+        redact: Keep hallucinated text (the original answer when it is not shown,
+            span texts, earlier mitigation rounds, the raw detector output) out of
+            the verdict the caller gets, and so out of metadata, events and logs.
+        audit_hook: Called with the full, unredacted verdict of every guarded answer
+            (also without ``redact``); exceptions it raises propagate.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    detector: Any = None
+    nli: Any = None
+    fact_checker: Any = None
+    metrics: Any = None
+    tracer: Any = None
+    domain_classifier: Any = None
+    raise_on_block: StrictBool = False
+    align_quantities: StrictBool = True
+    mitigation_options: MitigationOptions | None = None
+    redact: StrictBool = False
+    audit_hook: Callable[[Any], object] | None = None
+
+    @field_validator("detector")
+    @classmethod
+    def _detector(cls, value: object) -> object:
+        return _needs(value, "detect_batch", "a detector")
+
+    @field_validator("nli")
+    @classmethod
+    def _nli(cls, value: object) -> object:
+        return _needs(value, "explain", "an NLI explainer")
+
+    @field_validator("fact_checker", "domain_classifier")
+    @classmethod
+    def _classifier(cls, value: object) -> object:
+        return _needs(value, "classify", "a classifier")
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: object) -> object:
+        return _needs(value, "record_detection", "a Metrics object")
+
+    @field_validator("tracer")
+    @classmethod
+    def _tracer(cls, value: object) -> object:
+        return _needs(value, "stage", "a Tracer")
+
+
+class PolicyKnobs(BaseModel):
+    """The common policy settings, as adapter keyword arguments over the policy file.
+
+    A knob that is set replaces the value in the global ``hallucination`` block and in
+    every decision of the policy, so it holds on every route.
+
+    Attributes:
+        mode: ``lightweight``, ``standard`` or ``premium``.
+        threshold: Response score at or above which an answer is flagged.
+        action: ``hallucination_action``: ``header``, ``body``, ``block`` or ``none``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Mode | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
+    action: Action | None = None
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _number(cls, value: object) -> object:
+        # strict=True still takes an int; bool is an int, and True is not a threshold.
+        if isinstance(value, bool):
+            raise ValueError("expected a number between 0 and 1, got a bool")
+        return float(value) if isinstance(value, int) else value
+
+    @property
+    def given(self) -> bool:
+        """Whether any knob is set."""
+        return any(v is not None for v in (self.mode, self.threshold, self.action))
+
+    def apply(self, policy: Policy) -> Policy:
+        """``policy`` with the knobs that are set written into every scope.
+
+        Args:
+            policy: The policy to start from.
+
+        Returns:
+            A new policy (``policy`` itself when no knob is set).
+        """
+        if not self.given:
+            return policy
+        data = policy.model_dump(by_alias=True, exclude_unset=True)
+        g = data.setdefault("hallucination", {})
+        plugin: dict[str, Any] = {}
+        if self.mode is not None:
+            g["default_mode"] = plugin["mode"] = self.mode
+        if self.threshold is not None:
+            g["threshold"] = plugin["threshold"] = self.threshold
+        if self.action is not None:
+            g["hallucination_action"] = plugin["hallucination_action"] = self.action
+        for decision in data.get("decisions", ()):
+            for entry in decision.get("plugins", ()):
+                entry.setdefault("configuration", {}).update(plugin)
+        return Policy.model_validate(data)
+
+
+ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(EngineOptions.model_fields)
+POLICY_KNOB_NAMES: tuple[str, ...] = tuple(PolicyKnobs.model_fields)
+
+
+def _describe(error: ValidationError, where: str) -> str:
+    parts = []
+    for problem in error.errors():
+        field = ".".join(str(p) for p in problem["loc"]) or "value"
+        value = repr(problem.get("input"))
+        if len(value) > 60:
+            value = value[:57] + "..."
+        parts.append(f"{field}={value}: {problem['msg']}")
+    return f"{where}: " + "; ".join(parts)
+
+
+def reject_unknown(given: Iterable[str], known: Iterable[str], where: str) -> None:
+    """Raise for keyword arguments ``where`` does not take, suggesting the closest ones.
+
+    Args:
+        given: The keyword arguments received.
+        known: Every keyword ``where`` takes.
+        where: The constructor, for the message (``"TruthLensRunnable"``).
+
+    Raises:
+        UnknownArgumentError: If any name in ``given`` is not in ``known``.
+    """
+    names = sorted(set(known))
+    unknown = [k for k in given if k not in names]
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parts.append(f"{name!r}{hint}")
+    raise UnknownArgumentError(
+        f"{where} got unknown argument{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(parts)}; it takes: {', '.join(names)}"
+    )
+
+
+def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") -> EngineOptions:
+    """Validate engine options.
+
+    Args:
+        values: Option name to value.
+        where: The constructor, for messages.
+
+    Returns:
+        The options.
+
+    Raises:
+        UnknownArgumentError: For a name that is not an engine option.
+        InvalidArgumentError: For a value of the wrong type.
+    """
+    reject_unknown(values, ENGINE_OPTION_NAMES, where)
+    try:
+        return EngineOptions(**values)
+    except ValidationError as exc:
+        raise InvalidArgumentError(_describe(exc, where)) from None
+
+
+def parse_knobs(values: Mapping[str, Any], where: str) -> PolicyKnobs:
+    """Validate policy knobs (see :func:`parse_engine_options`)."""
+    reject_unknown(values, POLICY_KNOB_NAMES, where)
+    try:
+        return PolicyKnobs(**values)
+    except ValidationError as exc:
+        raise InvalidArgumentError(_describe(exc, where)) from None
+
+
+class SplitOptions(BaseModel):
+    """An adapter's keyword arguments, sorted by :func:`split_options`.
+
+    Attributes:
+        engine: Engine options that were given (only those).
+        knobs: The policy knobs.
+        rest: The adapter's own arguments.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    engine: dict[str, Any]
+    knobs: PolicyKnobs
+    rest: dict[str, Any]
+
+
+def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) -> SplitOptions:
+    """Sort an adapter's keyword arguments into engine options, knobs and its own.
+
+    Args:
+        kwargs: What the adapter's constructor received.
+        own: The adapter's own argument names (they win over engine option names).
+        where: The constructor, for messages.
+
+    Returns:
+        The three groups, engine options and knobs validated.
+
+    Raises:
+        UnknownArgumentError: For a name in none of the groups.
+        InvalidArgumentError: For an engine option or knob of the wrong type.
+    """
+    mine = set(own)
+    reject_unknown(kwargs, [*mine, *ENGINE_OPTION_NAMES, *POLICY_KNOB_NAMES], where)
+    rest = {k: v for k, v in kwargs.items() if k in mine}
+    engine = {k: v for k, v in kwargs.items() if k not in mine and k in ENGINE_OPTION_NAMES}
+    knobs = {k: v for k, v in kwargs.items() if k not in mine and k in POLICY_KNOB_NAMES}
+    parse_engine_options(engine, where)
+    return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
+
+
+def _is_llm(value: object) -> bool:
+    return callable(getattr(value, "complete", None)) and callable(
+        getattr(value, "acomplete", None)
+    )
+
+
+def check_guard_tools(
+    *,
+    llm: object = None,
+    retriever: object = None,
+    answerer: object = None,
+    verification_llms: object = None,
+    judge_llm: object = None,
+    mitigation_options: object = None,
+    where: str = "TruthLens.guard",
+) -> None:
+    """Check the tools of one guard call, so that a wrong one fails at the call.
+
+    Args:
+        llm: A core LLM (``complete`` and ``acomplete``) or ``None``.
+        retriever: A retriever (``retrieve`` and ``aretrieve``) or ``None``.
+        answerer: A grounded answerer (``answer`` and ``aanswer``) or ``None``.
+        verification_llms: A list of core LLMs or ``None``.
+        judge_llm: A core LLM or ``None``.
+        mitigation_options: :class:`MitigationOptions` or ``None``.
+        where: The call, for messages.
+
+    Raises:
+        InvalidArgumentError: For a value of the wrong type.
+    """
+    problems: list[str] = []
+    for name, value in (("llm", llm), ("judge_llm", judge_llm)):
+        if value is not None and not _is_llm(value):
+            problems.append(f"{name} must be an LLM (complete/acomplete), got {_kind(value)}")
+    if verification_llms is not None:
+        if isinstance(verification_llms, str) or not isinstance(verification_llms, Sequence):
+            problems.append(
+                f"verification_llms must be a list of LLMs, got {_kind(verification_llms)}"
+            )
+        else:
+            problems += [
+                f"verification_llms[{i}] must be an LLM, got {_kind(v)}"
+                for i, v in enumerate(verification_llms)
+                if not _is_llm(v)
+            ]
+    checks: tuple[tuple[str, object, str], ...] = (
+        ("retriever", retriever, "retrieve"),
+        ("answerer", answerer, "answer"),
+    )
+    for name, value, method in checks:
+        if value is not None and not callable(getattr(value, method, None)):
+            problems.append(f"{name} must have a .{method}() method, got {_kind(value)}")
+    if mitigation_options is not None and not isinstance(mitigation_options, MitigationOptions):
+        problems.append(
+            f"mitigation_options must be MitigationOptions, got {_kind(mitigation_options)}"
+        )
+    if problems:
+        raise InvalidArgumentError(f"{where}: " + "; ".join(problems))
+
+
+def _kind(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}" if len(text) <= 40 else type(value).__name__
