@@ -47,9 +47,10 @@ from ._hf_nli import TransformersNLIExplainer
 from ._injection import ContextFlag, split_instructions
 from ._options import (
     EngineOptions,
+    PolicyKnobs,
     check_guard_tools,
     parse_engine_options,
-    parse_knobs,
+    split_options,
 )
 from ._premise import answer_sentence, select_premise
 from ._protocols import (
@@ -229,8 +230,7 @@ class TruthLens:
             UnknownArgumentError: For an option that does not exist.
             InvalidArgumentError: For an option or knob of the wrong type.
         """
-        knobs = parse_knobs(_given(mode=mode, threshold=threshold, action=action), "from_config")
-        parse_engine_options(options, "TruthLens.from_config")
+        knobs = _knobs(options, "TruthLens.from_config", mode, threshold, action)
         return cls(knobs.apply(_load_policy(config)), **options)
 
     def derive(
@@ -257,8 +257,7 @@ class TruthLens:
         Returns:
             The new engine (this one is unchanged).
         """
-        knobs = parse_knobs(_given(mode=mode, threshold=threshold, action=action), "derive")
-        parse_engine_options(options, "TruthLens.derive")
+        knobs = _knobs(options, "TruthLens.derive", mode, threshold, action)
         current = {k: getattr(self.options, k) for k in self.options.model_fields_set}
         # Models this engine has loaded already are handed over, not loaded again.
         loaded = {"detector": self._detector, "nli": self._nli, "fact_checker": self._fact_checker}
@@ -790,8 +789,15 @@ class TruthLens:
             self.metrics.observe_latency(mode=verdict.mode, operation=operation, seconds=ms / 1000)
 
 
-def _given(**knobs: object) -> dict[str, object]:
-    return {k: v for k, v in knobs.items() if v is not None}
+def _knobs(
+    options: dict[str, Any], where: str, mode: object, threshold: object, action: object
+) -> PolicyKnobs:
+    """The policy knobs, after checking ``options`` (unknown names get a suggestion)."""
+    given = {"mode": mode, "threshold": threshold, "action": action}
+    split = split_options(
+        {**options, **{k: v for k, v in given.items() if v is not None}}, own=(), where=where
+    )
+    return split.knobs
 
 
 def _not_checked(it: _Item) -> NotCheckedReason | None:
