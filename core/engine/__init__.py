@@ -19,6 +19,16 @@ from ._alignment import align_quantities, extract_quantities
 from ._engine import TruthLens
 from ._hf_classifier import TransformersFactCheckClassifier
 from ._hf_nli import TransformersNLIExplainer, map_nli_labels
+from ._injection import ContextFlag, find_instructions
+from ._options import (
+    ADAPTER_TOOLS,
+    ENGINE_OPTION_NAMES,
+    GUARD_TOOLS,
+    POLICY_KNOB_NAMES,
+    EngineOptions,
+    PolicyKnobs,
+    split_options,
+)
 from ._premise import answer_sentence, select_premise, split_sentences
 from ._protocols import (
     BundledFactCheckAdapter,
@@ -26,14 +36,23 @@ from ._protocols import (
     FactCheckClassifier,
     NLIExplainer,
 )
-from ._verdict import SEVERITY, Verdict
+from ._verdict import REDACTED, SEVERITY, NotCheckedReason, Verdict
 
 __all__ = [
+    "ADAPTER_TOOLS",
+    "ENGINE_OPTION_NAMES",
+    "GUARD_TOOLS",
+    "POLICY_KNOB_NAMES",
+    "REDACTED",
     "SEVERITY",
     "BundledFactCheckAdapter",
     "BundledNLIAdapter",
+    "ContextFlag",
+    "EngineOptions",
     "FactCheckClassifier",
     "NLIExplainer",
+    "NotCheckedReason",
+    "PolicyKnobs",
     "TransformersFactCheckClassifier",
     "TransformersNLIExplainer",
     "TruthLens",
@@ -41,7 +60,9 @@ __all__ = [
     "align_quantities",
     "answer_sentence",
     "extract_quantities",
+    "find_instructions",
     "map_nli_labels",
     "select_premise",
+    "split_options",
     "split_sentences",
 ]
