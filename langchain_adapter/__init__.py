@@ -10,6 +10,13 @@
   :class:`LLMChatModel` the other way round (the offline SmolLM2 backend in LCEL).
 - :class:`RetrievalQualityFilter`: a document compressor dropping weak, short and
   near-duplicate documents.
+- :class:`TruthLensMiddleware`: agent middleware for ``langchain.agents.create_agent``
+  (checks final answers against the turn's tool results).
+- :class:`TruthLensGraphGuard`: a LangGraph guard node and a router by NLI label
+  (supported / neutral / contradiction / exhausted).
+
+The agent names load ``langchain`` and ``langgraph`` on first use, so this package
+imports with ``langchain-core`` alone.
 
 Example:
     >>> from truthlens_integrations.langchain_adapter import TruthLensRunnable
@@ -18,6 +25,9 @@ Example:
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from truthlens_integrations.core._optional import require
 
@@ -46,11 +56,50 @@ from ._runnable import (  # noqa: E402
     passthrough_problems,
 )
 
+if TYPE_CHECKING:
+    from ._graph import (
+        GraphRoute,
+        TruthLensGraphGuard,
+        TruthLensGraphState,
+        regeneration_feedback,
+        rewrite_query,
+        route_label,
+    )
+    from ._middleware import FEEDBACK_NAME, UNCHECKED_TAG, TruthLensMiddleware
+
+# Agent names, loaded on first use: they need langchain (1.x) and langgraph.
+_AGENT_NAMES: dict[str, str] = {
+    "FEEDBACK_NAME": "._middleware",
+    "UNCHECKED_TAG": "._middleware",
+    "TruthLensMiddleware": "._middleware",
+    "GraphRoute": "._graph",
+    "TruthLensGraphGuard": "._graph",
+    "TruthLensGraphState": "._graph",
+    "regeneration_feedback": "._graph",
+    "rewrite_query": "._graph",
+    "route_label": "._graph",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _AGENT_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    feature = f"truthlens_integrations.langchain_adapter.{name}"
+    require("langgraph", extra="langchain", feature=feature)
+    if module == "._middleware":
+        require("langchain.agents", extra="langchain", feature=feature)
+    return getattr(importlib.import_module(module, __name__), name)
+
+
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
+    "FEEDBACK_NAME",
     "TRUTHLENS_EVENT",
+    "UNCHECKED_TAG",
     "AsyncTruthLensCallbackHandler",
     "ChatModelLLM",
+    "GraphRoute",
     "GroundingCapture",
     "GuardedText",
     "LLMChatModel",
@@ -58,12 +107,18 @@ __all__ = [
     "RetrievalQualityFilter",
     "StreamMode",
     "TruthLensCallbackHandler",
+    "TruthLensGraphGuard",
+    "TruthLensGraphState",
+    "TruthLensMiddleware",
     "TruthLensRunnable",
     "as_llm",
     "find_chat_model",
     "guard_chain",
     "parse_input",
     "passthrough_problems",
+    "regeneration_feedback",
+    "rewrite_query",
+    "route_label",
     "tool_passages",
     "truthlens_callback",
     "verdict_payload",

@@ -1,0 +1,494 @@
+"""``TruthLensMiddleware``: the guard as LangChain 1.x agent middleware (``create_agent``).
+
+The agent's model node runs through :meth:`TruthLensMiddleware.wrap_model_call`. A
+reply that calls tools passes untouched; a final answer (an ``AIMessage`` without tool
+calls) is checked against the tool results of the current turn (and retrieved
+documents the state holds), with the turn's human message as the question, before it
+enters the agent state. So the verdict decides what the agent answers: the text is
+annotated, refined or withheld before anyone downstream sees it.
+
+Everything a run needs lives in the call's locals and the agent state; the middleware
+object holds configuration only, so one agent serves concurrent runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.constants import TAG_NOSTREAM
+
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    LLMError,
+    UnknownArgumentError,
+)
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse
+from truthlens_integrations.core.llm import ensure_text as _ensure_text
+from truthlens_integrations.core.policy import Action, Mode, PolicySource
+
+from ._inputs import dedupe, message_text, passages, tool_passages
+from ._llm import as_llm
+from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, BlockMode, verdict_payload
+from ._runnable import StreamMode, passthrough_problems
+
+__all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
+
+#: ``name`` of the human messages the middleware sends back to the model when it
+#: refines an answer; they do not start a new turn.
+FEEDBACK_NAME = "truthlens"
+
+#: Tag of model runs whose tokens are held back until the answer is checked, so
+#: ``astream_events(..., exclude_tags=[UNCHECKED_TAG])`` hides their raw output too.
+UNCHECKED_TAG = "truthlens:unchecked"
+
+_Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
+_AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
+_Result = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """The final answer of one model call and what it is checked against."""
+
+    answer: AIMessage
+    index: int  # position of the answer in the response's messages
+    context: list[str]
+    question: str | None
+
+
+def _response(result: _Result) -> ModelResponse[Any]:
+    if isinstance(result, AIMessage):
+        return ModelResponse(result=[result])
+    if isinstance(result, ExtendedModelResponse):
+        return result.model_response
+    return result
+
+
+def _is_feedback(message: BaseMessage) -> bool:
+    return isinstance(message, HumanMessage) and message.name == FEEDBACK_NAME
+
+
+def _turn_start(messages: Sequence[BaseMessage]) -> int:
+    """Index of the human message that opened the current turn (-1 when none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage) and not _is_feedback(messages[i]):
+            return i
+    return -1
+
+
+def _state_documents(state: Mapping[str, Any], keys: Sequence[str]) -> list[str]:
+    found: list[str] = []
+    for key in keys:
+        if state.get(key) is not None:
+            found.extend(passages(state[key]))
+    return found
+
+
+def _suggest(name: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _overrides(
+    mode: Mode | None,
+    threshold: float | None,
+    action: Action | None,
+    max_iterations: int | None,
+) -> dict[str, Any]:
+    """The policy's global ``hallucination`` block for the options that were set."""
+    block: dict[str, Any] = {}
+    if mode is not None:
+        block["default_mode"] = mode
+    if threshold is not None:
+        block["threshold"] = threshold
+    if action is not None:
+        block["hallucination_action"] = action
+    if max_iterations is not None:
+        block["standard"] = {"max_iterations": max_iterations}
+        block["premium"] = {"max_iterations": max_iterations}
+    return {"hallucination": block} if block else {}
+
+
+class _AgentModel(BaseLLM):
+    """The agent's own model behind the core LLM protocol, for the refinement loops.
+
+    A refinement prompt (flagged spans, evidence, instructions) goes back to the model
+    as a human message at the end of the agent's conversation, through the same
+    ``handler`` as the agent's call, so the model keeps its system prompt, tools and
+    the turn's tool results. A reply that calls a tool instead of answering counts
+    as a failed round (the loop keeps the best answer so far).
+    """
+
+    name = "langchain-agent"
+
+    def __init__(
+        self,
+        request: ModelRequest[Any],
+        handler: _Handler | None,
+        ahandler: _AsyncHandler | None,
+    ) -> None:
+        self._request = request
+        self._handler = handler
+        self._ahandler = ahandler
+        model = request.model
+        self.model = str(getattr(model, "model_name", None) or model.get_name())
+
+    def _ask(self, messages: list[ChatMessage]) -> ModelRequest[Any]:
+        text = "\n\n".join(m.content for m in messages if m.role != "assistant")
+        feedback = HumanMessage(content=text, name=FEEDBACK_NAME)
+        history: list[AnyMessage] = [*self._request.messages, feedback]
+        return self._request.override(messages=history)
+
+    def _reply(self, result: _Result, started: float) -> LLMResponse:
+        messages = _response(result).result
+        answer = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if answer is None or answer.tool_calls:
+            raise LLMError(f"model {self.model!r} called a tool instead of answering")
+        return LLMResponse(
+            text=_ensure_text(message_text(answer), model=self.model),
+            model=self.model,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        del max_tokens, temperature, stop  # the agent's model settings apply
+        if self._handler is None:
+            raise LLMError("the agent runs asynchronously; use acomplete")
+        started = time.perf_counter()
+        return self._reply(self._handler(self._ask(messages)), started)
+
+    async def _acomplete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        del max_tokens, temperature, stop  # the agent's model settings apply
+        if self._ahandler is None:
+            raise LLMError("the agent runs synchronously; use complete")
+        started = time.perf_counter()
+        return self._reply(await self._ahandler(self._ask(messages)), started)
+
+
+class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Checks an agent's final answers against its tool results, and acts by policy.
+
+    Add it to any LangChain 1.x agent::
+
+        agent = create_agent(model, tools, middleware=[TruthLensMiddleware()])
+
+    **What is checked**: each model reply without tool calls (the agent's final
+    answer). The grounding is the content of the ``ToolMessage``s of the current turn
+    (since the last human message; failed tool calls are not evidence) plus
+    documents under ``document_keys`` of the agent state; the question is the turn's
+    human message. An answer given without any grounding (no tool was called) takes
+    the policy's "unverified factual" path: it is never reported as clean.
+
+    **Actions** (the route's ``hallucination_action``): ``header`` puts the verdict in
+    the final message's ``response_metadata["truthlens"]`` (it is there for every
+    action); ``body`` appends the policy's warning to the text; ``block`` replaces the
+    answer with ``blocked_message`` (``on_block="message"``) or raises
+    :class:`~truthlens_integrations.core.BlockedResponseError` (``on_block="raise"``),
+    so the wrong text never becomes the agent's answer. The original answer stays in
+    the verdict (``original_answer``).
+
+    **Modes**: ``standard`` sends the answer back to the agent's own model (same
+    conversation, tools and system prompt) with a message naming the flagged spans
+    and the evidence, up to ``max_iterations`` rounds; the best answer is kept and
+    every round is in the verdict's ``history``. ``premium`` cross-checks with
+    ``verification_models`` (other chat models) and ``judge_model``.
+
+    **Streaming**: when the policy can change or withhold text (``body`` / ``block``,
+    a disclaimer, or a refinement mode), the model's tokens are held back
+    (``stream_mode="verified"``): ``stream_mode="messages"`` delivers the checked
+    answer as one message, and ``astream_events`` has no ``on_chat_model_stream``
+    events for it (the raw model runs carry the tag :data:`UNCHECKED_TAG`). With a
+    policy that leaves text alone, tokens stream as they come and the verdict
+    follows in the final message's metadata. ``stream_mode="passthrough"`` insists
+    on the latter and rejects a policy that changes text. Every check also
+    dispatches a ``truthlens_detection`` custom event and writes
+    ``{"truthlens": payload}`` to ``stream_mode="custom"``.
+
+    Args:
+        engine: The guard engine; ``None`` builds one with the default policy and
+            the options below.
+        mode: ``lightweight``, ``standard`` or ``premium`` (the policy's default mode).
+        threshold: Response score at or above which an answer is flagged.
+        action: ``header``, ``body``, ``block`` or ``none`` for flagged answers.
+        max_iterations: Refinement rounds at most (standard and premium).
+        on_block: ``"message"`` or ``"raise"``.
+        blocked_message: Text that replaces a blocked answer.
+        verification_models: Premium-mode verifiers (chat models or core LLMs).
+        judge_model: Premium-mode judge; the agent's model when ``None``.
+        stream_mode: ``"verified"`` or ``"passthrough"``.
+        document_keys: Agent-state keys holding retrieved documents to add to the
+            grounding.
+        **unknown: Rejected: any other keyword raises ``UnknownArgumentError``.
+
+    Raises:
+        UnknownArgumentError: For an unknown keyword argument.
+        ConfigError: If ``engine`` is given together with policy options, or
+            ``stream_mode="passthrough"`` with a policy that changes text.
+    """
+
+    def __init__(
+        self,
+        engine: TruthLens | None = None,
+        *,
+        mode: Mode | None = None,
+        threshold: float | None = None,
+        action: Action | None = None,
+        max_iterations: int | None = None,
+        on_block: BlockMode = "message",
+        blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
+        verification_models: Sequence[BaseChatModel | BaseLLM] = (),
+        judge_model: BaseChatModel | BaseLLM | None = None,
+        stream_mode: StreamMode = "verified",
+        document_keys: Sequence[str] = ("documents", "context"),
+        **unknown: Any,
+    ) -> None:
+        self._reject(unknown)
+        overrides = _overrides(mode, threshold, action, max_iterations)
+        if engine is not None and overrides:
+            raise ConfigError(
+                "pass either an engine or policy options (mode, threshold, action, "
+                "max_iterations), not both: set them in the engine's policy, or use "
+                "TruthLensMiddleware.from_config(policy, ...)"
+            )
+        if engine is not None and not isinstance(engine, TruthLens):
+            raise ConfigError(f"engine must be a TruthLens, got {type(engine).__name__}")
+        if on_block not in ("message", "raise"):
+            raise ConfigError(f"on_block must be 'message' or 'raise', got {on_block!r}")
+        if stream_mode not in ("verified", "passthrough"):
+            raise ConfigError(
+                f"stream_mode must be 'verified' or 'passthrough', got {stream_mode!r}"
+            )
+        self.engine = engine if engine is not None else TruthLens.from_config(overrides or None)
+        self.on_block: BlockMode = on_block
+        self.blocked_message = blocked_message
+        self.verification_models = list(verification_models)
+        self.judge_model = judge_model
+        self.stream_mode: StreamMode = stream_mode
+        self.document_keys = tuple(document_keys)
+        problems = passthrough_problems(self.engine)
+        if stream_mode == "passthrough" and problems:
+            raise ConfigError(
+                "stream_mode='passthrough' streams the answer before it is checked, so "
+                "the policy must not change or withhold text; found: " + "; ".join(problems)
+            )
+        # Hold the tokens back only where the checked text may differ from them.
+        self.holds_tokens = bool(problems)
+
+    @staticmethod
+    def _reject(unknown: Mapping[str, Any]) -> None:
+        if not unknown:
+            return
+        known = [
+            "engine", "mode", "threshold", "action", "max_iterations", "on_block",
+            "blocked_message", "verification_models", "judge_model", "stream_mode",
+            "document_keys",
+        ]  # fmt: skip
+        name = sorted(unknown)[0]
+        raise UnknownArgumentError(
+            f"TruthLensMiddleware got an unknown argument {name!r}{_suggest(name, known)}"
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        policy: PolicySource | Sequence[PolicySource] = None,
+        *,
+        mode: Mode | None = None,
+        threshold: float | None = None,
+        action: Action | None = None,
+        max_iterations: int | None = None,
+        **options: Any,
+    ) -> TruthLensMiddleware:
+        """Build the engine from a policy (file, YAML text, dict, list) and wrap it.
+
+        Args:
+            policy: Anything :func:`~truthlens_integrations.core.policy.load_policy`
+                takes; ``None`` for the defaults.
+            mode: Overrides the policy's default mode.
+            threshold: Overrides the policy's global threshold.
+            action: Overrides the policy's global ``hallucination_action``.
+            max_iterations: Overrides the global refinement rounds.
+            **options: The other :class:`TruthLensMiddleware` options; unknown
+                names raise ``UnknownArgumentError``.
+
+        Returns:
+            The middleware.
+
+        Raises:
+            ConfigError: If the policy is malformed.
+        """
+        if "engine" in options:
+            raise ConfigError("from_config builds the engine; pass engine= to the constructor")
+        cls._reject({k: v for k, v in options.items() if k not in _OPTION_NAMES})
+        sources: list[PolicySource] = []
+        if isinstance(policy, Sequence) and not isinstance(policy, str | bytes):
+            sources.extend(policy)
+        elif policy is not None:
+            sources.append(policy)
+        overrides = _overrides(mode, threshold, action, max_iterations)
+        if overrides:
+            sources.append(overrides)
+        return cls(TruthLens.from_config(sources or None), **options)
+
+    # -- hooks ----------------------------------------------------------------------
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: _Handler
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        """Run the model; check a final answer before it enters the agent state."""
+        request = self._quiet(request)
+        response = handler(request)
+        turn = self._final_turn(request, response)
+        if turn is None:
+            return response
+        verdict = self.engine.guard(
+            context=turn.context,
+            question=turn.question,
+            answer=message_text(turn.answer),
+            **self._mitigation(request, handler, None),
+        )
+        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+        return self._finish(request, response, turn, verdict)
+
+    async def awrap_model_call(
+        self, request: ModelRequest[Any], handler: _AsyncHandler
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        """Async :meth:`wrap_model_call`: awaits the model and the engine."""
+        request = self._quiet(request)
+        response = await handler(request)
+        turn = self._final_turn(request, response)
+        if turn is None:
+            return response
+        verdict = await self.engine.aguard(
+            context=turn.context,
+            question=turn.question,
+            answer=message_text(turn.answer),
+            **self._mitigation(request, None, handler),
+        )
+        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+        return self._finish(request, response, turn, verdict)
+
+    # -- one implementation for both ------------------------------------------------
+
+    def _quiet(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The request with token streaming off when the checked text may differ.
+
+        ``nostream`` keeps LangGraph's ``messages`` stream from emitting the model's
+        run (the node's checked output is emitted instead); ``disable_streaming``
+        keeps the model from producing ``on_chat_model_stream`` events at all.
+        """
+        if not self.holds_tokens:
+            return request
+        model = request.model
+        tags = [*(model.tags or []), TAG_NOSTREAM, UNCHECKED_TAG]
+        quiet = model.model_copy(update={"tags": tags, "disable_streaming": True})
+        return request.override(model=quiet)
+
+    def _final_turn(self, request: ModelRequest[Any], response: ModelResponse[Any]) -> _Turn | None:
+        """The reply's final answer with its grounding; ``None`` when it calls tools."""
+        index = next(
+            (i for i in range(len(response.result) - 1, -1, -1)
+             if isinstance(response.result[i], AIMessage)),
+            -1,
+        )  # fmt: skip
+        if index < 0:
+            return None
+        answer = response.result[index]
+        assert isinstance(answer, AIMessage)
+        if answer.tool_calls or not message_text(answer).strip():
+            return None
+        messages = request.messages
+        start = _turn_start(messages)
+        context: list[str] = []
+        for message in messages[start + 1 :]:
+            if isinstance(message, ToolMessage):
+                context.extend(tool_passages(message))
+        context.extend(_state_documents(request.state, self.document_keys))
+        question = message_text(messages[start]) if start >= 0 else None
+        return _Turn(answer, index, dedupe(context), question or None)
+
+    def _mitigation(
+        self,
+        request: ModelRequest[Any],
+        handler: _Handler | None,
+        ahandler: _AsyncHandler | None,
+    ) -> dict[str, Any]:
+        """Engine keyword arguments: the agent's model refines; premium verifiers check."""
+        found: dict[str, Any] = {"llm": _AgentModel(request, handler, ahandler)}
+        if self.verification_models:
+            found["verification_llms"] = [as_llm(m) for m in self.verification_models]
+        if self.judge_model is not None:
+            found["judge_llm"] = as_llm(self.judge_model)
+        return found
+
+    def _finish(
+        self,
+        request: ModelRequest[Any],
+        response: ModelResponse[Any],
+        turn: _Turn,
+        verdict: Verdict,
+    ) -> ModelResponse[Any]:
+        payload = verdict_payload(verdict)
+        writer = getattr(request.runtime, "stream_writer", None)
+        if callable(writer):
+            writer({"truthlens": payload})
+        if verdict.blocked:
+            if self.on_block == "raise":
+                raise BlockedResponseError(
+                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
+                    verdict=verdict,
+                )
+            text = self.blocked_message
+        else:
+            text = verdict.output if verdict.output is not None else verdict.original_answer
+        answer = turn.answer
+        update: dict[str, Any] = {
+            "response_metadata": {**answer.response_metadata, "truthlens": payload}
+        }
+        if text != message_text(answer):
+            update["content"] = text
+        result = list(response.result)
+        result[turn.index] = answer.model_copy(update=update)
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+
+_OPTION_NAMES = frozenset(
+    {
+        "on_block",
+        "blocked_message",
+        "verification_models",
+        "judge_model",
+        "stream_mode",
+        "document_keys",
+    }
+)

@@ -1,0 +1,332 @@
+"""TruthLensMiddleware in a real ``create_agent`` agent, with the real bundled models.
+
+Only the chat model is scripted (tests/_agents_support.py): it calls the
+``landmark_record`` tool, which returns the Eiffel record, then answers. The checks
+are on behaviour (the 1950 answer is flagged, a correct one is not blocked), not on
+exact scores, so they hold across detector retraining.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from tests._agents_support import (
+    QUESTION,
+    RIGHT,
+    WRONG,
+    eiffel_script,
+    landmark_record,
+    scripted,
+)
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    UnknownArgumentError,
+)
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.langchain_adapter import (
+    DEFAULT_BLOCKED_MESSAGE,
+    FEEDBACK_NAME,
+    TruthLensMiddleware,
+)
+
+
+@pytest.fixture(scope="module")
+def base() -> TruthLens:
+    engine = TruthLens.from_config()
+    _ = engine.detector, engine.nli, engine.fact_checker  # load once for the module
+    return engine
+
+
+def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
+    """An engine with its own policy sharing ``base``'s loaded models."""
+    return TruthLens.from_config(
+        {"hallucination": hallucination},
+        detector=base.detector,
+        nli=base.nli,
+        fact_checker=base.fact_checker,
+    )
+
+
+def run(agent: Any, question: str = QUESTION) -> list[BaseMessage]:
+    return list(agent.invoke({"messages": [HumanMessage(question)]})["messages"])
+
+
+def verdict_of(message: BaseMessage) -> dict[str, Any]:
+    assert isinstance(message, AIMessage)
+    payload = message.response_metadata["truthlens"]
+    assert isinstance(payload, dict)
+    return payload
+
+
+def span_texts(payload: dict[str, Any]) -> str:
+    return " ".join(s["text"] for s in payload["spans"])
+
+
+# -- header / body / block --------------------------------------------------------------
+
+
+def test_header_flags_the_1950_answer_against_the_tool_output(base: TruthLens) -> None:
+    model = scripted(eiffel_script())
+    agent = create_agent(model, [landmark_record], middleware=[TruthLensMiddleware(base)])
+    messages = run(agent)
+    final = messages[-1]
+    payload = verdict_of(final)
+    assert final.content == WRONG  # header leaves the text alone
+    assert payload["detected"] and payload["action"] == "header"
+    assert "1950" in span_texts(payload)
+    assert any(s["nli_label"] == "contradiction" for s in payload["spans"])
+    assert payload["metadata"]["x-vsr-hallucination-detected"] == "true"
+    # the tool ran and its result was the grounding: nothing is "unverified"
+    assert any(isinstance(m, ToolMessage) for m in messages)
+    assert not payload["unverified"] and not payload["context_missing"]
+    # the tool-calling reply was not checked
+    assert "truthlens" not in messages[1].response_metadata
+
+
+def test_a_correct_answer_is_not_blocked(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(eiffel_script(first=RIGHT)),
+        [landmark_record],
+        middleware=[TruthLensMiddleware(engine)],
+    )
+    final = run(agent)[-1]
+    payload = verdict_of(final)
+    assert final.content == RIGHT
+    assert not payload["blocked"] and not payload["detected"]
+
+
+def test_body_adds_the_warning(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="body")
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    final = run(agent)[-1]
+    text = str(final.content)
+    assert text.startswith(WRONG)
+    assert engine.policy.hallucination.warning_template.strip() in text
+    assert verdict_of(final)["action"] == "body"
+
+
+def test_block_replaces_the_answer(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    messages = run(agent)
+    payload = verdict_of(messages[-1])
+    assert messages[-1].content == DEFAULT_BLOCKED_MESSAGE
+    assert payload["blocked"] and payload["original_answer"] == WRONG
+    # the wrong text never became an agent message
+    assert not any("1950" in str(m.content) for m in messages if isinstance(m, AIMessage))
+
+
+def test_block_can_raise(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    middleware = TruthLensMiddleware(engine, on_block="raise")
+    agent = create_agent(scripted(eiffel_script()), [landmark_record], middleware=[middleware])
+    with pytest.raises(BlockedResponseError) as info:
+        run(agent)
+    assert info.value.verdict is not None
+    assert info.value.verdict.original_answer == WRONG
+
+
+# -- refinement -------------------------------------------------------------------------
+
+
+def test_standard_mode_goes_back_to_the_model_and_keeps_the_fix(base: TruthLens) -> None:
+    engine = engine_for(base, default_mode="standard")
+    model = scripted(eiffel_script())
+    agent = create_agent(model, [landmark_record], middleware=[TruthLensMiddleware(engine)])
+    messages = run(agent)
+    final = messages[-1]
+    payload = verdict_of(final)
+    assert final.content == RIGHT
+    assert payload["original_answer"] == WRONG
+    assert payload["iterations"] >= 1 and payload["strategy"] == "self_refine"
+    assert [h["answer"] for h in payload["history"]][:2] == [WRONG, RIGHT]
+    # the model was asked again with the tool result in view and the spans named
+    feedback = model.seen[-1][-1]
+    assert isinstance(feedback, HumanMessage) and feedback.name == FEEDBACK_NAME
+    assert "1950" in str(feedback.content) and "1887-1889" in str(feedback.content)
+    assert any(isinstance(m, ToolMessage) for m in model.seen[-1])
+    # the refinement exchange stays out of the agent's state
+    assert not any(isinstance(m, HumanMessage) and m.name == FEEDBACK_NAME for m in messages)
+
+
+def test_standard_mode_is_bounded_and_a_stubborn_answer_stays_blocked(base: TruthLens) -> None:
+    engine = TruthLens.from_config(
+        {
+            "hallucination": {
+                "default_mode": "standard",
+                "hallucination_action": "block",
+                "standard": {"max_iterations": 2},
+            }
+        },
+        detector=base.detector,
+        nli=base.nli,
+        fact_checker=base.fact_checker,
+    )
+    model = scripted(eiffel_script(fixed=WRONG))
+    agent = create_agent(model, [landmark_record], middleware=[TruthLensMiddleware(engine)])
+    final = run(agent)[-1]
+    payload = verdict_of(final)
+    assert final.content == DEFAULT_BLOCKED_MESSAGE
+    assert 1 <= payload["iterations"] <= 2
+    assert model.calls <= 2 + 2  # tool call + answer + at most two refinement rounds
+    assert len(payload["history"]) == payload["iterations"] + 1
+
+
+def test_premium_mode_uses_other_chat_models(base: TruthLens) -> None:
+    engine = engine_for(base, default_mode="premium", hallucination_action="body")
+    verifier = FakeListChatModel(responses=[RIGHT] * 10)
+    middleware = TruthLensMiddleware(engine, verification_models=[verifier])
+    agent = create_agent(scripted(eiffel_script()), [landmark_record], middleware=[middleware])
+    payload = verdict_of(run(agent)[-1])
+    assert payload["strategy"] == "cross_model"
+    assert payload["original_answer"] == WRONG
+    assert any(use["role"] == "verifier" for use in payload["cost"]["models"])
+
+
+# -- unverified, async, concurrency ----------------------------------------------------------
+
+
+def test_an_answer_without_a_tool_call_is_unverified_not_clean(base: TruthLens) -> None:
+    agent = create_agent(
+        scripted(eiffel_script(call_tool=False)),
+        [landmark_record],
+        middleware=[TruthLensMiddleware(base)],
+    )
+    payload = verdict_of(run(agent)[-1])
+    assert payload["unverified"] and payload["context_missing"]
+    assert payload["decision"] != "PASS"
+    assert payload["metadata"]["x-vsr-unverified-factual-response"] == "true"
+
+
+async def test_async_run_blocks(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    out = await agent.ainvoke({"messages": [HumanMessage(QUESTION)]})
+    assert out["messages"][-1].content == DEFAULT_BLOCKED_MESSAGE
+
+
+async def test_async_standard_mode_refines(base: TruthLens) -> None:
+    engine = engine_for(base, default_mode="standard")
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    out = await agent.ainvoke({"messages": [HumanMessage(QUESTION)]})
+    assert out["messages"][-1].content == RIGHT
+
+
+async def test_concurrent_runs_on_one_agent_keep_their_own_verdicts(base: TruthLens) -> None:
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        human = next(m for m in messages if isinstance(m, HumanMessage))
+        question = str(human.content)
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return eiffel_script()(messages)
+        return AIMessage(RIGHT if "(ok)" in question else WRONG)
+
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(respond), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    questions = [f"{QUESTION} {tag}" for tag in ("(ok)", "(bad)", "(ok)", "(bad)")]
+    outs = await asyncio.gather(
+        *(agent.ainvoke({"messages": [HumanMessage(q)]}) for q in questions)
+    )
+    for question, out in zip(questions, outs, strict=True):
+        final = out["messages"][-1]
+        payload = verdict_of(final)
+        assert payload["original_answer"] == (RIGHT if "(ok)" in question else WRONG)
+        assert final.content == (RIGHT if "(ok)" in question else DEFAULT_BLOCKED_MESSAGE)
+
+
+# -- streaming --------------------------------------------------------------------------
+
+
+def test_stream_messages_under_block_never_shows_the_unchecked_answer(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    shown = [
+        str(message.content)
+        for message, _ in agent.stream(
+            {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
+        )
+    ]
+    assert DEFAULT_BLOCKED_MESSAGE in shown
+    assert not any("1950" in text or "500 meters" in text for text in shown)
+
+
+async def test_astream_events_under_block_has_no_unchecked_tokens(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    tokens: list[str] = []
+    custom: list[dict[str, Any]] = []
+    async for event in agent.astream_events({"messages": [HumanMessage(QUESTION)]}, version="v2"):
+        if event["event"] == "on_chat_model_stream":
+            tokens.append(str(event["data"]["chunk"].content))
+        if event["event"] == "on_custom_event" and event["name"] == "truthlens_detection":
+            custom.append(event["data"])
+    assert not any("1950" in t for t in tokens)
+    assert len(custom) == 1 and custom[0]["blocked"]
+
+
+def test_header_policy_streams_tokens_as_they_come(base: TruthLens) -> None:
+    agent = create_agent(
+        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(base)]
+    )
+    chunks = [
+        str(message.content)
+        for message, meta in agent.stream(
+            {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
+        )
+        if meta.get("langgraph_node") == "model" and message.content
+    ]
+    assert len(chunks) > 3  # word by word: nothing is held back under header
+    assert "".join(chunks) == WRONG
+
+
+# -- constructors -------------------------------------------------------------------------
+
+
+def test_unknown_arguments_are_rejected(base: TruthLens) -> None:
+    with pytest.raises(UnknownArgumentError, match="on_block"):
+        TruthLensMiddleware(base, onblock="raise")
+    with pytest.raises(UnknownArgumentError):
+        TruthLensMiddleware.from_config(None, treshold=0.3)
+
+
+def test_engine_and_policy_options_together_are_rejected(base: TruthLens) -> None:
+    with pytest.raises(ConfigError):
+        TruthLensMiddleware(base, action="block")
+
+
+def test_from_config_applies_the_options() -> None:
+    middleware = TruthLensMiddleware.from_config(
+        {"hallucination": {"threshold": 0.7}}, action="block", mode="standard", max_iterations=1
+    )
+    settings = middleware.engine.policy.settings_for(None)
+    assert settings.hallucination_action == "block"
+    assert settings.mode == "standard" and settings.max_iterations == 1
+    assert settings.threshold == 0.7
+    assert middleware.holds_tokens
+
+
+def test_passthrough_streaming_needs_a_policy_that_keeps_text() -> None:
+    with pytest.raises(ConfigError, match="passthrough"):
+        TruthLensMiddleware(action="block", stream_mode="passthrough")
+    assert not TruthLensMiddleware(stream_mode="passthrough").holds_tokens
