@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._device import resolve_device, resolve_dtype
 from .._errors import ModelLoadError, ModelNotAvailableError
@@ -23,6 +25,14 @@ logger = logging.getLogger(__name__)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 # Tokenizers report a huge sentinel when they have no limit of their own.
 _NO_LIMIT = 1_000_000
+# Seconds the hub connectivity probe may take. Without it an offline machine spent
+# 46-53 s in the hub client's retries before the clear error.
+_PROBE_TIMEOUT_S = 2.0
+# A tokenizer much smaller than the model's embedding table belongs to another model
+# (or is the near-empty stand-in transformers builds when the files are missing).
+# Embedding tables are often padded (ModernBERT: 50,368 rows for 50,280 tokens), so
+# only a large gap counts.
+_MIN_VOCAB_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -103,9 +113,17 @@ def _resolve_source(name: str | os.PathLike[str]) -> str:
     return text
 
 
-def _hub_unavailable(model_id: str, exc: BaseException) -> ModelNotAvailableError:
+def _hub_unavailable(
+    model_id: str, exc: BaseException, *, offline: bool = False
+) -> ModelNotAvailableError:
+    why = (
+        "the hub is not reachable from this machine (or HF_HUB_OFFLINE is set) and the "
+        "model is not in the local Hugging Face cache"
+        if offline
+        else f"{type(exc).__name__}: {exc}"
+    )
     return ModelNotAvailableError(
-        f"could not load {model_id!r} from the Hugging Face Hub ({type(exc).__name__}: {exc}). "
+        f"could not load {model_id!r} from the Hugging Face Hub ({why}). "
         "If this machine cannot reach the hub, download the model where it can "
         f"(`hf download {model_id} --local-dir ./{model_id.rsplit('/', 1)[-1]}`), copy the "
         "folder here and pass its path instead of the hub id, e.g. "
@@ -125,25 +143,21 @@ def _load(
     is_local = Path(source).is_dir()
     hub_kwargs: dict[str, Any] = {}
     if not is_local:
-        hub_kwargs = {"revision": revision}
-        if local_files_only is not None:
-            hub_kwargs["local_files_only"] = local_files_only
+        hub_kwargs = {"revision": revision, "local_files_only": _offline(local_files_only)}
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs)
-        model = AutoModelForTokenClassification.from_pretrained(source, dtype=dtype, **hub_kwargs)
+        model, info = AutoModelForTokenClassification.from_pretrained(
+            source, dtype=dtype, output_loading_info=True, **hub_kwargs
+        )
     except Exception as exc:
         if not is_local:
-            raise _hub_unavailable(source, exc) from exc
-        raise ModelLoadError(f"could not load the model in {source}: {exc}") from exc
-    if not getattr(tokenizer, "is_fast", False):
-        raise ModelLoadError(
-            f"{source} has no fast tokenizer (tokenizer.json); character offsets need one"
-        )
-    if model.config.num_labels != 2:
-        raise ModelLoadError(
-            f"{source} has {model.config.num_labels} labels; a hallucination detector has 2 "
-            "(0 = supported, 1 = hallucinated)"
-        )
+            raise _hub_unavailable(source, exc, offline=hub_kwargs["local_files_only"]) from exc
+        hint = ""
+        if "mismatched" in str(exc):
+            hint = " (config.json does not match the weights' shapes: it belongs to another model)"
+        raise ModelLoadError(f"could not load the model in {source}{hint}: {exc}") from exc
+    _check_model(source, model, info)
+    _check_tokenizer(source, tokenizer, model, is_local=is_local)
     model.to(device).eval()
     logger.info("loaded detector %s on %s (%s)", source, device, dtype)
     return LoadedTokenClassifier(
@@ -155,6 +169,113 @@ def _load(
         max_length=_window(model.config, tokenizer),
         input_names=tuple(tokenizer.model_input_names),
     )
+
+
+def _offline(local_files_only: bool | None) -> bool:
+    """Whether to use only the local cache for a hub id.
+
+    An explicit ``local_files_only`` wins; otherwise ``HF_HUB_OFFLINE`` or a failed
+    connectivity probe (a few seconds at most) mean offline, so the hub client's
+    retries never run on a machine that cannot reach the hub.
+    """
+    if local_files_only is not None:
+        return local_files_only
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return True
+    return not _hub_reachable()
+
+
+def _hub_reachable(timeout_s: float = _PROBE_TIMEOUT_S) -> bool:
+    """Whether a TCP connection to the Hugging Face endpoint opens within ``timeout_s``.
+
+    The connection (name lookup included, which a socket timeout does not bound) runs
+    in a daemon thread, so the answer comes within ``timeout_s`` whatever the network
+    does. With a proxy configured the direct probe says nothing, so it reports
+    reachable and leaves the decision to the hub client.
+    """
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    from huggingface_hub import constants
+
+    endpoint = urlsplit(constants.ENDPOINT)
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                result.append(True)
+        except Exception:  # noqa: BLE001 - any failure (DNS, refused, blocked) is "offline"
+            result.append(False)
+
+    worker = threading.Thread(target=probe, name="truthlens-hub-probe", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    reachable = bool(result and result[0])
+    if not reachable:
+        logger.info("the Hugging Face Hub (%s:%s) is not reachable; using the cache", host, port)
+    return reachable
+
+
+def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
+    """Refuse checkpoints that are not a two-class token classifier with all its weights.
+
+    ``from_pretrained`` fills weights the checkpoint lacks with random values and only
+    logs a warning, so a ``config.json`` of another architecture (whose parameter
+    names match nothing in the weights) loaded and answered at random.
+    """
+    config = model.config
+    architectures = getattr(config, "architectures", None) or []
+    if architectures and not any(a.endswith("ForTokenClassification") for a in architectures):
+        raise ModelLoadError(
+            f"{source} was saved as {', '.join(architectures)}, not a token classifier; "
+            "a hallucination detector labels every answer token (...ForTokenClassification)"
+        )
+    if config.num_labels != 2:
+        raise ModelLoadError(
+            f"{source} has {config.num_labels} labels; a hallucination detector has 2 "
+            "(0 = supported, 1 = hallucinated)"
+        )
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        shown = ", ".join(missing[:3]) + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
+        raise ModelLoadError(
+            f"{source}: the weights do not match config.json ({config.model_type}); "
+            f"{len(missing)} parameters are missing from the checkpoint ({shown}). "
+            "config.json probably belongs to another model"
+        )
+
+
+def _check_tokenizer(source: str, tokenizer: Any, model: Any, *, is_local: bool) -> None:
+    """Refuse a missing, slow or foreign tokenizer (it would map every word wrongly)."""
+    if is_local:
+        names = set(getattr(tokenizer, "vocab_files_names", {}).values()) or {"tokenizer.json"}
+        if not any((Path(source) / name).is_file() for name in names):
+            raise ModelLoadError(
+                f"{source} holds no tokenizer files (expected one of "
+                f"{', '.join(sorted(names))}); copy the tokenizer saved with the model"
+            )
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"{source} has no fast tokenizer (tokenizer.json); character offsets need one"
+        )
+    rows = model.get_input_embeddings().num_embeddings
+    tokens = len(tokenizer)
+    if tokens > rows or tokens < _MIN_VOCAB_SHARE * rows:
+        raise ModelLoadError(
+            f"{source}: the tokenizer has {tokens:,} tokens but the model's embedding table "
+            f"{rows:,} rows; the tokenizer belongs to another model"
+        )
+    if tokenizer.sep_token_id is None and tokenizer.eos_token_id is None:
+        raise ModelLoadError(
+            f"{source}: the tokenizer has no separator token; the detector's input is "
+            "context [SEP] answer"
+        )
 
 
 def _window(config: Any, tokenizer: Any) -> int:
