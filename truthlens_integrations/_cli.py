@@ -48,7 +48,15 @@ def _parser() -> argparse.ArgumentParser:
         pass
     else:
         add_eval_parser(sub)
+    _add_serve(sub)
     return parser
+
+
+def _add_serve(sub: Any) -> None:
+    # The parser is light; Ray loads only when `truthlens serve` runs.
+    from truthlens_integrations.serve._cli import add_serve_parser
+
+    add_serve_parser(sub)
 
 
 def _add_detect(sub: Any) -> None:

@@ -9,11 +9,13 @@ from typing import Any
 from .._errors import InvalidInputError, ModelNotAvailableError
 from .._types import DetectionConfig
 from ._base import Detector
+from ._remote import is_service_url
 
 __all__ = ["load_detector"]
 
 _CONFIG_FIELDS = frozenset(DetectionConfig.model_fields)
 _LOAD_FIELDS = frozenset({"device", "dtype", "revision", "local_files_only", "model_id"})
+_REMOTE_FIELDS = frozenset({"timeout_s", "retries", "on_error", "chunk_size"})
 
 
 def load_detector(
@@ -27,11 +29,15 @@ def load_detector(
     Args:
         model: ``None`` or ``"bundled"`` for the model shipped with the package,
             ``"lexical"`` for the word-overlap reference detector, a local model folder,
-            or a Hugging Face Hub id in the LettuceDetect format.
+            a Hugging Face Hub id in the LettuceDetect format, or the URL of a
+            TruthLens service (``"http://host:port"``, see ``truthlens serve``).
         config: Thresholds and limits. Alternatively pass its fields as keyword
             arguments (``token_threshold=0.8``, ``threshold=0.6``, ...).
         **options: :class:`DetectionConfig` fields, and for transformer models
-            ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``.
+            ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``;
+            for a service URL ``timeout_s``, ``retries``, ``on_error``
+            (``"raise"`` or ``"unverifiable"``) and ``chunk_size``, while
+            :class:`DetectionConfig` fields are checked against the service's.
 
     Returns:
         A detector; transformer weights are loaded once per process and shared.
@@ -40,6 +46,8 @@ def load_detector(
         InvalidInputError: For an unknown option.
         ModelNotAvailableError: If the model cannot be found or downloaded.
     """
+    if model is not None and is_service_url(os.fspath(model)):
+        return _remote(os.fspath(model), config, options)
     unknown = set(options) - _CONFIG_FIELDS - _LOAD_FIELDS
     if unknown:
         raise InvalidInputError(f"unknown detector option(s): {', '.join(sorted(unknown))}")
@@ -62,6 +70,27 @@ def load_detector(
         load_options.setdefault("model_id", "truthlens-bundled-detector")
         return TransformerDetector(path, config=config, **load_options)
     return TransformerDetector(name, config=config, **load_options)
+
+
+def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:
+    """A :class:`RemoteDetector`; model-loading options belong to the service."""
+    from ._remote import RemoteDetector
+
+    unknown = set(options) - _CONFIG_FIELDS - _REMOTE_FIELDS
+    # The engine passes device=None / dtype="auto" when nothing was asked for.
+    unknown -= {k for k in ("device", "dtype") if options.get(k) in (None, "auto")}
+    if unknown:
+        raise InvalidInputError(
+            f"option(s) {', '.join(sorted(unknown))} do not apply to a service URL: the "
+            "service loads the model; set them in the policy it is started with"
+        )
+    overrides = {k: v for k, v in options.items() if k in _CONFIG_FIELDS}
+    if overrides:
+        # Only the fields asked for are checked against the service's settings.
+        base = config.model_dump(exclude_unset=True) if config else {}
+        config = DetectionConfig(**{**base, **overrides})
+    client_options = {k: v for k, v in options.items() if k in _REMOTE_FIELDS}
+    return RemoteDetector(url, config=config, **client_options)
 
 
 def _bundled_path() -> str:

@@ -59,6 +59,7 @@ from ._protocols import (
     FactCheckClassifier,
     NLIExplainer,
 )
+from ._remote import RemoteFactCheckClassifier, RemoteNLIExplainer, remote_detector
 from ._verdict import SEVERITY, NotCheckedReason, Verdict, mitigation_fields, redact_verdict
 
 __all__ = ["TruthLens"]
@@ -271,6 +272,8 @@ class TruthLens:
         """The detector, loaded on first use."""
         if self._detector is None:
             with self._load_lock:
+                if self._detector is None and self.policy.service.url is not None:
+                    self._detector = remote_detector(self.policy)
                 if self._detector is None:
                     self._detector = load_detector(
                         self.policy.hallucination.model_id,
@@ -291,6 +294,8 @@ class TruthLens:
         return self._nli
 
     def _load_nli(self) -> NLIExplainer | None:
+        if self.policy.service.url is not None:
+            return RemoteNLIExplainer.from_policy(self.policy)
         settings = self.policy.hallucination_mitigation.nli_model
         device = "cpu" if settings.use_cpu else None
         dtype = self.policy.hallucination.precision
@@ -314,6 +319,8 @@ class TruthLens:
         return self._fact_checker
 
     def _load_fact_checker(self) -> FactCheckClassifier:
+        if self.policy.service.url is not None:
+            return RemoteFactCheckClassifier.from_policy(self.policy)
         settings = self.policy.hallucination_mitigation.fact_check_model
         device = "cpu" if settings.use_cpu else None
         dtype = self.policy.hallucination.precision

@@ -24,6 +24,7 @@ from ._config import (
     PremiumSettings,
     ResolvedSettings,
     Rules,
+    ServiceSettings,
     StandardSettings,
 )
 from ._defaults import (
@@ -81,6 +82,7 @@ __all__ = [
     "RouteResult",
     "Router",
     "Rules",
+    "ServiceSettings",
     "SignalHit",
     "StandardSettings",
     "load_policy",

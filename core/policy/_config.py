@@ -48,6 +48,7 @@ __all__ = [
     "PremiumSettings",
     "ResolvedSettings",
     "Rules",
+    "ServiceSettings",
     "StandardSettings",
 ]
 
@@ -425,6 +426,59 @@ def _duplicates(names: list[str], section: str) -> list[str]:
     return problems
 
 
+def _service_url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8000")
+    return value
+
+
+class ServiceSettings(_Strict):
+    """The ``service:`` block (extension): the guard's models as a Ray Serve service.
+
+    Clients read ``url`` .. ``on_error``: with ``url`` set, the engine and both
+    adapters send detection, NLI and prompt classification to the service
+    (``truthlens serve``) instead of loading models. ``truthlens serve`` reads the
+    rest, so one policy file configures both sides.
+
+    Attributes:
+        url: Base URL of a running service; ``None`` runs the models in-process.
+        timeout_s: Seconds per HTTP call.
+        retries: Extra attempts after a transient failure (connection refused or
+            dropped, 502 / 503 / 504).
+        on_error: ``raise``: a failed call raises ``ServiceError``; ``unverifiable``:
+            the answer is marked unverified (the ``unverified_factual_action``
+            applies). Never passed as supported.
+        host: Address the service listens on.
+        port: Port the service listens on.
+        replicas: Replicas of the model deployment (ignored when ``autoscaling`` is set).
+        autoscaling: Ray Serve ``autoscaling_config`` (``min_replicas``,
+            ``max_replicas``, ``target_ongoing_requests``, ...), passed as written.
+        num_cpus: CPUs Ray reserves for each replica.
+        num_gpus: GPUs Ray reserves for each replica.
+        max_ongoing_requests: Requests one replica takes at once before Ray queues.
+        max_batch_size: Most answers in one dynamic batch; 1 turns batching off.
+        batch_wait_timeout_s: How long a batch waits to fill.
+        max_request_bytes: Larger request bodies are refused with 413.
+        max_inputs: Most answers in one request.
+    """
+
+    url: Annotated[str | None, AfterValidator(_service_url)] = None
+    timeout_s: Annotated[float, Field(gt=0.0, le=3600.0)] = 30.0
+    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    on_error: Literal["raise", "unverifiable"] = "raise"
+    host: Name = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    replicas: Annotated[int, Field(ge=1)] = 1
+    autoscaling: dict[str, float | int | str] | None = None
+    num_cpus: Annotated[float, Field(gt=0)] = 1.0
+    num_gpus: Annotated[float, Field(ge=0)] = 0.0
+    max_ongoing_requests: Annotated[int, Field(ge=1)] = 64
+    max_batch_size: Annotated[int, Field(ge=1, le=1024)] = 16
+    batch_wait_timeout_s: Annotated[float, Field(ge=0.0, le=10.0)] = 0.01
+    max_request_bytes: Annotated[int, Field(ge=1024)] = 4_000_000
+    max_inputs: Annotated[int, Field(ge=1)] = 256
+
+
 class Policy(_Strict):
     """A whole policy: global settings, models, signals and decisions.
 
@@ -438,6 +492,7 @@ class Policy(_Strict):
     keyword_rules: tuple[KeywordRule, ...] = ()
     domains: tuple[DomainSpec, ...] = ()
     decisions: tuple[DecisionPolicy, ...] = ()
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Policy:

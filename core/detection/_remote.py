@@ -1,0 +1,463 @@
+"""A detector, NLI explainer and prompt classifier served by ``truthlens serve``.
+
+:class:`ServiceClient` is the HTTP layer: one pooled ``httpx.Client`` for sync calls and
+one ``httpx.AsyncClient`` per event loop for async ones, a timeout on every call, and
+retries on transient failures only (the connection could not be made or was dropped,
+or a gateway answered 502 / 503 / 504). Everything else fails at once with a typed
+error: bad input is :class:`InvalidInputError`, anything else the service does wrong is
+:class:`ServiceError` (:class:`ServiceTimeoutError` when it is too slow).
+
+:class:`RemoteDetector` mirrors the :class:`Detector` protocol over ``POST /v1/detect``.
+It fails closed: with ``on_error="raise"`` (default) a failed call raises, with
+``on_error="unverifiable"`` every answer of the call comes back ``unverifiable`` with the
+reason in ``DetectionResult.error``. A failure is never reported as ``supported``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+
+from .._errors import (
+    ConfigError,
+    InvalidInputError,
+    ServiceError,
+    ServiceTimeoutError,
+    TruthLensError,
+)
+from .._optional import require
+from .._types import Coverage, DetectionConfig, DetectionInput, DetectionResult, DetectionStatus
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "OnError",
+    "RemoteDetector",
+    "ServiceClient",
+    "is_service_url",
+    "shared_client",
+]
+
+OnError = Literal["raise", "unverifiable"]
+
+# Gateways and proxies answer these while a replica restarts or is overloaded: retrying
+# is safe because the request did not reach the model. 500 is a bug: not retried.
+_TRANSIENT_STATUS = frozenset({502, 503, 504})
+# The service's own answer to bad input (invalid JSON, too large, failed validation).
+_INPUT_STATUS = frozenset({400, 413, 422})
+
+
+def is_service_url(model: str) -> bool:
+    """Whether ``model`` names a TruthLens service rather than a model."""
+    return model.startswith(("http://", "https://"))
+
+
+class _TransientError(Exception):
+    """A response worth retrying (502 / 503 / 504)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+class ServiceClient:
+    """Pooled sync and async HTTP client of one TruthLens service.
+
+    Args:
+        url: Base URL of the service, e.g. ``"http://127.0.0.1:8000"``.
+        timeout_s: Seconds a call may take (connect, send, wait and read each).
+        retries: Extra attempts after a transient failure (0 disables retries).
+        max_connections: Connections kept open per pool.
+
+    Raises:
+        InvalidInputError: If the URL is not an http(s) URL with a host.
+        MissingDependencyError: If ``httpx`` is not installed (the ``serve`` extra).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 30.0,
+        retries: int = 2,
+        max_connections: int = 64,
+    ) -> None:
+        self._httpx = require("httpx", extra="serve", feature="The TruthLens service client")
+        self.url = _base_url(url)
+        if timeout_s <= 0:
+            raise InvalidInputError(f"timeout_s must be positive, got {timeout_s}")
+        if retries < 0:
+            raise InvalidInputError(f"retries must be 0 or more, got {retries}")
+        self.timeout_s = float(timeout_s)
+        self.retries = int(retries)
+        self._limits = self._httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        self._lock = threading.Lock()
+        self._sync: httpx.Client | None = None
+        # An AsyncClient's connections belong to the loop that opened them.
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._async = weakref.WeakKeyDictionary()
+
+    # -- public calls -------------------------------------------------------------------
+
+    def get(self, path: str) -> Any:
+        """``GET path`` and return its JSON body."""
+        return self._call(lambda: self._sync_client().get(path), path)
+
+    def post(self, path: str, payload: Any) -> Any:
+        """``POST path`` with a JSON body and return the JSON reply."""
+        return self._call(lambda: self._sync_client().post(path, json=payload), path)
+
+    async def aget(self, path: str) -> Any:
+        """Async :meth:`get`."""
+        return await self._acall(lambda: self._async_client().get(path), path)
+
+    async def apost(self, path: str, payload: Any) -> Any:
+        """Async :meth:`post`."""
+        return await self._acall(lambda: self._async_client().post(path, json=payload), path)
+
+    def close(self) -> None:
+        """Close the sync pool (async pools close with :meth:`aclose` in their loop)."""
+        with self._lock:
+            client, self._sync = self._sync, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the current event loop's async pool."""
+        client = self._async.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _sync_client(self) -> httpx.Client:
+        with self._lock:
+            if self._sync is None:
+                self._sync = self._httpx.Client(
+                    base_url=self.url, timeout=self.timeout_s, limits=self._limits
+                )
+            return self._sync
+
+    def _async_client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._async.get(loop)
+        if client is None:
+            client = self._httpx.AsyncClient(
+                base_url=self.url, timeout=self.timeout_s, limits=self._limits
+            )
+            self._async[loop] = client
+        return client
+
+    def _retrying(self) -> Any:
+        import tenacity
+
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            wait=tenacity.wait_exponential(multiplier=0.1, max=2.0),
+            retry=tenacity.retry_if_exception(self._is_transient),
+            reraise=True,
+        )
+
+    def _aretrying(self) -> Any:
+        import tenacity
+
+        return tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            wait=tenacity.wait_exponential(multiplier=0.1, max=2.0),
+            retry=tenacity.retry_if_exception(self._is_transient),
+            reraise=True,
+        )
+
+    def _is_transient(self, exc: BaseException) -> bool:
+        httpx = self._httpx
+        if isinstance(exc, _TransientError):
+            return True
+        # A read timeout means the service has the request and is slow: sending it
+        # again only adds load. Failures before the request arrived are retried.
+        if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout | httpx.PoolTimeout):
+            return False
+        return isinstance(exc, httpx.TransportError)
+
+    def _call(self, send: Callable[[], httpx.Response], path: str) -> Any:
+        try:
+            response: httpx.Response = self._retrying()(self._checked, send)
+        except Exception as exc:
+            raise self._failure(exc, path) from exc
+        return self._json(response, path)
+
+    async def _acall(self, send: Callable[[], Awaitable[httpx.Response]], path: str) -> Any:
+        async def attempt() -> httpx.Response:
+            response = await send()
+            if response.status_code in _TRANSIENT_STATUS:
+                raise _TransientError(response)
+            return response
+
+        try:
+            response: httpx.Response = await self._aretrying()(attempt)
+        except Exception as exc:
+            raise self._failure(exc, path) from exc
+        return self._json(response, path)
+
+    @staticmethod
+    def _checked(send: Callable[[], httpx.Response]) -> httpx.Response:
+        response = send()
+        if response.status_code in _TRANSIENT_STATUS:
+            raise _TransientError(response)
+        return response
+
+    def _failure(self, exc: Exception, path: str) -> TruthLensError:
+        httpx = self._httpx
+        where = f"{self.url}{path}"
+        if isinstance(exc, httpx.TimeoutException):
+            return ServiceTimeoutError(
+                f"the TruthLens service at {where} did not answer within {self.timeout_s:g} s"
+            )
+        if isinstance(exc, _TransientError):
+            return ServiceError(
+                f"the TruthLens service at {where} is unavailable "
+                f"({exc.response.status_code} after {self.retries + 1} attempt(s))"
+            )
+        if isinstance(exc, httpx.HTTPError):
+            return ServiceError(
+                f"cannot reach the TruthLens service at {where}: {type(exc).__name__}: {exc}"
+            )
+        if isinstance(exc, TruthLensError):
+            return exc
+        return ServiceError(f"call to {where} failed: {type(exc).__name__}: {exc}")
+
+    def _json(self, response: httpx.Response, path: str) -> Any:
+        where = f"{self.url}{path}"
+        status = response.status_code
+        if status in _INPUT_STATUS:
+            raise InvalidInputError(f"the service rejected the request: {_message(response)}")
+        if status >= 400:
+            raise ServiceError(f"{where} answered {status}: {_message(response)}")
+        try:
+            return response.json()
+        except ValueError:
+            raise ServiceError(
+                f"{where} answered something that is not JSON ({response.text[:80]!r}); "
+                "is this a TruthLens service?"
+            ) from None
+
+
+def _base_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"not a service URL: {url!r}; expected http://host:port")
+    return url.rstrip("/")
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200] or response.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return str(body)[:200]
+
+
+_SHARED: dict[tuple[str, float, int], ServiceClient] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(url: str, *, timeout_s: float = 30.0, retries: int = 2) -> ServiceClient:
+    """One :class:`ServiceClient` per (url, timeout, retries) in this process.
+
+    The engine's detector, NLI explainer and prompt classifier share its pools.
+    """
+    key = (_base_url(url), float(timeout_s), int(retries))
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = ServiceClient(key[0], timeout_s=key[1], retries=key[2])
+            _SHARED[key] = client
+        return client
+
+
+class RemoteDetector:
+    """The :class:`Detector` protocol over a TruthLens service's ``POST /v1/detect``.
+
+    Thresholds are the service's (set in the policy it was started with): the first
+    call reads them from ``GET /healthz`` into :attr:`config`, and an explicitly
+    requested value that differs raises :class:`ConfigError` instead of being ignored.
+
+    Args:
+        url: Base URL of the service.
+        config: Expected detector settings; the fields set on it are checked against
+            the service's.
+        timeout_s: Seconds per HTTP call.
+        retries: Extra attempts after a transient failure.
+        on_error: ``"raise"``: a failed call raises :class:`ServiceError`;
+            ``"unverifiable"``: it returns ``unverifiable`` results whose ``error``
+            says why. Never ``supported``.
+        chunk_size: Inputs per request; bigger batches are split.
+        client: A ready client (shared pools); built from the other arguments if not given.
+
+    Raises:
+        InvalidInputError: For a bad URL or option.
+        MissingDependencyError: If ``httpx`` is not installed.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        config: DetectionConfig | None = None,
+        timeout_s: float = 30.0,
+        retries: int = 2,
+        on_error: OnError = "raise",
+        chunk_size: int = 64,
+        client: ServiceClient | None = None,
+    ) -> None:
+        if on_error not in ("raise", "unverifiable"):
+            raise InvalidInputError(f"on_error must be 'raise' or 'unverifiable', not {on_error!r}")
+        if chunk_size < 1:
+            raise InvalidInputError(f"chunk_size must be at least 1, got {chunk_size}")
+        self.client = client or ServiceClient(url, timeout_s=timeout_s, retries=retries)
+        self.url = self.client.url
+        self.on_error: OnError = on_error
+        self.chunk_size = chunk_size
+        self.config = config or DetectionConfig()
+        self._expected = {k: getattr(config, k) for k in config.model_fields_set} if config else {}
+        self.model_id = f"truthlens-service@{self.url}"
+        self._info: dict[str, Any] | None = None
+
+    # -- Detector protocol ----------------------------------------------------------------
+
+    def detect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Check one answer through the service (see :meth:`detect_batch`)."""
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return self.detect_batch([item])[0]
+
+    def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Check many answers; results come back in input order.
+
+        Raises:
+            InvalidInputError: If the service rejects the input.
+            ServiceError: If the service fails and ``on_error`` is ``"raise"``.
+            ConfigError: If the service's thresholds differ from the requested ones.
+        """
+        items = list(inputs)
+        if not items:
+            return []
+        try:
+            if self._info is None:
+                self._accept_info(self.client.get("/healthz"))
+            results: list[DetectionResult] = []
+            for chunk in _chunks(items, self.chunk_size):
+                reply = self.client.post("/v1/detect", _payload(chunk))
+                results.extend(self._parse(reply, chunk))
+        except ServiceError as exc:
+            return self._failed(items, exc)
+        return results
+
+    async def adetect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Async :meth:`detect` (real async I/O, no worker thread)."""
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return (await self.adetect_batch([item]))[0]
+
+    async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Async :meth:`detect_batch`; chunks are sent concurrently."""
+        items = list(inputs)
+        if not items:
+            return []
+        try:
+            if self._info is None:
+                self._accept_info(await self.client.aget("/healthz"))
+            chunks = list(_chunks(items, self.chunk_size))
+            replies = await asyncio.gather(
+                *(self.client.apost("/v1/detect", _payload(c)) for c in chunks)
+            )
+        except ServiceError as exc:
+            return self._failed(items, exc)
+        results: list[DetectionResult] = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            try:
+                results.extend(self._parse(reply, chunk))
+            except ServiceError as exc:
+                return self._failed(items, exc)
+        return results
+
+    def close(self) -> None:
+        """Close the client's sync connection pool."""
+        self.client.close()
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _accept_info(self, info: Any) -> None:
+        if not isinstance(info, dict) or info.get("status") != "ok":
+            raise ServiceError(f"{self.url}/healthz did not report a ready service: {info!r}")
+        try:
+            config = DetectionConfig.model_validate(info.get("config"))
+        except ValidationError as exc:
+            raise ServiceError(f"{self.url}/healthz sent an unreadable config: {exc}") from None
+        wrong = {k: v for k, v in self._expected.items() if getattr(config, k) != v}
+        if wrong:
+            their = ", ".join(f"{k}={getattr(config, k)!r} (asked {v!r})" for k, v in wrong.items())
+            raise ConfigError(
+                f"the service at {self.url} runs with {their}; detector settings are the "
+                "service's: start it with a policy that sets them"
+            )
+        self.config = config
+        self.model_id = f"{info.get('model_id', 'unknown')}@{self.url}"
+        self._info = info
+
+    def _parse(self, reply: Any, chunk: list[DetectionInput]) -> list[DetectionResult]:
+        raw = reply.get("results") if isinstance(reply, dict) else None
+        if not isinstance(raw, list) or len(raw) != len(chunk):
+            raise ServiceError(
+                f"malformed reply from {self.url}/v1/detect: expected {len(chunk)} results"
+            )
+        try:
+            results = [DetectionResult.model_validate(r) for r in raw]
+        except ValidationError as exc:
+            raise ServiceError(f"malformed reply from {self.url}/v1/detect: {exc}") from None
+        for item, result in zip(chunk, results, strict=True):
+            if result.answer != item.answer:
+                raise ServiceError(f"{self.url}/v1/detect answered for a different answer")
+        return results
+
+    def _failed(self, items: list[DetectionInput], exc: ServiceError) -> list[DetectionResult]:
+        if self.on_error == "raise":
+            raise exc
+        return [_unverifiable(item, self, str(exc)) for item in items]
+
+
+def _chunks(items: list[DetectionInput], size: int) -> list[list[DetectionInput]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _payload(items: list[DetectionInput]) -> dict[str, Any]:
+    return {"inputs": [item.model_dump(mode="json") for item in items]}
+
+
+def _unverifiable(item: DetectionInput, detector: RemoteDetector, error: str) -> DetectionResult:
+    return DetectionResult(
+        answer=item.answer,
+        spans=[],
+        score=0.0,
+        threshold=detector.config.threshold,
+        detected=False,
+        status=DetectionStatus.UNVERIFIABLE,
+        coverage=Coverage(
+            answer_chars=len(item.answer), answer_chars_scored=0, context_windows=0, max_length=0
+        ),
+        model_id=detector.model_id,
+        latency_ms=0.0,
+        error=error,
+    )

@@ -1,0 +1,353 @@
+"""The guard pipeline as a Ray Serve application.
+
+One deployment, :class:`TruthLensService`, loads the prompt classifier, the detector and
+the NLI explainer once per replica (whatever the policy's ``load_detector`` returns) and
+answers, through a FastAPI ingress:
+
+* ``GET /healthz``: ready, with the detector's id and settings;
+* ``POST /v1/detect``: ``{"context", "question", "answer"}`` gives one
+  ``DetectionResult``; ``{"inputs": [...]}`` gives ``{"results": [...]}``;
+* ``POST /v1/guard``: the same shapes give ``Verdict`` JSON (``{"verdicts": [...]}``);
+  a single verdict also comes back with its ``x-truthlens-*`` / ``x-vsr-*`` headers;
+* ``POST /v1/nli`` and ``POST /v1/classify``: the engine's other two models, used by
+  clients whose policy points at the service.
+
+Concurrent requests are merged into model batches with ``@serve.batch`` (one padded
+forward pass for many answers). Bodies above ``service.max_request_bytes`` get 413,
+more than ``service.max_inputs`` answers 413, bad JSON 400, bad fields 422. Request
+counts, latencies and batch sizes are Ray metrics (``truthlens_serve_*``), exported
+with Ray Serve's own on every node's metrics port for Prometheus.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoints' annotations
+# (`request: Request`) at runtime, and Serve's ingress wrapper cannot resolve strings.
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from truthlens_integrations.core._optional import require
+
+require("ray.serve", extra="serve", feature="truthlens serve")
+require("fastapi", extra="serve", feature="truthlens serve")
+
+from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.responses import JSONResponse  # noqa: E402
+from pydantic import BaseModel, ConfigDict, ValidationError  # noqa: E402
+from ray import serve  # noqa: E402
+from ray.serve import Application  # noqa: E402
+from ray.util import metrics as ray_metrics  # noqa: E402
+
+from truthlens_integrations.core import (  # noqa: E402
+    DetectionInput,
+    DetectionResult,
+    InvalidInputError,
+    TruthLensError,
+)
+from truthlens_integrations.core.engine import TruthLens, Verdict  # noqa: E402
+from truthlens_integrations.core.policy import Policy, PolicySource, load_policy  # noqa: E402
+
+__all__ = ["APP_NAME", "TruthLensService", "build_app", "deployment_options", "service_app"]
+
+logger = logging.getLogger(__name__)
+
+APP_NAME = "truthlens"
+
+api = FastAPI(title="TruthLens guard service", docs_url=None, redoc_url=None)
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    context: str | list[str] | None = None
+    question: str | None = None
+    answer: str
+
+
+class _Batch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[_Item]
+
+
+class _Pairs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pairs: list[tuple[str, str]]
+
+
+class _Prompts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompts: list[str]
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _error(status: int, exc: BaseException) -> JSONResponse:
+    return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status)
+
+
+class _Metrics:
+    """The service's Ray metrics, aggregated per node by Ray's metrics agent."""
+
+    def __init__(self) -> None:
+        self.requests = ray_metrics.Counter(
+            "truthlens_serve_requests",
+            description="Requests handled, by endpoint and HTTP status.",
+            tag_keys=("endpoint", "status"),
+        )
+        self.latency = ray_metrics.Histogram(
+            "truthlens_serve_request_seconds",
+            description="Time to answer a request, by endpoint.",
+            boundaries=[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0],
+            tag_keys=("endpoint",),
+        )
+        self.batch = ray_metrics.Histogram(
+            "truthlens_serve_batch_size",
+            description="Answers per model batch (dynamic batching), by stage.",
+            boundaries=[1, 2, 4, 8, 16, 32, 64, 128],
+            tag_keys=("stage",),
+        )
+        self.answers = ray_metrics.Counter(
+            "truthlens_serve_answers",
+            description="Answers checked, by detection status.",
+            tag_keys=("status",),
+        )
+
+
+@serve.deployment(name="TruthLensService")
+@serve.ingress(api)
+class TruthLensService:
+    """One replica: the policy's models, loaded once, behind HTTP.
+
+    Args:
+        policy: The policy (dict or YAML text); its ``service`` block sets the limits
+            and batching. Its ``service.url`` is ignored here: a replica runs the
+            models itself.
+    """
+
+    def __init__(self, policy: dict[str, Any] | str | None = None) -> None:
+        loaded = load_policy(policy)
+        # The replica must not call itself: drop the client URL it may carry.
+        service = loaded.service.model_copy(update={"url": None})
+        local = loaded.model_copy(update={"service": service})
+        self.settings = local.service
+        self.engine = TruthLens(local)
+        # Load every model now, so a replica is only ready once it can answer.
+        self.detector = self.engine.detector
+        self.explainer = self.engine.nli
+        self.classifier = self.engine.fact_checker
+        self.batching = self.settings.max_batch_size > 1
+        batched: Any
+        for batched in (self._detect_one, self._guard_one):
+            batched.set_max_batch_size(self.settings.max_batch_size)
+            batched.set_batch_wait_timeout_s(self.settings.batch_wait_timeout_s)
+        self.metrics = _Metrics()
+
+    # -- endpoints ----------------------------------------------------------------------
+
+    @api.get("/healthz")
+    async def healthz(self) -> dict[str, Any]:
+        """Ready: the detector's id and settings (clients check their thresholds)."""
+        return {
+            "status": "ok",
+            "model_id": self.detector.model_id,
+            "config": self.detector.config.model_dump(mode="json"),
+            "nli_model_id": getattr(self.explainer, "model_id", None),
+            "classifier_model_id": getattr(self.classifier, "model_id", None),
+            "batching": self.batching,
+            "max_batch_size": self.settings.max_batch_size,
+        }
+
+    @api.post("/v1/detect")
+    async def detect(self, request: Request) -> Any:
+        """Detect hallucinated spans; one input or ``{"inputs": [...]}``."""
+        return await self._handle("detect", request, self._detect)
+
+    @api.post("/v1/guard")
+    async def guard(self, request: Request) -> Any:
+        """Run the guard pipeline (lightweight: no mitigation LLM on the service)."""
+        return await self._handle("guard", request, self._guard)
+
+    @api.post("/v1/nli")
+    async def nli(self, request: Request) -> Any:
+        """NLI labels of ``{"pairs": [[premise, hypothesis], ...]}``."""
+        return await self._handle("nli", request, self._nli)
+
+    @api.post("/v1/classify")
+    async def classify(self, request: Request) -> Any:
+        """Fact-check decisions of ``{"prompts": [...]}``."""
+        return await self._handle("classify", request, self._classify)
+
+    # -- request handling ---------------------------------------------------------------
+
+    async def _handle(
+        self, endpoint: str, request: Request, work: Callable[[Any], Awaitable[Any]]
+    ) -> Any:
+        started = time.perf_counter()
+        status = 200
+        try:
+            body = json.loads(await self._body(request))
+            response = await work(body)
+        except _HTTPError as exc:
+            status, response = exc.status, _error(exc.status, exc)
+        except json.JSONDecodeError as exc:
+            status, response = 400, _error(400, exc)
+        except (ValidationError, InvalidInputError) as exc:
+            status, response = 422, _error(422, exc)
+        except TruthLensError as exc:
+            logger.exception("%s failed", endpoint)
+            status, response = 500, _error(500, exc)
+        self.metrics.requests.inc(tags={"endpoint": endpoint, "status": str(status)})
+        self.metrics.latency.observe(time.perf_counter() - started, tags={"endpoint": endpoint})
+        return response
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self.settings.max_request_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _HTTPError(413, f"request body of {declared} bytes is over {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        # Chunked bodies have no length header: count while reading.
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _HTTPError(413, f"request body is over {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _inputs(self, body: Any) -> tuple[list[DetectionInput], bool]:
+        """The request's inputs, and whether it was a single (unwrapped) one."""
+        if isinstance(body, dict) and "inputs" in body:
+            items = _Batch.model_validate(body).inputs
+            single = False
+        else:
+            items = [_Item.model_validate(body)]
+            single = True
+        if len(items) > self.settings.max_inputs:
+            raise _HTTPError(413, f"{len(items)} inputs; at most {self.settings.max_inputs}")
+        inputs = [
+            DetectionInput.create(context=i.context, question=i.question, answer=i.answer)
+            for i in items
+        ]
+        return inputs, single
+
+    async def _detect(self, body: Any) -> Any:
+        inputs, single = self._inputs(body)
+        if self.batching:
+            results = await asyncio.gather(*(self._detect_one(x) for x in inputs))
+        else:
+            results = await self._detect_many(inputs)
+        for result in results:
+            self.metrics.answers.inc(tags={"status": result.status.value})
+        dumped = [r.model_dump(mode="json") for r in results]
+        return dumped[0] if single else {"results": dumped}
+
+    async def _guard(self, body: Any) -> Any:
+        inputs, single = self._inputs(body)
+        if self.batching:
+            verdicts = await asyncio.gather(*(self._guard_one(x) for x in inputs))
+        else:
+            verdicts = await self._guard_many(inputs)
+        dumped = [v.model_dump(mode="json") for v in verdicts]
+        if single:
+            return JSONResponse(dumped[0], headers=verdicts[0].metadata)
+        return {"verdicts": dumped}
+
+    async def _nli(self, body: Any) -> Any:
+        pairs = _Pairs.model_validate(body).pairs
+        if len(pairs) > self.settings.max_inputs:
+            raise _HTTPError(413, f"{len(pairs)} pairs; at most {self.settings.max_inputs}")
+        explainer = self.explainer
+        if explainer is None:
+            raise _HTTPError(503, "this service has no NLI explainer")
+        labels = await asyncio.to_thread(explainer.explain, pairs) if pairs else []
+        self.metrics.batch.observe(len(pairs), tags={"stage": "nli"})
+        model_id = getattr(explainer, "model_id", "unknown")
+        return {"labels": [[lab, conf] for lab, conf in labels], "model_id": model_id}
+
+    async def _classify(self, body: Any) -> Any:
+        prompts = _Prompts.model_validate(body).prompts
+        if len(prompts) > self.settings.max_inputs:
+            raise _HTTPError(413, f"{len(prompts)} prompts; at most {self.settings.max_inputs}")
+        results = await asyncio.to_thread(self.classifier.classify, prompts) if prompts else []
+        self.metrics.batch.observe(len(prompts), tags={"stage": "classify"})
+        return {
+            "results": [[bool(need), float(conf)] for need, conf in results],
+            "model_id": getattr(self.classifier, "model_id", "unknown"),
+        }
+
+    # -- model calls: batched across concurrent requests, or one request at a time ------
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.01)
+    async def _detect_one(self, inputs: list[DetectionInput]) -> list[DetectionResult]:
+        return await self._detect_many(inputs)
+
+    async def _detect_many(self, inputs: list[DetectionInput]) -> list[DetectionResult]:
+        self.metrics.batch.observe(len(inputs), tags={"stage": "detect"})
+        return await asyncio.to_thread(self.detector.detect_batch, inputs)
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.01)
+    async def _guard_one(self, inputs: list[DetectionInput]) -> list[Verdict]:
+        return await self._guard_many(inputs)
+
+    async def _guard_many(self, inputs: list[DetectionInput]) -> list[Verdict]:
+        self.metrics.batch.observe(len(inputs), tags={"stage": "guard"})
+        return await asyncio.to_thread(self.engine.guard_batch, inputs)
+
+
+def deployment_options(policy: Policy) -> dict[str, Any]:
+    """Ray Serve deployment options from the policy's ``service`` block."""
+    service = policy.service
+    options: dict[str, Any] = {
+        "ray_actor_options": {"num_cpus": service.num_cpus, "num_gpus": service.num_gpus},
+        "max_ongoing_requests": service.max_ongoing_requests,
+        # Model loading on a busy CPU can take a while; do not declare it dead early.
+        "health_check_timeout_s": 60,
+    }
+    if service.autoscaling is not None:
+        options["autoscaling_config"] = dict(service.autoscaling)
+    else:
+        options["num_replicas"] = service.replicas
+    return options
+
+
+def service_app(policy: PolicySource = None, **overrides: Any) -> Application:
+    """The bound application for ``serve.run``.
+
+    Args:
+        policy: Anything :func:`load_policy` accepts.
+        **overrides: ``service`` fields to replace (``replicas=2``, ``max_batch_size=1``).
+
+    Returns:
+        The application, with the policy passed to every replica as data (replicas on
+        other nodes do not need the policy file).
+    """
+    loaded = load_policy(policy)
+    if overrides:
+        service = loaded.service.model_validate({**loaded.service.model_dump(), **overrides})
+        loaded = loaded.model_copy(update={"service": service})
+    data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    deployment: Any = TruthLensService  # a Ray Serve Deployment once decorated
+    app: Application = deployment.options(**deployment_options(loaded)).bind(data)
+    return app
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """Application builder for ``serve run`` / ``serve deploy`` / KubeRay ``RayService``.
+
+    ``import_path: truthlens_integrations.serve:build_app`` with ``args: {config:
+    /path/policy.yaml}``; any other key of ``args`` overrides a ``service`` field.
+    """
+    args = dict(args)
+    config = args.pop("config", None)
+    return service_app(config, **args)
