@@ -320,25 +320,49 @@ def company(names: Names, rng: random.Random) -> Passage:
     on = "".join(_date(day, month, year, us))
     text += f"On {on}, the board approved the acquisition of {target}."
     q_ceo, q_cfo = f"Who is the CEO of {co}?", f"Who is the CFO of {co}?"
+    wrong_cfo = ceo if omit != "ceo" else founder
     out = [
-        S("plain", f"{cfo} is the chief financial officer of {co}.", q=q_cfo),
-        # the founder's name stands in when the CEO is left out (the founder is then named)
-        S(
-            "role_swap",
-            f"The chief financial officer of {co} is ",
-            Mark(ceo if omit != "ceo" else founder, cfo),
-            ".",
-            q=q_cfo,
+        _one(
+            rng,
+            S("plain", f"{cfo} is the chief financial officer of {co}.", q=q_cfo),
+            S("plain", f"{co}'s CFO is {cfo}.", q=q_cfo),
+            S("hedge_paraphrase", f"{cfo} serves as CFO at {co}.", q=q_cfo),
         ),
-        S("hedge_paraphrase", f"{co} mainly earns its money from {revenue_line}."),
+        # the founder's name stands in when the CEO is left out (the founder is then named)
+        _one(
+            rng,
+            S(
+                "role_swap",
+                f"The chief financial officer of {co} is ",
+                Mark(wrong_cfo, cfo),
+                ".",
+                q=q_cfo,
+            ),
+            S("role_swap", f"{co}'s CFO is ", Mark(wrong_cfo, cfo), ".", q=q_cfo),
+            S("role_swap", Mark(wrong_cfo, cfo), f" serves as CFO at {co}.", q=q_cfo),
+        ),
+        _one(
+            rng,
+            S("hedge_paraphrase", f"{co} mainly earns its money from {revenue_line}."),
+            S("hedge_paraphrase", f"Most of {co}'s revenue currently comes from {revenue_line}."),
+            S(
+                "hedge_paraphrase",
+                f"{co}, a {industry} firm, makes most of its money from {revenue_line}.",
+            ),
+        ),
         S(
             "hedge_paraphrase",
             f"{co}, which is headquartered in {city}, currently has {cfo} as its CFO.",
             q=q_cfo,
         ),
-        S(
-            "hedge_paraphrase",
-            f"The acquisition of {target} was approved by the board in {month} {year}.",
+        _one(
+            rng,
+            S(
+                "hedge_paraphrase",
+                f"The acquisition of {target} was approved by the board in {month} {year}.",
+            ),
+            S("hedge_paraphrase", f"In {month} {year}, {co}'s board approved buying {target}."),
+            S("hedge_paraphrase", f"{co} got board approval to acquire {target} in {year}."),
         ),
         S(
             "plain",
@@ -349,19 +373,42 @@ def company(names: Names, rng: random.Random) -> Passage:
         S(
             "date_shift",
             f"The board approved the acquisition of {target} on ",
-            *_marked_day(day, month, year, us, rng),
+            *_marked_day(day, month, year, rng.random() < 0.5, rng),
             ".",
         ),
     ]
     if omit != "ceo":
         out += [
-            S("plain", f"{ceo} is the CEO of {co}.", q=q_ceo),
-            S(
-                "hedge_paraphrase",
-                f"{co} is currently led by chief executive {ceo}, who took the job in {since}.",
-                q=q_ceo,
+            _one(
+                rng,
+                S("plain", f"{ceo} is the CEO of {co}.", q=q_ceo),
+                S("plain", f"The CEO of {co} is {ceo}.", q=q_ceo),
+                S("hedge_paraphrase", f"{co} is run by chief executive {ceo}.", q=q_ceo),
             ),
-            S("role_swap", Mark(cfo, ceo), f" is the CEO of {co}.", q=q_ceo),
+            _one(
+                rng,
+                S(
+                    "hedge_paraphrase",
+                    f"{co} is currently led by chief executive {ceo}, who took the job in {since}.",
+                    q=q_ceo,
+                ),
+                S(
+                    "hedge_paraphrase",
+                    f"Since {since}, {ceo} has been in charge of {co} as chief executive.",
+                    q=q_ceo,
+                ),
+                S(
+                    "hedge_paraphrase",
+                    f"{ceo}, who became CEO in {since}, currently runs {co}.",
+                    q=q_ceo,
+                ),
+            ),
+            _one(
+                rng,
+                S("role_swap", Mark(cfo, ceo), f" is the CEO of {co}.", q=q_ceo),
+                S("role_swap", f"The CEO of {co} is ", Mark(cfo, ceo), ".", q=q_ceo),
+                S("role_swap", f"{co} is run by chief executive ", Mark(cfo, ceo), ".", q=q_ceo),
+            ),
             S(
                 "number_change",
                 f"{ceo} has been chief executive of {co} since ",
@@ -375,7 +422,15 @@ def company(names: Names, rng: random.Random) -> Passage:
     if omit != "founded":
         out += [
             S("plain", f"{co} was founded in {founded} by {founder}."),
-            S("hedge_paraphrase", f"{founder} started {co} back in {founded}."),
+            _one(
+                rng,
+                S("hedge_paraphrase", f"{founder} started {co} back in {founded}."),
+                S("hedge_paraphrase", f"{co} dates back to {founded}, when {founder} founded it."),
+                S(
+                    "hedge_paraphrase",
+                    f"Founded by {founder} in {founded}, {co} is based in {city}.",
+                ),
+            ),
             S(
                 "number_change",
                 f"{co} was founded in ",
@@ -387,20 +442,32 @@ def company(names: Names, rng: random.Random) -> Passage:
         out.append(
             S("refusal", _refusal(f"when {co} was founded", rng), q=f"When was {co} founded?")
         )
+    q_staff = f"How many people work at {co}?"
     if omit != "staff":
         new = _other_number(staff, rng)
         out += [
-            S(
-                "hedge_paraphrase",
-                f"Roughly {staff:,} people work for {co}.",
-                q=f"How many people work at {co}?",
+            _one(
+                rng,
+                S("hedge_paraphrase", f"Roughly {staff:,} people work for {co}.", q=q_staff),
+                S("hedge_paraphrase", f"{co} has a workforce of around {staff:,}.", q=q_staff),
+                S("hedge_paraphrase", f"About {staff:,} employees work at {co}.", q=q_staff),
             ),
-            S(
-                "number_change",
-                f"{co} employs about ",
-                Mark(f"{new:,}", f"{staff:,}"),
-                " people.",
-                q=f"How many people work at {co}?",
+            _one(
+                rng,
+                S(
+                    "number_change",
+                    f"{co} employs about ",
+                    Mark(f"{new:,}", f"{staff:,}"),
+                    " people.",
+                    q=q_staff,
+                ),
+                S(
+                    "number_change",
+                    f"{co} has a workforce of around ",
+                    Mark(f"{new:,}", f"{staff:,}"),
+                    ".",
+                    q=q_staff,
+                ),
             ),
         ]
     else:
@@ -413,6 +480,11 @@ def company(names: Names, rng: random.Random) -> Passage:
         )
     out += [listed_clean, listed_wrong]
     return Passage(text, out, co)
+
+
+def _one(rng: random.Random, *options: Sentence) -> Sentence:
+    """One of several wordings of the same sentence."""
+    return rng.choice(options)
 
 
 def _near_year(year: int, rng: random.Random) -> int:
@@ -451,24 +523,51 @@ def product(names: Names, rng: random.Random) -> Passage:
     said = f"not {pred}" if negative else pred
     verb = "isn't" if negative else "is"
     out = [
-        S("plain", f"The {part} of the {name} is {said}."),
-        S("negation_flip", f"The {part} of the {name} is ", Mark(flipped, said), "."),
+        _one(
+            rng,
+            S("plain", f"The {part} of the {name} is {said}."),
+            S("plain", f"According to the maker, the {name}'s {part} is {said}."),
+        ),
+        _one(
+            rng,
+            S("negation_flip", f"The {part} of the {name} is ", Mark(flipped, said), "."),
+            S("negation_flip", f"The {name}'s {part} is ", Mark(flipped, said), "."),
+            S(
+                "negation_flip",
+                f"According to the maker, the {name}'s {part} is ",
+                Mark(flipped, said),
+                ".",
+            ),
+        ),
         S(
             "hedge_paraphrase",
             f"Note that the {name}'s {part} {verb} {pred}.",
         ),
         S("unit_conversion", f"The {name} weighs {lb} pounds.", q=f"How heavy is the {name}?"),
-        S(
-            "unit_conversion",
-            f"At {lb} lb, the {name} is easy to carry.",
-            q=f"How heavy is the {name}?",
-        ),
-        S(
-            "unit_swap",
-            f"The {name} weighs {kg} ",
-            Mark("lb", "kg"),
-            ".",
-            q=f"How heavy is the {name}?",
+        S("unit_conversion", f"The {name} has a weight of {lb} lb.", q=f"How heavy is the {name}?"),
+        _one(
+            rng,
+            S(
+                "unit_swap",
+                f"The {name} weighs {kg} ",
+                Mark("lb", "kg"),
+                ".",
+                q=f"How heavy is the {name}?",
+            ),
+            S(
+                "unit_swap",
+                f"The {name} weighs {lb} ",
+                Mark("kg", "lb"),
+                ".",
+                q=f"How heavy is the {name}?",
+            ),
+            S(
+                "unit_swap",
+                f"The {name} weighs {kg} ",
+                Mark("pounds", "kg"),
+                ".",
+                q=f"How heavy is the {name}?",
+            ),
         ),
         S("plain", f"The {name} comes with a {years}-year warranty."),
         S(
@@ -550,8 +649,24 @@ def trail(names: Names, rng: random.Random) -> Passage:
             f"The {place} loop covers about {miles} miles and climbs {feet} feet.",
             q=q_len,
         ),
-        S("unit_swap", f"The {place} Trail is {km} ", Mark("miles", "km"), " long.", q=q_len),
-        S("unit_swap", f"The {place} Trail climbs {metres} ", Mark("ft", "m"), "."),
+        _one(
+            rng,
+            S("unit_swap", f"The {place} Trail is {km} ", Mark("miles", "km"), " long.", q=q_len),
+            S(
+                "unit_swap",
+                f"The {place} Trail is {miles} ",
+                Mark("km", "miles"),
+                " long.",
+                q=q_len,
+            ),
+            S("unit_swap", f"The {place} loop is a {km}-", Mark("mile", "km"), " walk.", q=q_len),
+        ),
+        _one(
+            rng,
+            S("unit_swap", f"The {place} Trail climbs {metres} ", Mark("ft", "m"), "."),
+            S("unit_swap", f"The {place} Trail climbs {metres} ", Mark("feet", "m"), "."),
+            S("unit_swap", f"The {place} Trail climbs {feet} ", Mark("m", "ft"), "."),
+        ),
         S(
             "hedge_paraphrase",
             f"The {place} Trail, which runs for {km} km, begins at the visitor centre.",
@@ -600,13 +715,40 @@ def event(names: Names, rng: random.Random) -> Passage:
     )
     q_date = f"When is the {name}?"
     out = [
-        S("plain", f"The {name} is on ", *_date(day, month, year, us), ".", q=q_date),
-        S(
-            "date_shift",
-            f"The {name} is on ",
-            *_marked_day(day, month, year, us, rng),
-            ".",
-            q=q_date,
+        # answers write the date either way round, whatever the context's format
+        _one(
+            rng,
+            S(
+                "plain",
+                f"The {name} is on ",
+                *_date(day, month, year, rng.random() < 0.5),
+                ".",
+                q=q_date,
+            ),
+            S(
+                "plain",
+                f"The {name} will be held on ",
+                *_date(day, month, year, rng.random() < 0.5),
+                ".",
+                q=q_date,
+            ),
+        ),
+        _one(
+            rng,
+            S(
+                "date_shift",
+                f"The {name} is on ",
+                *_marked_day(day, month, year, rng.random() < 0.5, rng),
+                ".",
+                q=q_date,
+            ),
+            S(
+                "date_shift",
+                f"The {name} will be held on ",
+                *_marked_day(day, month, year, rng.random() < 0.5, rng),
+                ".",
+                q=q_date,
+            ),
         ),
         S(
             "date_shift",
@@ -655,13 +797,32 @@ def comparison(names: Names, rng: random.Random) -> Passage:
             "Both are listed buildings and open to visitors on weekends."
         )
         older, newer = ("older", "newer") if ya < yb else ("newer", "older")
+        earlier, later = ("earlier", "later") if ya < yb else ("later", "earlier")
         taller, shorter = ("taller", "shorter") if ha > hb else ("shorter", "taller")
         subj_a, subj_b = f"The {a}", f"the {b}"
         out = [
-            S("plain", f"{subj_a} is {older} than {subj_b}."),
-            S("wrong_comparison", f"{subj_a} is ", Mark(newer, older), f" than {subj_b}."),
+            _one(
+                rng,
+                S("plain", f"{subj_a} is {older} than {subj_b}."),
+                S("plain", f"{subj_a} was finished {earlier} than {subj_b}."),
+            ),
+            _one(
+                rng,
+                S("wrong_comparison", f"{subj_a} is ", Mark(newer, older), f" than {subj_b}."),
+                S(
+                    "wrong_comparison",
+                    f"{subj_a} was finished ",
+                    Mark(later, earlier),
+                    f" than {subj_b}.",
+                ),
+                S("wrong_comparison", f"The {b} is ", Mark(older, newer), f" than the {a}."),
+            ),
             S("plain", f"{subj_a} is {taller} than {subj_b}."),
-            S("wrong_comparison", f"{subj_a} is ", Mark(shorter, taller), f" than {subj_b}."),
+            _one(
+                rng,
+                S("wrong_comparison", f"{subj_a} is ", Mark(shorter, taller), f" than {subj_b}."),
+                S("wrong_comparison", f"The {b} is ", Mark(taller, shorter), f" than the {a}."),
+            ),
             S("hedge_paraphrase", f"Completed in {ya}, the {a} is {ha} metres tall."),
             S(
                 "number_change",
@@ -681,8 +842,15 @@ def comparison(names: Names, rng: random.Random) -> Passage:
     )
     older, younger = ("older", "younger") if ya < yb else ("younger", "older")
     out = [
-        S("plain", f"{a} is {older} than {b}."),
-        S("wrong_comparison", f"{a} is ", Mark(younger, older), f" than {b}."),
+        _one(
+            rng, S("plain", f"{a} is {older} than {b}."), S("plain", f"{b} is {younger} than {a}.")
+        ),
+        _one(
+            rng,
+            S("wrong_comparison", f"{a} is ", Mark(younger, older), f" than {b}."),
+            S("wrong_comparison", f"{b} is ", Mark(older, younger), f" than {a}."),
+            S("wrong_comparison", f"{a} is the ", Mark(younger, older), " of the two."),
+        ),
         S(
             "hedge_paraphrase",
             f"{b} mainly worked as a structural engineer, while {a} trained as an architect.",
@@ -740,7 +908,11 @@ def _compose(
         chosen.append(rng.choice([s for s in errors if s.kind == kind]))
     elif refusals and rng.random() < 0.25:
         chosen.append(rng.choice(refusals))
-    rest = [s for s in clean if s not in chosen and s.kind != "refusal"]
+    # no clean sentence restating the fact the error changes (the answer would contradict itself)
+    originals = [p.original for s in chosen for p in s.parts if isinstance(p, Mark)]
+    rest = [
+        s for s in clean if s not in chosen and s.kind != "refusal" and not _mentions(s, originals)
+    ]
     rng.shuffle(rest)
     chosen += rest[: size - len(chosen)]
     # a clean sentence about a distractor passage: supported, but from elsewhere in the context
@@ -750,6 +922,11 @@ def _compose(
             chosen.append(rng.choice(extra))
     rng.shuffle(chosen)
     return chosen
+
+
+def _mentions(sentence: Sentence, texts: Sequence[str]) -> bool:
+    plain = "".join(p if isinstance(p, str) else p.text for p in sentence.parts)
+    return any(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", plain) for t in texts)
 
 
 def _record(
@@ -929,7 +1106,7 @@ def _real_variants(sent: str, context: str, rng: random.Random) -> tuple[Sentenc
 
 def _change_numeral(text: str, rng: random.Random) -> str:
     value = int(text.replace(",", ""))
-    if 1900 <= value <= 2030 and "," not in text:
+    if 1000 <= value <= 2099 and "," not in text:
         return str(_near_year(value, rng))
     new = _other_number(value, rng)
     return f"{new:,}" if "," in text else str(new)
