@@ -76,3 +76,110 @@ def test_bad_input_is_a_clean_error(
     assert main(["detect", "--model", str(keyword_model_dir), "--answer", ""]) == 2
     assert "answer is empty" in capsys.readouterr().err
     assert main(["detect", "--model", "/nonexistent/model", "--answer", "x"]) == 2
+
+
+# -- batches from a file (issue 13, item 11) -------------------------------------------
+
+GOOD = {"context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
+
+
+def write_lines(path: Path, lines: list[str | bytes]) -> Path:
+    raw = [line if isinstance(line, bytes) else line.encode() for line in lines]
+    path.write_bytes(b"\n".join(raw) + b"\n")
+    return path
+
+
+def run_detect(model: Path, path: Path, *extra: str) -> int:
+    return main(["detect", "--model", str(model), "--input", str(path), *extra])
+
+
+def test_malformed_jsonl_line_names_file_and_line(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD), "", '{"answer": "x",'])
+    assert run_detect(keyword_model_dir, path, "--json") == 2
+    captured = capsys.readouterr()
+    assert f"{path}:3: not valid JSON" in captured.err
+    assert "--on-error skip" in captured.err
+    assert captured.out == ""  # stopped before checking anything
+
+
+def test_bad_record_stops_naming_its_line_and_id(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{**GOOD, "id": "r1"}, {**GOOD, "id": "r2"}, {**GOOD, "id": "r3", "answer": ""}]
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps(r) for r in rows])
+    assert run_detect(keyword_model_dir, path) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:3 (id 'r3'): answer is empty" in err
+
+
+def test_on_error_skip_reports_each_bad_record_and_checks_the_rest(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines: list[str | bytes] = [
+        json.dumps({**GOOD, "id": "a"}),
+        "{not json",
+        json.dumps({**GOOD, "id": 7, "answer": "\u200b\u200b"}),  # nothing readable
+        b'{"answer": "caf\xe9"}',  # Latin-1, not UTF-8
+        json.dumps(["a list"]),
+        json.dumps({"id": "b", "context": EIFFEL_CONTEXT, "answer": "It is in Paris."}),
+    ]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    assert run_detect(keyword_model_dir, path, "--json", "--on-error", "skip") == 1
+    captured = capsys.readouterr()
+    out = [json.loads(x) for x in captured.out.splitlines()]
+    assert [x.get("id") for x in out] == ["a", None, 7, None, None, "b"]
+    assert [x["status"] for x in out] == [
+        "hallucinated",
+        "skipped",
+        "skipped",
+        "skipped",
+        "skipped",
+        "supported",
+    ]
+    skipped = {x["source"]: x["error"] for x in out if x["status"] == "skipped"}
+    assert "not valid JSON" in skipped[f"{path}:2"]
+    assert "no readable characters" in skipped[f"{path}:3"]
+    assert "not UTF-8" in skipped[f"{path}:4"]
+    assert "JSON object" in skipped[f"{path}:5"]
+    assert f"skipped {path}:3 (id 7)" in captured.err
+    assert "4 of 6 record(s) skipped" in captured.err
+
+
+def test_ids_are_echoed_in_table_output(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{**GOOD, "id": "q-17"}, {**GOOD, "answer": "It is in Paris."}]
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps(r) for r in rows])
+    assert run_detect(keyword_model_dir, path) == 0
+    out = capsys.readouterr().out
+    assert f"record:   {path}:1 (id 'q-17')" in out
+    assert f"record:   {path}:2\n" in out
+
+
+def test_each_record_reports_its_own_latency(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_context = [EIFFEL_CONTEXT] + ["alice visited rome and the old bridge."] * 60
+    rows = [
+        {**GOOD, "id": 1},
+        {"id": 2, "context": long_context, "question": "when?", "answer": EIFFEL_ANSWER},
+        {"id": 3, "context": "paris.", "answer": "It is in Paris."},
+    ]
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps(r) for r in rows])
+    assert run_detect(keyword_model_dir, path, "--json") == 0
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    latencies = [x["latency_ms"] for x in out]
+    assert [x["id"] for x in out] == [1, 2, 3]
+    # Measured per record, not one batch's mean copied to every record.
+    assert len(set(latencies)) == 3 and all(ms > 0 for ms in latencies)
+
+
+def test_malformed_json_file_names_the_line(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.json"
+    path.write_text('[\n  {"answer": "x"},\n  {"answer": }\n]\n', encoding="utf-8")
+    assert run_detect(keyword_model_dir, path) == 2
+    assert f"{path}:3: not valid JSON" in capsys.readouterr().err

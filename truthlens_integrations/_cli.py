@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -65,7 +66,9 @@ def _add_detect(sub: Any) -> None:
         help="flag unsupported spans in an answer",
         description=(
             "Check one answer given with flags, or many from a JSON / JSONL file whose "
-            'records hold "context" (string or list), "question" and "answer".'
+            'records hold "context" (string or list), "question", "answer" and optionally '
+            '"id" (echoed in the output). Exit status: 0 every record checked, 1 some '
+            "skipped (--on-error skip), 2 an error."
         ),
     )
     p.add_argument("--context", action="append", help="a context passage (repeatable)")
@@ -81,7 +84,21 @@ def _add_detect(sub: Any) -> None:
     p.add_argument("--token-threshold", type=float, help="token probability to flag a token")
     p.add_argument("--threshold", type=float, help="response score that counts as detected")
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--json", action="store_true", help="print JSON (one line per record)")
+    p.add_argument(
+        "--on-error",
+        choices=("stop", "skip"),
+        default="stop",
+        help=(
+            "a bad record in --input (malformed JSON, no answer, unreadable text): 'stop' "
+            "(default) ends with an error naming file:line and its id; 'skip' reports it "
+            "on stderr and as a 'skipped' entry, checks the rest and exits with 1"
+        ),
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (one line per record, with the record's 'id' when it has one)",
+    )
     p.add_argument("--tokens", action="store_true", help="include per-token scores in JSON")
     p.set_defaults(handler=_run_detect)
 
@@ -89,7 +106,10 @@ def _add_detect(sub: Any) -> None:
 def _run_detect(args: argparse.Namespace) -> int:
     from truthlens_integrations.core.detection import load_detector
 
-    records = list(_records(args))
+    stop = args.on_error == "stop"
+    # Every record is read and validated before the model loads: a bad line at the end
+    # of a large file stops the run (or is reported) before any time is spent.
+    records = list(_records(args, stop=stop))
     options: dict[str, Any] = {"batch_size": args.batch_size}
     if args.device:
         options["device"] = args.device
@@ -98,40 +118,133 @@ def _run_detect(args: argparse.Namespace) -> int:
     if args.threshold is not None:
         options["threshold"] = args.threshold
     detector = load_detector(args.model, **options)
-    results = _detect_all(detector, records, progress=args.input is not None)
-    for result in results:
-        if args.json:
-            print(json.dumps(_as_json(result, tokens=args.tokens), ensure_ascii=False))
-        else:
-            _print_table(result, sys.stdout)
+    skipped = _detect_all(detector, records, args, stop=stop)
+    if skipped:
+        print(
+            f"truthlens: {skipped} of {len(records)} record(s) skipped and not checked",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
-def _records(args: argparse.Namespace) -> Iterator[DetectionInput]:
+_NO_ID = object()
+
+
+@dataclass
+class _Record:
+    """One input record: where it came from, its ``id``, and the input or the error."""
+
+    where: str
+    id: Any = _NO_ID
+    item: DetectionInput | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        """``file:line`` and the record's id, for messages."""
+        return self.where if self.id is _NO_ID else f"{self.where} (id {self.id!r})"
+
+
+def _records(args: argparse.Namespace, *, stop: bool) -> Iterator[_Record]:
     if args.input is None:
         if args.answer is None:
             raise _usage("give --answer (with --context and --question) or --input FILE")
-        yield DetectionInput.create(
+        item = DetectionInput.create(
             context=args.context, question=args.question, answer=args.answer
         )
+        yield _Record(where="--answer", item=item)
         return
-    if not args.input.is_file():
-        raise _usage(f"no such file: {args.input}")
-    text = args.input.read_text(encoding="utf-8")
-    if args.input.suffix == ".jsonl":
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
+    path: Path = args.input
+    if not path.is_file():
+        raise _usage(f"no such file: {path}")
+    rows = _jsonl_rows(path) if path.suffix == ".jsonl" else _json_rows(path)
+    for where, row in rows:
+        record = _record(where, row)
+        if record.error is not None and stop:
+            raise _usage(f"{record.label}: {record.error} (--on-error skip checks the rest)")
+        yield record
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
+    """``(file:line, parsed value or the error)`` for each non-blank line."""
+    for number, raw in enumerate(_read_bytes(path).split(b"\n"), start=1):
+        where = f"{path}:{number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield where, _Bad(f"not UTF-8 text (byte {exc.start + 1} of the line)")
+            continue
+        if not line.strip():
+            continue
+        yield where, _parse_json(line)
+
+
+def _json_rows(path: Path) -> Iterator[tuple[str, object]]:
+    """``(file record n, value)`` for a ``.json`` file holding one record or a list."""
+    try:
+        text = _read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _usage(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
+    try:
         loaded = json.loads(text)
-        rows = loaded if isinstance(loaded, list) else [loaded]
+    except json.JSONDecodeError as exc:
+        message = f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"
+        raise _usage(message) from None
+    except RecursionError:
+        raise _usage(f"{path}: not valid JSON: nested too deeply") from None
+    rows = loaded if isinstance(loaded, list) else [loaded]
     for n, row in enumerate(rows, start=1):
-        if not isinstance(row, dict):
-            raise _usage(f"{args.input} record {n} is not a JSON object")
-        answer = row.get("answer")
-        if not isinstance(answer, str):
-            raise _usage(f"{args.input} record {n} has no text 'answer'")
-        yield DetectionInput.create(
+        yield (f"{path} record {n}" if isinstance(loaded, list) else str(path)), row
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise _usage(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+@dataclass(frozen=True)
+class _Bad:
+    """A line that could not be parsed, and why."""
+
+    reason: str
+
+
+def _parse_json(line: str) -> object:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        return _Bad(f"not valid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return _Bad("not valid JSON: nested too deeply")
+
+
+def _record(where: str, row: object) -> _Record:
+    if isinstance(row, _Bad):
+        return _Record(where=where, error=row.reason)
+    if not isinstance(row, dict):
+        return _Record(where=where, error=f"a record must be a JSON object, got {_kind(row)}")
+    record = _Record(where=where, id=row.get("id", _NO_ID))
+    answer = row.get("answer")
+    if not isinstance(answer, str):
+        record.error = "no text 'answer'" if answer is None else f"'answer' is {_kind(answer)}"
+        return record
+    try:
+        record.item = DetectionInput.create(
             context=row.get("context"), question=row.get("question"), answer=answer
         )
+    except TruthLensError as exc:
+        record.error = str(exc)
+    return record
+
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
 
 
 def _usage(message: str) -> TruthLensError:
@@ -140,17 +253,53 @@ def _usage(message: str) -> TruthLensError:
     return InvalidInputError(message)
 
 
-def _detect_all(detector: Any, records: list[DetectionInput], *, progress: bool) -> list[Any]:
+def _detect_all(
+    detector: Any, records: list[_Record], args: argparse.Namespace, *, stop: bool
+) -> int:
+    """Check each record, print its result as it comes; returns how many were skipped.
+
+    Records are checked one at a time so that each reports its own latency and a
+    failure names its record; the detector still batches the windows of one record.
+    """
     from tqdm import tqdm
 
-    size = detector.config.batch_size
-    results: list[DetectionResult] = []
+    skipped = 0
+    progress = args.input is not None
     with tqdm(total=len(records), disable=not progress, unit="answer", file=sys.stderr) as bar:
-        for first in range(0, len(records), size):
-            chunk = records[first : first + size]
-            results.extend(detector.detect_batch(chunk))
-            bar.update(len(chunk))
-    return results
+        for record in records:
+            result = None
+            if record.item is not None:
+                try:
+                    result = detector.detect_batch([record.item])[0]
+                except TruthLensError as exc:
+                    if stop:
+                        raise TruthLensError(f"{record.label}: {exc}") from exc
+                    record.error = str(exc)
+            if result is None:
+                skipped += 1
+                _print_skipped(record, as_json=args.json)
+            elif args.json:
+                payload = _as_json(result, tokens=args.tokens)
+                if record.id is not _NO_ID:
+                    payload = {"id": record.id, **payload}
+                print(json.dumps(payload, ensure_ascii=False), flush=True)
+            else:
+                _print_table(result, sys.stdout, record=record if progress else None)
+            bar.update(1)
+    return skipped
+
+
+def _print_skipped(record: _Record, *, as_json: bool) -> None:
+    # Skipped records stay in the output, in order: a missing line would read as if
+    # the record had been checked, and the output would no longer line up with the input.
+    if as_json:
+        # stdout is for programs; a person watching the run reads stderr.
+        print(f"truthlens: skipped {record.label}: {record.error}", file=sys.stderr)
+        payload: dict[str, Any] = {} if record.id is _NO_ID else {"id": record.id}
+        payload.update(source=record.where, status="skipped", error=record.error)
+        print(json.dumps(payload, ensure_ascii=False), flush=True)
+    else:
+        sys.stdout.write(f"record:   {record.label}\nverdict:  SKIPPED  {record.error}\n\n")
 
 
 def _as_json(result: DetectionResult, *, tokens: bool) -> dict[str, Any]:
@@ -158,7 +307,7 @@ def _as_json(result: DetectionResult, *, tokens: bool) -> dict[str, Any]:
     return result.model_dump(mode="json", exclude=exclude)
 
 
-def _print_table(result: DetectionResult, out: TextIO) -> None:
+def _print_table(result: DetectionResult, out: TextIO, *, record: _Record | None = None) -> None:
     color = out.isatty() and not os.environ.get("NO_COLOR")
     answer = result.answer
     marked, last = [], 0
@@ -169,6 +318,8 @@ def _print_table(result: DetectionResult, out: TextIO) -> None:
         last = span.end
     marked.append(answer[last:])
     verdict = result.status.value.upper()
+    if record is not None:
+        out.write(f"record:   {record.label}\n")
     out.write(f"answer:   {''.join(marked)}\n")
     out.write(
         f"verdict:  {verdict}  score={result.score:.3f}  threshold={result.threshold:.2f}  "
