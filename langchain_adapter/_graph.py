@@ -1,0 +1,289 @@
+"""LangGraph: a guard node and a router that sends an answer where its verdict says.
+
+For graphs users write themselves (self-RAG / CRAG style)::
+
+    guard = TruthLensGraphGuard(engine, max_attempts=3)
+    graph.add_node("guard", guard.node)
+    graph.add_conditional_edges("guard", guard.route, {
+        "supported": END,            # the answer holds up
+        "neutral": "rewrite_query",  # the context lacks the evidence: retrieve again
+        "contradiction": "generate", # the context says otherwise: regenerate
+        "exhausted": END,            # out of attempts: the policy's action applied
+    })
+
+The route follows the NLI labels of the flagged spans: a contradiction means the
+retrieved context holds the right fact and the generator got it wrong (regenerate,
+naming the spans: ``state["truthlens_feedback"]``); a neutral span means the context
+does not cover the claim (rewrite the query: :func:`rewrite_query`). An answer with no
+grounding at all goes the neutral way too.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables.config import ensure_config
+from typing_extensions import TypedDict  # LangGraph's state classes use this one
+
+from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.mitigation import fallback_query
+
+from ._inputs import ParsedInput, message_text, parse_input
+from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, verdict_payload
+
+__all__ = [
+    "GraphRoute",
+    "TruthLensGraphGuard",
+    "TruthLensGraphState",
+    "regeneration_feedback",
+    "rewrite_query",
+    "route_label",
+]
+
+GraphRoute = Literal["supported", "neutral", "contradiction", "exhausted"]
+
+
+class TruthLensGraphState(TypedDict, total=False):
+    """State keys the guard node writes; add them to your graph's state schema.
+
+    Attributes:
+        truthlens: The verdict of the last check.
+        truthlens_route: Where the router sends the graph next.
+        truthlens_attempts: Checks made so far in this run.
+        truthlens_feedback: For regeneration: the flagged spans and the evidence
+            (``None`` on other routes).
+    """
+
+    truthlens: Verdict
+    truthlens_route: GraphRoute
+    truthlens_attempts: int
+    truthlens_feedback: str | None
+
+
+def route_label(verdict: Verdict) -> Literal["supported", "neutral", "contradiction"]:
+    """The route a verdict asks for, by the NLI labels of its spans.
+
+    Args:
+        verdict: A guard verdict.
+
+    Returns:
+        ``"supported"`` when nothing was flagged and the answer was grounded;
+        ``"contradiction"`` when a span contradicts the context, or spans carry no
+        NLI label (the context is there, the answer disagrees with it);
+        ``"neutral"`` when the flagged spans are only claims the context does not
+        cover, or when there was no grounding to check against.
+    """
+    if verdict.unverified or (verdict.context_missing and verdict.fact_check_needed):
+        return "neutral"
+    if not verdict.detected:
+        return "supported"
+    labels = {s.nli_label for s in verdict.spans}
+    if "contradiction" in labels or not labels <= {"neutral"}:
+        return "contradiction"
+    return "neutral"
+
+
+def regeneration_feedback(verdict: Verdict, context: Sequence[str], *, limit: int = 2000) -> str:
+    """A message for the generator naming the flagged spans and the evidence.
+
+    Args:
+        verdict: The verdict of the rejected answer.
+        context: The passages the answer was checked against.
+        limit: Characters of evidence at most.
+
+    Returns:
+        Plain text to add to the generation prompt.
+    """
+    lines = ["A fact check of your previous answer flagged these parts:"]
+    for span in verdict.spans:
+        label = span.nli_label or "unsupported"
+        lines.append(f'- "{span.text}" ({label} by the sources)')
+    evidence = "\n".join(f"- {p}" for p in context)
+    if len(evidence) > limit:
+        evidence = evidence[:limit].rstrip() + " ..."
+    lines += ["The sources say:", evidence or "- (no sources)"]
+    lines.append("Answer again using only facts stated in the sources.")
+    return "\n".join(lines)
+
+
+def rewrite_query(question: str, verdict: Verdict) -> str:
+    """A search query for the claims the context did not cover (no model needed).
+
+    Args:
+        question: The question or the last query.
+        verdict: The verdict whose neutral spans should be looked up.
+
+    Returns:
+        The question followed by the unsupported claims.
+    """
+    neutral = [s for s in verdict.spans if s.nli_label != "contradiction"]
+    return fallback_query(question, neutral)
+
+
+_KNOWN = (
+    "engine",
+    "max_attempts",
+    "answer_key",
+    "context_key",
+    "question_key",
+    "on_block",
+    "blocked_message",
+)
+
+
+class TruthLensGraphGuard:
+    """A LangGraph guard node and its router (see the module docstring).
+
+    The node reads the answer, the context and the question from the state (keys
+    ``answer_key`` / ``context_key`` / ``question_key``; or an agent-style
+    ``messages`` list, where tool results are the context), checks the answer and
+    writes :class:`TruthLensGraphState`'s keys. When the route ends the graph
+    (``supported`` or ``exhausted``) it also applies the policy's action to the
+    answer: the warning for ``body``, ``blocked_message`` for ``block``.
+
+    Args:
+        engine: The guard engine; ``None`` uses the default policy.
+        max_attempts: Checks per run before the router gives up (``exhausted``).
+        answer_key: State key of the answer (a string or an ``AIMessage``).
+        context_key: State key of the retrieved documents (``Document``s or strings).
+        question_key: State key of the question.
+        on_block: ``"message"`` replaces a blocked answer with ``blocked_message``;
+            ``"raise"`` raises ``BlockedResponseError``.
+        blocked_message: Text of a blocked answer.
+        **unknown: Rejected with ``UnknownArgumentError``.
+
+    Raises:
+        UnknownArgumentError: For an unknown keyword argument.
+        ConfigError: For ``max_attempts < 1`` or a bad ``on_block``.
+    """
+
+    def __init__(
+        self,
+        engine: TruthLens | None = None,
+        *,
+        max_attempts: int = 3,
+        answer_key: str = "answer",
+        context_key: str = "documents",
+        question_key: str = "question",
+        on_block: Literal["message", "raise"] = "message",
+        blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            name = sorted(unknown)[0]
+            close = difflib.get_close_matches(name, _KNOWN, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownArgumentError(
+                f"TruthLensGraphGuard got an unknown argument {name!r}{hint}"
+            )
+        if max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
+        if on_block not in ("message", "raise"):
+            raise ConfigError(f"on_block must be 'message' or 'raise', got {on_block!r}")
+        self.engine = engine if engine is not None else TruthLens.from_config()
+        self.max_attempts = max_attempts
+        self.answer_key = answer_key
+        self.context_key = context_key
+        self.question_key = question_key
+        self.on_block = on_block
+        self.blocked_message = blocked_message
+        self.node: RunnableLambda[Mapping[str, Any], dict[str, Any]] = RunnableLambda(
+            self._check, afunc=self._acheck, name="truthlens_guard"
+        )
+
+    def route(self, state: Mapping[str, Any]) -> GraphRoute:
+        """The router: the route the guard node chose (for ``add_conditional_edges``).
+
+        Raises:
+            ConfigError: If the guard node has not run on this state.
+        """
+        route = state.get("truthlens_route")
+        if route not in ("supported", "neutral", "contradiction", "exhausted"):
+            raise ConfigError(
+                "the state holds no truthlens_route: route from the guard node, and add "
+                "TruthLensGraphState's keys to the graph's state schema"
+            )
+        return route  # type: ignore[no-any-return]
+
+    # -- the node -------------------------------------------------------------------
+
+    def _parse(self, state: Mapping[str, Any]) -> ParsedInput:
+        return parse_input(
+            state,
+            answer_key=self.answer_key,
+            context_key=self.context_key,
+            question_key=self.question_key,
+        )
+
+    def _check(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        parsed = self._parse(state)
+        verdict = self.engine.guard(
+            context=parsed.context, question=parsed.question, answer=parsed.answer
+        )
+        if _in_run():
+            dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+        return self._update(state, parsed, verdict)
+
+    async def _acheck(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        parsed = self._parse(state)
+        verdict = await self.engine.aguard(
+            context=parsed.context, question=parsed.question, answer=parsed.answer
+        )
+        if _in_run():
+            await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+        return self._update(state, parsed, verdict)
+
+    def _update(
+        self, state: Mapping[str, Any], parsed: ParsedInput, verdict: Verdict
+    ) -> dict[str, Any]:
+        attempts = int(state.get("truthlens_attempts") or 0) + 1
+        label = route_label(verdict)
+        route: GraphRoute = label
+        if label != "supported" and attempts >= self.max_attempts:
+            route = "exhausted"
+        update: dict[str, Any] = {
+            "truthlens": verdict,
+            "truthlens_route": route,
+            "truthlens_attempts": attempts,
+            "truthlens_feedback": regeneration_feedback(verdict, parsed.context)
+            if route == "contradiction"
+            else None,
+        }
+        if route in ("supported", "exhausted"):
+            update.update(self._shown(parsed, verdict))
+        return update
+
+    def _shown(self, parsed: ParsedInput, verdict: Verdict) -> dict[str, Any]:
+        """The state update carrying the answer as the policy's action leaves it."""
+        if verdict.blocked:
+            if self.on_block == "raise":
+                raise BlockedResponseError(
+                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
+                    verdict=verdict,
+                )
+            text = self.blocked_message
+        else:
+            text = verdict.output if verdict.output is not None else verdict.original_answer
+        if text == parsed.answer:
+            return {}
+        if parsed.kind == "state":
+            message = parsed.value["messages"][parsed.answer_index]
+            assert isinstance(message, BaseMessage)
+            if text == message_text(message):
+                return {}
+            return {"messages": [message.model_copy(update={"content": text})]}
+        value = parsed.value[self.answer_key]
+        if isinstance(value, BaseMessage):
+            return {self.answer_key: value.model_copy(update={"content": text})}
+        return {self.answer_key: text}
+
+
+def _in_run() -> bool:
+    """Whether the node runs inside a traced run (custom events need a parent run)."""
+    return ensure_config().get("callbacks") is not None

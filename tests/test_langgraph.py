@@ -1,0 +1,182 @@
+"""TruthLensGraphGuard in a real LangGraph ``StateGraph`` (self-RAG shape).
+
+The graph: retrieve -> generate -> guard -> (supported: end | neutral: rewrite the
+query, retrieve again | contradiction: regenerate with the spans named | exhausted:
+end). Retrieval and generation are plain scripted functions (stand-ins for a vector
+store and an LLM); the guard runs the real bundled models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG
+from truthlens_integrations.core import ConfigError, UnknownArgumentError
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.langchain_adapter import (
+    DEFAULT_BLOCKED_MESSAGE,
+    TruthLensGraphGuard,
+    TruthLensGraphState,
+    rewrite_query,
+    route_label,
+)
+
+DESCRIPTION = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris."
+FROM_MEMORY = "The Eiffel Tower was built from 1887 to 1889."
+
+
+class RagState(TruthLensGraphState, total=False):
+    question: str
+    query: str
+    documents: list[str]
+    answer: str
+    routes: list[str]
+    generations: int
+
+
+@pytest.fixture(scope="module")
+def base() -> TruthLens:
+    engine = TruthLens.from_config()
+    _ = engine.detector, engine.nli, engine.fact_checker
+    return engine
+
+
+def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
+    return TruthLens.from_config(
+        {"hallucination": hallucination},
+        detector=base.detector,
+        nli=base.nli,
+        fact_checker=base.fact_checker,
+    )
+
+
+def retrieve(state: RagState) -> dict[str, Any]:
+    query = state.get("query") or state["question"]
+    # the record is only found once the query names the years (a rewritten query)
+    found = EIFFEL_RECORD if any(y in query for y in ("1887", "1889")) else DESCRIPTION
+    return {"documents": [found]}
+
+
+def build(guard: TruthLensGraphGuard, *, first: str, stubborn: bool = False) -> Any:
+    def generate(state: RagState) -> dict[str, Any]:
+        n = state.get("generations", 0) + 1
+        if state.get("truthlens_feedback") and not stubborn:
+            answer = RIGHT
+        elif EIFFEL_RECORD in state["documents"]:
+            answer = first
+        else:
+            answer = FROM_MEMORY
+        return {"answer": answer, "generations": n}
+
+    def rewrite(state: RagState) -> dict[str, Any]:
+        verdict = state["truthlens"]
+        return {"query": rewrite_query(state.get("query") or state["question"], verdict)}
+
+    def record(state: RagState) -> dict[str, Any]:
+        return {"routes": [*state.get("routes", []), state["truthlens_route"]]}
+
+    graph = StateGraph(RagState)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("generate", generate)
+    graph.add_node("guard", guard.node)
+    graph.add_node("record", record)
+    graph.add_node("rewrite", rewrite)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "generate")
+    graph.add_edge("generate", "guard")
+    graph.add_edge("guard", "record")
+    graph.add_conditional_edges(
+        "record",
+        guard.route,
+        {"supported": END, "neutral": "rewrite", "contradiction": "generate", "exhausted": END},
+    )
+    graph.add_edge("rewrite", "retrieve")
+    return graph.compile()
+
+
+def test_contradiction_regenerates_with_the_spans_named(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base)
+    app = build(guard, first=WRONG)
+    out = app.invoke({"question": QUESTION, "query": "Eiffel Tower 1887"})
+    assert out["routes"] == ["contradiction", "supported"]
+    assert out["answer"] == RIGHT
+    assert out["truthlens"].passed
+
+
+def test_feedback_names_spans_and_evidence(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base)
+    update = guard.node.invoke(
+        {"question": QUESTION, "documents": [EIFFEL_RECORD], "answer": WRONG}
+    )
+    assert update["truthlens_route"] == "contradiction"
+    feedback = update["truthlens_feedback"]
+    assert "1950" in feedback and "1887-1889" in feedback
+    assert "answer" not in update  # not the end of the road: the text is left alone
+
+
+def test_neutral_rewrites_the_query_and_retrieves_again(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base)
+    app = build(guard, first=RIGHT)
+    out = app.invoke({"question": QUESTION})
+    assert out["routes"][0] == "neutral"  # the description does not mention the years
+    assert out["routes"][-1] == "supported"
+    assert EIFFEL_RECORD in out["documents"]
+    assert "1887" in out["query"]
+
+
+def test_exhausted_applies_the_block_action(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(engine_for(base, hallucination_action="block"), max_attempts=2)
+    app = build(guard, first=WRONG, stubborn=True)
+    out = app.invoke({"question": QUESTION, "query": "Eiffel Tower 1887"})
+    assert out["routes"] == ["contradiction", "exhausted"]
+    assert out["answer"] == DEFAULT_BLOCKED_MESSAGE
+    assert out["truthlens"].original_answer == WRONG
+    assert out["truthlens_attempts"] == 2
+
+
+async def test_async_graph(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base)
+    app = build(guard, first=WRONG)
+    out = await app.ainvoke({"question": QUESTION, "query": "Eiffel Tower 1887"})
+    assert out["routes"] == ["contradiction", "supported"]
+
+
+def test_messages_state_uses_tool_results_as_context(base: TruthLens) -> None:
+    class State(MessagesState, TruthLensGraphState, total=False):
+        pass
+
+    guard = TruthLensGraphGuard(engine_for(base, hallucination_action="body"), max_attempts=1)
+    graph = StateGraph(State)
+    graph.add_node("guard", guard.node)
+    graph.add_edge(START, "guard")
+    graph.add_edge("guard", END)
+    call = {"name": "landmark_record", "args": {"name": "Eiffel Tower"}, "id": "c1"}
+    out = graph.compile().invoke(
+        {
+            "messages": [
+                HumanMessage(QUESTION),
+                AIMessage("", tool_calls=[call]),
+                ToolMessage(EIFFEL_RECORD, tool_call_id="c1"),
+                AIMessage(WRONG, id="final"),
+            ]
+        }
+    )
+    assert out["truthlens_route"] == "exhausted"
+    assert route_label(out["truthlens"]) == "contradiction"
+    final = out["messages"][-1]
+    assert final.id == "final" and str(final.content).startswith(WRONG)
+    assert str(final.content) != WRONG  # the warning was added in place
+
+
+def test_router_needs_the_guard_node_and_options_are_checked(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base)
+    with pytest.raises(ConfigError):
+        guard.route({"question": QUESTION})
+    with pytest.raises(UnknownArgumentError, match="max_attempts"):
+        TruthLensGraphGuard(base, max_attempt=2)
+    with pytest.raises(ConfigError):
+        TruthLensGraphGuard(base, max_attempts=0)
