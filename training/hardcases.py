@@ -256,6 +256,8 @@ class Passage:
     text: str
     sentences: list[Sentence]
     subject: str
+    # passages placed far from ``text`` in the context: an answer sentence may need both
+    more: list[str] = field(default_factory=list)
 
 
 def _date(day: int, month: str, year: int, us: bool) -> tuple[str, ...]:
@@ -305,12 +307,16 @@ def company(names: Names, rng: random.Random) -> Passage:
     if omit != "founded":
         text += f"It was founded in {founded} by {founder}. "
     if omit != "ceo":
-        text += (
-            f"{ceo} has served as chief executive officer since {since}, "
+        roles = (
+            f"{ceo} has served as chief executive officer of {co} since {since}, "
             f"and {cfo} is the company's chief financial officer. "
         )
     else:
-        text += f"{cfo} is the company's chief financial officer. "
+        roles = f"{cfo} is the chief financial officer of {co}. "
+    # half the profiles name the managers in a separate passage, far from the rest
+    split = rng.random() < 0.5
+    if not split:
+        text += roles
     if omit != "staff":
         text += f"The company employs about {staff:,} people. "
     listed, listed_clean, listed_wrong = _polarity(
@@ -319,6 +325,7 @@ def company(names: Names, rng: random.Random) -> Passage:
     text += f"{listed} Most of its revenue comes from {revenue_line}. "
     on = "".join(_date(day, month, year, us))
     text += f"On {on}, the board approved the acquisition of {target}."
+    more = [f"Leadership at {co}: {roles.strip()}"] if split else []
     q_ceo, q_cfo = f"Who is the CEO of {co}?", f"Who is the CFO of {co}?"
     wrong_cfo = ceo if omit != "ceo" else founder
     out = [
@@ -479,7 +486,7 @@ def company(names: Names, rng: random.Random) -> Passage:
             )
         )
     out += [listed_clean, listed_wrong]
-    return Passage(text, out, co)
+    return Passage(text, out, co, more)
 
 
 def _one(rng: random.Random, *options: Sentence) -> Sentence:
@@ -494,6 +501,9 @@ def _near_year(year: int, rng: random.Random) -> int:
 def _marked_day(day: int, month: str, year: int, us: bool, rng: random.Random) -> tuple[Part, ...]:
     new = Mark(str(_shift_day(day, rng)), str(day))
     return (f"{month} ", new, f", {year}") if us else (new, f" {month} {year}")
+
+
+_WORDS = {1: "one", 2: "two", 3: "three", 5: "five"}
 
 
 def product(names: Names, rng: random.Random) -> Passage:
@@ -569,7 +579,11 @@ def product(names: Names, rng: random.Random) -> Passage:
                 q=f"How heavy is the {name}?",
             ),
         ),
-        S("plain", f"The {name} comes with a {years}-year warranty."),
+        _one(
+            rng,
+            S("plain", f"The {name} comes with a {years}-year warranty."),
+            S("hedge_paraphrase", f"The {name} is covered by a {_WORDS[years]}-year warranty."),
+        ),
         S(
             "number_change",
             f"The {name} comes with a ",
@@ -634,12 +648,17 @@ def trail(names: Names, rng: random.Random) -> Passage:
         rng.random() < 0.5,
         rng,
     )
+    reopened = (
+        f"After repairs to two footbridges, the {place} Trail reopened on "
+        f"{''.join(_date(day, month, year, us))}."
+    )
+    split = rng.random() < 0.5
     text = (
         f"The {place} Trail is a {km} km ({miles} miles) loop that starts at the visitor centre. "
         f"It climbs {metres} m ({feet} ft) through mixed forest before returning along the river. "
-        "After repairs to two footbridges, the trail reopened on "
-        f"{''.join(_date(day, month, year, us))}. {rule}"
+        f"{'' if split else reopened + ' '}{rule}"
     )
+    more = [f"Park news. {reopened}"] if split else []
     q_len = f"How long is {trail_name}?"
     out = [
         S("plain", f"The {place} Trail is {km} km long.", q=q_len),
@@ -693,7 +712,7 @@ def trail(names: Names, rng: random.Random) -> Passage:
         rule_clean,
         rule_wrong,
     ]
-    return Passage(text, out, f"the {place} Trail")
+    return Passage(text, out, f"the {place} Trail", more)
 
 
 def event(names: Names, rng: random.Random) -> Passage:
@@ -870,27 +889,40 @@ DOMAINS: tuple[Callable[[Names, random.Random], Passage], ...] = (
 )
 
 
+def _words(passages: Sequence[Passage]) -> int:
+    return sum(len(t.split()) for p in passages for t in (p.text, *p.more))
+
+
 def _template_record(part: str, rng: random.Random) -> dict[str, Any]:
     names = Names(part, rng)
     domain = rng.choice(DOMAINS)
     target = domain(names, rng)
     passages = [target]
     goal, tries = rng.randint(100, 260), 0
-    while sum(len(p.text.split()) for p in passages) < goal and tries < 20:
+    while _words(passages) < goal and tries < 20:
         tries += 1
         maker = domain if rng.random() < 0.7 else rng.choice(DOMAINS)
         try:
             passages.append(maker(names, rng))
         except RuntimeError:  # no unused name left in this part's pool for that domain
             continue
-    while len(passages) > 1 and sum(len(p.text.split()) for p in passages) > 350:
+    while len(passages) > 1 and _words(passages) > 350:
         passages.pop()
     rng.shuffle(passages)
-    context = "\n\n".join(p.text for p in passages)
+    texts = [p.text for p in passages]
+    for p in passages:  # a split passage's second half goes to the far end of the context
+        if p.more:
+            if passages.index(p) < len(passages) / 2:
+                texts.extend(p.more)
+            else:
+                texts[:0] = p.more
+    context = "\n\n".join(texts)
     sentences = _compose(
         target.sentences, rng, others=[s for p in passages if p is not target for s in p.sentences]
     )
-    return _record("template", context, sentences, target.subject)
+    record = _record("template", context, sentences, target.subject)
+    record["meta"]["split_passages"] = bool(target.more)
+    return record
 
 
 def _compose(
@@ -1079,7 +1111,7 @@ def _common_word(word: str, context: str) -> bool:
 def _with_prefix(sentence: Sentence, prefix: str, context: str) -> Sentence:
     """``"According to the article, "`` + the sentence, its first word lowered if common."""
     head, *rest = sentence.parts
-    if isinstance(head, str) and _common_word(head.split(" ", 1)[0], context):
+    if isinstance(head, str) and head and _common_word(head.split(" ", 1)[0], context):
         head = head[0].lower() + head[1:]
     kind = sentence.kind if sentence.is_error else "hedge_paraphrase"
     return Sentence(kind, (prefix, head, *rest), sentence.question)
