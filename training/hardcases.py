@@ -15,9 +15,13 @@ an unsupported answer, the ``edits``: each span with the faithful text it replac
   few days within its month; the span is the day), ``number_change`` (the span is the number).
 
 Answers have one to three sentences; a multi-sentence answer mixes supported sentences with at
-most one error, so spans must be localised. Contexts are several passages (100-350 words for
-the templates: the target passage among same-domain distractors, shuffled) or real train-role
-contexts (HaluEval QA knowledge, HaluEval summarization and SummEdits documents, kept whole).
+most one error, so spans must be localised; no clean sentence restates the fact an error
+changes. Contexts are several passages (100-350 words for the templates: the target passage among
+same-domain distractors with confusable names and numbers, shuffled; for half the company
+profiles and trails one part sits in a separate passage at the far end, ``meta.split_passages``)
+or real train-role contexts (HaluEval QA knowledge, HaluEval summarization and SummEdits
+documents, kept whole; a context sentence, hedged or not, with a date, unit or number changed
+only when the changed value appears nowhere in the context).
 
 The split is by construction: test records use other name pools (templates) and real contexts
 that ``training.realdata`` holds out (``split_of_context(...) == "heldout"``), train records the
