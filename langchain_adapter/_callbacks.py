@@ -22,16 +22,18 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from typing_extensions import override
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
+from truthlens_integrations.core.engine._options import engine_from
 from truthlens_integrations.core.observability import log_event
+from truthlens_integrations.core.policy import PolicySource
 
-from ._inputs import dedupe, message_text, question_of, tool_passages
+from ._inputs import answered_tool_messages, dedupe, message_text, question_of, tool_passages
 
 __all__ = [
     "AsyncTruthLensCallbackHandler",
@@ -68,8 +70,18 @@ class _HandlerCore:
 
     raise_error: bool
 
-    def _setup(self, engine: TruthLens | None, raise_error: bool, max_results: int) -> None:
-        self.engine = engine if engine is not None else TruthLens.from_config()
+    def _setup(
+        self,
+        engine: TruthLens | None,
+        raise_error: bool,
+        max_results: int,
+        config: PolicySource,
+        options: dict[str, Any],
+    ) -> None:
+        where = type(self).__name__
+        own = ("engine", "raise_error", "max_results", "config")
+        split = split_options(options, own=own, where=where)
+        self.engine = engine_from(engine, config, split, where)
         self.raise_error = raise_error
         self.max_results = max_results
         self._lock = threading.Lock()
@@ -178,6 +190,9 @@ class _HandlerCore:
     def _add_context(self, run_id: UUID, parent_run_id: UUID | None, found: list[str]) -> None:
         with self._lock:
             self._register(run_id, parent_run_id).context.extend(found)
+            # A retriever or tool run started on its own is a root with no answer to
+            # check: nothing will end it later, so its state goes now.
+            self._finish(run_id)
 
     def _chat_start(
         self, messages: list[list[BaseMessage]], run_id: UUID, parent_run_id: UUID | None
@@ -185,9 +200,8 @@ class _HandlerCore:
         batch = messages[0] if messages else []
         humans = [m for m in batch if isinstance(m, HumanMessage)]
         tools: list[str] = []
-        for message in batch:
-            if isinstance(message, ToolMessage):
-                tools.extend(tool_passages(message))
+        for message in answered_tool_messages(batch):
+            tools.extend(tool_passages(message))
         with self._lock:
             self._register(run_id, parent_run_id)
             self._llms[run_id] = _LLMState(
@@ -241,7 +255,8 @@ class _HandlerCore:
             decision=verdict.decision.value,
             score=verdict.score,
             unverified=verdict.unverified,
-            spans=[s.text for s in verdict.spans],
+            # Offsets only, unless the policy allows span texts (the header says which).
+            spans=verdict.metadata.get("x-vsr-hallucination-spans", ""),
             action=verdict.action,
         )
 
@@ -269,9 +284,18 @@ class TruthLensCallbackHandler(_HandlerCore, BaseCallbackHandler):
     """Logs hallucination spans of any chain or agent without changing its output.
 
     Args:
-        engine: The guard engine; ``None`` builds one with the default policy.
+        engine: The guard engine; ``None`` builds one from ``config``.
         raise_error: Re-raise errors from detection instead of logging them.
         max_results: Root runs whose verdicts are kept (oldest dropped first).
+        config: A policy for a new engine (``None``: the defaults).
+        **options: Engine options and policy knobs (``mode``, ``threshold``,
+            ``action``, ``redact``, ...; see
+            :class:`~truthlens_integrations.core.engine.EngineOptions`); with
+            ``engine`` given they apply to a copy of it.
+
+    Raises:
+        UnknownArgumentError: For an unknown keyword argument.
+        InvalidArgumentError: For an argument of the wrong type.
 
     Example:
         >>> handler = TruthLensCallbackHandler(engine)  # doctest: +SKIP
@@ -280,10 +304,16 @@ class TruthLensCallbackHandler(_HandlerCore, BaseCallbackHandler):
     """
 
     def __init__(
-        self, engine: TruthLens | None = None, *, raise_error: bool = False, max_results: int = 1000
+        self,
+        engine: TruthLens | None = None,
+        *,
+        raise_error: bool = False,
+        max_results: int = 1000,
+        config: PolicySource = None,
+        **options: Any,
     ) -> None:
         super().__init__()
-        self._setup(engine, raise_error, max_results)
+        self._setup(engine, raise_error, max_results, config, options)
 
     @override
     def on_chain_start(
@@ -366,6 +396,7 @@ class TruthLensCallbackHandler(_HandlerCore, BaseCallbackHandler):
     ) -> None:
         """Check the answer."""
         self._guarded("on_llm_end", self._check, response, run_id, parent_run_id)
+        self._guarded("on_llm_end", self._end, run_id)  # a root LLM run ends here
 
     @override
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -384,16 +415,25 @@ class AsyncTruthLensCallbackHandler(_HandlerCore, AsyncCallbackHandler):
     """The async variant of :class:`TruthLensCallbackHandler`: awaits the engine.
 
     Args:
-        engine: The guard engine; ``None`` builds one with the default policy.
+        engine: The guard engine; ``None`` builds one from ``config``.
         raise_error: Re-raise errors from detection instead of logging them.
         max_results: Root runs whose verdicts are kept (oldest dropped first).
+        config: A policy for a new engine.
+        **options: Engine options and policy knobs (see
+            :class:`TruthLensCallbackHandler`).
     """
 
     def __init__(
-        self, engine: TruthLens | None = None, *, raise_error: bool = False, max_results: int = 1000
+        self,
+        engine: TruthLens | None = None,
+        *,
+        raise_error: bool = False,
+        max_results: int = 1000,
+        config: PolicySource = None,
+        **options: Any,
     ) -> None:
         super().__init__()
-        self._setup(engine, raise_error, max_results)
+        self._setup(engine, raise_error, max_results, config, options)
 
     @override
     async def on_chain_start(
@@ -486,6 +526,8 @@ class AsyncTruthLensCallbackHandler(_HandlerCore, AsyncCallbackHandler):
             if self.raise_error:
                 raise
             logger.exception("truthlens callback failed in on_llm_end")
+        finally:
+            self._guarded("on_llm_end", self._end, run_id)  # a root LLM run ends here
 
     @override
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -501,7 +543,7 @@ register_configure_hook(_handler_var, inheritable=True)
 
 @contextmanager
 def truthlens_callback(
-    engine: TruthLens | None = None, *, raise_error: bool = False
+    engine: TruthLens | None = None, *, raise_error: bool = False, **options: Any
 ) -> Iterator[TruthLensCallbackHandler]:
     """Attach a :class:`TruthLensCallbackHandler` to every run inside the block.
 
@@ -510,6 +552,8 @@ def truthlens_callback(
     Args:
         engine: The guard engine; ``None`` builds one with the default policy.
         raise_error: Re-raise errors from detection instead of logging them.
+        **options: ``config``, engine options and policy knobs, as for
+            :class:`TruthLensCallbackHandler`.
 
     Yields:
         The handler, to read verdicts and stats from.
@@ -519,7 +563,7 @@ def truthlens_callback(
         ...     chain.invoke("When was the Eiffel Tower built?")
         >>> cb.all_verdicts[-1].spans  # doctest: +SKIP
     """
-    handler = TruthLensCallbackHandler(engine, raise_error=raise_error)
+    handler = TruthLensCallbackHandler(engine, raise_error=raise_error, **options)
     token = _handler_var.set(handler)
     try:
         yield handler

@@ -8,7 +8,9 @@ Accepted shapes:
   context as ``Document``s, strings or one string;
 - a list of messages, or an agent state ``{"messages": [...]}``: ``ToolMessage``
   contents become grounding, the last human message the question and the last AI
-  message the answer.
+  message the answer. Only a ``ToolMessage`` answering a tool call that an earlier
+  ``AIMessage`` made counts: one with no matching call could have been put there by
+  anyone, so it is not evidence.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from truthlens_integrations.core import InvalidInputError
 __all__ = [
     "InputKind",
     "ParsedInput",
+    "answered_tool_messages",
     "dedupe",
     "message_text",
     "parse_input",
@@ -136,6 +139,25 @@ def tool_passages(output: object) -> list[str]:
     return [output]
 
 
+def answered_tool_messages(messages: Sequence[object]) -> list[ToolMessage]:
+    """The ``ToolMessage``s that answer a tool call made by an earlier ``AIMessage``.
+
+    Args:
+        messages: A conversation, oldest first.
+
+    Returns:
+        The tool messages whose ``tool_call_id`` matches a call made before them.
+    """
+    called: set[str] = set()
+    found: list[ToolMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            called.update(c["id"] for c in message.tool_calls if c.get("id"))
+        elif isinstance(message, ToolMessage) and message.tool_call_id in called:
+            found.append(message)
+    return found
+
+
 def passages(value: object) -> list[str]:
     """Grounding passages from a context value.
 
@@ -230,9 +252,8 @@ def _parse_messages(messages: Sequence[object], kind: InputKind, value: object) 
             "final answer of the agent"
         )
     context: list[str] = []
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            context.extend(tool_passages(message))
+    for message in answered_tool_messages(messages):
+        context.extend(tool_passages(message))
     humans = [m for m in messages[:answer_index] if isinstance(m, HumanMessage)]
     question = message_text(humans[-1]) if humans else None
     return ParsedInput(

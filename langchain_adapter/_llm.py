@@ -7,6 +7,11 @@ with ``invoke`` / ``ainvoke`` (real async), without an explicit config, so insid
 runnable they pick up the active run's config and show up as its child runs; a
 config given explicitly (:meth:`ChatModelLLM.bind_config`) wins, which also holds
 across threads.
+
+A chat model wrapped with ``with_retry()`` or ``with_fallbacks()`` is accepted
+wherever a chat model is. Transient provider errors (429, 5xx, timeouts, connection
+failures) are retried here too, with backoff (:class:`RetryPolicy`); other errors
+fail at once.
 """
 
 from __future__ import annotations
@@ -25,19 +30,47 @@ from langchain_core.messages import (
     UsageMetadata,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from typing_extensions import override
 
-from truthlens_integrations.core import LLMError, LLMTimeoutError, TruthLensError
-from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse, TokenUsage
+from truthlens_integrations.core import (
+    InvalidArgumentError,
+    LLMError,
+    LLMTimeoutError,
+    TruthLensError,
+)
+from truthlens_integrations.core.llm import (
+    BaseLLM,
+    ChatMessage,
+    LLMResponse,
+    RetryPolicy,
+    TokenUsage,
+    with_retries,
+    with_retries_async,
+)
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
 
 from ._inputs import message_text
 
-__all__ = ["ChatModelLLM", "LLMChatModel", "as_llm"]
+__all__ = ["ChatModelLLM", "LLMChatModel", "as_llm", "chat_model_of"]
 
 
-def _model_name(model: BaseChatModel) -> str:
+def chat_model_of(model: object) -> BaseChatModel | None:
+    """The chat model inside ``model`` (itself, or under ``with_retry`` / ``with_fallbacks``)."""
+    if isinstance(model, BaseChatModel):
+        return model
+    if isinstance(model, RunnableBinding):
+        return chat_model_of(model.bound)
+    if isinstance(model, RunnableWithFallbacks):
+        return chat_model_of(model.runnable)
+    return None
+
+
+def _model_name(model: Runnable[Any, Any]) -> str:
+    inner = chat_model_of(model)
+    if inner is not None and inner is not model:
+        return _model_name(inner)
     for attr in ("model_name", "model", "model_id"):
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:
@@ -78,12 +111,15 @@ class ChatModelLLM(BaseLLM):
     """A LangChain chat model as a core :class:`~truthlens_integrations.core.llm.LLM`.
 
     Args:
-        chat_model: Any ``BaseChatModel``.
+        chat_model: Any ``BaseChatModel``, also wrapped with ``with_retry()`` or
+            ``with_fallbacks()`` (any runnable that takes messages and returns an
+            ``AIMessage``).
         forward_params: Pass ``max_tokens`` / ``temperature`` to the model as call
             keyword arguments (most providers accept them; turn off for one that
             rejects unknown keywords).
         config: Runnable config for every call (callbacks, tags); ``None`` uses the
             config of the run the call happens in.
+        retry: Retries of transient errors (default: 3 attempts, 0.5-8 s backoff).
 
     Example:
         >>> from langchain_core.language_models import FakeListChatModel
@@ -96,19 +132,27 @@ class ChatModelLLM(BaseLLM):
 
     def __init__(
         self,
-        chat_model: BaseChatModel,
+        chat_model: Runnable[Any, Any],
         *,
         forward_params: bool = True,
         config: RunnableConfig | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
+        if not isinstance(chat_model, Runnable):
+            raise InvalidArgumentError(
+                f"ChatModelLLM takes a LangChain chat model, got {type(chat_model).__name__}"
+            )
         self.chat_model = chat_model
         self.forward_params = forward_params
         self.config = config
+        self.retry = retry or RetryPolicy()
         self.model = _model_name(chat_model)
 
     def bind_config(self, config: RunnableConfig | None) -> ChatModelLLM:
         """A copy whose calls run with ``config`` (e.g. a parent run's child config)."""
-        return ChatModelLLM(self.chat_model, forward_params=self.forward_params, config=config)
+        return ChatModelLLM(
+            self.chat_model, forward_params=self.forward_params, config=config, retry=self.retry
+        )
 
     def _kwargs(self, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
         if not self.forward_params:
@@ -120,7 +164,7 @@ class ChatModelLLM(BaseLLM):
             kwargs["temperature"] = temperature
         return kwargs
 
-    def _response(self, result: BaseMessage, started: float) -> LLMResponse:
+    def _response(self, result: BaseMessage, started: float, attempts: int) -> LLMResponse:
         if not isinstance(result, AIMessage):
             raise LLMError(f"model {self.model!r} returned {type(result).__name__}, not a message")
         return LLMResponse(
@@ -129,6 +173,7 @@ class ChatModelLLM(BaseLLM):
             usage=_usage(result),
             latency_ms=(time.perf_counter() - started) * 1000.0,
             finish_reason=_finish_reason(result),
+            attempts=attempts,
         )
 
     def _complete(
@@ -140,20 +185,20 @@ class ChatModelLLM(BaseLLM):
         stop: list[str] | None,
     ) -> LLMResponse:
         started = time.perf_counter()
+        kwargs = self._kwargs(max_tokens, temperature)
+
+        def call() -> Any:
+            return self.chat_model.invoke(_to_langchain(messages), self.config, stop=stop, **kwargs)
+
         try:
-            result = self.chat_model.invoke(
-                _to_langchain(messages),
-                self.config,
-                stop=stop,
-                **self._kwargs(max_tokens, temperature),
-            )
+            result, attempts = with_retries(call, self.retry)
         except TruthLensError:
             raise
         except TimeoutError as exc:
             raise LLMTimeoutError(f"model {self.model!r} timed out: {exc}") from exc
         except Exception as exc:
             raise LLMError(f"model {self.model!r} failed: {exc}") from exc
-        return self._response(result, started)
+        return self._response(result, started, attempts)
 
     async def _acomplete(
         self,
@@ -164,29 +209,46 @@ class ChatModelLLM(BaseLLM):
         stop: list[str] | None,
     ) -> LLMResponse:
         started = time.perf_counter()
-        try:
-            result = await self.chat_model.ainvoke(
-                _to_langchain(messages),
-                self.config,
-                stop=stop,
-                **self._kwargs(max_tokens, temperature),
+        kwargs = self._kwargs(max_tokens, temperature)
+
+        async def call() -> Any:
+            return await self.chat_model.ainvoke(
+                _to_langchain(messages), self.config, stop=stop, **kwargs
             )
+
+        try:
+            result, attempts = await with_retries_async(call, self.retry)
         except TruthLensError:
             raise
         except TimeoutError as exc:
             raise LLMTimeoutError(f"model {self.model!r} timed out: {exc}") from exc
         except Exception as exc:
             raise LLMError(f"model {self.model!r} failed: {exc}") from exc
-        return self._response(result, started)
+        return self._response(result, started, attempts)
 
 
-def as_llm(model: BaseChatModel | BaseLLM, config: RunnableConfig | None = None) -> BaseLLM:
-    """Wrap a chat model as a core LLM (calls run with ``config``); core LLMs pass through."""
-    if isinstance(model, BaseChatModel):
-        return ChatModelLLM(model, config=config)
+def as_llm(model: Runnable[Any, Any] | BaseLLM, config: RunnableConfig | None = None) -> BaseLLM:
+    """Wrap a chat model as a core LLM (calls run with ``config``); core LLMs pass through.
+
+    Args:
+        model: A chat model (also under ``with_retry`` / ``with_fallbacks``) or a core LLM.
+        config: The config its calls run with.
+
+    Returns:
+        The core LLM.
+
+    Raises:
+        InvalidArgumentError: If ``model`` is neither.
+    """
     if isinstance(model, ChatModelLLM):
         return model.bind_config(config)
-    return model
+    if isinstance(model, BaseLLM):
+        return model
+    if isinstance(model, Runnable):
+        return ChatModelLLM(model, config=config)
+    raise InvalidArgumentError(
+        f"expected a LangChain chat model or a core LLM, got {type(model).__name__}"
+    )
 
 
 def _to_core(messages: list[BaseMessage]) -> list[ChatMessage]:

@@ -27,10 +27,12 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import patch_config
 from langchain_core.runnables.passthrough import RunnableAssign
 from langchain_core.runnables.utils import AddableDict
-from pydantic import ConfigDict, Field
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
+from pydantic import AliasChoices, ConfigDict, Field, ValidationError
 
-from truthlens_integrations.core import ConfigError, DetectionInput
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core import ConfigError, DetectionInput, InvalidArgumentError
+from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
+from truthlens_integrations.core.engine._options import engine_from
 from truthlens_integrations.core.llm import BaseLLM
 from truthlens_integrations.core.mitigation import (
     GroundedAnswerer,
@@ -38,7 +40,7 @@ from truthlens_integrations.core.mitigation import (
     answerer_from_callables,
     retriever_from_callables,
 )
-from truthlens_integrations.core.policy import PolicySource
+from truthlens_integrations.core.policy import Action, Mode, PolicySource
 
 from ._capture import GroundingCapture
 from ._inputs import ParsedInput, dedupe, parse_input, question_of
@@ -98,6 +100,27 @@ def _as_retriever(retriever: BaseRetriever, config: RunnableConfig) -> Retriever
         return [d.page_content for d in await retriever.ainvoke(query, config)]
 
     return retriever_from_callables(retrieve, aretrieve, name=retriever.get_name())
+
+
+def hide_streaming(config: RunnableConfig) -> RunnableConfig:
+    """``config`` without the handlers that stream events to the caller.
+
+    ``astream_events`` / ``astream_log`` attach a streaming handler that every child
+    run inherits; a chat model that sees one streams its tokens as
+    ``on_chat_model_stream`` events. Runs under the returned config stay invisible
+    to those streams (tracers and other callbacks still see them).
+    """
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        for handler in [*manager.handlers, *manager.inheritable_handlers]:
+            if isinstance(handler, _StreamingCallbackHandler):
+                manager.remove_handler(handler)
+        return patch_config(config, callbacks=manager)
+    if isinstance(callbacks, list):
+        kept = [h for h in callbacks if not isinstance(h, _StreamingCallbackHandler)]
+        return patch_config(config, callbacks=kept)
+    return config
 
 
 def _with_capture(
@@ -209,17 +232,37 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     ``{"truthlens": verdict}``); it needs a policy whose actions leave the text alone
     (``header`` / ``none``, no disclaimer, lightweight mode).
 
+    While the policy can change or withhold the text (any ``body`` / ``block``
+    action, a disclaimer or a refinement mode), the wrapped chain and the mitigation
+    models run hidden from ``astream_events`` / ``astream_log``: their tokens and
+    outputs, which may be the answer about to be withheld, never reach the event
+    stream; the caller sees this runnable's own (checked) output and the
+    ``truthlens_detection`` event.
+
     Every detection dispatches a ``truthlens_detection`` custom event with the
     verdict (spans, scores, ``x-*`` metadata), so tracers and callbacks see it.
 
+    **Keyword arguments**: besides the fields below, every engine option of
+    :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
+    ``raise_on_block``, ``align_quantities``, ``mitigation_options``, ``redact``,
+    ``audit_hook``, ...) is accepted and builds the engine (or derives one from
+    ``engine``); an unknown keyword raises :class:`UnknownArgumentError` with a
+    suggestion, a wrong type :class:`InvalidArgumentError`.
+
     Attributes:
         engine: The guard engine (policy, models).
+        mode: Overrides the policy's mode on every route (``lightweight``,
+            ``standard``, ``premium``).
+        threshold: Overrides the policy's flagging threshold on every route.
+        action: Overrides the policy's ``hallucination_action`` on every route.
         chain: A chain or agent to run and guard (wrapper form).
-        llm: Chat model for standard / premium mitigation; in the wrapper form the
+        llm: Chat model for standard / premium mitigation (``with_retry()`` /
+            ``with_fallbacks()`` wrappers accepted); in the wrapper form the
             chain's last chat model is used when unset.
         retriever: Retriever for the retrieval-feedback loop (pipe form).
-        verification_models: Premium-mode verifiers (chat models or core LLMs).
-        judge_model: Premium-mode judge.
+        verification_models: Premium-mode verifiers (chat models or core LLMs); also
+            accepted as ``verification_llms``, the engine's name.
+        judge_model: Premium-mode judge; also accepted as ``judge_llm``.
         answer_key: Dict key of the answer.
         context_key: Dict key of the context.
         question_key: Dict key of the question.
@@ -233,16 +276,26 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     Raises:
         ConfigError: If ``stream_mode="passthrough"`` is asked for with a policy that
             changes or withholds text.
+        UnknownArgumentError: For an unknown keyword argument.
+        InvalidArgumentError: For an argument of the wrong type (``llm="gpt"``).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     engine: TruthLens = Field(default_factory=TruthLens.from_config)
+    mode: Mode | None = None
+    threshold: float | None = None
+    action: Action | None = None
     chain: Runnable[Any, Any] | None = None
-    llm: BaseChatModel | BaseLLM | None = None
+    llm: Runnable[Any, Any] | BaseLLM | None = None
     retriever: BaseRetriever | None = None
-    verification_models: list[BaseChatModel | BaseLLM] = Field(default_factory=list)
-    judge_model: BaseChatModel | BaseLLM | None = None
+    verification_models: list[Runnable[Any, Any] | BaseLLM] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("verification_models", "verification_llms"),
+    )
+    judge_model: Runnable[Any, Any] | BaseLLM | None = Field(
+        default=None, validation_alias=AliasChoices("judge_model", "judge_llm")
+    )
     answer_key: str = "answer"
     context_key: str = "context"
     question_key: str = "question"
@@ -253,7 +306,11 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     requery_chain: bool = True
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        kwargs = _engine_kwargs(kwargs, None, "TruthLensRunnable")
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise InvalidArgumentError(f"TruthLensRunnable: {_problems(exc)}") from None
         if self.stream_mode == "passthrough":
             problems = passthrough_problems(self.engine)
             if problems:
@@ -271,15 +328,24 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         Args:
             config: A policy file, YAML text, dict, list of these, or ``None`` for the
                 defaults.
-            **kwargs: Engine options (``detector``, ``nli``, ``fact_checker``,
-                ``metrics``, ``tracer``) go to the engine, the rest to the runnable.
+            **kwargs: Engine options (every field of
+                :class:`~truthlens_integrations.core.engine.EngineOptions`) and the
+                policy knobs (``mode``, ``threshold``, ``action``) go to the engine,
+                the rest to the runnable.
 
         Returns:
             The runnable.
+
+        Raises:
+            UnknownArgumentError: For an unknown keyword argument.
+            InvalidArgumentError: For an argument of the wrong type.
         """
-        engine_keys = {"detector", "nli", "fact_checker", "metrics", "tracer", "domain_classifier"}
-        engine_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in engine_keys}
-        return cls(engine=TruthLens.from_config(config, **engine_kwargs), **kwargs)
+        if "engine" in kwargs:
+            raise InvalidArgumentError(
+                "TruthLensRunnable.from_config builds the engine from config; pass "
+                "engine= to TruthLensRunnable(...) instead"
+            )
+        return cls(**_engine_kwargs(kwargs, config, "TruthLensRunnable.from_config"))
 
     @classmethod
     def is_lc_serializable(cls) -> bool:
@@ -317,6 +383,12 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             parsed, context=dedupe([*parsed.context, *capture.context]), question=question
         )
 
+    def _hidden(self, config: RunnableConfig) -> RunnableConfig:
+        """The config for inner runs: hidden from event streams while text can change."""
+        if self.stream_mode == "passthrough" or not passthrough_problems(self.engine):
+            return config
+        return hide_streaming(config)
+
     def _mitigation(
         self, config: RunnableConfig, chain_input: object = _NO_INPUT
     ) -> dict[str, Any]:
@@ -324,6 +396,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
 
         Every model is bound to ``config``, so its calls are child runs of this one.
         """
+        config = self._hidden(config)
         llm = self.llm if self.llm is not None else find_chat_model(self.chain)
         found: dict[str, Any] = {}
         if llm is not None:
@@ -390,7 +463,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     ) -> Any:
         del run_manager  # the child config carries the callbacks
         if self.chain is not None:
-            inner, capture = _with_capture(config)
+            inner, capture = _with_capture(self._hidden(config))
             output = self.chain.invoke(value, inner)
             parsed = self._parse_inner(value, output, capture)
             verdict = self._guard(parsed, config, value)
@@ -414,7 +487,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     ) -> Any:
         del run_manager  # the child config carries the callbacks
         if self.chain is not None:
-            inner, capture = _with_capture(config)
+            inner, capture = _with_capture(self._hidden(config))
             output = await self.chain.ainvoke(value, inner)
             parsed = self._parse_inner(value, output, capture)
             verdict = await self._aguard(parsed, config, value)
@@ -591,7 +664,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         capture: GroundingCapture | None = None
         chain_input = value
         if self.chain is not None:
-            inner, capture = _with_capture(config)
+            inner, capture = _with_capture(self._hidden(config))
             if passthrough:
                 value = None
                 for chunk in self.chain.stream(chain_input, inner):
@@ -628,7 +701,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         capture: GroundingCapture | None = None
         chain_input = value
         if self.chain is not None:
-            inner, capture = _with_capture(config)
+            inner, capture = _with_capture(self._hidden(config))
             if passthrough:
                 value = None
                 async for chunk in self.chain.astream(chain_input, inner):
@@ -650,12 +723,40 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         )
 
 
+_OWN_ALIASES = ("verification_llms", "judge_llm")
+
+
+def _problems(exc: ValidationError) -> str:
+    parts = []
+    for problem in exc.errors():
+        field = ".".join(str(p) for p in problem["loc"][:1]) or "value"
+        parts.append(f"{field}: {problem['msg']}")
+    return "; ".join(dict.fromkeys(parts))
+
+
+def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[str, Any]:
+    """The runnable's own keyword arguments, with the engine built from the rest.
+
+    Engine options and policy knobs build an engine from ``config`` or, with
+    ``engine=`` given, a copy of that engine with them applied; nothing is ignored.
+    """
+    knob_names = ("mode", "threshold", "action")
+    own = [k for k in (*TruthLensRunnable.model_fields, *_OWN_ALIASES) if k not in knob_names]
+    split = split_options(kwargs, own=own, where=where)
+    rest = {**split.rest, **split.knobs.model_dump(exclude_none=True)}
+    if split.engine or split.knobs.given or config is not None or "engine" in rest:
+        rest["engine"] = engine_from(rest.get("engine"), config, split, where)
+    return rest
+
+
 def guard_chain(chain: Runnable[Any, Any], **kwargs: Any) -> TruthLensRunnable:
     """Wrap a chain or agent so that its output is guarded.
 
     Args:
         chain: The chain or agent to run.
-        **kwargs: Other :class:`TruthLensRunnable` fields (``engine``, ``llm``, ...).
+        **kwargs: Other :class:`TruthLensRunnable` arguments (``engine``, ``llm``,
+            ``mode``, ``threshold``, ``action``, engine options, ...); unknown ones
+            raise :class:`UnknownArgumentError`.
 
     Returns:
         ``TruthLensRunnable(chain=chain, **kwargs)``.

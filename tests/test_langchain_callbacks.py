@@ -136,7 +136,9 @@ def test_tool_loop_spans_come_from_the_tool_output(
     assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
     assert handler.stats["skipped"] == 1 and handler.stats["checked"] == 1
     [record] = [r for r in caplog.records if "langchain.verdict" in r.getMessage()]
-    assert record.levelno == logging.WARNING and "'1950'" in record.getMessage()
+    # Issue 13: logs carry span offsets, never span text, unless the policy allows it.
+    assert record.levelno == logging.WARNING and "30-34; 42-52" in record.getMessage()
+    assert "1950" not in record.getMessage()
 
 
 def test_llm_call_without_chain(engine: TruthLens) -> None:

@@ -266,6 +266,7 @@ def test_block_as_message(detector: Detector) -> None:
     out = guard(engine, on_block="message", blocked_message="[withheld]").invoke(
         [
             HumanMessage(EIFFEL_QUESTION),
+            AIMessage("", tool_calls=[{"name": "record", "args": {}, "id": "1"}]),
             ToolMessage(EIFFEL_CONTEXT, tool_call_id="1"),
             AIMessage(EIFFEL_ANSWER),
         ]

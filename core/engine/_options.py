@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from .._errors import InvalidArgumentError, UnknownArgumentError
+from .._errors import ConfigError, InvalidArgumentError, UnknownArgumentError
 from ..mitigation import MitigationOptions
 from ..policy import Action, Mode, Policy
+
+if TYPE_CHECKING:
+    from ._engine import TruthLens
 
 __all__ = [
     "ADAPTER_TOOLS",
@@ -36,6 +39,7 @@ __all__ = [
     "PolicyKnobs",
     "SplitOptions",
     "check_guard_tools",
+    "engine_from",
     "parse_engine_options",
     "parse_knobs",
     "reject_unknown",
@@ -357,3 +361,35 @@ def check_guard_tools(
 def _kind(value: object) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}" if len(text) <= 40 else type(value).__name__
+
+
+def engine_from(engine: object, config: object, split: SplitOptions, where: str) -> TruthLens:
+    """The engine an adapter uses: ``engine``, one built from ``config``, or a derived one.
+
+    Args:
+        engine: The engine the caller passed, or ``None``.
+        config: A policy source for a new engine (only without ``engine``).
+        split: The adapter's sorted keyword arguments (see :func:`split_options`).
+        where: The constructor, for messages.
+
+    Returns:
+        ``engine`` itself when no engine option or knob was given; otherwise a copy
+        with them applied (loaded models shared), or a new engine built from
+        ``config`` with them.
+
+    Raises:
+        ConfigError: If both ``engine`` and ``config`` are given.
+        InvalidArgumentError: If ``engine`` is not a ``TruthLens``.
+    """
+    from ._engine import TruthLens
+
+    knobs = split.knobs.model_dump(exclude_none=True)
+    if engine is None:
+        return TruthLens.from_config(config, **knobs, **split.engine)  # type: ignore[arg-type]
+    if not isinstance(engine, TruthLens):
+        raise InvalidArgumentError(f"{where}: engine must be a TruthLens, got {_kind(engine)}")
+    if config is not None:
+        raise ConfigError(f"{where}: pass either engine or config, not both")
+    if knobs or split.engine:
+        return engine.derive(**knobs, **split.engine)
+    return engine

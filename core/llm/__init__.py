@@ -40,6 +40,7 @@ from ._openai import (
     OpenAICompatibleLLM,
     is_transient_error,
 )
+from ._retry import RetryPolicy, is_transient, with_retries, with_retries_async
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -56,14 +57,18 @@ __all__ = [
     "LocalLLM",
     "MessagesInput",
     "OpenAICompatibleLLM",
+    "RetryPolicy",
     "Role",
     "TokenUsage",
     "clear_local_llm_cache",
     "default_cache_dir",
     "default_llm",
     "ensure_text",
+    "is_transient",
     "is_transient_error",
     "local_llm",
     "smollm2_gguf_path",
     "to_messages",
+    "with_retries",
+    "with_retries_async",
 ]
