@@ -11,12 +11,13 @@ from truthlens_integrations.core import MissingDependencyError
 from truthlens_integrations.core._optional import require
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "transformers", "langchain_core", "llama_index", "openai")
+HEAVY = ("torch", "transformers", "langchain_core", "llama_index", "openai", "ray", "httpx")
 
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, truthlens_integrations as t, truthlens_integrations.core.detection;"
+        "import sys, truthlens_integrations as t, truthlens_integrations.core.detection,"
+        " truthlens_integrations.serve;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -416,6 +416,22 @@ def test_gateway_errors_are_retried_bugs_are_not(fake: Any) -> None:
     assert down.hits["/healthz"] == 3
 
 
+def test_missing_serve_extra_names_the_install() -> None:
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "try:\n"
+        "    from truthlens_integrations.serve import start_local\n"
+        "    start_local()\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    assert "MissingDependencyError" in out.stdout
+    assert "pip install 'truthlens-integrations[serve]'" in out.stdout
+
+
 def test_refused_connection_and_bad_options() -> None:
     port = _free_port()  # nothing listens there
     with pytest.raises(ServiceError, match="cannot reach"):
