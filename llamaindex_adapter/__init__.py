@@ -12,6 +12,10 @@
   LLM (refinement, query rewriting, verification, judging);
   :class:`CoreLLMAsLlamaIndex` goes the other way (the local SmolLM2 or an
   OpenAI-compatible backend inside an index or query engine).
+- :class:`TruthLensFunctionAgent`: a ``FunctionAgent`` (alone or in an
+  ``AgentWorkflow``) whose final answers are checked against the run's tool outputs,
+  acted on by policy and refined through the agent's LLM; :class:`TruthLensAgentEvent`
+  is streamed with the workflow's events.
 
 Only ``llama_index.core`` is imported. Importing this package without it raises
 :class:`~truthlens_integrations.core.MissingDependencyError`, naming the extra.
@@ -31,6 +35,12 @@ from truthlens_integrations.core._optional import require
 
 require("llama_index.core", extra="llamaindex", feature="The LlamaIndex adapter")
 
+from ._agent import (  # noqa: E402
+    FEEDBACK_KEY,
+    TruthLensAgentEvent,
+    TruthLensFunctionAgent,
+    tool_outputs,
+)
 from ._evaluator import TruthLensEvaluator  # noqa: E402
 from ._events import (  # noqa: E402
     TruthLensDetectionEndEvent,
@@ -42,13 +52,17 @@ from ._postprocessor import TruthLensNodePostprocessor  # noqa: E402
 from ._query_engine import TruthLensQueryEngine, get_verdict  # noqa: E402
 
 __all__ = [
+    "FEEDBACK_KEY",
     "CoreLLMAsLlamaIndex",
     "LlamaIndexLLM",
+    "TruthLensAgentEvent",
     "TruthLensDetectionEndEvent",
     "TruthLensDetectionStartEvent",
     "TruthLensEvaluator",
+    "TruthLensFunctionAgent",
     "TruthLensMitigationIterationEvent",
     "TruthLensNodePostprocessor",
     "TruthLensQueryEngine",
     "get_verdict",
+    "tool_outputs",
 ]

@@ -1,0 +1,367 @@
+"""``TruthLensFunctionAgent``: a LlamaIndex ``FunctionAgent`` whose final answers are checked.
+
+The agent's final ``AgentOutput`` (a reply without tool calls) is checked against the
+outputs of the tool calls of the run (``ToolCallResult``s, in an ``AgentWorkflow``
+those of every agent of the run) with the user's message as the question, before the
+workflow finalizes it. The policy's action applies to the text; standard mode
+refines through the agent's own LLM (same tools, same conversation, the flagged
+spans and the evidence named); premium mode cross-checks with other LLMs. Every
+check streams a :class:`TruthLensAgentEvent` with the workflow's events and
+dispatches the adapter's instrumentation events.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from llama_index.core import llms as li_llms
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.agent.workflow.workflow_events import (
+    AgentOutput,
+    AgentStream,
+    ToolCallResult,
+)
+from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
+from llama_index.core.base.llms.types import ChatResponse, MessageRole
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.memory import BaseMemory
+from llama_index.core.tools import AsyncBaseTool
+from llama_index.core.workflow import Context, Event
+
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    LLMError,
+    UnknownArgumentError,
+)
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse, ensure_text
+
+from ._common import verdict_payload
+from ._events import (
+    TruthLensDetectionEndEvent,
+    TruthLensDetectionStartEvent,
+    TruthLensMitigationIterationEvent,
+    dispatcher,
+)
+from ._llm import LlamaIndexLLM
+
+__all__ = [
+    "FEEDBACK_KEY",
+    "TruthLensAgentEvent",
+    "TruthLensFunctionAgent",
+    "tool_outputs",
+]
+
+#: ``additional_kwargs`` key marking the feedback messages the guard sends to the LLM.
+FEEDBACK_KEY = "truthlens_feedback"
+
+DEFAULT_BLOCKED_MESSAGE = (
+    "I can't give a verified answer to this: the response was withheld because it "
+    "could not be supported by the available sources."
+)
+
+_TEXT_CHANGING = frozenset({"body", "block"})
+
+
+class TruthLensAgentEvent(Event):
+    """Written to the workflow's event stream after each checked answer.
+
+    Attributes:
+        agent_name: The agent whose answer was checked.
+        verdict: The verdict, JSON-ready (``x-*`` headers at the top level, the whole
+            verdict under ``"verdict"``).
+        response: The text the agent answers with after the policy's action.
+    """
+
+    agent_name: str
+    verdict: dict[str, Any]
+    response: str
+
+
+def tool_outputs(results: Sequence[ToolCallResult]) -> list[str]:
+    """Grounding passages from a run's tool calls (failed calls are not evidence).
+
+    Args:
+        results: The ``ToolCallResult`` events of the run.
+
+    Returns:
+        The non-blank tool outputs, in call order, exact repeats dropped.
+    """
+    seen: set[str] = set()
+    passages: list[str] = []
+    for result in results:
+        output = result.tool_output
+        if output.is_error:
+            continue
+        text = str(output.content or "")
+        if text.strip() and text not in seen:
+            seen.add(text)
+            passages.append(text)
+    return passages
+
+
+def _text_changing(engine: TruthLens) -> bool:
+    """Whether the policy may change or withhold an answer's text (any route)."""
+    policy = engine.policy
+    for name in [None, *(d.name for d in policy.decisions)]:
+        s = policy.settings_for(name)
+        if not s.enabled:
+            continue
+        if (
+            s.hallucination_action in _TEXT_CHANGING
+            or s.unverified_factual_action in _TEXT_CHANGING
+            or s.require_disclaimer
+            or s.mode != "lightweight"
+        ):
+            return True
+    return False
+
+
+class _AgentLLM(BaseLLM):
+    """The agent's LLM, in the agent's conversation, for the refinement loops.
+
+    The refinement prompt (spans, evidence, instructions) is sent as a user message
+    after the run's tool calls and results, with the agent's tools available; a
+    reply that calls a tool instead of answering counts as a failed round.
+    """
+
+    name = "llamaindex-agent"
+
+    def __init__(
+        self, agent: TruthLensFunctionAgent, history: list[LIChatMessage], tools: Sequence[Any]
+    ) -> None:
+        self._agent = agent
+        self._history = history
+        self._tools = tools
+        self.model = LlamaIndexLLM(agent.llm).model
+
+    def _messages(self, messages: list[ChatMessage]) -> list[LIChatMessage]:
+        text = "\n\n".join(m.content for m in messages if m.role != "assistant")
+        feedback = LIChatMessage(
+            role=MessageRole.USER, content=text, additional_kwargs={FEEDBACK_KEY: True}
+        )
+        return [*self._history, feedback]
+
+    def _reply(self, response: ChatResponse, started: float) -> LLMResponse:
+        llm = self._agent.llm
+        calls = llm.get_tool_calls_from_response(  # type: ignore[attr-defined]
+            response, error_on_no_tool_call=False
+        )
+        if calls:
+            raise LLMError(f"model {self.model!r} called a tool instead of answering")
+        return LLMResponse(
+            text=ensure_text(response.message.content, model=self.model),
+            model=self.model,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        del max_tokens, temperature, stop  # the agent's LLM settings apply
+        started = time.perf_counter()
+        response = self._agent.llm.chat_with_tools(  # type: ignore[attr-defined]
+            tools=list(self._tools), chat_history=self._messages(messages)
+        )
+        return self._reply(response, started)
+
+    async def _acomplete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int | None,
+        temperature: float | None,
+        stop: list[str] | None,
+    ) -> LLMResponse:
+        del max_tokens, temperature, stop  # the agent's LLM settings apply
+        started = time.perf_counter()
+        response = await self._agent.llm.achat_with_tools(  # type: ignore[attr-defined]
+            tools=list(self._tools), chat_history=self._messages(messages)
+        )
+        return self._reply(response, started)
+
+
+_OWN_OPTIONS = (
+    "guard",
+    "on_block",
+    "blocked_message",
+    "verification_llms",
+    "judge_llm",
+    "stream_mode",
+)
+
+
+class TruthLensFunctionAgent(FunctionAgent):
+    """A ``FunctionAgent`` that checks its final answers against its tool outputs.
+
+    Use it wherever a ``FunctionAgent`` goes, alone or inside an ``AgentWorkflow``::
+
+        agent = TruthLensFunctionAgent(tools=[lookup], llm=llm, guard=TruthLens.from_config())
+        output = await agent.run(user_msg="When was the Eiffel Tower built?")
+        output.response.additional_kwargs["truthlens"]   # the verdict
+
+    The final answer's text follows the policy's action (the warning for ``body``,
+    ``blocked_message`` or :class:`BlockedResponseError` for ``block``); the verdict is
+    in ``response.additional_kwargs["truthlens"]`` and, with the original answer, in
+    :class:`TruthLensAgentEvent`. The agent's memory receives the checked text, not
+    the unchecked one. An answer given without calling a tool has no grounding and
+    takes the policy's "unverified factual" path.
+
+    **Streaming**: when the policy can change or withhold text,
+    ``stream_mode="verified"`` (the default) asks the LLM without streaming, so no
+    ``AgentStream`` delta of an unchecked answer is written; the checked answer then
+    comes as one ``AgentStream`` event. ``stream_mode="passthrough"`` keeps the
+    LLM's deltas and needs a policy that leaves text alone.
+
+    Attributes:
+        guard: The guard engine (default policy when not given).
+        on_block: ``"message"`` or ``"raise"``.
+        blocked_message: Text that replaces a blocked answer.
+        verification_llms: Premium-mode verifiers (LlamaIndex LLMs).
+        judge_llm: Premium-mode judge; the agent's LLM when ``None``.
+        stream_mode: ``"verified"`` or ``"passthrough"``.
+    """
+
+    guard: TruthLens = Field(default_factory=TruthLens.from_config, exclude=True)
+    on_block: Literal["message", "raise"] = "message"
+    blocked_message: str = DEFAULT_BLOCKED_MESSAGE
+    verification_llms: list[li_llms.LLM] = Field(default_factory=list, exclude=True)
+    judge_llm: li_llms.LLM | None = Field(default=None, exclude=True)
+    stream_mode: Literal["verified", "passthrough"] = "verified"
+
+    def __init__(self, **kwargs: Any) -> None:
+        known = set(FunctionAgent.model_fields) | set(_OWN_OPTIONS) | {"timeout", "verbose"}
+        from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
+
+        unknown = sorted(k for k in kwargs if k not in known and k not in WORKFLOW_KWARGS)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownArgumentError(
+                f"TruthLensFunctionAgent got an unknown argument {unknown[0]!r}{hint}"
+            )
+        super().__init__(**kwargs)
+        if self.stream_mode == "passthrough" and _text_changing(self.guard):
+            raise ConfigError(
+                "stream_mode='passthrough' streams the answer before it is checked, so the "
+                "policy must not change or withhold text (actions header/none, lightweight "
+                "mode, no disclaimer)"
+            )
+
+    @property
+    def holds_tokens(self) -> bool:
+        """Whether the LLM's deltas are held back until the answer is checked."""
+        return self.stream_mode == "verified" and _text_changing(self.guard)
+
+    async def _get_streaming_response(
+        self, ctx: Any, current_llm_input: list[LIChatMessage], tools: Sequence[AsyncBaseTool]
+    ) -> ChatResponse:
+        if self.holds_tokens:
+            # No deltas: the answer may still be changed or withheld.
+            return await self._get_response(current_llm_input, tools)
+        return await super()._get_streaming_response(ctx, current_llm_input, tools)
+
+    async def take_step(
+        self,
+        ctx: Any,
+        llm_input: list[LIChatMessage],
+        tools: Sequence[AsyncBaseTool],
+        memory: BaseMemory,
+    ) -> AgentOutput:
+        """Take a step; a final answer is checked (and maybe refined) before it returns."""
+        output = await super().take_step(ctx, llm_input, tools, memory)
+        if output.tool_calls or not (output.response.content or "").strip():
+            return output
+        answer = output.response.content or ""
+        results: list[ToolCallResult] = await ctx.store.get("current_tool_calls", default=[])
+        context = tool_outputs(results)
+        question = await ctx.store.get("user_msg_str", default=None)
+        scratchpad: list[LIChatMessage] = await ctx.store.get(self.scratchpad_key, default=[])
+        history = [*llm_input, *scratchpad[:-1]]  # the conversation before the answer
+        dispatcher.event(
+            TruthLensDetectionStartEvent(query=question, answer=answer, num_passages=len(context))
+        )
+        verdict = await self.guard.aguard(
+            context=context,
+            question=question or None,
+            answer=answer,
+            **self._mitigation(history, tools),
+        )
+        _dispatch_end(verdict)
+        text = self._shown(verdict)
+        payload = verdict_payload(verdict)
+        message = LIChatMessage(
+            role=MessageRole.ASSISTANT,
+            content=text,
+            additional_kwargs={"truthlens": payload},
+        )
+        # The memory gets the checked text, never the unchecked one.
+        await ctx.store.set(self.scratchpad_key, [*scratchpad[:-1], message])
+        self._stream(ctx, payload, text)
+        return output.model_copy(update={"response": message})
+
+    def _mitigation(self, history: list[LIChatMessage], tools: Sequence[Any]) -> dict[str, Any]:
+        found: dict[str, Any] = {"llm": _AgentLLM(self, history, tools)}
+        if self.verification_llms:
+            found["verification_llms"] = [LlamaIndexLLM(m) for m in self.verification_llms]
+        if self.judge_llm is not None:
+            found["judge_llm"] = LlamaIndexLLM(self.judge_llm)
+        return found
+
+    def _shown(self, verdict: Verdict) -> str:
+        if verdict.blocked:
+            if self.on_block == "raise":
+                raise BlockedResponseError(
+                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
+                    verdict=verdict,
+                )
+            return self.blocked_message
+        return verdict.output if verdict.output is not None else verdict.original_answer
+
+    def _stream(self, ctx: Context, payload: dict[str, Any], text: str) -> None:
+        if self.holds_tokens and self.streaming:
+            # The deltas were held back: the checked answer comes as one delta.
+            ctx.write_event_to_stream(
+                AgentStream(delta=text, response=text, current_agent_name=self.name, raw=None)
+            )
+        ctx.write_event_to_stream(
+            TruthLensAgentEvent(agent_name=self.name, verdict=payload, response=text)
+        )
+
+
+def _dispatch_end(verdict: Verdict) -> None:
+    """The adapter's instrumentation events for the loop's rounds and the decision."""
+    for step in verdict.history[1:]:
+        dispatcher.event(
+            TruthLensMitigationIterationEvent(
+                index=step.index,
+                kind=step.kind,
+                score=step.score,
+                accepted=step.accepted,
+                query=step.query,
+                new_passages=step.new_passages,
+                error=step.error,
+            )
+        )
+    dispatcher.event(
+        TruthLensDetectionEndEvent(
+            decision=verdict.decision.value,
+            score=verdict.score,
+            spans=verdict.spans,
+            action=verdict.action,
+            blocked=verdict.blocked,
+            mode=verdict.mode,
+            iterations=verdict.iterations,
+            status=verdict.status,
+            metadata=verdict.metadata,
+        )
+    )

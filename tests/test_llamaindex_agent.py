@@ -1,0 +1,190 @@
+"""TruthLensFunctionAgent in real LlamaIndex agent workflows, with the real bundled models.
+
+Only the LLM is scripted: a ``MockFunctionCallingLLM`` whose reply depends on the
+conversation (call the tool, then answer; answer again when sent TruthLens feedback).
+Checks are on behaviour (1950 flagged, a correct answer not blocked), not exact scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
+from llama_index.core.agent.workflow.workflow_events import AgentStream
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.llms import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
+from llama_index.core.workflow import Context
+
+from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG
+from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.llamaindex_adapter import (
+    FEEDBACK_KEY,
+    TruthLensAgentEvent,
+    TruthLensFunctionAgent,
+)
+
+BLOCKED = TruthLensFunctionAgent.model_fields["blocked_message"].default
+
+
+def landmark_record(name: str) -> str:
+    """Return the stored record of a landmark as JSON."""
+    return EIFFEL_RECORD if "eiffel" in name.lower() else '{"error": "unknown landmark"}'
+
+
+class Script:
+    """The scripted LLM's rules; remembers every conversation it was shown."""
+
+    def __init__(self, first: str = WRONG, fixed: str = RIGHT, *, call_tool: bool = True):
+        self.first, self.fixed, self.call_tool = first, fixed, call_tool
+        self.seen: list[list[ChatMessage]] = []
+
+    def __call__(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        self.seen.append(list(messages))
+        if messages[-1].additional_kwargs.get(FEEDBACK_KEY):
+            return ChatMessage(role="assistant", content=self.fixed)
+        if self.call_tool and not any(m.role == MessageRole.TOOL for m in messages):
+            call = ToolCallBlock(
+                tool_call_id="c1", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+            )
+            return ChatMessage(role="assistant", blocks=[call])
+        user = next(m for m in messages if m.role == MessageRole.USER)
+        if "(ok)" in (user.content or ""):
+            return ChatMessage(role="assistant", content=RIGHT)
+        return ChatMessage(role="assistant", content=self.first)
+
+
+@pytest.fixture(scope="module")
+def base() -> TruthLens:
+    engine = TruthLens.from_config()
+    _ = engine.detector, engine.nli, engine.fact_checker
+    return engine
+
+
+def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
+    return TruthLens.from_config(
+        {"hallucination": hallucination},
+        detector=base.detector,
+        nli=base.nli,
+        fact_checker=base.fact_checker,
+    )
+
+
+def make_agent(engine: TruthLens, script: Script | None = None, **kwargs: Any) -> Any:
+    return TruthLensFunctionAgent(
+        tools=[FunctionTool.from_defaults(landmark_record)],
+        llm=MockFunctionCallingLLM(response_generator=script or Script()),
+        guard=engine,
+        **kwargs,
+    )
+
+
+async def run(agent: Any, question: str = QUESTION) -> tuple[Any, list[Any], Context]:
+    ctx = Context(agent)
+    handler = agent.run(user_msg=question, ctx=ctx)
+    events = [event async for event in handler.stream_events()]
+    return await handler, events, ctx
+
+
+def verdict(output: Any) -> dict[str, Any]:
+    payload = output.response.additional_kwargs["truthlens"]
+    assert isinstance(payload, dict)
+    return payload["verdict"]  # type: ignore[no-any-return]
+
+
+async def test_header_flags_1950_with_the_tool_output_as_grounding(base: TruthLens) -> None:
+    output, events, _ = await run(make_agent(base))
+    found = verdict(output)
+    assert output.response.content == WRONG
+    assert found["detected"] and found["action"] == "header"
+    assert "1950" in " ".join(s["text"] for s in found["spans"])
+    assert not found["unverified"]
+    checks = [e for e in events if isinstance(e, TruthLensAgentEvent)]
+    assert len(checks) == 1 and checks[0].verdict["verdict"]["original_answer"] == WRONG
+    assert output.tool_calls and output.tool_calls[0].tool_name == "landmark_record"
+
+
+async def test_a_correct_answer_is_not_blocked(base: TruthLens) -> None:
+    agent = make_agent(engine_for(base, hallucination_action="block"), Script(first=RIGHT))
+    output, _, _ = await run(agent)
+    assert output.response.content == RIGHT
+    assert not verdict(output)["blocked"]
+
+
+async def test_body_adds_the_warning(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="body")
+    output, _, _ = await run(make_agent(engine))
+    text = output.response.content
+    assert text.startswith(WRONG) and engine.policy.hallucination.warning_template.strip() in text
+
+
+async def test_block_withholds_the_answer_from_output_stream_and_memory(base: TruthLens) -> None:
+    output, events, ctx = await run(make_agent(engine_for(base, hallucination_action="block")))
+    assert output.response.content == BLOCKED
+    assert verdict(output)["original_answer"] == WRONG
+    deltas = [e.delta for e in events if isinstance(e, AgentStream)]
+    assert BLOCKED in deltas
+    assert not any("1950" in d for d in deltas)
+    memory = await ctx.store.get("memory")
+    said = [m.content or "" for m in await memory.aget() if m.role == MessageRole.ASSISTANT]
+    assert BLOCKED in said and not any("1950" in s for s in said)
+
+
+async def test_block_can_raise(base: TruthLens) -> None:
+    agent = make_agent(engine_for(base, hallucination_action="block"), on_block="raise")
+    with pytest.raises(BlockedResponseError):
+        await run(agent)
+
+
+async def test_header_streams_the_llm_deltas(base: TruthLens) -> None:
+    _, events, _ = await run(make_agent(base))
+    assert any(WRONG in e.delta for e in events if isinstance(e, AgentStream))
+
+
+async def test_standard_mode_refines_through_the_agent_llm(base: TruthLens) -> None:
+    script = Script()
+    output, _, _ = await run(make_agent(engine_for(base, default_mode="standard"), script))
+    found = verdict(output)
+    assert output.response.content == RIGHT
+    assert found["original_answer"] == WRONG and found["strategy"] == "self_refine"
+    assert [h["answer"] for h in found["history"]][:2] == [WRONG, RIGHT]
+    feedback = script.seen[-1][-1]
+    assert "1950" in (feedback.content or "") and "1887-1889" in (feedback.content or "")
+    assert any(m.role == MessageRole.TOOL for m in script.seen[-1])
+
+
+async def test_an_answer_without_tool_calls_is_unverified(base: TruthLens) -> None:
+    output, _, _ = await run(make_agent(base, Script(call_tool=False)))
+    found = verdict(output)
+    assert found["unverified"] and found["decision"] != "PASS"
+
+
+async def test_inside_an_agent_workflow(base: TruthLens) -> None:
+    agent = make_agent(engine_for(base, hallucination_action="block"))
+    workflow = AgentWorkflow(agents=[agent], root_agent=agent.name)
+    handler = workflow.run(user_msg=QUESTION)
+    events = [e async for e in handler.stream_events()]
+    output = await handler
+    assert output.response.content == BLOCKED
+    assert any(isinstance(e, TruthLensAgentEvent) for e in events)
+
+
+async def test_concurrent_runs_keep_their_own_verdicts(base: TruthLens) -> None:
+    agent = make_agent(engine_for(base, hallucination_action="block"))
+    questions = [f"{QUESTION} {tag}" for tag in ("(ok)", "(bad)", "(ok)", "(bad)")]
+    outs = await asyncio.gather(*(run(agent, q) for q in questions))
+    for question, (output, _, _) in zip(questions, outs, strict=True):
+        expected = RIGHT if "(ok)" in question else BLOCKED
+        assert output.response.content == expected
+
+
+def test_constructor_checks(base: TruthLens) -> None:
+    with pytest.raises(UnknownArgumentError, match="on_block"):
+        make_agent(base, onblock="raise")
+    with pytest.raises(ConfigError, match="passthrough"):
+        make_agent(engine_for(base, hallucination_action="block"), stream_mode="passthrough")
+    assert isinstance(make_agent(base), FunctionAgent)
