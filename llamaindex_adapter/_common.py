@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from truthlens_integrations.core import BlockedResponseError, HallucinationSpan
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
+from truthlens_integrations.core.engine._options import engine_from, reject_unknown
 from truthlens_integrations.core.policy import PolicySource
 
 __all__ = [
@@ -20,13 +21,37 @@ __all__ = [
 ]
 
 
-def build_engine(engine: TruthLens | None, config: PolicySource) -> TruthLens:
-    """The given engine, or one built from ``config`` (models load on first use)."""
-    if engine is not None:
-        if config is not None:
-            raise ValueError("pass either engine or config, not both")
-        return engine
-    return TruthLens.from_config(config)
+def build_engine(
+    engine: TruthLens | None,
+    config: PolicySource,
+    options: Mapping[str, Any] | None = None,
+    *,
+    where: str = "TruthLens",
+    own: Sequence[str] = (),
+) -> TruthLens:
+    """The engine a component uses (models load on first use).
+
+    Args:
+        engine: The given engine, or ``None`` to build one from ``config``.
+        config: A policy source (only without ``engine``).
+        options: Engine options and policy knobs the caller passed; with ``engine``
+            they apply to a copy of it.
+        where: The constructor, for messages.
+        own: The constructor's own argument names (for did-you-mean suggestions).
+
+    Returns:
+        The engine.
+
+    Raises:
+        ConfigError: If both ``engine`` and ``config`` are given.
+        UnknownArgumentError: For an unknown option.
+        InvalidArgumentError: For an option of the wrong type.
+    """
+    split = split_options(dict(options or {}), own=own, where=where)
+    leftover = {k: v for k, v in split.rest.items() if k not in ("engine", "config")}
+    if leftover:  # an own name passed through **options (never by a correct caller)
+        reject_unknown(leftover, (), where)
+    return engine_from(engine, config, split, where)
 
 
 def node_texts(

@@ -58,10 +58,36 @@ class TruthLensEvaluator(BaseEvaluator):
     Args:
         engine: The guard engine; built from ``config`` when omitted.
         config: A policy (path, YAML text, dict) for a new engine.
+        mode: Overrides the policy's mode on every route.
+        threshold: Overrides the policy's flagging threshold on every route.
+        action: Overrides the policy's ``hallucination_action`` on every route.
+        **options: Engine options (see
+            :class:`~truthlens_integrations.core.engine.EngineOptions`); with
+            ``engine`` given they apply to a copy of it.
+
+    Raises:
+        UnknownArgumentError: For an unknown keyword argument.
+        InvalidArgumentError: For an argument of the wrong type.
     """
 
-    def __init__(self, engine: TruthLens | None = None, *, config: PolicySource = None) -> None:
-        self.engine = build_engine(engine, config)
+    def __init__(
+        self,
+        engine: TruthLens | None = None,
+        *,
+        config: PolicySource = None,
+        mode: str | None = None,
+        threshold: float | None = None,
+        action: str | None = None,
+        **options: Any,
+    ) -> None:
+        knobs = {"mode": mode, "threshold": threshold, "action": action}
+        self.engine = build_engine(
+            engine,
+            config,
+            {**options, **{k: v for k, v in knobs.items() if v is not None}},
+            where="TruthLensEvaluator",
+            own=("engine", "config"),
+        )
 
     def _get_prompts(self) -> PromptDictType:
         """No prompts: the evaluator calls no LLM."""

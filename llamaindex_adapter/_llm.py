@@ -25,14 +25,17 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from truthlens_integrations.core import LLMError, LLMTimeoutError
+from truthlens_integrations.core import InvalidArgumentError, LLMError, LLMTimeoutError
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
     LLMResponse,
+    RetryPolicy,
     TokenUsage,
     ensure_text,
+    with_retries,
+    with_retries_async,
 )
 
 __all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm"]
@@ -85,10 +88,12 @@ class LlamaIndexLLM(BaseLLM):
     thread), so the LLM's callbacks and instrumentation see them. ``max_tokens`` and
     ``temperature`` are passed as keyword arguments when set; LLMs that do not take
     them per call keep their configured values. Stop strings are also applied to the
-    returned text, since many LlamaIndex LLMs ignore them.
+    returned text, since many LlamaIndex LLMs ignore them. Transient errors (429,
+    5xx, timeouts, connection failures) are retried with backoff.
 
     Args:
         llm: The LlamaIndex LLM.
+        retry: Retries of transient errors (default: 3 attempts, 0.5-8 s backoff).
 
     Raises:
         LLMError: From :meth:`complete` when the call fails or returns no text.
@@ -97,8 +102,9 @@ class LlamaIndexLLM(BaseLLM):
 
     name = "llamaindex"
 
-    def __init__(self, llm: li_llms.LLM) -> None:
+    def __init__(self, llm: li_llms.LLM, *, retry: RetryPolicy | None = None) -> None:
         self.llm = llm
+        self.retry = retry or RetryPolicy()
         self.model = _model_name(llm)
 
     def _kwargs(self, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
@@ -110,7 +116,7 @@ class LlamaIndexLLM(BaseLLM):
         return kwargs
 
     def _result(
-        self, response: ChatResponse, stop: list[str] | None, started: float
+        self, response: ChatResponse, stop: list[str] | None, started: float, attempts: int
     ) -> LLMResponse:
         text = _cut_at_stop(response.message.content or "", stop)
         return LLMResponse(
@@ -119,6 +125,7 @@ class LlamaIndexLLM(BaseLLM):
             usage=_usage(response),
             latency_ms=(time.perf_counter() - started) * 1000.0,
             finish_reason=_finish_reason(response),
+            attempts=attempts,
         )
 
     def _complete(
@@ -130,13 +137,16 @@ class LlamaIndexLLM(BaseLLM):
         stop: list[str] | None,
     ) -> LLMResponse:
         started = time.perf_counter()
+        kwargs = self._kwargs(max_tokens, temperature)
         try:
-            response = self.llm.chat(_to_llama(messages), **self._kwargs(max_tokens, temperature))
+            response, attempts = with_retries(
+                lambda: self.llm.chat(_to_llama(messages), **kwargs), self.retry
+            )
         except TimeoutError as exc:
             raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
         except Exception as exc:
             raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
-        return self._result(response, stop, started)
+        return self._result(response, stop, started, attempts)
 
     async def _acomplete(
         self,
@@ -147,15 +157,16 @@ class LlamaIndexLLM(BaseLLM):
         stop: list[str] | None,
     ) -> LLMResponse:
         started = time.perf_counter()
+        kwargs = self._kwargs(max_tokens, temperature)
         try:
-            response = await self.llm.achat(
-                _to_llama(messages), **self._kwargs(max_tokens, temperature)
+            response, attempts = await with_retries_async(
+                lambda: self.llm.achat(_to_llama(messages), **kwargs), self.retry
             )
         except TimeoutError as exc:
             raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
         except Exception as exc:
             raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
-        return self._result(response, stop, started)
+        return self._result(response, stop, started, attempts)
 
 
 def _finish_reason(response: ChatResponse) -> str | None:
@@ -174,7 +185,7 @@ def as_core_llm(llm: object) -> core_llm.LLM | None:
         An object following the core LLM protocol, or ``None``.
 
     Raises:
-        TypeError: If ``llm`` is neither.
+        InvalidArgumentError: If ``llm`` is neither (a ``TypeError``).
     """
     if llm is None:
         return None
@@ -182,7 +193,9 @@ def as_core_llm(llm: object) -> core_llm.LLM | None:
         return LlamaIndexLLM(llm)
     if isinstance(llm, core_llm.LLM):
         return llm
-    raise TypeError(f"expected a LlamaIndex LLM or a truthlens LLM, got {type(llm).__name__}")
+    raise InvalidArgumentError(
+        f"expected a LlamaIndex LLM or a truthlens LLM, got {type(llm).__name__}"
+    )
 
 
 _CORE_ROLES = {MessageRole.SYSTEM: "system", MessageRole.ASSISTANT: "assistant"}

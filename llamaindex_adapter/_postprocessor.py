@@ -6,13 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from truthlens_integrations.core import HallucinationSpan
+from truthlens_integrations.core import ConfigError, HallucinationSpan, InvalidArgumentError
 from truthlens_integrations.core.engine import TruthLens, split_sentences
+from truthlens_integrations.core.engine._options import reject_unknown
 from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 from ._events import TruthLensNodeFilterEvent, dispatcher, event_payload
@@ -82,7 +83,16 @@ class TruthLensNodePostprocessor(BaseNodePostprocessor):
     _engine: TruthLens | None = PrivateAttr(default=None)
 
     def __init__(self, *, engine: TruthLens | None = None, **data: Any) -> None:
-        super().__init__(**data)
+        reject_unknown(data, [*type(self).model_fields, "engine"], "TruthLensNodePostprocessor")
+        if engine is not None and not isinstance(engine, TruthLens):
+            kind = type(engine).__name__
+            raise InvalidArgumentError(
+                f"TruthLensNodePostprocessor: engine must be a TruthLens, got {kind}"
+            )
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(f"TruthLensNodePostprocessor: {exc}") from None
         self._engine = engine
 
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from llama_index.core import llms as li_llms
 from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import (
     RESPONSE_TYPE,
     AsyncStreamingResponse,
@@ -21,9 +22,15 @@ from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.tools.types import ToolMetadata
 
-from truthlens_integrations.core import BlockedResponseError, InvalidInputError
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    InvalidArgumentError,
+    InvalidInputError,
+)
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
+from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, node_texts, verdict_of, verdict_payload
@@ -89,6 +96,66 @@ def _find_llm(query_engine: BaseQueryEngine) -> li_llms.LLM | None:
     return None
 
 
+_OWN_ARGUMENTS = (
+    "query_engine",
+    "engine",
+    "config",
+    "llm",
+    "retriever",
+    "verification_llms",
+    "judge_llm",
+    "retrieval_feedback",
+    "node_postprocessor",
+    "evidence_filter",
+    "on_block",
+    "blocked_message",
+    "refine_prompt",
+    "query_rewrite_prompt",
+    "context_metadata_mode",
+    "callback_manager",
+)
+
+
+def _check_types(**values: tuple[object, type | tuple[type, ...]]) -> None:
+    """Raise at the call for an argument of the wrong type (``retrieval_feedback="no"``)."""
+    problems = [
+        f"{name} must be {_names(kinds)}, got {type(value).__name__} {value!r:.40}"
+        for name, (value, kinds) in values.items()
+        if not isinstance(value, kinds)
+    ]
+    if problems:
+        raise InvalidArgumentError("TruthLensQueryEngine: " + "; ".join(problems))
+
+
+def _names(kinds: type | tuple[type, ...]) -> str:
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+
+
+def _as_retriever(retriever: object, mode: MetadataMode) -> Retriever | None:
+    """A LlamaIndex retriever behind the core protocol; core retrievers pass through."""
+    if retriever is None:
+        return None
+    if isinstance(retriever, BaseRetriever):
+        li = retriever
+
+        def retrieve(query: str) -> list[str]:
+            return node_texts(li.retrieve(query), mode)
+
+        async def aretrieve(query: str) -> list[str]:
+            return node_texts(await li.aretrieve(query), mode)
+
+        return retriever_from_callables(retrieve, aretrieve, name=type(li).__name__)
+    if callable(getattr(retriever, "retrieve", None)) and callable(
+        getattr(retriever, "aretrieve", None)
+    ):
+        return retriever  # type: ignore[return-value]
+    raise InvalidArgumentError(
+        "TruthLensQueryEngine: retriever must be a LlamaIndex retriever or a core Retriever, "
+        f"got {type(retriever).__name__}"
+    )
+
+
 class TruthLensQueryEngine(BaseQueryEngine):
     """Wraps a query engine: its answers are checked against their own source nodes.
 
@@ -112,8 +179,15 @@ class TruthLensQueryEngine(BaseQueryEngine):
         query_engine: The engine to guard.
         engine: The guard engine; built from ``config`` when omitted.
         config: A policy (path, YAML text, dict) for a new guard engine.
+        mode: Overrides the policy's mode on every route (``lightweight``,
+            ``standard``, ``premium``).
+        threshold: Overrides the policy's flagging threshold on every route.
+        action: Overrides the policy's ``hallucination_action`` on every route.
         llm: LLM for standard-mode refinement and query rewriting (LlamaIndex or
             core); defaults to the inner engine's LLM where it can be found.
+        retriever: A LlamaIndex retriever (or a core ``Retriever``) for the
+            retrieval-feedback loop with ``llm``, besides re-querying the inner
+            engine (``retrieval_feedback``).
         verification_llms: Premium-mode verification models.
         judge_llm: Premium-mode judge.
         retrieval_feedback: Rewrite the query and re-query the inner engine when the
@@ -136,6 +210,16 @@ class TruthLensQueryEngine(BaseQueryEngine):
             node's text only) by default.
         callback_manager: Legacy callback manager; the guard is traced as a
             ``function_call`` event of the tool ``truthlens_guard``.
+        **options: Engine options (every field of
+            :class:`~truthlens_integrations.core.engine.EngineOptions`:
+            ``raise_on_block``, ``align_quantities``, ``mitigation_options``,
+            ``redact``, ``audit_hook``, models, ...); with ``engine`` given they apply
+            to a copy of it.
+
+    Raises:
+        UnknownArgumentError: For an unknown keyword argument (with a suggestion).
+        InvalidArgumentError: For an argument of the wrong type
+            (``retrieval_feedback="no"``).
     """
 
     def __init__(
@@ -144,7 +228,11 @@ class TruthLensQueryEngine(BaseQueryEngine):
         *,
         engine: TruthLens | None = None,
         config: PolicySource = None,
+        mode: str | None = None,
+        threshold: float | None = None,
+        action: str | None = None,
         llm: li_llms.LLM | core_llm.LLM | None = None,
+        retriever: BaseRetriever | Retriever | None = None,
         verification_llms: Sequence[li_llms.LLM | core_llm.LLM] = (),
         judge_llm: li_llms.LLM | core_llm.LLM | None = None,
         retrieval_feedback: bool = False,
@@ -156,12 +244,34 @@ class TruthLensQueryEngine(BaseQueryEngine):
         query_rewrite_prompt: BasePromptTemplate | None = None,
         context_metadata_mode: MetadataMode = MetadataMode.NONE,
         callback_manager: CallbackManager | None = None,
+        **options: Any,
     ) -> None:
+        if not callable(getattr(query_engine, "query", None)):
+            raise InvalidArgumentError(
+                f"TruthLensQueryEngine wraps a query engine, got {type(query_engine).__name__}"
+            )
+        _check_types(
+            retrieval_feedback=(retrieval_feedback, bool),
+            evidence_filter=(evidence_filter, bool),
+            node_postprocessor=(node_postprocessor, (TruthLensNodePostprocessor, type(None))),
+            blocked_message=(blocked_message, str),
+            refine_prompt=(refine_prompt, (BasePromptTemplate, type(None))),
+            query_rewrite_prompt=(query_rewrite_prompt, (BasePromptTemplate, type(None))),
+            context_metadata_mode=(context_metadata_mode, MetadataMode),
+        )
         if on_block not in ("raise", "response"):
-            raise ValueError(f"on_block must be 'raise' or 'response', got {on_block!r}")
+            raise ConfigError(f"on_block must be 'raise' or 'response', got {on_block!r}")
+        knobs = {"mode": mode, "threshold": threshold, "action": action}
         self._query_engine = query_engine
-        self.engine = build_engine(engine, config)
+        self.engine = build_engine(
+            engine,
+            config,
+            {**options, **{k: v for k, v in knobs.items() if v is not None}},
+            where="TruthLensQueryEngine",
+            own=_OWN_ARGUMENTS,
+        )
         self._llm = as_core_llm(llm if llm is not None else _find_llm(query_engine))
+        self._retriever = _as_retriever(retriever, context_metadata_mode)
         self._verification_llms = [
             m for m in (as_core_llm(v) for v in verification_llms) if m is not None
         ]
@@ -319,6 +429,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         )
         return {
             "llm": self._llm,
+            "retriever": self._retriever,
             "verification_llms": self._verification_llms or None,
             "judge_llm": self._judge_llm,
             "answerer": answerer,
@@ -345,8 +456,10 @@ class TruthLensQueryEngine(BaseQueryEngine):
         return self.node_postprocessor.filter_evidence(merged, answer=shown, spans=verdict.spans)
 
     def _start(self, question: str, context: list[str], answer: str) -> dict[str, Any]:
+        # A redacting engine keeps the (possibly hallucinated) answer out of events.
+        shown = REDACTED if self.engine.options.redact else answer
         start = TruthLensDetectionStartEvent(
-            query=question, answer=answer, num_passages=len(context)
+            query=question, answer=shown, num_passages=len(context)
         )
         dispatcher.event(start)
         return {

@@ -108,14 +108,21 @@ def test_policy_knobs_hold_on_every_route(detector: Detector) -> None:
                 "name": "facts",
                 "rules": {"conditions": [{"type": "keyword", "name": "x", "keywords": ["Eiffel"]}]},
                 "plugins": [
-                    {"type": "hallucination", "configuration": {"threshold": 0.2, "mode": "premium"}}
+                    {
+                        "type": "hallucination",
+                        "configuration": {"threshold": 0.2, "mode": "premium"},
+                    }
                 ],
             }
         ]
     }
     engine = make(detector, policy, mode="standard", threshold=0.99, action="body")
     routed = engine.policy.settings_for("facts")
-    assert (routed.mode, routed.threshold, routed.hallucination_action) == ("standard", 0.99, "body")
+    assert (routed.mode, routed.threshold, routed.hallucination_action) == (
+        "standard",
+        0.99,
+        "body",
+    )
     glob = engine.policy.settings_for(None)
     assert (glob.mode, glob.threshold, glob.hallucination_action) == ("standard", 0.99, "body")
     assert PolicyKnobs().apply(engine.policy) is engine.policy

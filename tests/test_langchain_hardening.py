@@ -115,7 +115,9 @@ def test_wrong_types_fail_at_the_call(detector: Detector) -> None:
 
 def test_common_knobs_are_keyword_arguments(detector: Detector) -> None:
     base = make_engine(detector)
-    runnable = TruthLensRunnable(engine=base, mode="standard", threshold=0.99, action="body", llm=fake())
+    runnable = TruthLensRunnable(
+        engine=base, mode="standard", threshold=0.99, action="body", llm=fake()
+    )
     settings = runnable.engine.policy.settings_for(None)
     assert (settings.mode, settings.threshold, settings.hallucination_action) == (
         "standard",
@@ -175,7 +177,7 @@ def test_every_option_reaches_every_langchain_adapter(detector: Detector) -> Non
 # -- 6. retries, with_retry / with_fallbacks -------------------------------------------------
 
 
-class RateLimited(Exception):
+class RateLimitedError(Exception):
     """Looks like a provider's 429."""
 
     status_code = 429
@@ -185,7 +187,7 @@ class Flaky(GenericFakeChatModel):
     """FAKE chat model: fails ``failures`` times with ``error``, then answers."""
 
     failures: int = 2
-    error: type[Exception] = RateLimited
+    error: type[Exception] = RateLimitedError
     calls: int = 0
 
     def _generate(self, *args: Any, **kwargs: Any) -> Any:
@@ -204,10 +206,10 @@ def test_transient_errors_of_a_chat_model_are_retried() -> None:
 
 
 def test_a_bad_request_is_not_retried() -> None:
-    class BadRequest(Exception):
+    class BadRequestError(Exception):
         status_code = 400
 
-    model = Flaky(messages=iter([AIMessage(FIXED)]), error=BadRequest)
+    model = Flaky(messages=iter([AIMessage(FIXED)]), error=BadRequestError)
     with pytest.raises(Exception, match="try again"):
         ChatModelLLM(model, retry=RetryPolicy(wait_initial=0.0)).complete("When?")
     assert model.calls == 1
