@@ -114,14 +114,9 @@ def _resolve_source(name: str | os.PathLike[str]) -> str:
 
 
 def _hub_unavailable(
-    model_id: str, exc: BaseException, *, offline: bool = False
+    model_id: str, exc: BaseException, *, why: str | None = None
 ) -> ModelNotAvailableError:
-    why = (
-        "the hub is not reachable from this machine (or HF_HUB_OFFLINE is set) and the "
-        "model is not in the local Hugging Face cache"
-        if offline
-        else f"{type(exc).__name__}: {exc}"
-    )
+    why = why or f"{type(exc).__name__}: {exc}"
     return ModelNotAvailableError(
         f"could not load {model_id!r} from the Hugging Face Hub ({why}). "
         "If this machine cannot reach the hub, download the model where it can "
@@ -151,7 +146,15 @@ def _load(
         )
     except Exception as exc:
         if not is_local:
-            raise _hub_unavailable(source, exc, offline=hub_kwargs["local_files_only"]) from exc
+            why = None
+            if local_files_only:
+                why = "local_files_only=True and the model is not in the local cache"
+            elif hub_kwargs["local_files_only"]:
+                why = (
+                    "the hub is not reachable from this machine (or HF_HUB_OFFLINE is set) "
+                    "and the model is not in the local Hugging Face cache"
+                )
+            raise _hub_unavailable(source, exc, why=why) from exc
         hint = ""
         if "mismatched" in str(exc):
             hint = " (config.json does not match the weights' shapes: it belongs to another model)"
