@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 from truthlens_integrations.core._optional import require
 
@@ -89,6 +90,19 @@ class _HTTPError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+def _headers(metadata: dict[str, str]) -> dict[str, str]:
+    """The verdict's headers; span texts outside latin-1 are percent-encoded (RFC 9110)."""
+    return {key: _latin1(value) for key, value in metadata.items()}
+
+
+def _latin1(value: str) -> str:
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return quote(value, safe=" ;-,.:/")
+    return value
 
 
 def _error(status: int, exc: BaseException) -> JSONResponse:
@@ -260,7 +274,7 @@ class TruthLensService:
             verdicts = await self._guard_many(inputs)
         dumped = [v.model_dump(mode="json") for v in verdicts]
         if single:
-            return JSONResponse(dumped[0], headers=verdicts[0].metadata)
+            return JSONResponse(dumped[0], headers=_headers(verdicts[0].metadata))
         return {"verdicts": dumped}
 
     async def _nli(self, body: Any) -> Any:
