@@ -170,3 +170,23 @@ def test_probe_without_network_says_unreachable(monkeypatch: pytest.MonkeyPatch)
     assert _loading._hub_reachable(timeout_s=1.0) is False
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     assert _loading._hub_reachable(timeout_s=1.0) is True  # the hub client decides
+
+
+def test_head_with_swapped_labels(keyword_model_dir: Path, tmp_path: Path) -> None:
+    # Class 1 is read as "hallucinated": a head trained the other way round would pass
+    # every hallucination.
+    folder = copy_model(keyword_model_dir, tmp_path / "swapped")
+    edit_config(
+        folder,
+        id2label={"0": "hallucinated", "1": "supported"},
+        label2id={"hallucinated": 0, "supported": 1},
+    )
+    with pytest.raises(ModelLoadError, match="other way round"):
+        load_detector(folder)
+    named = copy_model(keyword_model_dir, tmp_path / "named")
+    edit_config(
+        named,
+        id2label={"0": "NO_HALLUCINATION", "1": "HALLUCINATION"},
+        label2id={"NO_HALLUCINATION": 0, "HALLUCINATION": 1},
+    )
+    assert load_detector(named).detect(context=["x."], question=None, answer="1950.").detected

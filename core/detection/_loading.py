@@ -242,6 +242,7 @@ def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
             f"{source} has {config.num_labels} labels; a hallucination detector has 2 "
             "(0 = supported, 1 = hallucinated)"
         )
+    _check_labels(source, config)
     missing = sorted(info.get("missing_keys") or ())
     if missing:
         shown = ", ".join(missing[:3]) + (
@@ -251,6 +252,41 @@ def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
             f"{source}: the weights do not match config.json ({config.model_type}); "
             f"{len(missing)} parameters are missing from the checkpoint ({shown}). "
             "config.json probably belongs to another model"
+        )
+
+
+# Label names that say which class is which, normalised (lower case, letters only).
+# "unsupported" is tested before "supported": it contains it.
+_HALLUCINATED_WORDS = ("hallucinat", "unsupported", "unfaithful", "inconsistent", "notsupported")
+_SUPPORTED_WORDS = ("supported", "faithful", "grounded", "consistent", "nohallucination")
+
+
+def _label_meaning(name: object) -> str | None:
+    """``"hallucinated"``, ``"supported"`` or ``None`` (e.g. ``LABEL_0``) for a label name."""
+    text = "".join(ch for ch in str(name).lower() if ch.isalpha())
+    if text.startswith(("no", "not")) and "hallucinat" in text:
+        return "supported"
+    if any(word in text for word in _HALLUCINATED_WORDS):
+        return "hallucinated"
+    if any(word in text for word in _SUPPORTED_WORDS):
+        return "supported"
+    return None
+
+
+def _check_labels(source: str, config: Any) -> None:
+    """Refuse a head whose named labels say class 1 is not "hallucinated".
+
+    The detector reads class 1 as hallucinated; a checkpoint with the classes the
+    other way round would pass every hallucination and flag every supported token.
+    Unnamed labels (``LABEL_0`` / ``LABEL_1``, as many checkpoints have) are accepted.
+    """
+    labels = getattr(config, "id2label", None) or {}
+    meanings = {str(k): _label_meaning(v) for k, v in labels.items()}
+    if meanings.get("1") == "supported" or meanings.get("0") == "hallucinated":
+        raise ModelLoadError(
+            f"{source}: its labels are {labels}, but a hallucination "
+            "detector needs 0 = supported and 1 = hallucinated; this head's classes are "
+            "the other way round"
         )
 
 
