@@ -306,7 +306,7 @@ class DetectionConfig(_Frozen):
     early_exit: bool = True
     evidence_tokens: int = Field(default=192, ge=32)
     unit_tokens: int = Field(default=48, ge=8)
-    min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
+    min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
 
 
 class DetectionResult(_Frozen):

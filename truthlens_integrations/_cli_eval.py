@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["add_eval_parser", "run_eval_command"]
 
-_DATASETS = ("ragtruth", "halueval", "faithbench", "snli")
+_DATASETS = ("ragtruth", "halueval", "faithbench", "wice", "snli")
 
 
 def add_eval_parser(subparsers: Any) -> None:

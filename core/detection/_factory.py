@@ -14,7 +14,10 @@ from ._remote import is_service_url
 __all__ = ["load_detector"]
 
 _CONFIG_FIELDS = frozenset(DetectionConfig.model_fields)
-_LOAD_FIELDS = frozenset({"device", "dtype", "revision", "local_files_only", "model_id"})
+_LOAD_FIELDS = frozenset(
+    {"device", "dtype", "revision", "local_files_only", "model_id", "strategy"}
+)
+_STRATEGIES = ("evidence", "windows")
 _REMOTE_FIELDS = frozenset({"timeout_s", "retries", "on_error", "chunk_size"})
 
 
@@ -34,7 +37,11 @@ def load_detector(
         config: Thresholds and limits. Alternatively pass its fields as keyword
             arguments (``token_threshold=0.8``, ``threshold=0.6``, ...).
         **options: :class:`DetectionConfig` fields, and for transformer models
-            ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``;
+            ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id`` and
+            ``strategy``: ``"evidence"`` (judge each answer sentence against the context
+            sentences selected for it; the default for the bundled model) or
+            ``"windows"`` (scan every context window; the default for other models,
+            LettuceDetect checkpoints were trained that way);
             for a service URL ``timeout_s``, ``retries``, ``on_error``
             (``"raise"`` or ``"unverifiable"``) and ``chunk_size``, while
             :class:`DetectionConfig` fields are checked against the service's.
@@ -63,13 +70,34 @@ def load_detector(
 
         return LexicalDetector(config=config)
 
+    strategy = load_options.pop("strategy", None) or (
+        "evidence" if name == "bundled" else "windows"
+    )
+    if strategy not in _STRATEGIES:
+        raise InvalidInputError(
+            f"unknown strategy {strategy!r}; use one of: {', '.join(_STRATEGIES)}"
+        )
+    from ._evidence_detector import EvidenceDetector
     from ._transformer import TransformerDetector
 
+    detector_class = EvidenceDetector if strategy == "evidence" else TransformerDetector
     if name == "bundled":
         path = _bundled_path()
         load_options.setdefault("model_id", "truthlens-bundled-detector")
-        return TransformerDetector(path, config=config, **load_options)
-    return TransformerDetector(name, config=config, **load_options)
+        return detector_class(path, config=_bundled_config(config), **load_options)
+    return detector_class(name, config=config, **load_options)
+
+
+def _bundled_config(config: DetectionConfig | None) -> DetectionConfig:
+    """The bundled model's defaults: the response score is the largest token probability.
+
+    Its token probabilities are calibrated, so that maximum is the probability that the
+    answer holds an unsupported claim; another aggregation can still be asked for.
+    """
+    if config is not None and "aggregation" in config.model_fields_set:
+        return config
+    base = config.model_dump(exclude_unset=True) if config else {}
+    return DetectionConfig(**{**base, "aggregation": "span_max"})
 
 
 def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:

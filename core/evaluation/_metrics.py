@@ -43,13 +43,17 @@ __all__ = [
     "CurvePoint",
     "LatencyStats",
     "MultiClassMetrics",
+    "ReliabilityBin",
     "SpanMetrics",
+    "auroc",
     "average_precision",
     "binary_metrics",
     "char_span_metrics",
+    "expected_calibration_error",
     "latency_stats",
     "multiclass_metrics",
     "percentile",
+    "reliability_bins",
     "threshold_curve",
     "token_metrics",
 ]
@@ -287,6 +291,71 @@ def average_precision(curve: Sequence[CurvePoint]) -> float:
         total += (point.recall - previous_recall) * point.precision
         previous_recall = point.recall
     return total
+
+
+def auroc(gold: Sequence[bool], scores: Sequence[float]) -> float:
+    """Area under the ROC curve: the chance a random positive outscores a random negative.
+
+    Ties count one half. ``nan`` when either class is absent.
+    """
+    _check_lengths(gold, scores, "auroc")
+    pos = [s for s, g in zip(scores, gold, strict=True) if g]
+    neg = [s for s, g in zip(scores, gold, strict=True) if not g]
+    if not pos or not neg:
+        return float("nan")
+    # Rank-sum (Mann-Whitney U) with average ranks for ties.
+    ordered = sorted(scores)
+    rank: dict[float, float] = {}
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[i]:
+            j += 1
+        rank[ordered[i]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    u = sum(rank[s] for s in pos) - len(pos) * (len(pos) + 1) / 2.0
+    return u / (len(pos) * len(neg))
+
+
+class ReliabilityBin(_Result):
+    """Examples whose score fell in ``[lower, upper)``: mean score against positive rate."""
+
+    lower: float
+    upper: float
+    count: int
+    mean_score: float
+    positive_rate: float
+
+
+def reliability_bins(
+    gold: Sequence[bool], scores: Sequence[float], n_bins: int = 10
+) -> list[ReliabilityBin]:
+    """Equal-width score bins for a reliability diagram (empty bins left out)."""
+    _check_lengths(gold, scores, "reliability_bins")
+    if n_bins < 1:
+        raise InvalidInputError(f"n_bins must be at least 1, got {n_bins}")
+    members: list[list[tuple[float, bool]]] = [[] for _ in range(n_bins)]
+    for score, label in zip(scores, gold, strict=True):
+        members[min(int(score * n_bins), n_bins - 1)].append((score, label))
+    return [
+        ReliabilityBin(
+            lower=k / n_bins,
+            upper=(k + 1) / n_bins,
+            count=len(items),
+            mean_score=sum(s for s, _ in items) / len(items),
+            positive_rate=sum(1 for _, g in items if g) / len(items),
+        )
+        for k, items in enumerate(members)
+        if items
+    ]
+
+
+def expected_calibration_error(bins: Sequence[ReliabilityBin]) -> float:
+    """``Σ n_b / N · |mean score_b - positive rate_b|`` over the bins."""
+    total = sum(b.count for b in bins)
+    if total == 0:
+        return 0.0
+    return sum(b.count / total * abs(b.mean_score - b.positive_rate) for b in bins)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

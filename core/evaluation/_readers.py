@@ -34,14 +34,16 @@ __all__ = [
     "read_halueval",
     "read_ragtruth",
     "read_snli",
+    "read_wice",
     "subsample",
+    "wice_token_spans",
 ]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DetectionDataset = Literal["ragtruth", "halueval", "faithbench"]
+DetectionDataset = Literal["ragtruth", "halueval", "faithbench", "wice"]
 DETECTION_DATASETS: tuple[str, ...] = get_args(DetectionDataset)
 HaluEvalTask = Literal["qa", "dialogue", "summarization"]
 HALUEVAL_TASKS: tuple[HaluEvalTask, ...] = ("qa", "dialogue", "summarization")
@@ -497,6 +499,60 @@ def read_snli(folder: str | os.PathLike[str], *, split: str = "test") -> list[NL
 # --------------------------------------------------------------------------- by name
 
 
+def wice_token_spans(claim: str, tokens: Sequence[str], flags: Sequence[bool]) -> list[GoldSpan]:
+    """Character spans of the flagged WiCE claim tokens (adjacent ones merged).
+
+    Args:
+        claim: The claim text.
+        tokens: Its tokens, in order.
+        flags: ``True`` for a token the evidence does not support.
+
+    Returns:
+        The spans; empty when no token is flagged.
+
+    Raises:
+        ConfigError: If a token is not found in order in the claim text.
+    """
+    pos = 0
+    spans: list[list[int]] = []
+    for token, flag in zip(tokens, flags, strict=True):
+        start = claim.find(token, pos)
+        if start < 0 or claim[pos:start].strip():
+            raise ConfigError(f"WiCE token {token!r} is not where expected in {claim[:80]!r}")
+        pos = start + len(token)
+        if not flag:
+            continue
+        if spans and not claim[spans[-1][1] : start].strip():
+            spans[-1][1] = pos
+        else:
+            spans.append([start, pos])
+    return [GoldSpan(start=a, end=b) for a, b in spans]
+
+
+def read_wice(folder: str | os.PathLike[str]) -> list[EvalExample]:
+    """WiCE test claims with token labels (``non_supported_tokens/test.jsonl``, eval-only).
+
+    Each claim is judged against the evidence sentences of its cited web page; the
+    tokens the evidence does not support are the gold spans.
+    """
+    path = Path(folder) / "non_supported_tokens" / "test.jsonl"
+    examples = []
+    for row in _read_jsonl(path):
+        spans = wice_token_spans(row["claim"], row["claim_tokens"], row["non_supported_spans"])
+        examples.append(
+            EvalExample(
+                id=str(row.get("meta", {}).get("id", len(examples))),
+                dataset="wice",
+                task_type="claim",
+                context=tuple(e for e in row["evidence"] if e.strip()),
+                answer=row["claim"],
+                hallucinated=bool(spans),
+                gold_spans=tuple(spans),
+            )
+        )
+    return examples
+
+
 def subsample(items: Sequence[T], limit: int | None) -> list[T]:
     """``limit`` items spread evenly over ``items`` (all of them when ``limit`` is None).
 
@@ -521,7 +577,8 @@ def load_detection_dataset(
 
     Args:
         name: ``ragtruth`` (the 913-response test subset), ``halueval`` (the three task
-            files, held-out part by default) or ``faithbench``.
+            files, held-out part by default), ``faithbench`` or ``wice`` (test claims
+            with token labels).
         data_dir: The benchmark folder; ``None`` uses :func:`default_data_dir`.
         limit: Keep this many examples, spread evenly (see :func:`subsample`).
         halueval_part: Which HaluEval part to read.
@@ -542,6 +599,8 @@ def load_detection_dataset(
             examples.extend(read_halueval(file, task, part=halueval_part))
     elif name == "faithbench":
         examples = read_faithbench(root / "faithbench")
+    elif name == "wice":
+        examples = read_wice(root / "wice")
     else:
         raise ConfigError(f"unknown dataset {name!r}; use one of {DETECTION_DATASETS} or snli")
     return subsample(examples, limit)

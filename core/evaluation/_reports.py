@@ -56,9 +56,10 @@ def _row(name: str, group: GroupMetrics) -> str:
     cells = [
         name, str(group.n), str(group.positives),
         _f(ex.precision), _f(ex.recall), _f(ex.f1), _f(ex.balanced_accuracy),
-        _f(group.average_precision), _f(token_f1),
+        _f(group.average_precision), _f(group.auroc), _f(token_f1),
         _f(char.precision if char else None), _f(char.recall if char else None),
         _f(char.f1 if char else None),
+        _f(ex.fp / (ex.fp + ex.tn) if ex.fp + ex.tn else None),
     ]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
@@ -94,12 +95,32 @@ def _detection_markdown(report: EvalReport) -> list[str]:
         f"aggregation {cfg.aggregation}",
     )
     lines += [
-        "| group | n | halluc. | ex. P | ex. R | ex. F1 | bal. acc | AP | token F1 "
-        "| char P | char R | char F1 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| group | n | halluc. | ex. P | ex. R | ex. F1 | bal. acc | AP | AUROC | token F1 "
+        "| char P | char R | char F1 | clean flagged |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [_row(task, group) for task, group in report.per_task.items()]
     lines += [_row("**overall**", report.overall), ""]
+    if report.unverifiable:
+        lines += [
+            f"{report.unverifiable} example(s) could not be checked (unverifiable); they count "
+            "as not flagged above.",
+            "",
+        ]
+    if report.reliability:
+        lines += [
+            f"Calibration of the response score: expected calibration error "
+            f"**{_f(report.calibration_error)}** (10 equal-width bins).",
+            "",
+            "| score bin | n | mean score | hallucinated share |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {b.lower:.1f}-{b.upper:.1f} | {b.count} | {b.mean_score:.3f} | "
+            f"{b.positive_rate:.3f} |"
+            for b in report.reliability
+        ]
+        lines.append("")
     if report.oracle_best is not None:
         best = report.oracle_best
         lines += [
@@ -150,7 +171,7 @@ def write_markdown(report: AnyReport, path: str | os.PathLike[str]) -> Path:
 
 
 def write_plots(report: EvalReport, out_dir: str | os.PathLike[str], *, stem: str) -> list[Path]:
-    """Write ``{stem}_pr_curve.png`` and ``{stem}_f1_threshold.png``.
+    """Write ``{stem}_pr_curve.png``, ``{stem}_f1_threshold.png`` and ``{stem}_reliability.png``.
 
     matplotlib is optional (the ``eval`` extra); without it no plot is written and a
     warning is logged.
@@ -207,6 +228,22 @@ def write_plots(report: EvalReport, out_dir: str | os.PathLike[str], *, stem: st
     written.append(folder / f"{stem}_f1_threshold.png")
     fig.savefig(written[-1], dpi=120)
     plt.close(fig)
+
+    if report.reliability:
+        fig, ax = plt.subplots(figsize=(5, 4))
+        ax.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfect calibration")
+        means = [b.mean_score for b in report.reliability]
+        rates = [b.positive_rate for b in report.reliability]
+        ax.plot(means, rates, marker="o", label="detector")
+        ax.set(xlabel="response score (mean in bin)", ylabel="hallucinated share in bin",
+               xlim=(0, 1), ylim=(0, 1.02),
+               title=f"{title}\nECE {_f(report.calibration_error)}")  # fmt: skip
+        ax.legend(loc="best")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        written.append(folder / f"{stem}_reliability.png")
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
     return written
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import platform
 import sys
@@ -19,12 +20,16 @@ from ._metrics import (
     CurvePoint,
     LatencyStats,
     MultiClassMetrics,
+    ReliabilityBin,
     SpanMetrics,
+    auroc,
     average_precision,
     binary_metrics,
     char_span_metrics,
+    expected_calibration_error,
     latency_stats,
     multiclass_metrics,
+    reliability_bins,
     threshold_curve,
     token_metrics,
 )
@@ -75,6 +80,7 @@ class GroupMetrics(_Report):
     token: BinaryMetrics | None
     char: SpanMetrics | None
     average_precision: float
+    auroc: float | None = Field(default=None, description="None when a class is absent.")
 
 
 class EvalReport(_Report):
@@ -97,6 +103,15 @@ class EvalReport(_Report):
     )
     baselines: dict[str, BinaryMetrics] = Field(
         default_factory=dict, description="Predictions of other systems stored in the data."
+    )
+    reliability: list[ReliabilityBin] = Field(
+        default_factory=list, description="Score bins: mean score against positive rate."
+    )
+    calibration_error: float | None = Field(
+        default=None, description="Expected calibration error of the response score."
+    )
+    unverifiable: int = Field(
+        default=0, description="Examples the detector could not check (counted as not flagged)."
     )
     machine: dict[str, str]
     command: str | None = None
@@ -198,7 +213,12 @@ def _group_metrics(
         token=token,
         char=char,
         average_precision=average_precision(threshold_curve(gold, [r.score for r in results])),
+        auroc=_finite(auroc(gold, [r.score for r in results])),
     )
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _baselines(examples: Sequence[EvalExample]) -> dict[str, BinaryMetrics]:
@@ -263,7 +283,9 @@ def run_evaluation(
         for task, idx in sorted(by_task.items())
     }
     gold = [e.hallucinated for e in dataset]
-    curve = threshold_curve(gold, [r.score for r in results])
+    scores = [r.score for r in results]
+    curve = threshold_curve(gold, scores)
+    bins = reliability_bins(gold, scores)
     return EvalReport(
         dataset=dataset[0].dataset,
         model_id=detector.model_id,
@@ -277,6 +299,9 @@ def run_evaluation(
         curve=curve,
         oracle_best=max(curve, key=lambda p: p.f1, default=None),
         baselines=_baselines(dataset),
+        reliability=bins,
+        calibration_error=expected_calibration_error(bins),
+        unverifiable=sum(1 for r in results if not r.grounded),
         machine=machine_info(),
         command=command,
         created_at=_now(),

@@ -1,0 +1,285 @@
+"""Evidence selection and the evidence detector: order, long contexts, refusals, coverage."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations.core._errors import ModelNotAvailableError
+from truthlens_integrations.core._types import DetectionConfig, DetectionInput, DetectionStatus
+from truthlens_integrations.core.detection import TransformerDetector, load_detector
+from truthlens_integrations.core.detection._evidence import (
+    ContextIndex,
+    answer_units,
+    plan_rows,
+    split_sentences,
+)
+from truthlens_integrations.core.detection._evidence_detector import EvidenceDetector
+
+try:
+    from truthlens_integrations.core._bundled_models import bundled_detector_path
+
+    BUNDLED: Path | None = bundled_detector_path()
+except ModelNotAvailableError:
+    BUNDLED = None
+
+needs_weights = pytest.mark.skipif(BUNDLED is None, reason="bundled weights are not here")
+
+
+def _words(texts: list[str]) -> list[int]:
+    return [len(t.split()) for t in texts]
+
+
+# -- selection (pure Python) ------------------------------------------------------------
+
+
+def test_sentences_keep_decimals_and_ranges_whole() -> None:
+    text = "It is 4.2 km long. Built 1887-1889. Open daily!\nTickets: 25 euros"
+    parts = [text[a:b] for a, b in split_sentences(text)]
+    assert parts == ["It is 4.2 km long.", "Built 1887-1889.", "Open daily!", "Tickets: 25 euros"]
+
+
+def test_units_cover_every_sentence_and_respect_the_budget() -> None:
+    answer = "One two three. Four five six seven. " + " ".join(["word"] * 30) + ". End."
+    units = answer_units(answer, lambda t: len(t.split()), unit_tokens=8)
+    covered = "".join(answer[a:b] for a, b in units).replace(" ", "")
+    assert covered == answer.replace(" ", "")
+    assert all(len(answer[a:b].split()) <= 8 for a, b in units)
+    assert units == sorted(units)
+
+
+def test_evidence_combines_sentences_far_apart() -> None:
+    filler = [f"Passage {i} talks about gardens, rivers and weather number {i}." for i in range(60)]
+    passages = [
+        "The Harbor Bridge was designed by Anna Berg.",
+        *filler,
+        "Its opening took place in 1932 after six years of work on the Harbor Bridge.",
+    ]
+    rows = plan_rows(
+        ContextIndex(passages),
+        None,
+        "The Harbor Bridge was designed by Anna Berg and opened in 1932.",
+        count_many=_words,
+        unit_tokens=48,
+        evidence_tokens=64,
+    )
+    assert len(rows) == 1
+    assert "Anna Berg" in rows[0].prompt
+    assert "1932" in rows[0].prompt
+    assert "weather number" not in rows[0].prompt.split("\n")[0]
+
+
+def test_selection_does_not_depend_on_passage_order() -> None:
+    passages = [f"The {c} museum opened in {1900 + i} and has {i + 2} floors." for i, c in
+                enumerate(["red", "blue", "green", "white", "black", "old", "new"])]  # fmt: skip
+    answer = "The green museum opened in 1902. It has 9 floors."
+    reference = plan_rows(ContextIndex(passages), "When?", answer, count_many=_words,
+                          unit_tokens=8, evidence_tokens=40)  # fmt: skip
+    rng = random.Random(3)
+    for _ in range(12):
+        shuffled = passages[:]
+        rng.shuffle(shuffled)
+        rows = plan_rows(ContextIndex(shuffled), "When?", answer, count_many=_words,
+                         unit_tokens=8, evidence_tokens=40)  # fmt: skip
+        assert rows == reference
+
+
+def test_cost_grows_with_the_answer_not_the_context() -> None:
+    small = [f"Fact {i}: the tower number {i} is {i} meters tall." for i in range(10)]
+    huge = small * 400
+    answer = "Tower number 3 is 3 meters tall."
+    for context in (small, huge):
+        rows = plan_rows(ContextIndex(context), None, answer, count_many=_words,
+                         unit_tokens=48, evidence_tokens=64)  # fmt: skip
+        assert len(rows) == 1
+        assert sum(_words([rows[0].prompt])) <= 64
+
+
+# -- the detector with the tiny model ----------------------------------------------------
+
+
+def test_tiny_evidence_detector_offsets_and_coverage(tiny_bert_dir: Path) -> None:
+    detector = EvidenceDetector(tiny_bert_dir)
+    answer = "alice visited rome in 1920. bob sold the tower in 1950."
+    context = ["alice visited rome in 1920.", "bob sold the tower.", "carol owned a garden."]
+    result = detector.detect(context=context, question="when?", answer=answer)
+    assert result.status is not DetectionStatus.UNVERIFIABLE
+    assert all(answer[t.start : t.end] == t.text for t in result.tokens)
+    assert result.coverage.evidence_sentences is not None
+    assert result.coverage.context_sentences == 3
+    assert result.coverage.answer_chars_scored == sum(len(t.text) for t in result.tokens)
+
+
+def test_load_detector_picks_the_strategy(tiny_bert_dir: Path) -> None:
+    assert type(load_detector(tiny_bert_dir)) is TransformerDetector
+    assert type(load_detector(tiny_bert_dir, strategy="evidence")) is EvidenceDetector
+    with pytest.raises(Exception, match="unknown strategy"):
+        load_detector(tiny_bert_dir, strategy="everything")
+
+
+# -- early exit: the KeyError and a randomized comparison with the exact path ----------
+
+
+def test_pieces_that_stop_in_different_rounds_do_not_crash(tiny_bert_dir: Path) -> None:
+    # A long answer (several pieces) over a context of many windows: some pieces stop
+    # after their first window, others go on. This raised KeyError in _forward_in_rounds.
+    context = [f"alice visited rome in 19{i:02d} with bob and carol." for i in range(40)]
+    answer = " ".join(f"alice visited rome in 19{i:02d}." for i in range(0, 80, 3))
+    config = DetectionConfig(max_length=128, token_threshold=0.5, max_windows=400)
+    detector = TransformerDetector(tiny_bert_dir, config=config)
+    result = detector.detect(context=context, question="when?", answer=answer)
+    assert result.coverage.answer_pieces > 1
+    assert result.coverage.context_windows > 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_early_exit_gives_the_exact_verdict(tiny_bert_dir: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["alice", "bob", "carol", "rome", "paris", "tower", "bridge", "built", "sold"]
+    context = [
+        " ".join(rng.choice(words) for _ in range(rng.randint(4, 30))) + "."
+        for _ in range(rng.randint(1, 25))
+    ]
+    answer = " ".join(
+        " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + "."
+        for _ in range(rng.randint(1, 12))
+    )
+    window = rng.choice([128, 160, 256])
+    threshold = rng.choice([0.3, 0.5, 0.6])
+    base = {"max_length": window, "token_threshold": threshold, "max_windows": 500}
+    fast = TransformerDetector(tiny_bert_dir, config=DetectionConfig(**base, early_exit=True))
+    exact = TransformerDetector(tiny_bert_dir, config=DetectionConfig(**base, early_exit=False))
+    a = fast.detect(context=context, question="who?", answer=answer)
+    b = exact.detect(context=context, question="who?", answer=answer)
+    assert [(s.start, s.end) for s in a.spans] == [(s.start, s.end) for s in b.spans]
+    assert a.detected == b.detected
+    assert a.score == pytest.approx(b.score)
+
+
+# -- unreadable text ------------------------------------------------------------------------
+
+
+def test_unreadable_answer_is_unverifiable_not_supported(tiny_bert_dir: Path) -> None:
+    # the tiny vocabulary has no token for these characters: everything is [UNK]
+    detector = TransformerDetector(tiny_bert_dir)
+    result = detector.detect(context=["alice visited rome."], question=None, answer="ሰላም ነው ✨✨")
+    assert result.status is DetectionStatus.UNVERIFIABLE
+    assert not result.detected
+    assert result.coverage.answer_chars_scored == 0
+
+
+# -- the bundled detector ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bundled() -> EvidenceDetector:
+    if BUNDLED is None:
+        pytest.skip("bundled weights are not here")
+    detector = load_detector()
+    assert isinstance(detector, EvidenceDetector)
+    return detector
+
+
+SEVEN = [
+    "The Lumen Museum opened in 1987 in the old harbor district.",
+    "Its founder, Clara Voss, served as director until 2004.",
+    "The museum's main hall is 40 meters long and holds 300 paintings.",
+    "Admission is free on Sundays; on other days tickets cost 12 euros.",
+    "In 1995 the museum added a sculpture garden designed by Ivo Lind.",
+    "The building was renovated between 2015 and 2017.",
+    "About 250,000 people visit the museum every year.",
+]
+
+
+@needs_weights
+def test_bundled_verdict_does_not_depend_on_passage_order(bundled: EvidenceDetector) -> None:
+    answer = (
+        "The Lumen Museum opened in 1991. Clara Voss led it until 2004, "
+        "and its sculpture garden was added in 1995."
+    )
+    reference = bundled.detect(context=SEVEN, question="Tell me about the museum.", answer=answer)
+    rng = random.Random(7)
+    for _ in range(12):
+        shuffled = SEVEN[:]
+        rng.shuffle(shuffled)
+        result = bundled.detect(context=shuffled, question="Tell me about the museum.",
+                                answer=answer)  # fmt: skip
+        assert [(s.start, s.end) for s in result.spans] == [
+            (s.start, s.end) for s in reference.spans
+        ]
+        assert result.score == pytest.approx(reference.score, abs=1e-6)
+
+
+@needs_weights
+def test_bundled_catches_an_error_in_a_20000_word_context(bundled: EvidenceDetector) -> None:
+    rng = random.Random(11)
+    subjects = ["The council", "A local team", "The company", "The school", "The orchestra",
+                "A research group", "The festival", "The hospital", "The library", "The club"]  # fmt: skip
+    verbs = ["announced", "reviewed", "discussed", "published", "approved", "postponed"]
+    objects = ["a new budget", "its annual report", "a training plan", "the summer schedule",
+               "a safety review", "the parking rules", "a partnership", "the river cleanup"]  # fmt: skip
+    filler = []
+    while sum(len(s.split()) for s in filler) < 20_000:
+        filler.append(
+            f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)} on "
+            f"{rng.choice(['Monday', 'Tuesday', 'Friday'])} after {rng.randint(2, 40)} meetings."
+        )
+    needle = "The Harbor Bridge over the Selva river was opened to traffic in 1932."
+    filler.insert(len(filler) // 2, needle)
+    passages = [" ".join(filler[i : i + 20]) for i in range(0, len(filler), 20)]
+    question = "When was the Harbor Bridge opened?"
+    wrong = bundled.detect(
+        context=passages, question=question,
+        answer="The Harbor Bridge over the Selva river was opened to traffic in 1995.",
+    )  # fmt: skip
+    assert wrong.detected
+    assert any("1995" in s.text for s in wrong.spans)
+    right = bundled.detect(
+        context=passages, question=question,
+        answer="The Harbor Bridge over the Selva river was opened to traffic in 1932.",
+    )  # fmt: skip
+    assert not any("1932" in s.text for s in right.spans)
+
+
+@needs_weights
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "The provided information does not mention who the CEO is.",
+        "I'm sorry, but the passages do not say who the CEO of the company is.",
+    ],
+)
+def test_bundled_does_not_flag_refusals(bundled: EvidenceDetector, refusal: str) -> None:
+    context = [
+        "Northwind Foods was founded in 1998 in Oslo. It sells frozen vegetables in 12 "
+        "countries. Its chief financial officer is Mara Lind.",
+    ]
+    result = bundled.detect(context=context, question="Who is the CEO?", answer=refusal)
+    assert not result.detected, result.spans
+
+
+@needs_weights
+def test_bundled_eiffel_acceptance(bundled: EvidenceDetector) -> None:
+    result = bundled.detect(context=[EIFFEL_CONTEXT], question=EIFFEL_QUESTION,
+                            answer=EIFFEL_ANSWER)  # fmt: skip
+    flagged = "".join(s.text for s in result.spans)
+    assert result.detected
+    assert "1950" in flagged
+    assert "Paris" not in flagged
+    assert 0.0 <= result.score <= 1.0
+
+
+@needs_weights
+def test_bundled_unreadable_answer_is_unverifiable(bundled: EvidenceDetector) -> None:
+    result = bundled.detect(context=[EIFFEL_CONTEXT], question=EIFFEL_QUESTION,
+                            answer="埃菲尔铁塔建于一八八九年🗼🗼")  # fmt: skip
+    assert result.status is DetectionStatus.UNVERIFIABLE
+    assert not result.detected
+
+
+def test_detection_input_is_what_the_selection_sees() -> None:
+    item = DetectionInput.create(context=["a.", "b."], question=None, answer="c.")
+    assert ContextIndex(item.context).passages == ["a.", "b."]

@@ -1,0 +1,428 @@
+"""Train the bundled detector on real generated text, judged unit by unit against evidence.
+
+The runtime's :class:`EvidenceDetector` cuts an answer into units and reads each beside
+the context sentences selected for it. This trains the token head on exactly those rows
+(the same selection code builds them), from:
+
+* real outputs with human labels (``training.realdata``): summaries, dialogue responses,
+  claims, QA answers; most labels are per example, some per span or token;
+* the hard cases users hit (``training.hardcases``), exact character labels;
+* a share of the older synthetic perturbations (exact labels), so spans stay sharp.
+
+Labels are used for what they are. A clean answer labels every token supported. A span
+label marks its tokens. An example-level "not supported" label with no span says only
+that *some* token is unsupported: its loss is on the most suspicious token of the example
+(multiple-instance learning), so the head is not taught that every word of it is wrong.
+
+The embeddings and the lower three layers stay frozen: the NLI branch is built on them
+(its fingerprint stays valid) and each step is cheaper. Time-bounded (``--minutes``), so
+it fits the 2-hour CPU budget; ``--init`` continues from a previous run.
+
+    python -m training.train_evidence --minutes 60 --out runs/evidence
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from truthlens_integrations.core.detection._evidence import ContextIndex, plan_rows
+
+from . import realdata
+from .data import synthetic_examples
+
+log = logging.getLogger("train_evidence")
+
+BUNDLED = Path(__file__).resolve().parents[1] / "core" / "_bundled" / "detector"
+FROZEN_LAYERS = 3
+UNIT_TOKENS = 48
+EVIDENCE_TOKENS = 192
+
+
+@dataclass
+class Example:
+    """One answer with its label, in the form training needs."""
+
+    source: str
+    context: list[str]
+    question: str | None
+    answer: str
+    label: int
+    spans: tuple[tuple[int, int], ...] | None
+
+
+@dataclass
+class Encoded:
+    source: str
+    label: int
+    exact: bool  # token labels are exact (clean answers and span labels)
+    rows: list[dict[str, Any]]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--init", type=Path, default=BUNDLED)
+    p.add_argument("--out", type=Path, default=Path("runs/evidence"))
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--minutes", type=float, default=60.0)
+    p.add_argument("--max-steps", type=int, default=100_000)
+    p.add_argument("--batch-rows", type=int, default=16)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--per-source", type=int, default=2500, help="most examples per source")
+    p.add_argument("--synthetic", type=int, default=3000)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--heldout-per-source", type=int, default=300)
+    p.add_argument("--quick", action="store_true", help="tiny smoke run")
+    return p.parse_args(argv)
+
+
+def _from_claim(c: Any) -> Example:
+    passages = [p for p in c.context.split("\n") if p.strip()] or [c.context]
+    return Example(c.source, passages, c.question or None, c.answer, c.label, c.spans)
+
+
+def balanced(claims: list[Any], per_source: int, rng: random.Random) -> list[Any]:
+    """At most ``per_source`` claims per source, positives and negatives evened out."""
+    by_source: dict[str, list[Any]] = defaultdict(list)
+    for c in claims:
+        by_source[c.source].append(c)
+    out = []
+    for source in sorted(by_source):
+        items = by_source[source]
+        rng.shuffle(items)
+        pos = [c for c in items if c.label == 1]
+        neg = [c for c in items if c.label == 0]
+        half = per_source // 2
+        take_pos = pos[: max(half, per_source - len(neg))]
+        take_neg = neg[: per_source - len(take_pos)]
+        out.extend(take_pos + take_neg)
+    return out
+
+
+def load_examples(args: argparse.Namespace, part: str, rng: random.Random) -> list[Example]:
+    per_source = args.per_source if part == "train" else args.heldout_per_source
+    if args.quick:
+        per_source = 40
+    claims = balanced(realdata.load_real(part=part, seed=args.seed), per_source, rng)
+    examples = [_from_claim(c) for c in claims]
+    examples += [_from_claim(c) for c in _hard_cases(part)]
+    if part == "train" and args.synthetic:
+        n = 60 if args.quick else args.synthetic
+        for ex in synthetic_examples("train", rng, n, long_fraction=0.3):
+            # data.py splits HaluEval by line, realdata by context: keep only contexts that
+            # realdata also trains on, so its held-out part stays unseen
+            if realdata.split_of_context(" ".join(ex.context), args.seed) != "train":
+                continue
+            spans = tuple((int(a), int(b)) for a, b in ex.spans)
+            examples.append(
+                Example(
+                    f"synthetic/{ex.kind}",
+                    list(ex.context),
+                    ex.question,
+                    ex.answer,
+                    int(bool(spans)),
+                    spans,
+                )
+            )
+    return examples
+
+
+def _hard_cases(part: str) -> list[Any]:
+    """The committed hard-case records of one part (``train`` or ``test``)."""
+    name = "train" if part == "train" else "test"
+    path = Path(__file__).resolve().parent / "data" / f"hardcases_{name}.jsonl"
+    if not path.is_file():
+        log.warning("%s is missing: training without hard cases", path)
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            spans = r.get("spans")
+            out.append(
+                realdata.Claim(
+                    source=r.get("source", "hardcases"),
+                    context=r["context"],
+                    question=r.get("question") or "",
+                    answer=r["answer"],
+                    label=int(r["label"]),
+                    spans=None if spans is None else tuple(tuple(s) for s in spans),
+                    uid=r.get("uid", ""),
+                )
+            )
+    return out
+
+
+def encode(tokenizer: Any, ex: Example) -> Encoded | None:
+    """The runtime's rows for one example, with token labels (-100 where unknown)."""
+
+    def count_many(texts: list[str]) -> list[int]:
+        enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    if not ex.answer.strip() or not any(p.strip() for p in ex.context):
+        return None
+    rows_plan = plan_rows(
+        ContextIndex(ex.context),
+        ex.question,
+        ex.answer,
+        count_many=count_many,
+        unit_tokens=UNIT_TOKENS,
+        evidence_tokens=EVIDENCE_TOKENS,
+    )
+    exact = ex.label == 0 or ex.spans is not None
+    rows = []
+    for row in rows_plan[:6]:
+        unit = ex.answer[row.start : row.end]
+        enc = tokenizer(
+            row.prompt,
+            unit,
+            return_offsets_mapping=True,
+            truncation="only_first",
+            max_length=EVIDENCE_TOKENS + UNIT_TOKENS + 16,
+        )
+        seq = enc.sequence_ids()
+        labels = []
+        for i, (a, b) in enumerate(enc["offset_mapping"]):
+            if seq[i] != 1 or b <= a:
+                labels.append(-100)
+            elif not exact:
+                labels.append(-2)  # answer token, label unknown (MIL)
+            else:
+                s, e = row.start + a, row.start + b
+                hit = any(s < y and x < e for x, y in ex.spans or ())
+                labels.append(int(hit))
+        rows.append(
+            {
+                "input_ids": enc["input_ids"],
+                "token_type_ids": enc["token_type_ids"],
+                "labels": labels,
+            }
+        )
+    if not rows:
+        return None
+    return Encoded(ex.source, ex.label, exact, rows)
+
+
+def _pad(rows: list[dict[str, Any]], device: torch.device) -> dict[str, torch.Tensor]:
+    width = max(len(r["input_ids"]) for r in rows)
+
+    def col(key: str, fill: int) -> torch.Tensor:
+        return torch.tensor([r[key] + [fill] * (width - len(r[key])) for r in rows])
+
+    ids = col("input_ids", 0)
+    return {
+        "input_ids": ids.to(device),
+        "token_type_ids": col("token_type_ids", 0).to(device),
+        "attention_mask": (ids != 0).long().to(device),
+        "labels": col("labels", -100).to(device),
+    }
+
+
+def batches(data: list[Encoded], rows_per_batch: int, rng: random.Random) -> list[list[int]]:
+    """Example groups of about ``rows_per_batch`` rows, similar lengths together."""
+    order = sorted(
+        range(len(data)), key=lambda i: (len(data[i].rows[0]["input_ids"]) // 32, rng.random())
+    )
+    out: list[list[int]] = []
+    current: list[int] = []
+    n = 0
+    for i in order:
+        current.append(i)
+        n += len(data[i].rows)
+        if n >= rows_per_batch:
+            out.append(current)
+            current, n = [], 0
+    if current:
+        out.append(current)
+    rng.shuffle(out)
+    return out
+
+
+def loss_of(model: Any, data: list[Encoded], group: list[int], device: torch.device) -> Any:
+    rows = [r for i in group for r in data[i].rows]
+    owner = [k for k, i in enumerate(group) for _ in data[i].rows]
+    batch = _pad(rows, device)
+    labels = batch.pop("labels")
+    logits = model(**batch).logits.float()
+    margin = logits[..., 1] - logits[..., 0]
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    exact = labels >= 0
+    losses = []
+    if exact.any():
+        target = labels[exact].float()
+        # hallucinated tokens are rare: weigh them up so the head does not learn "never"
+        weight = 1.0 + 2.0 * target
+        losses.append(bce(margin[exact], target, weight=weight))
+    # multiple-instance loss: an answer labelled unsupported must have one token that is
+    mil = []
+    owners = torch.tensor(owner, device=device)
+    for k, i in enumerate(group):
+        if data[i].exact:
+            continue
+        mask = (labels == -2) & (owners[:, None] == k)
+        if mask.any():
+            mil.append(margin[mask].max())
+    if mil:
+        losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=device)))
+    return sum(losses) / len(losses)
+
+
+@torch.inference_mode()
+def example_scores(model: Any, data: list[Encoded], device: torch.device) -> np.ndarray:
+    """Highest token probability of each example (the uncalibrated response score)."""
+    model.eval()
+    out = np.zeros(len(data))
+    order = sorted(range(len(data)), key=lambda i: len(data[i].rows[0]["input_ids"]))
+    for first in range(0, len(order), 16):
+        group = order[first : first + 16]
+        rows = [r for i in group for r in data[i].rows]
+        owner = [i for i in group for _ in data[i].rows]
+        batch = _pad(rows, device)
+        labels = batch.pop("labels")
+        logits = model(**batch).logits.float()
+        probs = torch.softmax(logits, -1)[..., 1]
+        for row, i in enumerate(owner):
+            answer = labels[row] != -100
+            if answer.any():
+                out[i] = max(out[i], float(probs[row][answer].max()))
+    model.train()
+    return out
+
+
+def average_precision(scores: np.ndarray, gold: np.ndarray) -> float:
+    order = np.argsort(-scores, kind="stable")
+    hits = gold[order]
+    if hits.sum() == 0:
+        return float("nan")
+    precision = np.cumsum(hits) / np.arange(1, len(hits) + 1)
+    return float((precision * hits).sum() / hits.sum())
+
+
+def report(scores: np.ndarray, data: list[Encoded]) -> dict[str, Any]:
+    gold = np.array([d.label for d in data])
+    by: dict[str, list[int]] = defaultdict(list)
+    for i, d in enumerate(data):
+        by[d.source.split("/")[0]].append(i)
+    out: dict[str, Any] = {"all": {"n": len(data), "ap": average_precision(scores, gold)}}
+    for source, idx in sorted(by.items()):
+        g = gold[idx]
+        s = scores[idx]
+        out[source] = {
+            "n": len(idx),
+            "positives": int(g.sum()),
+            "ap": average_precision(s, g),
+            "flag_rate_clean": float((s[g == 0] > 0.5).mean()) if (g == 0).any() else None,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(args.init)
+    model = AutoModelForTokenClassification.from_pretrained(args.init, dtype=torch.float32)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(FROZEN_LAYERS)))
+    for name, param in model.named_parameters():
+        param.requires_grad = not name.startswith(frozen)
+
+    started = time.time()
+    train = [e for e in (encode(tokenizer, x) for x in load_examples(args, "train", rng)) if e]
+    held = [e for e in (encode(tokenizer, x) for x in load_examples(args, "heldout", rng)) if e]
+    log.info(
+        "encoded %d train / %d held-out examples in %.0f s",
+        len(train),
+        len(held),
+        time.time() - started,
+    )
+    counts: dict[str, int] = defaultdict(int)
+    for d in train:
+        counts[d.source.split("/")[0]] += 1
+    log.info("train sources: %s", dict(counts))
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    budget = args.minutes * 60.0
+    step = 0
+    t0 = time.time()
+    model.train()
+    done = False
+    epoch = 0
+    while not done:
+        for group in batches(train, args.batch_rows, rng):
+            elapsed = time.time() - t0
+            if elapsed > budget or step >= args.max_steps:
+                done = True
+                break
+            # linear warm-up then linear decay over the time budget
+            frac = elapsed / budget
+            scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - frac)
+            for g in optim.param_groups:
+                g["lr"] = args.lr * scale
+            loss = loss_of(model, train, group, device)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optim.step()
+            optim.zero_grad()
+            step += 1
+            if step % 50 == 0:
+                log.info(
+                    "epoch %d step %d loss %.4f (%.1f min)", epoch, step, loss.item(), elapsed / 60
+                )
+        epoch += 1
+    train_minutes = (time.time() - t0) / 60
+    scores = example_scores(model, held, device)
+    metrics = {
+        "steps": step,
+        "epochs_started": epoch,
+        "train_minutes": round(train_minutes, 1),
+        "train_examples": len(train),
+        "heldout": report(scores, held),
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
+    log.info("held-out: %s", json.dumps(metrics["heldout"], indent=1))
+    save(model, tokenizer, args, metrics)
+
+
+def save(model: Any, tokenizer: Any, args: argparse.Namespace, metrics: dict[str, Any]) -> None:
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    model.half().save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    for name in ("heads.safetensors",):
+        src = args.init / name
+        if src.is_file() and src.resolve() != (out / name).resolve():
+            shutil.copy(src, out / name)
+    (out / "evidence_metrics.json").write_text(json.dumps(metrics, indent=1, default=_num))
+
+
+def _num(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return str(value)
+
+
+if __name__ == "__main__":
+    main()
