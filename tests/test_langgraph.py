@@ -180,3 +180,20 @@ def test_router_needs_the_guard_node_and_options_are_checked(base: TruthLens) ->
         TruthLensGraphGuard(base, max_attempt=2)
     with pytest.raises(ConfigError):
         TruthLensGraphGuard(base, max_attempts=0)
+
+
+def test_cookbook_self_rag_graph_runs_offline(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runpy
+    from pathlib import Path
+
+    cookbook = Path(__file__).resolve().parent.parent / "cookbook"
+    monkeypatch.syspath_prepend(str(cookbook))
+    monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
+    module = runpy.run_path(str(cookbook / "langgraph_self_rag.py"))
+    assert module["main"]([]) == 0
+    out = capsys.readouterr().out
+    assert "-> route " in out
+    final = next(line for line in out.splitlines() if line.startswith("final answer:"))
+    assert "1950" not in final  # fixed or withheld, never the unchecked answer

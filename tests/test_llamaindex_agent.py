@@ -188,3 +188,21 @@ def test_constructor_checks(base: TruthLens) -> None:
     with pytest.raises(ConfigError, match="passthrough"):
         make_agent(engine_for(base, hallucination_action="block"), stream_mode="passthrough")
     assert isinstance(make_agent(base), FunctionAgent)
+
+
+def test_cookbook_function_agent_runs_offline(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runpy
+    from pathlib import Path
+
+    cookbook = Path(__file__).resolve().parent.parent / "cookbook"
+    monkeypatch.syspath_prepend(str(cookbook))
+    monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
+    module = runpy.run_path(str(cookbook / "llamaindex_function_agent.py"))
+    assert module["main"]([]) == 0
+    out = capsys.readouterr().out
+    assert "flagged span: '1950'" in out
+    assert "round 1 (refine, kept): The Eiffel Tower was built from 1887 to 1889" in out
+    deltas = [line for line in out.splitlines() if "stream delta:" in line]
+    assert len(deltas) == 3 and "1950" not in deltas[-1]  # block: no unchecked delta
