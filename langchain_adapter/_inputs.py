@@ -152,7 +152,7 @@ def answered_tool_messages(messages: Sequence[object]) -> list[ToolMessage]:
     found: list[ToolMessage] = []
     for message in messages:
         if isinstance(message, AIMessage):
-            called.update(c["id"] for c in message.tool_calls if c.get("id"))
+            called.update(i for c in message.tool_calls if (i := c.get("id")) is not None)
         elif isinstance(message, ToolMessage) and message.tool_call_id in called:
             found.append(message)
     return found

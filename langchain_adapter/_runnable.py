@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -28,7 +28,7 @@ from langchain_core.runnables.config import patch_config
 from langchain_core.runnables.passthrough import RunnableAssign
 from langchain_core.runnables.utils import AddableDict
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
-from pydantic import AliasChoices, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from truthlens_integrations.core import ConfigError, DetectionInput, InvalidArgumentError
 from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
@@ -119,7 +119,7 @@ def hide_streaming(config: RunnableConfig) -> RunnableConfig:
         return patch_config(config, callbacks=manager)
     if isinstance(callbacks, list):
         kept = [h for h in callbacks if not isinstance(h, _StreamingCallbackHandler)]
-        return patch_config(config, callbacks=kept)
+        return cast("RunnableConfig", {**config, "callbacks": kept})
     return config
 
 
@@ -289,13 +289,8 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     chain: Runnable[Any, Any] | None = None
     llm: Runnable[Any, Any] | BaseLLM | None = None
     retriever: BaseRetriever | None = None
-    verification_models: list[Runnable[Any, Any] | BaseLLM] = Field(
-        default_factory=list,
-        validation_alias=AliasChoices("verification_models", "verification_llms"),
-    )
-    judge_model: Runnable[Any, Any] | BaseLLM | None = Field(
-        default=None, validation_alias=AliasChoices("judge_model", "judge_llm")
-    )
+    verification_models: list[Runnable[Any, Any] | BaseLLM] = Field(default_factory=list)
+    judge_model: Runnable[Any, Any] | BaseLLM | None = None
     answer_key: str = "answer"
     context_key: str = "context"
     question_key: str = "question"
@@ -723,7 +718,8 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         )
 
 
-_OWN_ALIASES = ("verification_llms", "judge_llm")
+#: The engine's names for two fields, accepted as the same fields.
+_OWN_ALIASES = {"verification_llms": "verification_models", "judge_llm": "judge_model"}
 
 
 def _problems(exc: ValidationError) -> str:
@@ -743,7 +739,8 @@ def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[s
     knob_names = ("mode", "threshold", "action")
     own = [k for k in (*TruthLensRunnable.model_fields, *_OWN_ALIASES) if k not in knob_names]
     split = split_options(kwargs, own=own, where=where)
-    rest = {**split.rest, **split.knobs.model_dump(exclude_none=True)}
+    rest = {_OWN_ALIASES.get(k, k): v for k, v in split.rest.items()}
+    rest.update(split.knobs.model_dump(exclude_none=True))
     if split.engine or split.knobs.given or config is not None or "engine" in rest:
         rest["engine"] = engine_from(rest.get("engine"), config, split, where)
     return rest

@@ -107,7 +107,7 @@ def with_retries(call: Callable[[], _T], policy: RetryPolicy) -> tuple[_T, int]:
     from tenacity import Retrying
 
     retrying = Retrying(**policy.kwargs())
-    result = retrying(call)
+    result: _T = retrying(call)
     return result, _attempts(retrying)
 
 
@@ -122,7 +122,7 @@ async def with_retries_async(
     async def attempt() -> _T:
         return await call()
 
-    result = await retrying(attempt)
+    result: _T = await retrying(attempt)
     return result, _attempts(retrying)
 
 
