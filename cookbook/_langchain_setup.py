@@ -71,7 +71,18 @@ def use_fake(argv: Sequence[str] | None = None) -> bool:
 def setup_logging() -> None:
     """Show the package's warnings (flagged answers) on stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # No download or weight-loading progress bars: the env variable is read when
+    # huggingface_hub is first imported, so switch the bars off explicitly as well.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    except ImportError:  # the models' extra is not installed: nothing to silence
+        pass
     for noisy in ("transformers", "httpx"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
@@ -145,7 +156,8 @@ def vector_store() -> InMemoryVectorStore:
 def show_verdict(verdict: Any) -> None:
     """Print what the guard found and did."""
     score = verdict.original_score if verdict.original_score is not None else verdict.score
-    print(f"  decision: {verdict.decision.value}  score: {score}  status: {verdict.status}")
+    shown = "-" if score is None else f"{score:.3f}"
+    print(f"  decision: {verdict.decision.value}  score: {shown}  status: {verdict.status}")
     # after a mitigation loop `spans` describe the final answer; history[0] the original
     spans = verdict.history[0].spans if verdict.history else verdict.spans
     for span in spans:

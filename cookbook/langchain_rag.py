@@ -54,19 +54,22 @@ def main(argv: list[str] | None = None) -> int:
     ).assign(answer=PROMPT | model | StrOutputParser())
     guarded = rag_chain | TruthLensRunnable(engine=engine("standard"), llm=model)
 
-    print(f"Q: {EIFFEL_QUESTION}")
+    print("[1] The RAG chain, guarded")
+    print(f"question:          {EIFFEL_QUESTION}")
     out = guarded.invoke({"question": EIFFEL_QUESTION})
-    print(f"A: {out['answer']}")
     show_verdict(out["truthlens"])
+    print(f"shown to the user: {out['answer']}")
 
     # The same guard on a known-wrong answer, so the demo always shows spans and a fix.
-    print("\nGuarding a deliberately wrong answer against the Eiffel record:")
+    print("\n[2] A deliberately wrong answer, guarded against the Eiffel record")
+    print(f"question:          {EIFFEL_QUESTION}")
+    print(f"wrong answer in:   {HALLUCINATED}")
     guard = TruthLensRunnable(engine=engine("standard"), llm=model)
     out = guard.invoke(
         {"question": EIFFEL_QUESTION, "context": [EIFFEL_RECORD], "answer": HALLUCINATED}
     )
-    print(f"A: {out['answer']}")
     show_verdict(out["truthlens"])
+    print(f"shown to the user: {out['answer']}")
     return 0
 
 

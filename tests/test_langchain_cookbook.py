@@ -9,6 +9,7 @@ subprocess so the bundled models load once.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,15 @@ def test_every_langchain_example_runs_offline() -> None:
     ]
     # the examples show flagged spans and the refined answer
     assert "flagged span: '1950'" in out
+    # issue 13: the main demo labels what it prints, rounds scores, shows no progress bars
+    demo = out.split("=== langchain_rag.py")[1]
+    wrong = demo.split("[2] A deliberately wrong answer")[1]
+    assert "wrong answer in:   The Eiffel Tower was built in 1950" in wrong
+    assert "shown to the user: The Eiffel Tower was built from 1887 to 1889" in wrong
+    assert re.findall(r"score: (\S+)", demo) and all(
+        re.fullmatch(r"\d\.\d{3}|-", s) for s in re.findall(r"score:? (\S+?)[,\s]", demo)
+    )
+    assert "Loading weights" not in result.stderr and "it/s]" not in result.stderr
     assert "refined answer:  The Eiffel Tower was built from 1887 to 1889" in out
     assert "strategy: cross_model" in out
     assert "event truthlens_detection" in out
