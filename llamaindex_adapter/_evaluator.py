@@ -175,8 +175,8 @@ def _feedback(verdict: Verdict) -> str:
         )
     if verdict.unverified:
         return "The question needs a fact check, but no context was retrieved to check against."
-    if verdict.detection is None:
-        return "Not checked: the prompt does not need a fact check under this policy."
+    if not verdict.checked:
+        return f"Not checked ({verdict.not_checked_reason}): nothing was verified."
     return "Every part of the answer is supported by the context."
 
 
