@@ -303,6 +303,7 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         # Hold the tokens back only where the checked text may differ from them.
         self.holds_tokens = bool(problems)
+        self._quiet_models: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}
 
     @staticmethod
     def _reject(unknown: Mapping[str, Any]) -> None:
@@ -409,10 +410,24 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """
         if not self.holds_tokens:
             return request
-        model = request.model
+        return request.override(model=self._quiet_model(request.model))
+
+    def _quiet_model(self, model: BaseChatModel) -> BaseChatModel:
+        """A copy of ``model`` that does not stream, made once per model.
+
+        Kept because a fresh copy would serialize itself again for tracing on every
+        call (LangChain caches that per model object); checked by identity so a
+        replaced model gets its own copy.
+        """
+        cached = self._quiet_models.get(id(model))
+        if cached is not None and cached[0] is model:
+            return cached[1]
         tags = [*(model.tags or []), TAG_NOSTREAM, UNCHECKED_TAG]
         quiet = model.model_copy(update={"tags": tags, "disable_streaming": True})
-        return request.override(model=quiet)
+        if len(self._quiet_models) >= 16:  # a bound, for agents that build models per call
+            self._quiet_models.clear()
+        self._quiet_models[id(model)] = (model, quiet)
+        return quiet
 
     def _final_turn(self, request: ModelRequest[Any], response: ModelResponse[Any]) -> _Turn | None:
         """The reply's final answer with its grounding; ``None`` when it calls tools."""

@@ -330,3 +330,20 @@ def test_passthrough_streaming_needs_a_policy_that_keeps_text() -> None:
     with pytest.raises(ConfigError, match="passthrough"):
         TruthLensMiddleware(action="block", stream_mode="passthrough")
     assert not TruthLensMiddleware(stream_mode="passthrough").holds_tokens
+
+
+def test_the_adapter_imports_without_langgraph_and_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['langgraph'] = None; sys.modules['langchain.agents'] = None\n"
+        "import truthlens_integrations.langchain_adapter as la\n"
+        "assert la.TruthLensRunnable\n"
+        "try:\n"
+        "    la.TruthLensMiddleware\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'truthlens-integrations[langchain]'" in out.stdout
