@@ -71,7 +71,7 @@ def agent(engine: TruthLens, real: bool) -> TruthLensFunctionAgent:
         tools=[FunctionTool.from_defaults(record_lookup)],
         llm=make_llm(real),
         system_prompt="Answer from the record_lookup tool.",
-        guard=engine,
+        engine=engine,
     )
 
 

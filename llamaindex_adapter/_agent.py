@@ -191,7 +191,7 @@ class _AgentLLM(BaseLLM):
 
 
 _OWN_OPTIONS = (
-    "guard",
+    "engine",
     "on_block",
     "blocked_message",
     "verification_llms",
@@ -205,7 +205,7 @@ class TruthLensFunctionAgent(FunctionAgent):
 
     Use it wherever a ``FunctionAgent`` goes, alone or inside an ``AgentWorkflow``::
 
-        agent = TruthLensFunctionAgent(tools=[lookup], llm=llm, guard=TruthLens.from_config())
+        agent = TruthLensFunctionAgent(tools=[lookup], llm=llm, engine=TruthLens.from_config())
         output = await agent.run(user_msg="When was the Eiffel Tower built?")
         output.response.additional_kwargs["truthlens"]   # the verdict
 
@@ -223,7 +223,7 @@ class TruthLensFunctionAgent(FunctionAgent):
     LLM's deltas and needs a policy that leaves text alone.
 
     Attributes:
-        guard: The guard engine (default policy when not given).
+        engine: The guard engine (default policy when not given).
         on_block: ``"message"`` or ``"raise"``.
         blocked_message: Text that replaces a blocked answer.
         verification_llms: Premium-mode verifiers (LlamaIndex LLMs).
@@ -231,7 +231,7 @@ class TruthLensFunctionAgent(FunctionAgent):
         stream_mode: ``"verified"`` or ``"passthrough"``.
     """
 
-    guard: TruthLens = Field(default_factory=TruthLens.from_config, exclude=True)
+    engine: TruthLens = Field(default_factory=TruthLens.from_config, exclude=True)
     on_block: Literal["message", "raise"] = "message"
     blocked_message: str = DEFAULT_BLOCKED_MESSAGE
     verification_llms: list[li_llms.LLM] = Field(default_factory=list, exclude=True)
@@ -250,7 +250,7 @@ class TruthLensFunctionAgent(FunctionAgent):
                 f"TruthLensFunctionAgent got an unknown argument {unknown[0]!r}{hint}"
             )
         super().__init__(**kwargs)
-        if self.stream_mode == "passthrough" and _text_changing(self.guard):
+        if self.stream_mode == "passthrough" and _text_changing(self.engine):
             raise ConfigError(
                 "stream_mode='passthrough' streams the answer before it is checked, so the "
                 "policy must not change or withhold text (actions header/none, lightweight "
@@ -260,7 +260,7 @@ class TruthLensFunctionAgent(FunctionAgent):
     @property
     def holds_tokens(self) -> bool:
         """Whether the LLM's deltas are held back until the answer is checked."""
-        return self.stream_mode == "verified" and _text_changing(self.guard)
+        return self.stream_mode == "verified" and _text_changing(self.engine)
 
     async def _get_streaming_response(
         self, ctx: Any, current_llm_input: list[LIChatMessage], tools: Sequence[AsyncBaseTool]
@@ -290,7 +290,7 @@ class TruthLensFunctionAgent(FunctionAgent):
         dispatcher.event(
             TruthLensDetectionStartEvent(query=question, answer=answer, num_passages=len(context))
         )
-        verdict = await self.guard.aguard(
+        verdict = await self.engine.aguard(
             context=context,
             question=question or None,
             answer=answer,

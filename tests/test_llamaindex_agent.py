@@ -78,7 +78,7 @@ def make_agent(engine: TruthLens, script: Script | None = None, **kwargs: Any) -
     return TruthLensFunctionAgent(
         tools=[FunctionTool.from_defaults(landmark_record)],
         llm=MockFunctionCallingLLM(response_generator=script or Script()),
-        guard=engine,
+        engine=engine,
         **kwargs,
     )
 
