@@ -36,7 +36,7 @@ from truthlens_integrations.core.engine._options import (
     reject_unknown,
 )
 from truthlens_integrations.core.llm import ChatMessage, LLMResponse
-from truthlens_integrations.core.mitigation import MitigationOptions
+from truthlens_integrations.core.mitigation import MitigationOptions, retriever_from_callables
 from truthlens_integrations.core.policy import load_policy
 
 EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
@@ -204,6 +204,38 @@ def test_budget_spent_before_mitigation_makes_no_call(detector: Detector) -> Non
     engine = make(detector, tiny, fact_checker=Slow(delay_s=0.1))
     verdict = engine.guard(**EIFFEL, llm=llm)
     assert verdict.status == "llm_timeout" and llm.sync_calls == 0
+
+
+def test_time_budget_also_bounds_a_hanging_retriever(detector: Detector) -> None:
+    # Retrieval and pipeline re-runs call LLMs too: the budget covers them.
+    release = threading.Event()
+
+    def hang(query: str) -> list[str]:
+        release.wait(60)
+        return []
+
+    async def ahang(query: str) -> list[str]:
+        await asyncio.sleep(60)
+        return []
+
+    thin = {**EIFFEL, "context": "The Eiffel Tower is a wrought-iron landmark in Paris, France."}
+    policy = {"hallucination": {"default_mode": "standard", "time_budget_s": 0.5}}
+    refiner = '{"query": "Eiffel Tower construction dates", "missing_facts": ["year"]}'
+    try:
+        for retriever in (retriever_from_callables(hang), retriever_from_callables(None, ahang)):
+            started = time.perf_counter()
+            engine = make(detector, policy)
+            if retriever._sync is None:  # type: ignore[attr-defined]
+                verdict = asyncio.run(
+                    engine.aguard(**thin, llm=Scripted([refiner]), retriever=retriever)
+                )
+            else:
+                verdict = engine.guard(**thin, llm=Scripted([refiner]), retriever=retriever)
+            assert time.perf_counter() - started < 5.0
+            assert verdict.strategy == "retrieval_feedback" and verdict.status == "llm_timeout"
+            assert "the retriever" in (verdict.mitigation_error or "")
+    finally:
+        release.set()
 
 
 # -- 7. poisoned context -----------------------------------------------------------------

@@ -254,6 +254,8 @@ class _Search:
             text, passages = yield from _gather(retriever, answerer, query)
         except RetrievalError as exc:
             return _Found(query=query, stop=("retrieval_error", str(exc)))
+        except LLMTimeoutError as exc:  # the request's time budget ran out
+            return _Found(query=query, stop=("llm_timeout", str(exc)))
         added = accumulate_context(
             self.context,
             passages,
@@ -315,8 +317,8 @@ def retrieval_feedback(
             if found.stop is not None:
                 status, stop_reason = found.stop
                 rec.record("retrieve", None, error=stop_reason, query=found.query)
-                # Stagnation is a normal end; only a failing retriever is an error.
-                error = stop_reason if status == "retrieval_error" else None
+                # Stagnation is a normal end; a failing retriever or the budget is not.
+                error = stop_reason if status in ("retrieval_error", "llm_timeout") else None
                 break
         text = found.text
         if text is None:

@@ -9,17 +9,19 @@ worker threads, so both entry points share one implementation of every rule.
 A failed call is thrown into the generator as :class:`LLMError` /
 :class:`RetrievalError`, so loops handle failures with ordinary ``try``/``except``.
 
-A request's time budget (the ledger's ``deadline``) bounds every LLM call: a sync
-call runs in a worker thread that is abandoned at the deadline, an async one is
-cancelled, and either way the loop receives :class:`LLMTimeoutError` and ends with
-``llm_timeout``. No call starts after the deadline.
+A request's time budget (the ledger's ``deadline``) bounds every LLM call and every
+retrieval or pipeline re-run (which call LLMs too): a sync call runs in a worker thread
+that is abandoned at the deadline, an async one is cancelled, and either way the loop
+receives :class:`LLMTimeoutError` and ends with ``llm_timeout``. No call starts after
+the deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -254,35 +256,55 @@ def _checked(response: object, llm: LLM) -> LLMResponse:
     return response
 
 
-def _out_of_time(op: Generate) -> LLMTimeoutError:
-    model = getattr(op.llm, "model", "llm")
-    return LLMTimeoutError(f"time budget spent: LLM {model!r} ({op.role}) did not finish in time")
+def _out_of_time(what: str) -> LLMTimeoutError:
+    return LLMTimeoutError(f"time budget spent: {what} did not finish in time")
+
+
+def _llm_name(op: Generate) -> str:
+    return f"LLM {getattr(op.llm, 'model', 'llm')!r} ({op.role})"
+
+
+def _within(call: Callable[[], _R], seconds: float | None, what: str) -> _R:
+    """``call()``, abandoned (left to finish in its thread) after ``seconds``."""
+    if seconds is None:
+        return call()
+    if seconds <= 0:
+        raise _out_of_time(what)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="truthlens-budget")
+    try:
+        # The caller's context (active run, tracing span) goes along to the thread.
+        return pool.submit(contextvars.copy_context().run, call).result(timeout=seconds)
+    except FutureTimeout:
+        raise _out_of_time(what) from None
+    finally:
+        # Never wait for a call that overran: the guard answers at the deadline.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def _awithin(call: Awaitable[_R], seconds: float | None, what: str) -> _R:
+    """``await call``, cancelled after ``seconds``."""
+    if seconds is None:
+        return await call
+    if seconds <= 0:
+        if asyncio.iscoroutine(call):
+            call.close()  # never awaited: close it so no warning is printed
+        raise _out_of_time(what)
+    try:
+        return await asyncio.wait_for(call, timeout=seconds)
+    except TimeoutError:
+        raise _out_of_time(what) from None
 
 
 def _complete(op: Generate) -> object:
     return op.llm.complete(list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature)
 
 
-def _bounded(op: Generate, seconds: float | None) -> object:
-    """``op``'s completion, abandoned (left to finish in its thread) after ``seconds``."""
-    if seconds is None:
-        return _complete(op)
-    if seconds <= 0:
-        raise _out_of_time(op)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="truthlens-llm")
-    try:
-        return pool.submit(_complete, op).result(timeout=seconds)
-    except FutureTimeout:
-        raise _out_of_time(op) from None
-    finally:
-        # Never wait for a call that overran: the guard answers at the deadline.
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
 def _call(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     started = time.perf_counter()
     try:
-        response = _checked(_bounded(op, ledger.remaining()), op.llm)
+        response = _checked(
+            _within(lambda: _complete(op), ledger.remaining(), _llm_name(op)), op.llm
+        )
     except Exception as exc:  # noqa: BLE001 - any backend failure is a failed call
         ledger.record(op.llm, op.role, None, time.perf_counter() - started)
         return _as_llm_error(exc, op.llm)
@@ -290,24 +312,13 @@ def _call(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     return response
 
 
-async def _abounded(op: Generate, seconds: float | None) -> object:
-    call = op.llm.acomplete(list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature)
-    if seconds is None:
-        return await call
-    if seconds <= 0:
-        if asyncio.iscoroutine(call):
-            call.close()  # never awaited: close it so no warning is printed
-        raise _out_of_time(op)
-    try:
-        return await asyncio.wait_for(call, timeout=seconds)
-    except TimeoutError:
-        raise _out_of_time(op) from None
-
-
 async def _acall(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     started = time.perf_counter()
     try:
-        response = _checked(await _abounded(op, ledger.remaining()), op.llm)
+        call = op.llm.acomplete(
+            list(op.messages), max_tokens=op.max_tokens, temperature=op.temperature
+        )
+        response = _checked(await _awithin(call, ledger.remaining(), _llm_name(op)), op.llm)
     except Exception as exc:  # noqa: BLE001 - any backend failure is a failed call
         ledger.record(op.llm, op.role, None, time.perf_counter() - started)
         return _as_llm_error(exc, op.llm)
@@ -336,13 +347,20 @@ def _execute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
         return runtime.assess(op.context, op.answer)
     if isinstance(op, Explain):
         return runtime.explain(op.pairs)
+    left = ledger.remaining()
     if isinstance(op, Retrieve):
+        retriever = op.retriever
         try:
-            return op.retriever.retrieve(op.query)
+            return _within(lambda: retriever.retrieve(op.query), left, "the retriever")
+        except LLMTimeoutError:
+            raise
         except Exception as exc:
             raise _retrieval_error(exc, "retriever") from exc
+    answerer = op.answerer
     try:
-        return op.answerer.answer(op.query)
+        return _within(lambda: answerer.answer(op.query), left, "the grounded answerer")
+    except LLMTimeoutError:
+        raise
     except Exception as exc:
         raise _retrieval_error(exc, "grounded answerer") from exc
 
@@ -359,13 +377,18 @@ async def _aexecute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
         return await asyncio.to_thread(runtime.assess, op.context, op.answer)
     if isinstance(op, Explain):
         return await asyncio.to_thread(runtime.explain, op.pairs)
+    left = ledger.remaining()
     if isinstance(op, Retrieve):
         try:
-            return await op.retriever.aretrieve(op.query)
+            return await _awithin(op.retriever.aretrieve(op.query), left, "the retriever")
+        except LLMTimeoutError:
+            raise
         except Exception as exc:
             raise _retrieval_error(exc, "retriever") from exc
     try:
-        return await op.answerer.aanswer(op.query)
+        return await _awithin(op.answerer.aanswer(op.query), left, "the grounded answerer")
+    except LLMTimeoutError:
+        raise
     except Exception as exc:
         raise _retrieval_error(exc, "grounded answerer") from exc
 
