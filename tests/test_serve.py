@@ -72,7 +72,9 @@ def _eiffel(answer: str = EIFFEL_ANSWER) -> DetectionInput:
 def service() -> Iterator[Any]:
     from truthlens_integrations.serve import start_local
 
-    running = start_local({"service": SERVICE}, host=HOST, port=_free_port(), num_cpus=2)
+    running = start_local(
+        {"service": SERVICE}, host=HOST, port=_free_port(), num_cpus=2, metrics_port=_free_port()
+    )
     try:
         yield running
     finally:
@@ -210,6 +212,27 @@ def test_http_endpoints_headers_and_limits(service: Any) -> None:
     # The client turns the service's refusal (413 here) into a typed input error.
     with pytest.raises(InvalidInputError, match="over 65536 bytes"):
         _detect(load_detector(service.url), "x" * 70000)
+
+
+def test_prometheus_metrics_count_requests(service: Any) -> None:
+    """Ray exports the service's metrics on its Prometheus port (every few seconds)."""
+    deadline = time.monotonic() + 45
+    detected, text = 0.0, ""
+    with httpx.Client(timeout=10) as http:
+        while time.monotonic() < deadline:
+            text = http.get(service.metrics_url).text
+            detected = sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("ray_truthlens_serve_requests_total{")
+                and 'endpoint="detect"' in line
+                and 'status="200"' in line
+            )
+            if detected >= 64:  # at least the concurrency test's requests
+                break
+            time.sleep(2)
+    assert detected >= 64
+    assert any(line.startswith("ray_truthlens_serve_batch_size_") for line in text.splitlines())
 
 
 def test_stopped_service_fails_closed(service: Any) -> None:

@@ -33,6 +33,9 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--replicas", type=int, help="model replicas (default: service.replicas)")
     p.add_argument("--address", help="existing Ray cluster: auto, HOST:6379 or ray://HEAD:10001")
     p.add_argument("--num-cpus", type=int, help="CPUs the local Ray may use (default: all)")
+    p.add_argument(
+        "--metrics-port", type=int, help="port of the local Ray's Prometheus /metrics endpoint"
+    )
     p.add_argument("--max-batch-size", type=int, help="answers per dynamic batch (1: no batching)")
     p.set_defaults(handler=run_serve)
 
@@ -57,13 +60,20 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"TruthLens service deployed at {service.url} (Ray cluster {args.address})")
         return 0
     service = start_local(
-        policy, host=args.host, port=args.port, num_cpus=args.num_cpus, **overrides
+        policy,
+        host=args.host,
+        port=args.port,
+        num_cpus=args.num_cpus,
+        metrics_port=args.metrics_port,
+        **overrides,
     )
     stop = threading.Event()
     # Installed after Ray started: ray.init replaces SIGTERM's handler with its own.
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _SIGNALS}
     try:
         print(f"TruthLens service ready at {service.url}", flush=True)
+        if service.metrics_url:
+            print(f"Prometheus metrics at {service.metrics_url}", flush=True)
         while not stop.wait(timeout=1.0):
             pass
         print("stopping", file=sys.stderr, flush=True)

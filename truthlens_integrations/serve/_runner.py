@@ -31,11 +31,13 @@ class LocalService:
         url: Base URL clients use (``load_detector(url)``).
         owns_ray: Whether :meth:`stop` shuts Ray down too (it started it).
         temp_dir: Ray's session folder (logs), removed by :meth:`stop` when owned.
+        metrics_url: Ray's Prometheus endpoint, when a metrics port was given.
     """
 
     url: str
     owns_ray: bool
     temp_dir: str | None = None
+    metrics_url: str | None = None
     _stopped: bool = field(default=False, repr=False)
 
     def stop(self) -> None:
@@ -56,7 +58,9 @@ class LocalService:
             serve.delete(APP_NAME)
 
 
-def _init_local_ray(*, num_cpus: int | None, object_store_bytes: int) -> str:
+def _init_local_ray(
+    *, num_cpus: int | None, object_store_bytes: int, metrics_port: int | None
+) -> str:
     ray = require("ray", extra="serve", feature="truthlens serve")
     # A short path: Ray's unix sockets live under it and have a ~107 character limit.
     temp_dir = tempfile.mkdtemp(prefix="tlray-")
@@ -68,6 +72,8 @@ def _init_local_ray(*, num_cpus: int | None, object_store_bytes: int) -> str:
         "configure_logging": False,
         "_temp_dir": temp_dir,
     }
+    if metrics_port is not None:
+        options["_metrics_export_port"] = metrics_port
     ray.init(**options)
     return temp_dir
 
@@ -79,6 +85,7 @@ def start_local(
     port: int | None = None,
     num_cpus: int | None = None,
     object_store_bytes: int = DEFAULT_OBJECT_STORE_BYTES,
+    metrics_port: int | None = None,
     **overrides: Any,
 ) -> LocalService:
     """Start Ray on this machine (unless already running) and deploy the service.
@@ -89,6 +96,8 @@ def start_local(
         port: Overrides ``service.port``.
         num_cpus: CPUs Ray may use (default: all of this machine's).
         object_store_bytes: Size of Ray's object store.
+        metrics_port: Port of Ray's Prometheus endpoint (``/metrics``: the service's
+            ``ray_truthlens_serve_*`` and Ray Serve's own metrics); Ray picks one if unset.
         **overrides: Other ``service`` fields (``replicas=2``, ``max_batch_size=1``).
 
     Returns:
@@ -105,14 +114,19 @@ def start_local(
     owns = not ray.is_initialized()
     temp_dir = None
     if owns:
-        temp_dir = _init_local_ray(num_cpus=num_cpus, object_store_bytes=object_store_bytes)
+        temp_dir = _init_local_ray(
+            num_cpus=num_cpus, object_store_bytes=object_store_bytes, metrics_port=metrics_port
+        )
     try:
         url = _run(loaded, host=host, port=port, overrides=overrides)
     except BaseException:
         if owns:
             ray.shutdown()
         raise
-    return LocalService(url=url, owns_ray=owns, temp_dir=temp_dir)
+    metrics_url = None
+    if owns and metrics_port is not None:
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    return LocalService(url=url, owns_ray=owns, temp_dir=temp_dir, metrics_url=metrics_url)
 
 
 def deploy(
