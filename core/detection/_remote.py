@@ -324,6 +324,8 @@ class RemoteDetector:
             raise InvalidInputError(f"on_error must be 'raise' or 'unverifiable', not {on_error!r}")
         if chunk_size < 1:
             raise InvalidInputError(f"chunk_size must be at least 1, got {chunk_size}")
+        if client is not None and client.url != _base_url(url):
+            raise InvalidInputError(f"client is for {client.url}, not {url}")
         self.client = client or ServiceClient(url, timeout_s=timeout_s, retries=retries)
         self.url = self.client.url
         self.on_error: OnError = on_error
