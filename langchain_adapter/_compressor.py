@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import Field
 from typing_extensions import override
 
+from truthlens_integrations.core.engine._options import reject_unknown
 from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 __all__ = ["RetrievalQualityFilter"]
@@ -38,6 +40,11 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
     dedupe_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
     min_authority: float | None = None
     score_keys: tuple[str, ...] = ("score", "relevance_score", "similarity")
+
+    def __init__(self, **data: Any) -> None:
+        # A misspelt setting would otherwise be dropped and the default used silently.
+        reject_unknown(data, type(self).model_fields, "RetrievalQualityFilter")
+        super().__init__(**data)
 
     def _score(self, document: Document) -> float | None:
         for key in self.score_keys:

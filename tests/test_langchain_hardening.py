@@ -39,6 +39,7 @@ from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
+    RetrievalQualityFilter,
     TruthLensCallbackHandler,
     TruthLensRunnable,
     guard_chain,
@@ -101,6 +102,8 @@ def test_misspelt_argument_is_rejected_with_a_suggestion(detector: Detector) -> 
         guard_chain(RunnableLambda(lambda x: x), engine=engine, retreiver=Docs())
     with pytest.raises(UnknownArgumentError, match="did you mean 'raise_error'"):
         TruthLensCallbackHandler(engine, raise_eror=True)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'min_chars'"):
+        RetrievalQualityFilter(min_char=40)
 
 
 def test_wrong_types_fail_at_the_call(detector: Detector) -> None:
