@@ -20,7 +20,6 @@ grounding at all goes the neutral way too.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,9 +29,11 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.config import ensure_config
 from typing_extensions import TypedDict  # LangGraph's state classes use this one
 
-from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core import BlockedResponseError, ConfigError, InvalidArgumentError
+from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
+from truthlens_integrations.core.engine._options import engine_from
 from truthlens_integrations.core.mitigation import fallback_query
+from truthlens_integrations.core.policy import Action, Mode
 
 from ._inputs import ParsedInput, message_text, parse_input
 from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, verdict_payload
@@ -126,6 +127,7 @@ def rewrite_query(question: str, verdict: Verdict) -> str:
     return fallback_query(question, neutral)
 
 
+#: The guard's own argument names (for did-you-mean suggestions).
 _KNOWN = (
     "engine",
     "max_attempts",
@@ -148,7 +150,12 @@ class TruthLensGraphGuard:
     answer: the warning for ``body``, ``blocked_message`` for ``block``.
 
     Args:
-        engine: The guard engine; ``None`` uses the default policy.
+        engine: The guard engine; ``None`` uses the default policy. With policy knobs
+            or engine options it is copied with them applied (loaded models shared).
+        mode: ``lightweight``, ``standard`` or ``premium`` on every route (the node
+            itself does not refine: the graph regenerates).
+        threshold: Response score at or above which an answer is flagged.
+        action: ``header``, ``body``, ``block`` or ``none``, applied at the end.
         max_attempts: Checks per run before the router gives up (``exhausted``).
         answer_key: State key of the answer (a string or an ``AIMessage``).
         context_key: State key of the retrieved documents (``Document``s or strings).
@@ -156,10 +163,12 @@ class TruthLensGraphGuard:
         on_block: ``"message"`` replaces a blocked answer with ``blocked_message``;
             ``"raise"`` raises ``BlockedResponseError``.
         blocked_message: Text of a blocked answer.
-        **unknown: Rejected with ``UnknownArgumentError``.
+        **options: Engine options (``detector``, ``redact``, ...; one definition in
+            ``core/engine/_options.py``).
 
     Raises:
-        UnknownArgumentError: For an unknown keyword argument.
+        UnknownArgumentError: For an unknown keyword argument (with a suggestion).
+        InvalidArgumentError: For an option of the wrong type.
         ConfigError: For ``max_attempts < 1`` or a bad ``on_block``.
     """
 
@@ -167,26 +176,28 @@ class TruthLensGraphGuard:
         self,
         engine: TruthLens | None = None,
         *,
+        mode: Mode | None = None,
+        threshold: float | None = None,
+        action: Action | None = None,
         max_attempts: int = 3,
         answer_key: str = "answer",
         context_key: str = "documents",
         question_key: str = "question",
         on_block: Literal["message", "raise"] = "message",
         blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        if unknown:
-            name = sorted(unknown)[0]
-            close = difflib.get_close_matches(name, _KNOWN, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UnknownArgumentError(
-                f"TruthLensGraphGuard got an unknown argument {name!r}{hint}"
-            )
+        where = "TruthLensGraphGuard"
+        knobs = {"mode": mode, "threshold": threshold, "action": action}
+        given = {**options, **{k: v for k, v in knobs.items() if v is not None}}
+        split = split_options(given, own=_KNOWN, where=where)
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+            raise InvalidArgumentError(f"{where}: max_attempts must be an int")
         if max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
         if on_block not in ("message", "raise"):
             raise ConfigError(f"on_block must be 'message' or 'raise', got {on_block!r}")
-        self.engine = engine if engine is not None else TruthLens.from_config()
+        self.engine = engine_from(engine, None, split, where)
         self.max_attempts = max_attempts
         self.answer_key = answer_key
         self.context_key = context_key

@@ -13,7 +13,6 @@ object holds configuration only, so one agent serves concurrent runs.
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,17 +29,19 @@ from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_eve
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
+from pydantic import ValidationError
 
 from truthlens_integrations.core import (
     BlockedResponseError,
     ConfigError,
+    InvalidArgumentError,
     LLMError,
-    UnknownArgumentError,
 )
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
+from truthlens_integrations.core.engine._options import engine_from
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
-from truthlens_integrations.core.policy import Action, Mode, PolicySource
+from truthlens_integrations.core.policy import Action, Mode, Policy, PolicySource
 
 from ._inputs import dedupe, message_text, passages, tool_passages
 from ._llm import as_llm
@@ -100,29 +101,32 @@ def _state_documents(state: Mapping[str, Any], keys: Sequence[str]) -> list[str]
     return found
 
 
-def _suggest(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+#: The middleware's own argument names (for did-you-mean suggestions).
+_OWN = (
+    "engine",
+    "max_iterations",
+    "on_block",
+    "blocked_message",
+    "verification_models",
+    "judge_model",
+    "stream_mode",
+    "document_keys",
+)
 
 
-def _overrides(
-    mode: Mode | None,
-    threshold: float | None,
-    action: Action | None,
-    max_iterations: int | None,
-) -> dict[str, Any]:
-    """The policy's global ``hallucination`` block for the options that were set."""
-    block: dict[str, Any] = {}
-    if mode is not None:
-        block["default_mode"] = mode
-    if threshold is not None:
-        block["threshold"] = threshold
-    if action is not None:
-        block["hallucination_action"] = action
-    if max_iterations is not None:
-        block["standard"] = {"max_iterations": max_iterations}
-        block["premium"] = {"max_iterations": max_iterations}
-    return {"hallucination": block} if block else {}
+def _with_max_iterations(policy: Policy, rounds: int) -> Policy:
+    """``policy`` with ``rounds`` refinement rounds on every route (standard and premium)."""
+    data = policy.model_dump(by_alias=True, exclude_unset=True)
+    block = data.setdefault("hallucination", {})
+    for mode in ("standard", "premium"):
+        block.setdefault(mode, {})["max_iterations"] = rounds
+    for decision in data.get("decisions", ()):
+        for entry in decision.get("plugins", ()):
+            entry.setdefault("configuration", {})["max_iterations"] = rounds
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"TruthLensMiddleware: max_iterations={rounds}: {exc}") from None
 
 
 class _AgentModel(BaseLLM):
@@ -235,24 +239,31 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``{"truthlens": payload}`` to ``stream_mode="custom"``.
 
     Args:
-        engine: The guard engine; ``None`` builds one with the default policy and
-            the options below.
-        mode: ``lightweight``, ``standard`` or ``premium`` (the policy's default mode).
+        engine: The guard engine; ``None`` builds one with the default policy. With
+            policy knobs or engine options it is copied with them applied (loaded
+            models shared).
+        mode: ``lightweight``, ``standard`` or ``premium``, on every route.
         threshold: Response score at or above which an answer is flagged.
         action: ``header``, ``body``, ``block`` or ``none`` for flagged answers.
-        max_iterations: Refinement rounds at most (standard and premium).
+        max_iterations: Refinement rounds at most (standard and premium), every route.
         on_block: ``"message"`` or ``"raise"``.
         blocked_message: Text that replaces a blocked answer.
-        verification_models: Premium-mode verifiers (chat models or core LLMs).
-        judge_model: Premium-mode judge; the agent's model when ``None``.
+        verification_models: Premium-mode verifiers (chat models or core LLMs); also
+            accepted as ``verification_llms``, the engine's name.
+        judge_model: Premium-mode judge (the agent's model when ``None``); also
+            accepted as ``judge_llm``.
         stream_mode: ``"verified"`` or ``"passthrough"``.
         document_keys: Agent-state keys holding retrieved documents to add to the
             grounding.
-        **unknown: Rejected: any other keyword raises ``UnknownArgumentError``.
+        **options: Engine options (``detector``, ``nli``, ``fact_checker``,
+            ``metrics``, ``tracer``, ``domain_classifier``, ``raise_on_block``,
+            ``align_quantities``, ``mitigation_options``, ``redact``, ``audit_hook``;
+            one definition in ``core/engine/_options.py``).
 
     Raises:
-        UnknownArgumentError: For an unknown keyword argument.
-        ConfigError: If ``engine`` is given together with policy options, or
+        UnknownArgumentError: For an unknown keyword argument (with a suggestion).
+        InvalidArgumentError: For an option of the wrong type.
+        ConfigError: For a bad ``on_block`` / ``stream_mode``, or
             ``stream_mode="passthrough"`` with a policy that changes text.
     """
 
@@ -270,25 +281,29 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         judge_model: BaseChatModel | BaseLLM | None = None,
         stream_mode: StreamMode = "verified",
         document_keys: Sequence[str] = ("documents", "context"),
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        self._reject(unknown)
-        overrides = _overrides(mode, threshold, action, max_iterations)
-        if engine is not None and overrides:
-            raise ConfigError(
-                "pass either an engine or policy options (mode, threshold, action, "
-                "max_iterations), not both: set them in the engine's policy, or use "
-                "TruthLensMiddleware.from_config(policy, ...)"
-            )
-        if engine is not None and not isinstance(engine, TruthLens):
-            raise ConfigError(f"engine must be a TruthLens, got {type(engine).__name__}")
+        where = "TruthLensMiddleware"
+        # The engine's names for the premium models are accepted as the same arguments.
+        verification_models = options.pop("verification_llms", verification_models)
+        judge_model = options.pop("judge_llm", judge_model)
+        knobs = {"mode": mode, "threshold": threshold, "action": action}
+        given = {**options, **{k: v for k, v in knobs.items() if v is not None}}
+        split = split_options(given, own=_OWN, where=where)
         if on_block not in ("message", "raise"):
             raise ConfigError(f"on_block must be 'message' or 'raise', got {on_block!r}")
         if stream_mode not in ("verified", "passthrough"):
             raise ConfigError(
                 f"stream_mode must be 'verified' or 'passthrough', got {stream_mode!r}"
             )
-        self.engine = engine if engine is not None else TruthLens.from_config(overrides or None)
+        if max_iterations is not None and (
+            isinstance(max_iterations, bool) or not isinstance(max_iterations, int)
+        ):
+            raise InvalidArgumentError(f"{where}: max_iterations must be an int")
+        built = engine_from(engine, None, split, where)
+        if max_iterations is not None:
+            built = built.derive(policy=_with_max_iterations(built.policy, max_iterations))
+        self.engine = built
         self.on_block: BlockMode = on_block
         self.blocked_message = blocked_message
         self.verification_models = list(verification_models)
@@ -305,61 +320,29 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.holds_tokens = bool(problems)
         self._quiet_models: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}
 
-    @staticmethod
-    def _reject(unknown: Mapping[str, Any]) -> None:
-        if not unknown:
-            return
-        known = [
-            "engine", "mode", "threshold", "action", "max_iterations", "on_block",
-            "blocked_message", "verification_models", "judge_model", "stream_mode",
-            "document_keys",
-        ]  # fmt: skip
-        name = sorted(unknown)[0]
-        raise UnknownArgumentError(
-            f"TruthLensMiddleware got an unknown argument {name!r}{_suggest(name, known)}"
-        )
-
     @classmethod
     def from_config(
-        cls,
-        policy: PolicySource | Sequence[PolicySource] = None,
-        *,
-        mode: Mode | None = None,
-        threshold: float | None = None,
-        action: Action | None = None,
-        max_iterations: int | None = None,
-        **options: Any,
+        cls, policy: PolicySource | Sequence[PolicySource] = None, **kwargs: Any
     ) -> TruthLensMiddleware:
         """Build the engine from a policy (file, YAML text, dict, list) and wrap it.
 
         Args:
             policy: Anything :func:`~truthlens_integrations.core.policy.load_policy`
                 takes; ``None`` for the defaults.
-            mode: Overrides the policy's default mode.
-            threshold: Overrides the policy's global threshold.
-            action: Overrides the policy's global ``hallucination_action``.
-            max_iterations: Overrides the global refinement rounds.
-            **options: The other :class:`TruthLensMiddleware` options; unknown
-                names raise ``UnknownArgumentError``.
+            **kwargs: The other constructor arguments: policy knobs (``mode``,
+                ``threshold``, ``action``, ``max_iterations``) override the file on
+                every route; engine options (``detector``, ``redact``, ...) build the
+                engine; unknown names raise ``UnknownArgumentError``.
 
         Returns:
             The middleware.
 
         Raises:
-            ConfigError: If the policy is malformed.
+            ConfigError: If the policy is malformed, or ``engine`` is passed too.
         """
-        if "engine" in options:
+        if "engine" in kwargs:
             raise ConfigError("from_config builds the engine; pass engine= to the constructor")
-        cls._reject({k: v for k, v in options.items() if k not in _OPTION_NAMES})
-        sources: list[PolicySource] = []
-        if isinstance(policy, Sequence) and not isinstance(policy, str | bytes):
-            sources.extend(policy)
-        elif policy is not None:
-            sources.append(policy)
-        overrides = _overrides(mode, threshold, action, max_iterations)
-        if overrides:
-            sources.append(overrides)
-        return cls(TruthLens.from_config(sources or None), **options)
+        return cls(TruthLens.from_config(policy), **kwargs)
 
     # -- hooks ----------------------------------------------------------------------
 
@@ -495,15 +478,3 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result = list(response.result)
         result[turn.index] = answer.model_copy(update=update)
         return ModelResponse(result=result, structured_response=response.structured_response)
-
-
-_OPTION_NAMES = frozenset(
-    {
-        "on_block",
-        "blocked_message",
-        "verification_models",
-        "judge_model",
-        "stream_mode",
-        "document_keys",
-    }
-)

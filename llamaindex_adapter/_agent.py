@@ -12,7 +12,6 @@ dispatches the adapter's instrumentation events.
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -35,12 +34,11 @@ from truthlens_integrations.core import (
     BlockedResponseError,
     ConfigError,
     LLMError,
-    UnknownArgumentError,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse, ensure_text
 
-from ._common import verdict_payload
+from ._common import build_engine, verdict_payload
 from ._events import (
     TruthLensDetectionEndEvent,
     TruthLensDetectionStartEvent,
@@ -222,6 +220,12 @@ class TruthLensFunctionAgent(FunctionAgent):
     comes as one ``AgentStream`` event. ``stream_mode="passthrough"`` keeps the
     LLM's deltas and needs a policy that leaves text alone.
 
+    Besides the ``FunctionAgent`` arguments it takes policy knobs (``mode``,
+    ``threshold``, ``action``) and engine options (``detector``, ``redact``, ...;
+    one definition in ``core/engine/_options.py``): with ``engine=`` they apply to a
+    copy of it (loaded models shared). An unknown argument raises
+    ``UnknownArgumentError`` with a suggestion.
+
     Attributes:
         engine: The guard engine (default policy when not given).
         on_block: ``"message"`` or ``"raise"``.
@@ -239,16 +243,15 @@ class TruthLensFunctionAgent(FunctionAgent):
     stream_mode: Literal["verified", "passthrough"] = "verified"
 
     def __init__(self, **kwargs: Any) -> None:
-        known = set(FunctionAgent.model_fields) | set(_OWN_OPTIONS) | {"timeout", "verbose"}
         from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
 
-        unknown = sorted(k for k in kwargs if k not in known and k not in WORKFLOW_KWARGS)
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UnknownArgumentError(
-                f"TruthLensFunctionAgent got an unknown argument {unknown[0]!r}{hint}"
-            )
+        where = "TruthLensFunctionAgent"
+        agent_args = set(FunctionAgent.model_fields) | set(_OWN_OPTIONS) | set(WORKFLOW_KWARGS)
+        agent_args |= {"timeout", "verbose"}
+        # Everything else is an engine option or a policy knob (or unknown: rejected).
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k not in agent_args}
+        engine = kwargs.pop("engine", None)
+        kwargs["engine"] = build_engine(engine, None, options, where=where, own=sorted(agent_args))
         super().__init__(**kwargs)
         if self.stream_mode == "passthrough" and _text_changing(self.engine):
             raise ConfigError(

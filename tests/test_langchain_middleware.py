@@ -27,6 +27,7 @@ from tests._agents_support import (
 from truthlens_integrations.core import (
     BlockedResponseError,
     ConfigError,
+    InvalidArgumentError,
     UnknownArgumentError,
 )
 from truthlens_integrations.core.engine import TruthLens
@@ -310,9 +311,17 @@ def test_unknown_arguments_are_rejected(base: TruthLens) -> None:
         TruthLensMiddleware.from_config(None, treshold=0.3)
 
 
-def test_engine_and_policy_options_together_are_rejected(base: TruthLens) -> None:
-    with pytest.raises(ConfigError):
-        TruthLensMiddleware(base, action="block")
+def test_engine_with_options_is_a_copy_sharing_the_models(base: TruthLens) -> None:
+    middleware = TruthLensMiddleware(
+        base, mode="standard", action="block", max_iterations=1, redact=True
+    )
+    assert middleware.engine is not base
+    assert middleware.engine.detector is base.detector
+    settings = middleware.engine.policy.settings_for(None)
+    assert settings.hallucination_action == "block" and settings.max_iterations == 1
+    assert base.policy.settings_for(None).hallucination_action == "header"
+    with pytest.raises(InvalidArgumentError):
+        TruthLensMiddleware(base, threshold=True)
 
 
 def test_from_config_applies_the_options() -> None:

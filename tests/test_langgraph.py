@@ -197,3 +197,9 @@ def test_cookbook_self_rag_graph_runs_offline(
     assert "-> route " in out
     final = next(line for line in out.splitlines() if line.startswith("final answer:"))
     assert "1950" not in final  # fixed or withheld, never the unchecked answer
+
+
+def test_policy_knobs_apply_to_a_copy_of_the_engine(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base, action="block")
+    assert guard.engine is not base and guard.engine.detector is base.detector
+    assert guard.engine.policy.settings_for(None).hallucination_action == "block"

@@ -206,3 +206,11 @@ def test_cookbook_function_agent_runs_offline(
     assert "round 1 (refine, kept): The Eiffel Tower was built from 1887 to 1889" in out
     deltas = [line for line in out.splitlines() if "stream delta:" in line]
     assert len(deltas) == 3 and "1950" not in deltas[-1]  # block: no unchecked delta
+
+
+def test_policy_knobs_apply_to_a_copy_of_the_engine(base: TruthLens) -> None:
+    agent = make_agent(base, action="block", mode="standard")
+    assert agent.engine is not base and agent.engine.detector is base.detector
+    settings = agent.engine.policy.settings_for(None)
+    assert settings.hallucination_action == "block" and settings.mode == "standard"
+    assert agent.holds_tokens
