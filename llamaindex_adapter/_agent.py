@@ -25,7 +25,7 @@ from llama_index.core.agent.workflow.workflow_events import (
 )
 from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
 from llama_index.core.base.llms.types import ChatResponse, MessageRole
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory import BaseMemory
 from llama_index.core.tools import AsyncBaseTool
 from llama_index.core.workflow import Context, Event
@@ -242,6 +242,9 @@ class TruthLensFunctionAgent(FunctionAgent):
     judge_llm: li_llms.LLM | None = Field(default=None, exclude=True)
     stream_mode: Literal["verified", "passthrough"] = "verified"
 
+    _holds_tokens: bool | None = PrivateAttr(default=None)
+    _holds_for: TruthLens | None = PrivateAttr(default=None)
+
     def __init__(self, **kwargs: Any) -> None:
         from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
 
@@ -263,7 +266,11 @@ class TruthLensFunctionAgent(FunctionAgent):
     @property
     def holds_tokens(self) -> bool:
         """Whether the LLM's deltas are held back until the answer is checked."""
-        return self.stream_mode == "verified" and _text_changing(self.engine)
+        # Worked out once: the policy walk costs more than the rest of a step.
+        if self._holds_tokens is None or self._holds_for is not self.engine:
+            self._holds_for = self.engine
+            self._holds_tokens = self.stream_mode == "verified" and _text_changing(self.engine)
+        return self._holds_tokens
 
     async def _get_streaming_response(
         self, ctx: Any, current_llm_input: list[LIChatMessage], tools: Sequence[AsyncBaseTool]
