@@ -356,3 +356,23 @@ def test_the_adapter_imports_without_langgraph_and_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'truthlens-integrations[langchain]'" in out.stdout
+
+
+def test_agent_names_are_exported_and_resolve() -> None:
+    import truthlens_integrations.langchain_adapter as la
+
+    agent_names = {
+        "FEEDBACK_NAME",
+        "UNCHECKED_TAG",
+        "TruthLensMiddleware",
+        "GraphRoute",
+        "TruthLensGraphGuard",
+        "TruthLensGraphState",
+        "regeneration_feedback",
+        "rewrite_query",
+        "route_label",
+    }
+    assert agent_names <= set(la.__all__)
+    assert all(getattr(la, name) is not None for name in la.__all__)
+    with pytest.raises(AttributeError):
+        _ = la.NotAName  # type: ignore[attr-defined]

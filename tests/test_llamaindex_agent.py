@@ -214,3 +214,11 @@ def test_policy_knobs_apply_to_a_copy_of_the_engine(base: TruthLens) -> None:
     settings = agent.engine.policy.settings_for(None)
     assert settings.hallucination_action == "block" and settings.mode == "standard"
     assert agent.holds_tokens
+
+
+def test_agent_names_are_exported() -> None:
+    import truthlens_integrations.llamaindex_adapter as li
+
+    names = {"FEEDBACK_KEY", "TruthLensAgentEvent", "TruthLensFunctionAgent", "tool_outputs"}
+    assert names <= set(li.__all__)
+    assert all(getattr(li, name) is not None for name in li.__all__)
