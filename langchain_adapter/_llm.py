@@ -40,6 +40,7 @@ from truthlens_integrations.core import (
     LLMTimeoutError,
     TruthLensError,
 )
+from truthlens_integrations.core.engine._options import reject_unknown
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
@@ -282,6 +283,11 @@ class LLMChatModel(BaseChatModel):
     llm: Any
     max_tokens: int | None = 256
     temperature: float | None = None
+
+    def __init__(self, **data: Any) -> None:
+        # LangChain models drop unknown fields; a misspelt one would be ignored.
+        reject_unknown(data, type(self).model_fields, "LLMChatModel")
+        super().__init__(**data)
 
     @property
     def _llm_type(self) -> str:

@@ -27,6 +27,7 @@ from llama_index.core.llms.custom import CustomLLM
 
 from truthlens_integrations.core import InvalidArgumentError, LLMError, LLMTimeoutError
 from truthlens_integrations.core import llm as core_llm
+from truthlens_integrations.core.engine._options import reject_unknown
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
@@ -228,8 +229,14 @@ class CoreLLMAsLlamaIndex(CustomLLM):
     _core: core_llm.LLM = PrivateAttr()
 
     def __init__(
-        self, llm: core_llm.LLM, *, context_window: int = 2048, num_output: int = 256
+        self,
+        llm: core_llm.LLM,
+        *,
+        context_window: int = 2048,
+        num_output: int = 256,
+        **unknown: Any,
     ) -> None:
+        reject_unknown(unknown, ("llm", "context_window", "num_output"), "CoreLLMAsLlamaIndex")
         super().__init__(context_window=context_window, num_output=num_output)
         self._core = llm
 

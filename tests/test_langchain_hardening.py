@@ -39,6 +39,7 @@ from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
+    LLMChatModel,
     RetrievalQualityFilter,
     TruthLensCallbackHandler,
     TruthLensRunnable,
@@ -104,6 +105,8 @@ def test_misspelt_argument_is_rejected_with_a_suggestion(detector: Detector) -> 
         TruthLensCallbackHandler(engine, raise_eror=True)
     with pytest.raises(UnknownArgumentError, match="did you mean 'min_chars'"):
         RetrievalQualityFilter(min_char=40)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'max_tokens'"):
+        LLMChatModel(llm=None, max_token=5)
 
 
 def test_wrong_types_fail_at_the_call(detector: Detector) -> None:

@@ -37,6 +37,7 @@ from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.llamaindex_adapter import (
+    CoreLLMAsLlamaIndex,
     LlamaIndexLLM,
     TruthLensDetectionStartEvent,
     TruthLensEvaluator,
@@ -96,6 +97,8 @@ def test_misspelt_arguments_are_rejected_with_a_suggestion(index, detector) -> N
         TruthLensEvaluator(engine, threshhold=0.3)
     with pytest.raises(UnknownArgumentError, match="did you mean 'min_score'"):
         TruthLensNodePostprocessor(min_scor=0.5)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'num_output'"):
+        CoreLLMAsLlamaIndex(None, num_outputs=5)  # type: ignore[arg-type]
 
 
 def test_wrong_types_fail_at_the_call(index, detector) -> None:
