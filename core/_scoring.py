@@ -5,6 +5,7 @@ For an answer with token hallucination probabilities ``p_i``:
 * span score: ``max(p_i)`` over the tokens of the span;
 * response score, ``noisy_or``: ``1 - prod(1 - p_i)`` over tokens with ``p_i > tau_token``;
 * response score, ``span_max``: the largest span score;
+* response score, ``max``: the largest token probability (spans or not);
 * decision: ``MITIGATE`` when the response score is at least ``tau``, else ``PASS``.
 """
 
@@ -56,6 +57,8 @@ def response_score(
     """Response-level score by the configured aggregation."""
     if aggregation == "noisy_or":
         return noisy_or(probabilities, token_threshold)
+    if aggregation == "max":
+        return max(probabilities, default=0.0)
     return max((s.confidence for s in spans), default=0.0)
 
 

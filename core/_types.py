@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 NLILabel = Literal["entailment", "neutral", "contradiction"]
-Aggregation = Literal["noisy_or", "span_max"]
+Aggregation = Literal["noisy_or", "span_max", "max"]
 
 
 class Decision(StrEnum):
@@ -273,7 +273,9 @@ class DetectionConfig(_Frozen):
         token_threshold: A token whose hallucination probability exceeds this is flagged
             (LettuceDetect uses 0.5, HaluGate 0.8).
         threshold: Response score at or above which the answer is ``detected``.
-        aggregation: ``noisy_or`` over flagged tokens, or ``span_max`` (max span score).
+        aggregation: ``noisy_or`` over flagged tokens, ``span_max`` (max span score), or
+            ``max`` (the largest token probability, flagged or not: a probability when the
+            model is calibrated, and a ranking score for every answer).
         min_span_chars: Spans shorter than this many non-space characters are dropped.
         min_span_confidence: Spans whose confidence is below this are dropped.
         max_length: Model window in tokens; ``None`` reads it from the model.

@@ -60,16 +60,27 @@ def test_the_policy_fact_check_model_gates_the_engine(tmp_path: Path) -> None:
     from truthlens_integrations.core.engine import TruthLens
 
     labels = {0: "NO_FACT_CHECK_NEEDED", 1: "FACT_CHECK_NEEDED"}
-    # This sentinel finds every prompt creative: detection must be skipped.
+    # This sentinel finds every prompt creative. A grounded answer is still checked by
+    # default; with skip_non_factual_grounded the classifier gates detection.
     folder = _build_nli_model(tmp_path / "sentinel", labels, [3.0, 0.0])
     detector = load_detector(str(build_keyword_model(tmp_path / "kw", ["1950"])), device="cpu")
-    policy = {"hallucination_mitigation": {"fact_check_model": {"model_id": str(folder)}}}
+    policy: dict[str, object] = {
+        "hallucination_mitigation": {"fact_check_model": {"model_id": str(folder)}}
+    }
     engine = TruthLens.from_config(policy, detector=detector)
     verdict = engine.guard(
         context=[EIFFEL_CONTEXT], question="When was it built?", answer=EIFFEL_ANSWER
     )
     assert isinstance(engine.fact_checker, TransformersFactCheckClassifier)
-    assert not verdict.fact_check_needed and verdict.detection is None and verdict.passed
+    assert not verdict.fact_check_needed and verdict.detection is not None
+    assert verdict.detected
+
+    gated = {**policy, "hallucination": {"skip_non_factual_grounded": True}}
+    verdict = TruthLens.from_config(gated, detector=detector).guard(
+        context=[EIFFEL_CONTEXT], question="When was it built?", answer=EIFFEL_ANSWER
+    )
+    assert not verdict.fact_check_needed and verdict.detection is None
+    assert not verdict.checked and verdict.not_checked_reason == "non_factual"
 
     missing = {"hallucination_mitigation": {"fact_check_model": {"model_id": str(tmp_path / "x")}}}
     with pytest.raises(ModelNotAvailableError):

@@ -68,17 +68,33 @@ def margins(folder: Path, claims: list[Any], batch: int = 16) -> np.ndarray:
     return np.array(out)
 
 
-def fit_platt(x: np.ndarray, y: np.ndarray, steps: int = 500) -> tuple[float, float]:
-    """Logistic regression of ``y`` on ``x`` by Newton's method (two parameters)."""
+def fit_platt(x: np.ndarray, y: np.ndarray, steps: int = 200) -> tuple[float, float]:
+    """Logistic regression of ``y`` on ``x`` (two parameters), damped Newton steps.
+
+    Each step is halved until the log loss goes down, so saturated margins cannot make it
+    diverge.
+    """
+
+    def loss(a: float, b: float) -> float:
+        z = a * x + b
+        return float(np.mean(np.logaddexp(0, z) - y * z))
+
     a, b = 1.0, 0.0
+    current = loss(a, b)
     for _ in range(steps):
-        p = 1 / (1 + np.exp(-(a * x + b)))
-        g = np.array([np.sum((p - y) * x), np.sum(p - y)])
-        w = p * (1 - p) + 1e-9
-        h = np.array([[np.sum(w * x * x), np.sum(w * x)], [np.sum(w * x), np.sum(w)]])
-        step = np.linalg.solve(h + 1e-6 * np.eye(2), g)
-        a, b = a - step[0], b - step[1]
-        if np.abs(step).max() < 1e-8:
+        p = 1 / (1 + np.exp(-np.clip(a * x + b, -40, 40)))
+        g = np.array([np.mean((p - y) * x), np.mean(p - y)])
+        w = p * (1 - p) + 1e-6
+        h = np.array([[np.mean(w * x * x), np.mean(w * x)], [np.mean(w * x), np.mean(w)]])
+        step = np.linalg.solve(h + 1e-4 * np.eye(2), g)
+        t = 1.0
+        while t > 1e-6 and loss(a - t * step[0], b - t * step[1]) > current:
+            t /= 2
+        if t <= 1e-6:
+            break
+        a, b = a - t * step[0], b - t * step[1]
+        previous, current = current, loss(a, b)
+        if previous - current < 1e-10:
             break
     return float(a), float(b)
 
@@ -111,13 +127,14 @@ def main(argv: list[str] | None = None) -> None:
     x_fit = margins(args.folder, fit_set)
     y_fit = np.array([c.label for c in fit_set], dtype=float)
     x_rep = margins(args.folder, report_set)
+    np.savez(args.folder / "calibration_margins.npz", x_fit=x_fit, x_rep=x_rep)
     y_rep = np.array([c.label for c in report_set], dtype=float)
     scale, shift = fit_platt(x_fit, y_fit)
 
     def cal(x: np.ndarray) -> np.ndarray:
-        return 1 / (1 + np.exp(-(scale * x + shift)))
+        return 1 / (1 + np.exp(-np.clip(scale * x + shift, -40, 40)))
 
-    raw_rep = 1 / (1 + np.exp(-x_rep))
+    raw_rep = 1 / (1 + np.exp(-np.clip(x_rep, -40, 40)))
     metrics = {
         "scale": scale,
         "shift": shift,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from .._errors import ContextTooLongError
 from .._types import DetectionInput
+from ._adjust import adjust_tokens
 from ._base import TokenScoring
 from ._evidence import ContextIndex, EvidenceRow, plan_rows
 from ._transformer import TransformerDetector, _Piece, _Plan, _Segment
@@ -22,7 +23,8 @@ class EvidenceDetector(TransformerDetector):
     ``[CLS] question + evidence [SEP] unit [SEP]``. The verdict does not depend on the
     order of the passages, the cost grows with the answer and not with the context, and
     facts stated far apart are read side by side. The result's ``coverage`` reports how
-    many context sentences were read.
+    many context sentences were read. Numbers are also aligned with the context's and
+    answers that only say the sources lack something are not flagged (``_adjust``).
 
     It takes the same models as :class:`TransformerDetector` (the bundled model is
     trained for this input); LettuceDetect checkpoints were trained on whole windows and
@@ -91,6 +93,7 @@ class EvidenceDetector(TransformerDetector):
         out = []
         for item, plan, (read, total) in zip(inputs, plans, sentences, strict=True):
             tokens, coverage = self._assemble(item, plan, probabilities)
+            tokens = adjust_tokens(tokens, item.answer, item.context, item.question)
             coverage = coverage.model_copy(
                 update={
                     "context_windows": 1,

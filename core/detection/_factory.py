@@ -97,7 +97,7 @@ def _bundled_config(config: DetectionConfig | None) -> DetectionConfig:
     if config is not None and "aggregation" in config.model_fields_set:
         return config
     base = config.model_dump(exclude_unset=True) if config else {}
-    return DetectionConfig(**{**base, "aggregation": "span_max"})
+    return DetectionConfig(**{**base, "aggregation": "max"})
 
 
 def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:

@@ -536,7 +536,7 @@ def read_wice(folder: str | os.PathLike[str]) -> list[EvalExample]:
     tokens the evidence does not support are the gold spans.
     """
     path = Path(folder) / "non_supported_tokens" / "test.jsonl"
-    examples = []
+    examples: list[EvalExample] = []
     for row in _read_jsonl(path):
         spans = wice_token_spans(row["claim"], row["claim_tokens"], row["non_supported_spans"])
         examples.append(
