@@ -14,7 +14,8 @@ object holds configuration only, so one agent serves concurrent runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from langchain.agents.middleware import (
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import ValidationError
 
@@ -351,16 +353,17 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Run the model; check a final answer before it enters the agent state."""
         request = self._quiet(request)
-        response = handler(request)
-        turn = self._final_turn(request, response)
-        if turn is None:
-            return response
-        verdict = self.engine.guard(
-            context=turn.context,
-            question=turn.question,
-            answer=message_text(turn.answer),
-            **self._mitigation(request, handler, None),
-        )
+        with self._unchecked_runs():
+            response = handler(request)
+            turn = self._final_turn(request, response)
+            if turn is None:
+                return response
+            verdict = self.engine.guard(
+                context=turn.context,
+                question=turn.question,
+                answer=message_text(turn.answer),
+                **self._mitigation(request, handler, None),
+            )
         dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
         return self._finish(request, response, turn, verdict)
 
@@ -369,16 +372,17 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`: awaits the model and the engine."""
         request = self._quiet(request)
-        response = await handler(request)
-        turn = self._final_turn(request, response)
-        if turn is None:
-            return response
-        verdict = await self.engine.aguard(
-            context=turn.context,
-            question=turn.question,
-            answer=message_text(turn.answer),
-            **self._mitigation(request, None, handler),
-        )
+        with self._unchecked_runs():
+            response = await handler(request)
+            turn = self._final_turn(request, response)
+            if turn is None:
+                return response
+            verdict = await self.engine.aguard(
+                context=turn.context,
+                question=turn.question,
+                answer=message_text(turn.answer),
+                **self._mitigation(request, None, handler),
+            )
         await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
         return self._finish(request, response, turn, verdict)
 
@@ -394,6 +398,25 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not self.holds_tokens:
             return request
         return request.override(model=self._quiet_model(request.model))
+
+    @contextmanager
+    def _unchecked_runs(self) -> Iterator[None]:
+        """Tag every run inside (the model, models it calls, refinement rounds) unchecked.
+
+        The tags are inherited by child runs, so a model that calls another model
+        (a router, a wrapper) does not leak its tokens to ``stream_mode="messages"``
+        either. The verdict's event is dispatched outside, untagged.
+        """
+        if not self.holds_tokens:
+            yield
+            return
+        config = ensure_config()
+        tags = [*config.get("tags", []), TAG_NOSTREAM, UNCHECKED_TAG]
+        token = var_child_runnable_config.set({**config, "tags": tags})
+        try:
+            yield
+        finally:
+            var_child_runnable_config.reset(token)
 
     def _quiet_model(self, model: BaseChatModel) -> BaseChatModel:
         """A copy of ``model`` that does not stream, made once per model.

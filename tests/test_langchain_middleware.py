@@ -286,6 +286,32 @@ async def test_astream_events_under_block_has_no_unchecked_tokens(base: TruthLen
     assert len(custom) == 1 and custom[0]["blocked"]
 
 
+def test_a_model_calling_another_model_does_not_leak_under_block(base: TruthLens) -> None:
+    inner = scripted(lambda _messages: AIMessage(WRONG))
+    script = eiffel_script()
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        reply = script(messages)
+        if reply.tool_calls:
+            return reply
+        # a wrapper model: the text comes from a nested chat model run, which streams
+        return AIMessage(str("".join(str(c.content) for c in inner.stream(messages))))
+
+    engine = engine_for(base, hallucination_action="block")
+    agent = create_agent(
+        scripted(respond), [landmark_record], middleware=[TruthLensMiddleware(engine)]
+    )
+    shown = [
+        str(message.content)
+        for message, _ in agent.stream(
+            {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
+        )
+    ]
+    assert inner.calls == 1
+    assert DEFAULT_BLOCKED_MESSAGE in shown
+    assert not any("1950" in text for text in shown)
+
+
 def test_header_policy_streams_tokens_as_they_come(base: TruthLens) -> None:
     agent = create_agent(
         scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(base)]
