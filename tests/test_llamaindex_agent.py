@@ -222,3 +222,17 @@ def test_agent_names_are_exported() -> None:
     names = {"FEEDBACK_KEY", "TruthLensAgentEvent", "TruthLensFunctionAgent", "tool_outputs"}
     assert names <= set(li.__all__)
     assert all(getattr(li, name) is not None for name in li.__all__)
+
+
+async def test_premium_mode_uses_other_llms(base: TruthLens) -> None:
+    def verifier(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        return ChatMessage(role="assistant", content=RIGHT)
+
+    engine = engine_for(base, default_mode="premium", hallucination_action="body")
+    agent = make_agent(
+        engine, verification_llms=[MockFunctionCallingLLM(response_generator=verifier)]
+    )
+    output, _, _ = await run(agent)
+    found = verdict(output)
+    assert found["strategy"] == "cross_model" and found["original_answer"] == WRONG
+    assert any(use["role"] == "verifier" for use in found["cost"]["models"])
