@@ -182,7 +182,11 @@ def test_non_factual_prompt_passes_without_detection_when_the_policy_skips_it(
 
 @pytest.mark.parametrize(
     "question",
-    ["Summarize the document.", "Give me the height of the tower.", "Tell me about the Eiffel Tower."],
+    [
+        "Summarize the document.",
+        "Give me the height of the tower.",
+        "Tell me about the Eiffel Tower.",
+    ],
 )
 def test_grounded_answers_are_checked_whatever_the_classifier_says(
     detector: Detector, question: str
