@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core._errors import ModelNotAvailableError
-from truthlens_integrations.core._types import DetectionConfig, DetectionInput, DetectionStatus
+from truthlens_integrations.core._types import (
+    DetectionConfig,
+    DetectionInput,
+    DetectionStatus,
+    TokenScore,
+)
 from truthlens_integrations.core.detection import TransformerDetector, load_detector
+from truthlens_integrations.core.detection._adjust import adjust_tokens
 from truthlens_integrations.core.detection._evidence import (
     ContextIndex,
     answer_units,
@@ -283,3 +290,37 @@ def test_bundled_unreadable_answer_is_unverifiable(bundled: EvidenceDetector) ->
 def test_detection_input_is_what_the_selection_sees() -> None:
     item = DetectionInput.create(context=["a.", "b."], question=None, answer="c.")
     assert ContextIndex(item.context).passages == ["a.", "b."]
+
+
+# -- the explicit number and abstention rules ------------------------------------------------
+
+
+def _tokens(answer: str, p: float) -> list[TokenScore]:
+    return [
+        TokenScore(start=m.start(), end=m.end(), text=m.group(), probability=p)
+        for m in re.finditer(r"[\w.,]+", answer)
+    ]
+
+
+def _probability(tokens: list[TokenScore], text: str) -> float:
+    return next(t.probability for t in tokens if t.text.rstrip(".,") == text)
+
+
+def test_numbers_are_aligned_with_the_context() -> None:
+    context = ["The trail is 4.2 km long and was opened in 1932.", "About 2,400 people walk it."]
+    answer = "The 4.2 km trail opened in 1995 and 2400 people walk it. It is 4.2 miles long."
+    out = adjust_tokens(_tokens(answer, 0.5), answer, context, None)
+    assert out[1].probability < 0.5  # "4.2" with the context's unit: copied
+    assert _probability(out, "1995") >= 0.85  # a year where the context has another year
+    assert _probability(out, "2400") < 0.5  # "2,400" by value
+    assert out[-3].text == "4.2" and out[-3].probability >= 0.85  # the right number, wrong unit
+
+
+def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:
+    context = ["Northwind Foods was founded in 1998. Its CFO is Mara Lind."]
+    refusal = "The provided information does not mention who the CEO is."
+    out = adjust_tokens(_tokens(refusal, 0.9), refusal, context, "Who is the CEO?")
+    assert max(t.probability for t in out) <= 0.05
+    named = "The passages do not say who the CEO is, but it is John Smith."
+    out = adjust_tokens(_tokens(named, 0.9), named, context, "Who is the CEO?")
+    assert max(t.probability for t in out) == 0.9

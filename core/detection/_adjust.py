@@ -4,7 +4,8 @@ Two things the encoder reads badly and a rule reads well:
 
 * **Numbers.** A small encoder sees "opened in 1932" and "opened in 1995" as near
   paraphrases. A number in the answer that occurs (by value: "2,400" = "2400") anywhere in
-  the context is most likely copied, so its tokens are made less suspicious; one that does
+  the context is most likely copied, so its tokens are made less suspicious, unless every
+  occurrence carries another unit word ("4.2 miles" for "4.2 km"); one that does
   not occur while the context has a comparable one (both years, or the same unit word)
   most likely contradicts it, so its tokens are raised; one with nothing comparable is
   raised less (it may be computed, e.g. a duration).
@@ -64,12 +65,14 @@ _ABSTAIN_WORDS = frozenset(
 def _number_factor(answer: str, context: Sequence[str]) -> list[tuple[int, int, str]]:
     """``(start, end, verdict)`` per number of the answer: present, conflict or unseen."""
     known = [q for passage in context for q in extract_quantities(passage)]
-    values = {q.value for q in known}
     out = []
     for q in extract_quantities(answer):
         digits = _DIGITS.match(answer, q.start)
         digits_end = digits.end() if digits else q.end
-        if q.value in values:
+        same_value = [k for k in known if k.value == q.value]
+        if same_value and all(q.unit and k.unit and k.unit != q.unit for k in same_value):
+            verdict = "conflict"  # the right number with another unit: "4.2 miles" for "4.2 km"
+        elif same_value:
             verdict = "present"
         elif any((q.is_year and k.is_year) or (q.unit and q.unit == k.unit) for k in known):
             verdict = "conflict"
