@@ -4,8 +4,7 @@ Two things the encoder reads badly and a rule reads well:
 
 * **Numbers.** A small encoder sees "opened in 1932" and "opened in 1995" as near
   paraphrases. A number in the answer that occurs (by value: "2,400" = "2400") anywhere in
-  the context is most likely copied, so its tokens are made less suspicious, unless every
-  occurrence carries another unit word ("4.2 miles" for "4.2 km"); one that does
+  the context is most likely copied, so its tokens are made less suspicious; one that does
   not occur while the context has a comparable one (both years, or the same unit word)
   most likely contradicts it, so its tokens are raised; one with nothing comparable is
   raised less (it may be computed, e.g. a duration).
@@ -69,10 +68,10 @@ def _number_factor(answer: str, context: Sequence[str]) -> list[tuple[int, int, 
     for q in extract_quantities(answer):
         digits = _DIGITS.match(answer, q.start)
         digits_end = digits.end() if digits else q.end
-        same_value = [k for k in known if k.value == q.value]
-        if same_value and all(q.unit and k.unit and k.unit != q.unit for k in same_value):
-            verdict = "conflict"  # the right number with another unit: "4.2 miles" for "4.2 km"
-        elif same_value:
+        # A value found with another "unit" word is still taken as copied: the word after a
+        # number is often not a unit ("420 people" / "420 employees"), and treating it as a
+        # conflict lowered held-out AP from 0.781 to 0.748 (benchmarks/results/heldout.md).
+        if any(k.value == q.value for k in known):
             verdict = "present"
         elif any((q.is_year and k.is_year) or (q.unit and q.unit == k.unit) for k in known):
             verdict = "conflict"
