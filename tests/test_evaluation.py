@@ -369,3 +369,37 @@ def test_cli_eval_snli_with_the_bundled_nli(
     assert args.handler(args) == 0
     out = capsys.readouterr().out
     assert "bundled-nli" in out and "Accuracy **" in out
+
+
+def test_auroc_counts_ties_as_half_and_needs_both_classes() -> None:
+    from truthlens_integrations.core.evaluation import auroc
+
+    assert auroc([True, False], [0.9, 0.1]) == 1.0
+    assert auroc([True, False], [0.1, 0.9]) == 0.0
+    assert auroc([True, False, True, False], [0.5, 0.5, 0.8, 0.2]) == pytest.approx(0.875)
+    assert auroc([True, True], [0.1, 0.2]) != auroc([True, True], [0.1, 0.2])  # nan
+
+
+def test_reliability_bins_and_calibration_error() -> None:
+    from truthlens_integrations.core.evaluation import (
+        expected_calibration_error,
+        reliability_bins,
+    )
+
+    gold = [True, False, False, False, True, True, True, False]
+    scores = [0.05, 0.05, 0.05, 0.05, 0.95, 0.95, 0.95, 1.0]
+    bins = reliability_bins(gold, scores)
+    assert [(b.lower, b.count) for b in bins] == [(0.0, 4), (0.9, 4)]
+    assert bins[0].positive_rate == 0.25 and bins[1].mean_score == pytest.approx(0.9625)
+    # |0.05 - 0.25| and |0.9625 - 0.75|, each half of the examples
+    assert expected_calibration_error(bins) == pytest.approx(0.5 * 0.2 + 0.5 * 0.2125)
+
+
+def test_wice_token_spans_merge_adjacent_flags() -> None:
+    from truthlens_integrations.core.evaluation import wice_token_spans
+
+    claim = "Irene Hervey (born 1909) was an actress."
+    tokens = ["Irene", "Hervey", "(", "born", "1909", ")", "was", "an", "actress", "."]
+    flags = [False, False, False, True, True, False, False, False, False, False]
+    spans = wice_token_spans(claim, tokens, flags)
+    assert [claim[s.start : s.end] for s in spans] == ["born 1909"]

@@ -49,6 +49,7 @@ from ._readers import (
     read_snli,
     read_wice,
     subsample,
+    wice_token_spans,
 )
 from ._records import EvalExample, GoldSpan, NLIExample
 from ._reports import (
@@ -126,6 +127,7 @@ __all__ = [
     "subsample",
     "threshold_curve",
     "token_metrics",
+    "wice_token_spans",
     "write_json",
     "write_markdown",
     "write_plots",
