@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["Quantity", "extract_quantities"]
+__all__ = ["Quantity", "QuantityVerdict", "extract_quantities", "judge_quantity"]
+
+QuantityVerdict = Literal["present", "conflict", "unseen"]
 
 # A number with optional thousands separators and decimals, not glued to letters
 # (so "A320" or "3rd" are not read as quantities), and the word right after it.
@@ -55,3 +59,24 @@ def extract_quantities(text: str) -> list[Quantity]:
         )
         found.append(Quantity(value, unit, match.start(1), match.end(), is_year))
     return found
+
+
+def _comparable(a: Quantity, b: Quantity) -> bool:
+    if a.is_year or b.is_year:
+        return a.is_year and b.is_year
+    return a.unit is not None and a.unit == b.unit
+
+
+def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVerdict:
+    """A number of an answer against the context's numbers.
+
+    Returns:
+        ``"present"`` when its value occurs among ``known``; ``"conflict"`` when it does
+        not while a comparable number (both years, or the same unit word) does;
+        ``"unseen"`` when nothing comparable occurs.
+    """
+    if any(k.value == quantity.value for k in known):
+        return "present"
+    if any(_comparable(k, quantity) for k in known):
+        return "conflict"
+    return "unseen"

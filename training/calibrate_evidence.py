@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from truthlens_integrations.core.evaluation import expected_calibration_error, reliability_bins
+
 from . import realdata
 from .train_evidence import balanced
 
@@ -99,14 +101,9 @@ def fit_platt(x: np.ndarray, y: np.ndarray, steps: int = 200) -> tuple[float, fl
     return float(a), float(b)
 
 
-def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
-    idx = np.minimum((p * bins).astype(int), bins - 1)
-    total = 0.0
-    for k in range(bins):
-        m = idx == k
-        if m.any():
-            total += m.mean() * abs(p[m].mean() - y[m].mean())
-    return float(total)
+def ece(p: np.ndarray, y: np.ndarray) -> float:
+    """Expected calibration error over 10 equal-width bins (the eval harness's)."""
+    return expected_calibration_error(reliability_bins(y.astype(bool).tolist(), p.tolist()))
 
 
 def main(argv: list[str] | None = None) -> None:

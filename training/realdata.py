@@ -52,6 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from truthlens_integrations.core._errors import ConfigError
+from truthlens_integrations.core.evaluation import wice_token_spans as _eval_wice_spans
+
 from . import data as _data
 
 __all__ = [
@@ -229,7 +232,7 @@ def _wice(root: Path) -> Iterator[Claim]:
 
 
 def wice_token_spans(claim: str, tokens: list[str], flags: list[bool]) -> tuple[Span, ...] | None:
-    """Character spans of the flagged WiCE tokens in ``claim``.
+    """Character spans of the flagged WiCE tokens in ``claim`` (the eval harness's mapping).
 
     Args:
         claim: The claim text.
@@ -239,15 +242,11 @@ def wice_token_spans(claim: str, tokens: list[str], flags: list[bool]) -> tuple[
     Returns:
         Merged spans, or ``None`` when a token cannot be found in the claim text.
     """
-    pos, spans = 0, []
-    for token, flag in zip(tokens, flags, strict=True):
-        start = claim.find(token, pos)
-        if start < 0 or claim[pos:start].strip():
-            return None
-        pos = start + len(token)
-        if flag:
-            spans.append((start, pos))
-    return _merge(spans, claim)
+    try:
+        spans = _eval_wice_spans(claim, tokens, flags)
+    except ConfigError:
+        return None
+    return tuple((s.start, s.end) for s in spans)
 
 
 def _xsumfaith(root: Path) -> Iterator[Claim]:

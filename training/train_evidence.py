@@ -39,8 +39,9 @@ import numpy as np
 import torch
 
 from truthlens_integrations.core.detection._evidence import ContextIndex, plan_rows
+from truthlens_integrations.core.evaluation import average_precision, threshold_curve
 
-from . import realdata
+from . import hardcases, realdata
 from .data import synthetic_examples
 
 log = logging.getLogger("train_evidence")
@@ -140,29 +141,8 @@ def load_examples(args: argparse.Namespace, part: str, rng: random.Random) -> li
 
 
 def _hard_cases(part: str) -> list[Any]:
-    """The committed hard-case records of one part (``train`` or ``test``)."""
-    name = "train" if part == "train" else "test"
-    path = Path(__file__).resolve().parent / "data" / f"hardcases_{name}.jsonl"
-    if not path.is_file():
-        log.warning("%s is missing: training without hard cases", path)
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            spans = r.get("spans")
-            out.append(
-                realdata.Claim(
-                    source=r.get("source", "hardcases"),
-                    context=r["context"],
-                    question=r.get("question") or "",
-                    answer=r["answer"],
-                    label=int(r["label"]),
-                    spans=None if spans is None else tuple(tuple(s) for s in spans),
-                    uid=r.get("uid", ""),
-                )
-            )
-    return out
+    """The committed hard-case records of one part (``train``; anything else: ``test``)."""
+    return list(hardcases.load_hardcases("train" if part == "train" else "test"))
 
 
 def encode(tokenizer: Any, ex: Example) -> Encoded | None:
@@ -302,13 +282,10 @@ def example_scores(model: Any, data: list[Encoded], device: torch.device) -> np.
     return out
 
 
-def average_precision(scores: np.ndarray, gold: np.ndarray) -> float:
-    order = np.argsort(-scores, kind="stable")
-    hits = gold[order]
-    if hits.sum() == 0:
+def _ap(scores: np.ndarray, gold: np.ndarray) -> float:
+    if not gold.any():
         return float("nan")
-    precision = np.cumsum(hits) / np.arange(1, len(hits) + 1)
-    return float((precision * hits).sum() / hits.sum())
+    return average_precision(threshold_curve(gold.astype(bool).tolist(), scores.tolist()))
 
 
 def report(scores: np.ndarray, data: list[Encoded]) -> dict[str, Any]:
@@ -316,14 +293,14 @@ def report(scores: np.ndarray, data: list[Encoded]) -> dict[str, Any]:
     by: dict[str, list[int]] = defaultdict(list)
     for i, d in enumerate(data):
         by[d.source.split("/")[0]].append(i)
-    out: dict[str, Any] = {"all": {"n": len(data), "ap": average_precision(scores, gold)}}
+    out: dict[str, Any] = {"all": {"n": len(data), "ap": _ap(scores, gold)}}
     for source, idx in sorted(by.items()):
         g = gold[idx]
         s = scores[idx]
         out[source] = {
             "n": len(idx),
             "positives": int(g.sum()),
-            "ap": average_precision(s, g),
+            "ap": _ap(s, g),
             "flag_rate_clean": float((s[g == 0] > 0.5).mean()) if (g == 0).any() else None,
         }
     return out

@@ -161,9 +161,8 @@ class ContextIndex:
             t: math.log(1.0 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
             for t, ids in postings.items()
         }
-        self._avg_len = sum(sum(s.terms.values()) for s in sentences) / n or 1.0
-        # Passage identity that does not depend on where the passage stood in the list.
-        self._passage_key = list(passages)
+        self._lengths = [sum(s.terms.values()) for s in sentences]
+        self._avg_len = sum(self._lengths) / n or 1.0
         self._counts: dict[int, int] = {}
 
     def token_counts(self, ids: Sequence[int], count_many: CountMany) -> list[int]:
@@ -186,16 +185,15 @@ class ContextIndex:
             if idf is None:
                 continue
             for i in self._postings[term]:
-                sentence = self.sentences[i]
-                tf = sentence.terms[term]
-                norm = tf + _K1 * (1 - _B + _B * sum(sentence.terms.values()) / self._avg_len)
+                tf = self.sentences[i].terms[term]
+                norm = tf + _K1 * (1 - _B + _B * self._lengths[i] / self._avg_len)
                 scores[i] += weight * idf * tf * (_K1 + 1) / norm
         return sorted(
             ((score, i) for i, score in scores.items()),
             key=lambda item: (
                 -item[0],
                 self.sentences[item[1]].text,
-                self._passage_key[self.sentences[item[1]].passage],
+                self.passages[self.sentences[item[1]].passage],
             ),
         )
 
@@ -217,7 +215,7 @@ class ContextIndex:
             by_passage[self.sentences[i].passage].append(i)
         order = sorted(
             by_passage,
-            key=lambda p: (-max(chosen[i] for i in by_passage[p]), self._passage_key[p]),
+            key=lambda p: (-max(chosen[i] for i in by_passage[p]), self.passages[p]),
         )
         lines = []
         for p in order:

@@ -377,7 +377,6 @@ class TransformerDetector(BaseDetector):
         self, item: DetectionInput, plan: _Plan, probabilities: dict[int, list[float]]
     ) -> TokenScoring:
         tokens: list[TokenScore] = []
-        scored_chars = 0
         for index, piece in enumerate(plan.pieces):
             rows = [s for s in plan.segments if s.piece == index and id(s) in probabilities]
             supported = _min_over_windows(rows, probabilities)
@@ -392,7 +391,6 @@ class TransformerDetector(BaseDetector):
                     continue
                 if first.input_ids[position] == self._unk_id:
                     continue
-                scored_chars += b - a
                 tokens.append(
                     TokenScore.model_construct(
                         start=a, end=b, text=item.answer[a:b], probability=min(max(p, 0.0), 1.0)
@@ -401,7 +399,7 @@ class TransformerDetector(BaseDetector):
         windows = max(p.windows for p in plan.pieces)
         coverage = Coverage(
             answer_chars=len(item.answer),
-            answer_chars_scored=scored_chars,
+            answer_chars_scored=sum(t.end - t.start for t in tokens),
             answer_pieces=len(plan.pieces),
             context_windows=windows,
             context_split=windows > 1,

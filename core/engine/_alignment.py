@@ -14,16 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._quantities import Quantity, extract_quantities
+from .._quantities import Quantity, extract_quantities, judge_quantity
 from .._types import NLILabel
 
 __all__ = ["Quantity", "align_quantities", "extract_quantities"]
-
-
-def _comparable(a: Quantity, b: Quantity) -> bool:
-    if a.is_year or b.is_year:
-        return a.is_year and b.is_year
-    return a.unit is not None and a.unit == b.unit
 
 
 def align_quantities(
@@ -50,10 +44,9 @@ def align_quantities(
     known = [q for passage in context for q in extract_quantities(passage)]
     labels: list[NLILabel] = []
     for quantity in inside:
-        if any(q.value == quantity.value for q in known):
-            continue
-        rivals = [q for q in known if _comparable(q, quantity)]
-        labels.append("contradiction" if rivals else "neutral")
+        verdict = judge_quantity(quantity, known)
+        if verdict != "present":
+            labels.append("contradiction" if verdict == "conflict" else "neutral")
     if not labels:
         return None
     return ("contradiction" if "contradiction" in labels else "neutral"), 1.0
