@@ -167,17 +167,37 @@ class BaseDetector(ABC):
     def _unverifiable(
         self, item: DetectionInput, coverage: Coverage, latency_ms: float
     ) -> DetectionResult:
-        return DetectionResult(
-            answer=item.answer,
-            spans=[],
-            score=0.0,
-            threshold=self.config.threshold,
-            detected=False,
-            status=DetectionStatus.UNVERIFIABLE,
+        return unverifiable_result(
+            item,
             coverage=coverage,
+            threshold=self.config.threshold,
             model_id=self.model_id,
             latency_ms=latency_ms,
         )
+
+
+def unverifiable_result(
+    item: DetectionInput,
+    *,
+    coverage: Coverage,
+    threshold: float,
+    model_id: str,
+    latency_ms: float,
+    error: str | None = None,
+) -> DetectionResult:
+    """An UNVERIFIABLE result: nothing flagged, and the reason kept in ``error`` when given."""
+    return DetectionResult(
+        answer=item.answer,
+        spans=[],
+        score=0.0,
+        threshold=threshold,
+        detected=False,
+        status=DetectionStatus.UNVERIFIABLE,
+        coverage=coverage,
+        model_id=model_id,
+        latency_ms=latency_ms,
+        error=error,
+    )
 
 
 def _covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:

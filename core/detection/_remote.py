@@ -32,7 +32,8 @@ from .._errors import (
     TruthLensError,
 )
 from .._optional import require
-from .._types import Coverage, DetectionConfig, DetectionInput, DetectionResult, DetectionStatus
+from .._types import Coverage, DetectionConfig, DetectionInput, DetectionResult
+from ._base import unverifiable_result
 
 if TYPE_CHECKING:
     import httpx
@@ -449,16 +450,13 @@ def _payload(items: list[DetectionInput]) -> dict[str, Any]:
 
 
 def _unverifiable(item: DetectionInput, detector: RemoteDetector, error: str) -> DetectionResult:
-    return DetectionResult(
-        answer=item.answer,
-        spans=[],
-        score=0.0,
+    unscored = Coverage(
+        answer_chars=len(item.answer), answer_chars_scored=0, context_windows=0, max_length=0
+    )
+    return unverifiable_result(
+        item,
+        coverage=unscored,
         threshold=detector.config.threshold,
-        detected=False,
-        status=DetectionStatus.UNVERIFIABLE,
-        coverage=Coverage(
-            answer_chars=len(item.answer), answer_chars_scored=0, context_windows=0, max_length=0
-        ),
         model_id=detector.model_id,
         latency_ms=0.0,
         error=error,
