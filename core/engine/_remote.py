@@ -38,11 +38,12 @@ def remote_detector(policy: Policy) -> RemoteDetector:
     from .._types import DetectionConfig
 
     token_threshold = policy.hallucination_mitigation.hallucination_model.threshold
+    client = _client(policy)
     return RemoteDetector(
-        _client(policy).url,
+        client.url,
         config=DetectionConfig(token_threshold=token_threshold),
         on_error=policy.service.on_error,
-        client=_client(policy),
+        client=client,
     )
 
 
