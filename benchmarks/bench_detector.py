@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from truthlens_integrations.core import DetectionConfig, DetectionInput
-from truthlens_integrations.core.detection import TransformerDetector
+from truthlens_integrations.core.models.detection import TransformerDetector
 
 WORDS = (
     "the tower was built in paris by gustave eiffel for the world fair of 1889 and it "
@@ -43,7 +43,7 @@ WORDS = (
 
 def _default_model() -> str:
     try:
-        from truthlens_integrations.core._bundled_models import bundled_detector_path
+        from truthlens_integrations.core.models import bundled_detector_path
 
         return str(bundled_detector_path())
     except Exception:  # noqa: BLE001 - any failure means: no bundled model yet

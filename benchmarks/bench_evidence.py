@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.detection import load_detector
+from truthlens_integrations.core.models.detection import load_detector
 
 
 def _sentences(root: Path) -> list[str]:

@@ -30,8 +30,8 @@ from training import realdata
 from training.calibrate_evidence import _half
 from training.train_evidence import _hard_cases, balanced
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.detection import load_detector
-from truthlens_integrations.core.evaluation import auroc, average_precision, threshold_curve
+from truthlens_integrations.core.models.detection import load_detector
+from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
 
 
 def _inputs(claims: list[Any]) -> list[DetectionInput]:

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from tests._tiny_models import build_keyword_model
-    from truthlens_integrations.core.detection import load_detector
+    from truthlens_integrations.core.models.detection import load_detector
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from training.calibrate import f1_score, heldout
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.detection import load_detector
-from truthlens_integrations.core.evaluation import average_precision, threshold_curve
+from truthlens_integrations.core.models.detection import load_detector
+from truthlens_integrations.evaluation import average_precision, threshold_curve
 
 
 def main() -> None:

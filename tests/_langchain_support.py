@@ -16,8 +16,8 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from truthlens_integrations.core.detection import Detector
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import Detector
 
 _NUMBER = re.compile(r"\d+")
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from truthlens_integrations.core import _bundled_models as bm
+from truthlens_integrations.core import models as bm
+from truthlens_integrations.core.models import _bundled
+from truthlens_integrations.core.models.nli._bundled import _NLI_LABELS
 from truthlens_integrations.core._errors import (
     InvalidInputError,
     ModelLoadError,
@@ -27,7 +29,7 @@ needs_weights = pytest.mark.skipif(
 def test_missing_weights_raise_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(bm, "_BUNDLED_DIR", tmp_path)
+    monkeypatch.setattr(_bundled, "BUNDLED_DIR", tmp_path)
     with pytest.raises(ModelNotAvailableError, match="bundled detector is missing"):
         bm.bundled_detector_path()
 
@@ -42,7 +44,7 @@ def test_detector_folder_is_a_standard_token_classifier() -> None:
     from transformers import AutoConfig
 
     assert DETECTOR is not None
-    assert DETECTOR.is_relative_to(Path(bm.__file__).parent / "_bundled")
+    assert DETECTOR.is_relative_to(_bundled.BUNDLED_DIR)
     config = AutoConfig.from_pretrained(str(DETECTOR))
     assert config.model_type == "bert"
     assert config.id2label == {0: "supported", 1: "hallucinated"}
@@ -135,7 +137,7 @@ def test_loaders_share_one_encoder_and_are_thread_safe(
     assert results == [True] * 4
 
 
-BRANCH = Path(bm.__file__).parent / "_bundled" / "nli" / "model.safetensors"
+BRANCH = _bundled.BUNDLED_DIR / "nli" / "model.safetensors"
 needs_branch = pytest.mark.skipif(not BRANCH.is_file(), reason="no bundled NLI branch")
 
 
@@ -191,7 +193,7 @@ def test_a_branch_for_another_encoder_is_refused_or_skipped(tmp_path: Path) -> N
     # the shipped branch does not fit this encoder: the default falls back to its own head
     fallback = bm.BundledNLI(path=other, device="cpu")
     assert not fallback.uses_branch
-    assert fallback.predict([("A dog runs.", "A dog runs.")])[0].label in bm._NLI_LABELS
+    assert fallback.predict([("A dog runs.", "A dog runs.")])[0].label in _NLI_LABELS
     # ...and naming the branch explicitly is an error that says what to do
     with pytest.raises(ModelLoadError, match="another encoder"):
         bm.BundledNLI(path=other, branch_path=BRANCH.parent, device="cpu")
@@ -223,7 +225,7 @@ def test_bfloat16_is_a_separate_encoder_with_the_same_verdicts(
 
 @needs_weights
 def test_bundled_detector_on_the_eiffel_record_and_a_paraphrase() -> None:
-    from truthlens_integrations.core.detection import load_detector
+    from truthlens_integrations.core.models.detection import load_detector
 
     detector = load_detector(device="cpu")
     record = (

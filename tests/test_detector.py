@@ -21,7 +21,7 @@ from truthlens_integrations.core import (
     resolve_device,
     resolve_dtype,
 )
-from truthlens_integrations.core.detection import (
+from truthlens_integrations.core.models.detection import (
     Detector,
     TransformerDetector,
     load_detector,

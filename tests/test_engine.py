@@ -33,16 +33,19 @@ from truthlens_integrations.core import (
     ModelLoadError,
     ModelNotAvailableError,
 )
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import (
-    FactCheckClassifier,
-    NLIExplainer,
-    TransformersNLIExplainer,
     TruthLens,
     Verdict,
     answer_sentence,
-    map_nli_labels,
     select_premise,
+)
+from truthlens_integrations.core.models import (
+    Detector,
+    FactCheckClassifier,
+    NLIExplainer,
+    TransformersNLIExplainer,
+    load_detector,
+    map_nli_labels,
 )
 from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
@@ -584,7 +587,7 @@ def test_premise_selection_by_word_overlap() -> None:
 
 
 def test_bundled_models_on_the_eiffel_example(detector: Detector) -> None:
-    from truthlens_integrations.core.engine import BundledFactCheckAdapter, BundledNLIAdapter
+    from truthlens_integrations.core.models import BundledFactCheckAdapter, BundledNLIAdapter
 
     try:
         nli, checker = BundledNLIAdapter(device="cpu"), BundledFactCheckAdapter(device="cpu")
@@ -717,7 +720,7 @@ def test_policy_precision_reaches_every_model_the_engine_loads(
     import torch
 
     try:
-        from truthlens_integrations.core._bundled_models import bundled_detector_path
+        from truthlens_integrations.core.models import bundled_detector_path
 
         bundled_detector_path()
     except (ModelNotAvailableError, ImportError):

@@ -12,19 +12,21 @@ from pathlib import Path
 import pytest
 
 from truthlens_integrations.core import DetectionConfig, DetectionStatus, TokenScore
-from truthlens_integrations.core.detection import Detector
-from truthlens_integrations.core.evaluation import (
-    EvalReport,
+from truthlens_integrations.core.models import (
+    Detector,
     LexicalDetector,
+    lexical_nli,
+    normalize_word,
+)
+from truthlens_integrations.evaluation import (
+    EvalReport,
     average_precision,
     binary_metrics,
     char_span_metrics,
     halueval_split,
     latency_stats,
-    lexical_nli,
     load_detection_dataset,
     multiclass_metrics,
-    normalize_word,
     percentile,
     read_faithbench,
     read_halueval,
@@ -372,7 +374,7 @@ def test_cli_eval_snli_with_the_bundled_nli(
 
 
 def test_auroc_counts_ties_as_half_and_needs_both_classes() -> None:
-    from truthlens_integrations.core.evaluation import auroc
+    from truthlens_integrations.evaluation import auroc
 
     assert auroc([True, False], [0.9, 0.1]) == 1.0
     assert auroc([True, False], [0.1, 0.9]) == 0.0
@@ -381,7 +383,7 @@ def test_auroc_counts_ties_as_half_and_needs_both_classes() -> None:
 
 
 def test_reliability_bins_and_calibration_error() -> None:
-    from truthlens_integrations.core.evaluation import (
+    from truthlens_integrations.evaluation import (
         expected_calibration_error,
         reliability_bins,
     )
@@ -396,7 +398,7 @@ def test_reliability_bins_and_calibration_error() -> None:
 
 
 def test_wice_token_spans_merge_adjacent_flags() -> None:
-    from truthlens_integrations.core.evaluation import wice_token_spans
+    from truthlens_integrations.evaluation import wice_token_spans
 
     claim = "Irene Hervey (born 1909) was an actress."
     tokens = ["Irene", "Hervey", "(", "born", "1909", ")", "was", "an", "actress", "."]

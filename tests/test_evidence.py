@@ -16,18 +16,18 @@ from truthlens_integrations.core._types import (
     DetectionStatus,
     TokenScore,
 )
-from truthlens_integrations.core.detection import TransformerDetector, load_detector
-from truthlens_integrations.core.detection._adjust import adjust_tokens
-from truthlens_integrations.core.detection._evidence import (
+from truthlens_integrations.core.models.detection import TransformerDetector, load_detector
+from truthlens_integrations.core.models.detection._adjust import adjust_tokens
+from truthlens_integrations.core.models.detection._evidence import (
     ContextIndex,
     answer_units,
     plan_rows,
     split_sentences,
 )
-from truthlens_integrations.core.detection._evidence_detector import EvidenceDetector
+from truthlens_integrations.core.models.detection._evidence_detector import EvidenceDetector
 
 try:
-    from truthlens_integrations.core._bundled_models import bundled_detector_path
+    from truthlens_integrations.core.models import bundled_detector_path
 
     BUNDLED: Path | None = bundled_detector_path()
 except ModelNotAvailableError:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.test_engine import _build_nli_model
 from truthlens_integrations.core import InvalidInputError, ModelLoadError, ModelNotAvailableError
-from truthlens_integrations.core.engine._hf_classifier import (
+from truthlens_integrations.core.models.classifier._hf import (
     TransformersFactCheckClassifier,
     positive_class,
 )
@@ -56,8 +56,8 @@ def test_an_unreachable_hub_id_says_how_to_pass_a_folder(monkeypatch: pytest.Mon
 def test_the_policy_fact_check_model_gates_the_engine(tmp_path: Path) -> None:
     from tests._tiny_models import build_keyword_model
     from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT
-    from truthlens_integrations.core.detection import load_detector
     from truthlens_integrations.core.engine import TruthLens
+    from truthlens_integrations.core.models.detection import load_detector
 
     labels = {0: "NO_FACT_CHECK_NEEDED", 1: "FACT_CHECK_NEEDED"}
     # This sentinel finds every prompt creative. A grounded answer is still checked by

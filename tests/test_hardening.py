@@ -26,7 +26,6 @@ from truthlens_integrations.core import (
     TruthLensError,
     UnknownArgumentError,
 )
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.engine._injection import find_instructions
 from truthlens_integrations.core.engine._options import (
@@ -37,6 +36,7 @@ from truthlens_integrations.core.engine._options import (
 )
 from truthlens_integrations.core.llm import ChatMessage, LLMResponse
 from truthlens_integrations.core.mitigation import MitigationOptions, retriever_from_callables
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.policy import load_policy
 
 EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}

@@ -28,8 +28,8 @@ from langchain_core.tools import tool
 from tests._langchain_support import make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import Decision
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.langchain_adapter import (
     AsyncTruthLensCallbackHandler,
     TruthLensCallbackHandler,

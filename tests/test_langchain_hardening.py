@@ -25,7 +25,6 @@ from langchain_core.tools import tool
 from tests._langchain_support import QuestionWordClassifier, RuleNLI, action_policy, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidArgumentError, UnknownArgumentError
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import (
     ADAPTER_TOOLS,
     ENGINE_OPTION_NAMES,
@@ -35,6 +34,7 @@ from truthlens_integrations.core.engine import (
 )
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.mitigation import MitigationOptions
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.langchain_adapter import (

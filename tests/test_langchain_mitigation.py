@@ -28,8 +28,8 @@ from pydantic import Field
 from tests._langchain_support import RunRecorder, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
     LLMChatModel,

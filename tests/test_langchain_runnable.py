@@ -34,8 +34,8 @@ from truthlens_integrations.core import (
     Decision,
     InvalidInputError,
 )
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,

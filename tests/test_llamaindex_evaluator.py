@@ -18,8 +18,8 @@ from tests._llamaindex_support import (
     ScriptedLLM,
     build_index,
 )
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.llamaindex_adapter import TruthLensEvaluator
 
 

@@ -24,7 +24,6 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     UnknownArgumentError,
 )
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import (
     ADAPTER_TOOLS,
     ENGINE_OPTION_NAMES,
@@ -34,6 +33,7 @@ from truthlens_integrations.core.engine import (
 )
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.mitigation import MitigationOptions
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.llamaindex_adapter import (

@@ -38,8 +38,8 @@ from tests._llamaindex_support import (
     build_index,
 )
 from truthlens_integrations.core import BlockedResponseError, InvalidInputError
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.llamaindex_adapter import (
     TruthLensDetectionEndEvent,

@@ -20,7 +20,6 @@ from prometheus_client import CollectorRegistry
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from tests.test_engine import QuestionWordClassifier, RuleNLI
 from truthlens_integrations.core import InvalidInputError, LLMError, LLMTimeoutError
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.llm import LLM, ChatMessage, LLMResponse, TokenUsage
 from truthlens_integrations.core.mitigation import (
@@ -42,6 +41,7 @@ from truthlens_integrations.core.mitigation import (
     parse_refined_query,
     retriever_from_callables,
 )
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.observability import Metrics
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests._tiny_models import build_bpe_tokenizer
 from truthlens_integrations.core import ModelLoadError, ModelNotAvailableError
-from truthlens_integrations.core.detection import _loading, load_detector
+from truthlens_integrations.core.models import _loading, load_detector
 
 
 def copy_model(source: Path, target: Path) -> Path:

@@ -16,7 +16,7 @@ HEAVY = ("torch", "transformers", "langchain_core", "llama_index", "openai", "ra
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, truthlens_integrations as t, truthlens_integrations.core.detection,"
+        "import sys, truthlens_integrations as t, truthlens_integrations.core.models.detection,"
         " truthlens_integrations.serve;"
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
@@ -61,6 +61,6 @@ def test_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
     assert tops == {"truthlens_integrations"}
-    assert "truthlens_integrations/core/detection/_transformer.py" in names
+    assert "truthlens_integrations/core/models/detection/_transformer.py" in names
     assert "truthlens_integrations/py.typed" in names
     assert not any(n.startswith(("core/", "tests/")) for n in names)

@@ -35,9 +35,9 @@ from truthlens_integrations.core import (
     ServiceError,
     ServiceTimeoutError,
 )
-from truthlens_integrations.core.detection import load_detector
-from truthlens_integrations.core.detection._remote import RemoteDetector
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import load_detector
+from truthlens_integrations.core.models.detection._remote import RemoteDetector
 
 pytest.importorskip("ray.serve", reason="the serve extra is not installed")
 pytest.importorskip("httpx", reason="the serve extra is not installed")
@@ -156,7 +156,7 @@ def test_64_concurrent_requests_answered_correctly(service: Any, local_engine: T
 
 
 def test_engine_through_service_matches_in_process(service: Any, local_engine: TruthLens) -> None:
-    from truthlens_integrations.core.engine._remote import RemoteNLIExplainer
+    from truthlens_integrations.core.models import RemoteNLIExplainer
 
     engine = TruthLens.from_config({"service": {**SERVICE, "url": service.url}})
     verdict = engine.guard(context=[EIFFEL_CONTEXT], question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)

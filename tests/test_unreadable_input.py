@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from truthlens_integrations.core import DetectionInput, DetectionStatus, InvalidInputError
-from truthlens_integrations.core.detection import Detector, load_detector
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import Detector, load_detector
 
 CONTEXT = ["the tower was built in 1887 and is 330 meters tall."]
 

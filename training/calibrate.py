@@ -47,7 +47,7 @@ def heldout(seed: int, n_halueval: int, n_synthetic: int) -> list[Any]:
 def max_probabilities(folder: Path, examples: list[Any]) -> np.ndarray:
     """Each example's largest token probability under the runtime detector."""
     from truthlens_integrations.core import DetectionInput
-    from truthlens_integrations.core.detection import load_detector
+    from truthlens_integrations.core.models.detection import load_detector
 
     detector = load_detector(folder, batch_size=16, early_exit=False)
     inputs = [

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from truthlens_integrations.core.evaluation import expected_calibration_error, reliability_bins
+from truthlens_integrations.evaluation import expected_calibration_error, reliability_bins
 
 from . import realdata
 from .train_evidence import balanced
@@ -47,7 +47,7 @@ def _half(claim: Any) -> int:
 def margins(folder: Path, claims: list[Any], batch: int = 16) -> np.ndarray:
     """Largest token logit margin of each claim through the runtime detector, uncalibrated."""
     from truthlens_integrations.core._types import DetectionConfig, DetectionInput
-    from truthlens_integrations.core.detection._evidence_detector import EvidenceDetector
+    from truthlens_integrations.core.models.detection._evidence_detector import EvidenceDetector
 
     detector = EvidenceDetector(
         folder, config=DetectionConfig(aggregation="span_max"), device="cpu", dtype="float32"

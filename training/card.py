@@ -319,7 +319,7 @@ only.
 Labels (premise, hypothesis) pairs as entailment / neutral / contradiction, to explain a span
 the detector flagged (premise: context sentence; hypothesis: the answer sentence). Runs on the
 bundled detector's encoder with the `nli.*` head of `../detector/heads.safetensors`; use
-`truthlens_integrations.core._bundled_models.BundledNLI`.
+`truthlens_integrations.core.models.BundledNLI`.
 
 {_COMMON}
 ## Data (train role only)
@@ -353,7 +353,7 @@ SNLI test accuracy is measured by `truthlens eval` (eval-only data).
 Says whether a user prompt asks for facts that should be checked (factual questions: yes;
 creative writing, code, maths, opinions, rewriting: no). Runs on the bundled detector's
 encoder with the `prompt.*` head of `../detector/heads.safetensors`; use
-`truthlens_integrations.core._bundled_models.BundledPromptClassifier`.
+`truthlens_integrations.core.models.BundledPromptClassifier`.
 
 {_COMMON}
 ## Data (train role only)
@@ -400,7 +400,7 @@ def branch_card(metrics_path: Path) -> str:
 
 Labels (premise, hypothesis) pairs as entailment / neutral / contradiction, to explain a span
 the detector flagged (premise: context sentence; hypothesis: the answer sentence). Use
-`truthlens_integrations.core._bundled_models.BundledNLI`.
+`truthlens_integrations.core.models.BundledNLI`.
 
 {_COMMON}
 ## Architecture: a branch of the shared encoder

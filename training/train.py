@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from truthlens_integrations.core.detection._prompt import format_prompt
+from truthlens_integrations.core.models.detection._prompt import format_prompt
 
 from . import data
 from .model import MultiTask
@@ -229,7 +229,7 @@ def hard_negatives(
 ) -> list[SpanExample]:
     """Exactly-labelled clean examples that the starting detector flags."""
     from truthlens_integrations.core import DetectionInput
-    from truthlens_integrations.core.detection import load_detector
+    from truthlens_integrations.core.models.detection import load_detector
 
     if args.init is None:
         raise SystemExit("--hard-negatives needs --init (the detector whose mistakes to mine)")

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from truthlens_integrations.core.detection._evidence import ContextIndex, plan_rows
-from truthlens_integrations.core.evaluation import average_precision, threshold_curve
+from truthlens_integrations.core.models.detection._evidence import ContextIndex, plan_rows
+from truthlens_integrations.evaluation import average_precision, threshold_curve
 
 from . import hardcases, realdata
 from .data import synthetic_examples

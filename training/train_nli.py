@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from truthlens_integrations.core._bundled_models import encoder_fingerprint
+from truthlens_integrations.core.models import encoder_fingerprint
 
 from . import data
 from .model import SequenceHead

@@ -41,20 +41,20 @@ from truthlens_integrations.core import (
 )
 
 if TYPE_CHECKING:
-    from truthlens_integrations.core.detection import (
+    from truthlens_integrations.core.engine import TruthLens, Verdict
+    from truthlens_integrations.core.models.detection import (
         Detector,
         TransformerDetector,
         load_detector,
     )
-    from truthlens_integrations.core.engine import TruthLens, Verdict
 
 __version__ = "0.1.0"
 
 # Names resolved on first access, so that importing the package stays light.
 _LAZY = {
-    "Detector": "truthlens_integrations.core.detection",
-    "TransformerDetector": "truthlens_integrations.core.detection",
-    "load_detector": "truthlens_integrations.core.detection",
+    "Detector": "truthlens_integrations.core.models.detection",
+    "TransformerDetector": "truthlens_integrations.core.models.detection",
+    "load_detector": "truthlens_integrations.core.models.detection",
     "TruthLens": "truthlens_integrations.core.engine",
     "Verdict": "truthlens_integrations.core.engine",
 }

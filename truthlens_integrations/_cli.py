@@ -104,7 +104,7 @@ def _add_detect(sub: Any) -> None:
 
 
 def _run_detect(args: argparse.Namespace) -> int:
-    from truthlens_integrations.core.detection import load_detector
+    from truthlens_integrations.core.models.detection import load_detector
 
     stop = args.on_error == "stop"
     # Every record is read and validated before the model loads: a bad line at the end

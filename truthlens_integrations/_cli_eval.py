@@ -83,11 +83,11 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
 
     if model == "lexical":
         # Built here so the harness runs even where the model loader is unavailable.
-        from truthlens_integrations.core.evaluation import LexicalDetector
+        from truthlens_integrations.core.models import LexicalDetector
 
         fields = {k: v for k, v in options.items() if k in DetectionConfig.model_fields}
         return LexicalDetector(config=DetectionConfig(**fields))
-    from truthlens_integrations.core.detection import load_detector
+    from truthlens_integrations.core.models.detection import load_detector
 
     return load_detector(model, **options)
 
@@ -95,15 +95,15 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
 def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str]:
     """An NLI predictor for ``--model``: the bundled explainer, the lexical floor, or HF."""
     if model == "lexical":
-        from truthlens_integrations.core.evaluation import lexical_nli
+        from truthlens_integrations.core.models import lexical_nli
 
         return lexical_nli, "lexical-nli"
     if model == "bundled":
-        from truthlens_integrations.core._bundled_models import BundledNLI
+        from truthlens_integrations.core.models import BundledNLI
 
         bundled = BundledNLI(device=device, batch_size=batch_size)
         return (lambda pairs: [p.label for p in bundled.predict(pairs)]), "bundled-nli"
-    from truthlens_integrations.core.engine import TransformersNLIExplainer
+    from truthlens_integrations.core.models import TransformersNLIExplainer
 
     explainer = TransformersNLIExplainer(model, device=device, batch_size=batch_size)
     return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model
@@ -122,7 +122,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
         ConfigError: For a missing data folder.
         ModelNotAvailableError: For an NLI model or detector that cannot be found.
     """
-    from truthlens_integrations.core.evaluation import (
+    from truthlens_integrations.evaluation import (
         default_data_dir,
         load_detection_dataset,
         read_snli,
@@ -132,7 +132,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
         subsample,
         write_report,
     )
-    from truthlens_integrations.core.evaluation._runner import EvalReport, NLIReport
+    from truthlens_integrations.evaluation._runner import EvalReport, NLIReport
 
     data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
     progress = not args.no_progress

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from ._alignment import align_quantities, extract_quantities
 from ._engine import TruthLens
-from ._hf_classifier import TransformersFactCheckClassifier
-from ._hf_nli import TransformersNLIExplainer, map_nli_labels
 from ._injection import ContextFlag, find_instructions
 from ._options import (
     ADAPTER_TOOLS,
@@ -30,12 +28,6 @@ from ._options import (
     split_options,
 )
 from ._premise import answer_sentence, select_premise, split_sentences
-from ._protocols import (
-    BundledFactCheckAdapter,
-    BundledNLIAdapter,
-    FactCheckClassifier,
-    NLIExplainer,
-)
 from ._verdict import REDACTED, SEVERITY, NotCheckedReason, Verdict
 
 __all__ = [
@@ -45,23 +37,16 @@ __all__ = [
     "POLICY_KNOB_NAMES",
     "REDACTED",
     "SEVERITY",
-    "BundledFactCheckAdapter",
-    "BundledNLIAdapter",
     "ContextFlag",
     "EngineOptions",
-    "FactCheckClassifier",
-    "NLIExplainer",
     "NotCheckedReason",
     "PolicyKnobs",
-    "TransformersFactCheckClassifier",
-    "TransformersNLIExplainer",
     "TruthLens",
     "Verdict",
     "align_quantities",
     "answer_sentence",
     "extract_quantities",
     "find_instructions",
-    "map_nli_labels",
     "select_premise",
     "split_options",
     "split_sentences",

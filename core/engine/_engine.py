@@ -14,7 +14,6 @@ from .._errors import (
     BlockedResponseError,
     InvalidArgumentError,
     ModelLoadError,
-    ModelNotAvailableError,
 )
 from .._metadata import build_metadata
 from .._types import (
@@ -25,7 +24,6 @@ from .._types import (
     HallucinationSpan,
     NLILabel,
 )
-from ..detection import Detector, load_detector
 from ..llm import LLM
 from ..mitigation import (
     Assessment,
@@ -38,13 +36,13 @@ from ..mitigation import (
     mitigate,
     wants_mitigation,
 )
+from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, StageSpan, Tracer, log_event
 from ..policy import Action, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
 from ._alignment import align_quantities
-from ._hf_classifier import TransformersFactCheckClassifier
-from ._hf_nli import TransformersNLIExplainer
 from ._injection import ContextFlag, split_instructions
+from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineOptions,
     PolicyKnobs,
@@ -53,31 +51,11 @@ from ._options import (
     split_options,
 )
 from ._premise import answer_sentence, select_premise
-from ._protocols import (
-    BundledFactCheckAdapter,
-    BundledNLIAdapter,
-    FactCheckClassifier,
-    NLIExplainer,
-)
-from ._remote import RemoteFactCheckClassifier, RemoteNLIExplainer, remote_detector
 from ._verdict import SEVERITY, NotCheckedReason, Verdict, mitigation_fields, redact_verdict
 
 __all__ = ["TruthLens"]
 
 logger = logging.getLogger(__name__)
-
-
-class _AssumeFactual:
-    """Used when no prompt classifier is available: every prompt gets checked.
-
-    Failing towards checking costs latency; failing towards skipping would let
-    hallucinations through unchecked.
-    """
-
-    model_id = "assume-factual"
-
-    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
-        return [(True, 1.0) for _ in prompts]
 
 
 @dataclass
@@ -272,15 +250,8 @@ class TruthLens:
         """The detector, loaded on first use."""
         if self._detector is None:
             with self._load_lock:
-                if self._detector is None and self.policy.service.url is not None:
-                    self._detector = remote_detector(self.policy)
                 if self._detector is None:
-                    self._detector = load_detector(
-                        self.policy.hallucination.model_id,
-                        token_threshold=self.policy.hallucination_mitigation.hallucination_model.threshold,
-                        device="cpu" if self.policy.hallucination.use_cpu else None,
-                        dtype=self.policy.hallucination.precision,
-                    )
+                    self._detector = load_policy_detector(self.policy)
         return self._detector
 
     @property
@@ -289,25 +260,9 @@ class TruthLens:
         if not self._nli_resolved:
             with self._load_lock:
                 if not self._nli_resolved:
-                    self._nli = self._load_nli()
+                    self._nli = load_nli(self.policy)
                     self._nli_resolved = True
         return self._nli
-
-    def _load_nli(self) -> NLIExplainer | None:
-        if self.policy.service.url is not None:
-            return RemoteNLIExplainer.from_policy(self.policy)
-        settings = self.policy.hallucination_mitigation.nli_model
-        device = "cpu" if settings.use_cpu else None
-        dtype = self.policy.hallucination.precision
-        if settings.model_id is not None:
-            # A model the policy names must load: silently skipping NLI would change
-            # which spans count as hallucinations.
-            return TransformersNLIExplainer(settings.model_id, device=device, dtype=dtype)
-        try:
-            return BundledNLIAdapter(device=device, dtype=dtype)
-        except (ModelNotAvailableError, ImportError):
-            logger.warning("no NLI explainer available: spans will not be explained")
-            return None
 
     @property
     def fact_checker(self) -> FactCheckClassifier:
@@ -315,23 +270,8 @@ class TruthLens:
         if self._fact_checker is None:
             with self._load_lock:
                 if self._fact_checker is None:
-                    self._fact_checker = self._load_fact_checker()
+                    self._fact_checker = load_classifier(self.policy)
         return self._fact_checker
-
-    def _load_fact_checker(self) -> FactCheckClassifier:
-        if self.policy.service.url is not None:
-            return RemoteFactCheckClassifier.from_policy(self.policy)
-        settings = self.policy.hallucination_mitigation.fact_check_model
-        device = "cpu" if settings.use_cpu else None
-        dtype = self.policy.hallucination.precision
-        if settings.model_id is not None:
-            # A classifier the policy names must load, like the NLI model.
-            return TransformersFactCheckClassifier(settings.model_id, device=device, dtype=dtype)
-        try:
-            return BundledFactCheckAdapter(device=device, dtype=dtype)
-        except (ModelNotAvailableError, ImportError):
-            logger.warning("no prompt classifier available: every prompt is checked")
-            return _AssumeFactual()
 
     # -- public API ---------------------------------------------------------------------
 

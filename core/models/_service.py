@@ -1,4 +1,4 @@
-"""A detector, NLI explainer and prompt classifier served by ``truthlens serve``.
+"""The HTTP client of a ``truthlens serve`` service, shared by its remote models.
 
 :class:`ServiceClient` is the HTTP layer: one pooled ``httpx.Client`` for sync calls and
 one ``httpx.AsyncClient`` per event loop for async ones, a timeout on every call, and
@@ -6,11 +6,6 @@ retries on transient failures only (the connection could not be made or was drop
 or a gateway answered 502 / 503 / 504). Everything else fails at once with a typed
 error: bad input is :class:`InvalidInputError`, anything else the service does wrong is
 :class:`ServiceError` (:class:`ServiceTimeoutError` when it is too slow).
-
-:class:`RemoteDetector` mirrors the :class:`Detector` protocol over ``POST /v1/detect``.
-It fails closed: with ``on_error="raise"`` (default) a failed call raises, with
-``on_error="unverifiable"`` every answer of the call comes back ``unverifiable`` with the
-reason in ``DetectionResult.error``. A failure is never reported as ``supported``.
 """
 
 from __future__ import annotations
@@ -18,32 +13,29 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-
 from .._errors import (
-    ConfigError,
     InvalidInputError,
     ServiceError,
     ServiceTimeoutError,
     TruthLensError,
 )
 from .._optional import require
-from .._types import Coverage, DetectionConfig, DetectionInput, DetectionResult
-from ._base import unverifiable_result
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
     "OnError",
-    "RemoteDetector",
     "ServiceClient",
+    "base_url",
     "is_service_url",
+    "reply_rows",
     "shared_client",
+    "unit_value",
 ]
 
 OnError = Literal["raise", "unverifiable"]
@@ -91,7 +83,7 @@ class ServiceClient:
         max_connections: int = 64,
     ) -> None:
         self._httpx = require("httpx", extra="serve", feature="The TruthLens service client")
-        self.url = _base_url(url)
+        self.url = base_url(url)
         if timeout_s <= 0:
             raise InvalidInputError(f"timeout_s must be positive, got {timeout_s}")
         if retries < 0:
@@ -251,7 +243,7 @@ class ServiceClient:
             ) from None
 
 
-def _base_url(url: str) -> str:
+def base_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInputError(f"not a service URL: {url!r}; expected http://host:port")
@@ -277,7 +269,7 @@ def shared_client(url: str, *, timeout_s: float = 30.0, retries: int = 2) -> Ser
 
     The engine's detector, NLI explainer and prompt classifier share its pools.
     """
-    key = (_base_url(url), float(timeout_s), int(retries))
+    key = (base_url(url), float(timeout_s), int(retries))
     with _SHARED_LOCK:
         client = _SHARED.get(key)
         if client is None:
@@ -286,178 +278,16 @@ def shared_client(url: str, *, timeout_s: float = 30.0, retries: int = 2) -> Ser
         return client
 
 
-class RemoteDetector:
-    """The :class:`Detector` protocol over a TruthLens service's ``POST /v1/detect``.
-
-    Thresholds are the service's (set in the policy it was started with): the first
-    call reads them from ``GET /healthz`` into :attr:`config`, and an explicitly
-    requested value that differs raises :class:`ConfigError` instead of being ignored.
-
-    Args:
-        url: Base URL of the service.
-        config: Expected detector settings; the fields set on it are checked against
-            the service's.
-        timeout_s: Seconds per HTTP call.
-        retries: Extra attempts after a transient failure.
-        on_error: ``"raise"``: a failed call raises :class:`ServiceError`;
-            ``"unverifiable"``: it returns ``unverifiable`` results whose ``error``
-            says why. Never ``supported``.
-        chunk_size: Inputs per request; bigger batches are split.
-        client: A ready client (shared pools); built from the other arguments if not given.
-
-    Raises:
-        InvalidInputError: For a bad URL or option.
-        MissingDependencyError: If ``httpx`` is not installed.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        config: DetectionConfig | None = None,
-        timeout_s: float = 30.0,
-        retries: int = 2,
-        on_error: OnError = "raise",
-        chunk_size: int = 64,
-        client: ServiceClient | None = None,
-    ) -> None:
-        if on_error not in ("raise", "unverifiable"):
-            raise InvalidInputError(f"on_error must be 'raise' or 'unverifiable', not {on_error!r}")
-        if chunk_size < 1:
-            raise InvalidInputError(f"chunk_size must be at least 1, got {chunk_size}")
-        if client is not None and client.url != _base_url(url):
-            raise InvalidInputError(f"client is for {client.url}, not {url}")
-        self.client = client or ServiceClient(url, timeout_s=timeout_s, retries=retries)
-        self.url = self.client.url
-        self.on_error: OnError = on_error
-        self.chunk_size = chunk_size
-        self.config = config or DetectionConfig()
-        self._expected = {k: getattr(config, k) for k in config.model_fields_set} if config else {}
-        self.model_id = f"truthlens-service@{self.url}"
-        self._info: dict[str, Any] | None = None
-
-    # -- Detector protocol ----------------------------------------------------------------
-
-    def detect(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
-    ) -> DetectionResult:
-        """Check one answer through the service (see :meth:`detect_batch`)."""
-        item = DetectionInput.create(context=context, question=question, answer=answer)
-        return self.detect_batch([item])[0]
-
-    def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
-        """Check many answers; results come back in input order.
-
-        Raises:
-            InvalidInputError: If the service rejects the input.
-            ServiceError: If the service fails and ``on_error`` is ``"raise"``.
-            ConfigError: If the service's thresholds differ from the requested ones.
-        """
-        items = list(inputs)
-        if not items:
-            return []
-        try:
-            if self._info is None:
-                self._accept_info(self.client.get("/healthz"))
-            results: list[DetectionResult] = []
-            for chunk in _chunks(items, self.chunk_size):
-                reply = self.client.post("/v1/detect", _payload(chunk))
-                results.extend(self._parse(reply, chunk))
-        except ServiceError as exc:
-            return self._failed(items, exc)
-        return results
-
-    async def adetect(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
-    ) -> DetectionResult:
-        """Async :meth:`detect` (real async I/O, no worker thread)."""
-        item = DetectionInput.create(context=context, question=question, answer=answer)
-        return (await self.adetect_batch([item]))[0]
-
-    async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
-        """Async :meth:`detect_batch`; chunks are sent concurrently."""
-        items = list(inputs)
-        if not items:
-            return []
-        try:
-            if self._info is None:
-                self._accept_info(await self.client.aget("/healthz"))
-            chunks = list(_chunks(items, self.chunk_size))
-            replies = await asyncio.gather(
-                *(self.client.apost("/v1/detect", _payload(c)) for c in chunks)
-            )
-        except ServiceError as exc:
-            return self._failed(items, exc)
-        results: list[DetectionResult] = []
-        for chunk, reply in zip(chunks, replies, strict=True):
-            try:
-                results.extend(self._parse(reply, chunk))
-            except ServiceError as exc:
-                return self._failed(items, exc)
-        return results
-
-    def close(self) -> None:
-        """Close the client's sync connection pool."""
-        self.client.close()
-
-    # -- helpers --------------------------------------------------------------------------
-
-    def _accept_info(self, info: Any) -> None:
-        if not isinstance(info, dict) or info.get("status") != "ok":
-            raise ServiceError(f"{self.url}/healthz did not report a ready service: {info!r}")
-        try:
-            config = DetectionConfig.model_validate(info.get("config"))
-        except ValidationError as exc:
-            raise ServiceError(f"{self.url}/healthz sent an unreadable config: {exc}") from None
-        wrong = {k: v for k, v in self._expected.items() if getattr(config, k) != v}
-        if wrong:
-            their = ", ".join(f"{k}={getattr(config, k)!r} (asked {v!r})" for k, v in wrong.items())
-            raise ConfigError(
-                f"the service at {self.url} runs with {their}; detector settings are the "
-                "service's: start it with a policy that sets them"
-            )
-        self.config = config
-        self.model_id = f"{info.get('model_id', 'unknown')}@{self.url}"
-        self._info = info
-
-    def _parse(self, reply: Any, chunk: list[DetectionInput]) -> list[DetectionResult]:
-        raw = reply.get("results") if isinstance(reply, dict) else None
-        if not isinstance(raw, list) or len(raw) != len(chunk):
-            raise ServiceError(
-                f"malformed reply from {self.url}/v1/detect: expected {len(chunk)} results"
-            )
-        try:
-            results = [DetectionResult.model_validate(r) for r in raw]
-        except ValidationError as exc:
-            raise ServiceError(f"malformed reply from {self.url}/v1/detect: {exc}") from None
-        for item, result in zip(chunk, results, strict=True):
-            if result.answer != item.answer:
-                raise ServiceError(f"{self.url}/v1/detect answered for a different answer")
-        return results
-
-    def _failed(self, items: list[DetectionInput], exc: ServiceError) -> list[DetectionResult]:
-        if self.on_error == "raise":
-            raise exc
-        return [_unverifiable(item, self, str(exc)) for item in items]
+def reply_rows(reply: Any, key: str, count: int, where: str) -> list[Any]:
+    """The list ``reply[key]``, which must hold ``count`` rows, or :class:`ServiceError`."""
+    rows = reply.get(key) if isinstance(reply, dict) else None
+    if not isinstance(rows, list) or len(rows) != count:
+        raise ServiceError(f"malformed reply from {where}: expected {count} {key}")
+    return rows
 
 
-def _chunks(items: list[DetectionInput], size: int) -> list[list[DetectionInput]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _payload(items: list[DetectionInput]) -> dict[str, Any]:
-    return {"inputs": [item.model_dump(mode="json") for item in items]}
-
-
-def _unverifiable(item: DetectionInput, detector: RemoteDetector, error: str) -> DetectionResult:
-    unscored = Coverage(
-        answer_chars=len(item.answer), answer_chars_scored=0, context_windows=0, max_length=0
-    )
-    return unverifiable_result(
-        item,
-        coverage=unscored,
-        threshold=detector.config.threshold,
-        model_id=detector.model_id,
-        latency_ms=0.0,
-        error=error,
-    )
+def unit_value(value: Any, where: str) -> float:
+    """A confidence from a reply, which must be a number in [0, 1], or :class:`ServiceError`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ServiceError(f"malformed reply from {where}: confidence {value!r}")
+    return float(value)

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ContextTooLongError
-from .._types import Coverage, DetectionConfig, DetectionInput, TokenScore
+from ..._errors import ContextTooLongError
+from ..._types import Coverage, DetectionConfig, DetectionInput, TokenScore
+from .._loading import LoadedTokenClassifier, load_token_classifier
 from ._base import BaseDetector, TokenScoring
-from ._loading import LoadedTokenClassifier, load_token_classifier
 from ._prompt import format_prompt
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._device import resolve_device, resolve_dtype
-from .._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
+from ..._device import resolve_device, resolve_dtype
+from ..._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
 
 if TYPE_CHECKING:
     import torch

@@ -8,8 +8,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from .._scoring import merge_spans, response_score
-from .._types import (
+from ..._scoring import merge_spans, response_score
+from ..._types import (
     Coverage,
     DetectionConfig,
     DetectionInput,

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .._quantities import QuantityVerdict, extract_quantities, judge_quantity
-from .._types import TokenScore
+from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity
+from ..._types import TokenScore
 from ._evidence import split_sentences
 
 __all__ = ["adjust_tokens"]

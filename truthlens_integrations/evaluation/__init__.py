@@ -1,9 +1,9 @@
-"""Evaluation harness: benchmark readers, metrics, the lexical reference detector and reports.
+"""Evaluation harness: benchmark readers, metrics and reports.
 
-Run any :class:`~truthlens_integrations.core.detection._base.Detector` over RAGTruth,
+Run any :class:`~truthlens_integrations.core.models.Detector` over RAGTruth,
 HaluEval or FaithBench with :func:`run_evaluation`, an NLI model over SNLI with
 :func:`run_nli_evaluation`, and write the result with :func:`write_report`. The metric
-definitions are in :mod:`truthlens_integrations.core.evaluation._metrics`.
+definitions are in :mod:`truthlens_integrations.evaluation._metrics`.
 
 HaluEval is training data: training must use ``halueval_split(items, "train")`` and
 evaluation reads the ``"heldout"`` part (the last 10% of each file by index).
@@ -11,7 +11,6 @@ evaluation reads the ``"heldout"`` part (the last 10% of each file by index).
 
 from __future__ import annotations
 
-from ._lexical import STOPWORDS, LexicalDetector, lexical_nli, normalize_word
 from ._metrics import (
     BinaryMetrics,
     ClassMetrics,
@@ -77,7 +76,6 @@ __all__ = [
     "DETECTION_DATASETS",
     "HALUEVAL_HELDOUT_FRACTION",
     "HALUEVAL_TASKS",
-    "STOPWORDS",
     "AnyReport",
     "BinaryMetrics",
     "ClassMetrics",
@@ -92,7 +90,6 @@ __all__ = [
     "HaluEvalPart",
     "HaluEvalTask",
     "LatencyStats",
-    "LexicalDetector",
     "MultiClassMetrics",
     "NLIExample",
     "NLIPredictor",
@@ -107,11 +104,9 @@ __all__ = [
     "expected_calibration_error",
     "halueval_split",
     "latency_stats",
-    "lexical_nli",
     "load_detection_dataset",
     "machine_info",
     "multiclass_metrics",
-    "normalize_word",
     "percentile",
     "ragtruth_prompt",
     "read_faithbench",

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._errors import InvalidInputError, ModelNotAvailableError
-from .._types import DetectionConfig
+from ..._errors import InvalidInputError, ModelNotAvailableError
+from ..._types import DetectionConfig
+from .._service import is_service_url
 from ._base import Detector
-from ._remote import is_service_url
 
 __all__ = ["load_detector"]
 
@@ -66,7 +66,7 @@ def load_detector(
 
     name = os.fspath(model) if model is not None else "bundled"
     if name == "lexical":
-        from ..evaluation import LexicalDetector
+        from ._lexical import LexicalDetector
 
         return LexicalDetector(config=config)
 
@@ -123,7 +123,7 @@ def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -
 
 def _bundled_path() -> str:
     try:
-        from .._bundled_models import bundled_detector_path
+        from .._bundled import bundled_detector_path
     except ImportError as exc:
         raise ModelNotAvailableError(
             "this install has no bundled detector yet; pass a local model folder or a "

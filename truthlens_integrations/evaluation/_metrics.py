@@ -34,8 +34,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import InvalidInputError
-from .._types import TokenScore
+from ..core._errors import InvalidInputError
+from ..core._types import TokenScore
 
 __all__ = [
     "BinaryMetrics",

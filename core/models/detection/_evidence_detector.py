@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._errors import ContextTooLongError
-from .._types import DetectionInput
+from ..._errors import ContextTooLongError
+from ..._types import DetectionInput
 from ._adjust import adjust_tokens
 from ._base import TokenScoring
 from ._evidence import ContextIndex, EvidenceRow, plan_rows

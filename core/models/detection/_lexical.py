@@ -2,7 +2,7 @@
 
 It needs no model and runs anywhere, so it is the floor every learned detector must
 beat, and it exercises the harness exactly like a model does (it implements the
-:class:`~truthlens_integrations.core.detection._base.Detector` protocol through
+:class:`~truthlens_integrations.core.models.Detector` protocol through
 :class:`BaseDetector`).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from .._types import Coverage, DetectionConfig, DetectionInput, NLILabel, TokenScore
-from ..detection._base import BaseDetector, TokenScoring
+from ..._types import Coverage, DetectionConfig, DetectionInput, NLILabel, TokenScore
+from ._base import BaseDetector, TokenScoring
 
 __all__ = ["STOPWORDS", "LexicalDetector", "lexical_nli", "normalize_word"]
 

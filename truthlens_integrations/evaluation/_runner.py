@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import InvalidInputError
-from .._types import DetectionConfig, DetectionResult, NLILabel
-from ..detection._base import Detector
+from ..core._errors import InvalidInputError
+from ..core._types import DetectionConfig, DetectionResult, NLILabel
+from ..core.models import Detector
 from ._metrics import (
     BinaryMetrics,
     CurvePoint,

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, get_args
 
-from .._errors import ConfigError, InvalidInputError
-from .._types import NLILabel
+from ..core._errors import ConfigError, InvalidInputError
+from ..core._types import NLILabel
 from ._records import EvalExample, GoldSpan, NLIExample
 
 __all__ = [

@@ -1,0 +1,128 @@
+"""The engine's three models, built from a policy: detector, NLI explainer, prompt classifier.
+
+A policy names a model (Hugging Face id or folder), the bundled one, or a ``truthlens
+serve`` service (``service.url``). With a service the engine keeps its routing, actions
+and mitigation in-process and asks the service for the model work: detection
+(``/v1/detect``), NLI (``/v1/nli``) and prompt classification (``/v1/classify``). With
+``service.on_error: unverifiable`` a failed call degrades towards checking, never towards
+passing: the classifier calls every prompt factual, the NLI explainer keeps every span
+(``neutral``, confidence 0) and the detector marks the answer unverifiable.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from .._errors import ModelNotAvailableError
+from .._types import DetectionConfig
+from ..models import (
+    BundledFactCheckAdapter,
+    BundledNLIAdapter,
+    Detector,
+    FactCheckClassifier,
+    NLIExplainer,
+    RemoteDetector,
+    RemoteFactCheckClassifier,
+    RemoteNLIExplainer,
+    TransformersFactCheckClassifier,
+    TransformersNLIExplainer,
+    load_detector,
+)
+from ..models._service import ServiceClient, shared_client
+from ..policy import Policy
+
+__all__ = ["load_classifier", "load_nli", "load_policy_detector"]
+
+logger = logging.getLogger(__name__)
+
+
+class _AssumeFactual:
+    """Stands in for a missing prompt classifier: every prompt gets checked."""
+
+    model_id = "assume-factual"
+
+    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+        """Call every prompt factual."""
+        return [(True, 1.0) for _ in prompts]
+
+
+def _client(policy: Policy) -> ServiceClient:
+    service = policy.service
+    assert service.url is not None  # callers check
+    return shared_client(service.url, timeout_s=service.timeout_s, retries=service.retries)
+
+
+def load_policy_detector(policy: Policy) -> Detector:
+    """The detector the policy names; with a service, the service's.
+
+    Args:
+        policy: The engine's policy.
+
+    Returns:
+        The detector; a remote one checks that its token threshold matches the service's.
+    """
+    token_threshold = policy.hallucination_mitigation.hallucination_model.threshold
+    if policy.service.url is not None:
+        client = _client(policy)
+        return RemoteDetector(
+            client.url,
+            config=DetectionConfig(token_threshold=token_threshold),
+            on_error=policy.service.on_error,
+            client=client,
+        )
+    return load_detector(
+        policy.hallucination.model_id,
+        token_threshold=token_threshold,
+        device="cpu" if policy.hallucination.use_cpu else None,
+        dtype=policy.hallucination.precision,
+    )
+
+
+def load_nli(policy: Policy) -> NLIExplainer | None:
+    """The NLI explainer the policy names, the bundled one, or ``None`` if none is installed.
+
+    Args:
+        policy: The engine's policy.
+
+    Returns:
+        The explainer, or ``None`` when the policy names none and none is bundled.
+    """
+    if policy.service.url is not None:
+        return RemoteNLIExplainer(_client(policy), on_error=policy.service.on_error)
+    settings = policy.hallucination_mitigation.nli_model
+    device = "cpu" if settings.use_cpu else None
+    dtype = policy.hallucination.precision
+    if settings.model_id is not None:
+        # A model the policy names must load: silently skipping NLI would change
+        # which spans count as hallucinations.
+        return TransformersNLIExplainer(settings.model_id, device=device, dtype=dtype)
+    try:
+        return BundledNLIAdapter(device=device, dtype=dtype)
+    except (ModelNotAvailableError, ImportError):
+        logger.warning("no NLI explainer available: spans will not be explained")
+        return None
+
+
+def load_classifier(policy: Policy) -> FactCheckClassifier:
+    """The prompt classifier the policy names, the bundled one, or one that checks all.
+
+    Args:
+        policy: The engine's policy.
+
+    Returns:
+        The classifier; without one installed, every prompt counts as factual.
+    """
+    if policy.service.url is not None:
+        return RemoteFactCheckClassifier(_client(policy), on_error=policy.service.on_error)
+    settings = policy.hallucination_mitigation.fact_check_model
+    device = "cpu" if settings.use_cpu else None
+    dtype = policy.hallucination.precision
+    if settings.model_id is not None:
+        # A classifier the policy names must load, like the NLI model.
+        return TransformersFactCheckClassifier(settings.model_id, device=device, dtype=dtype)
+    try:
+        return BundledFactCheckAdapter(device=device, dtype=dtype)
+    except (ModelNotAvailableError, ImportError):
+        logger.warning("no prompt classifier available: every prompt is checked")
+        return _AssumeFactual()

@@ -1,0 +1,253 @@
+"""The encoder shipped inside the package, shared by the bundled detector, NLI and classifier.
+
+All three bundled models use one MiniLM-L6 encoder stored in ``_bundled/detector``. That
+folder is a standard ``BertForTokenClassification`` checkpoint in the LettuceDetect format
+(the detector), plus ``heads.safetensors`` with two small sequence heads (NLI and "needs
+fact check") applied to the same encoder's mean-pooled states. The encoder comes from the
+shared model cache (:func:`load_token_classifier`), so the detector, the NLI explainer and
+the classifier hold one copy of it per (path, device, dtype).
+
+The NLI explainer adds a branch of its own (``_bundled/nli/model.safetensors``): it reuses
+the encoder's embeddings and lower layers as they are and replaces the upper layers and
+the head with ones trained for NLI alone. The branch records a fingerprint of the layers it
+was trained on and is only used with an encoder that matches it.
+
+torch and transformers are imported lazily, inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._device import resolve_device, resolve_dtype
+from .._errors import ModelLoadError, ModelNotAvailableError
+from ._loading import load_token_classifier
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "BRANCH_FILE",
+    "BUNDLED_DIR",
+    "Branch",
+    "Shared",
+    "bundled_detector_path",
+    "classify",
+    "encoder_fingerprint",
+    "load_branch",
+    "load_shared",
+]
+
+logger = logging.getLogger(__name__)
+
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "_bundled"
+_DETECTOR_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+_HEADS_FILE = "heads.safetensors"
+BRANCH_FILE = "model.safetensors"
+
+
+def bundled_detector_path() -> Path:
+    """Folder of the bundled detector (a LettuceDetect-format token classifier).
+
+    Returns:
+        The folder, loadable with ``AutoModelForTokenClassification.from_pretrained``.
+
+    Raises:
+        ModelNotAvailableError: If the weights are not in this installation.
+    """
+    path = BUNDLED_DIR / "detector"
+    missing = [name for name in _DETECTOR_FILES if not (path / name).is_file()]
+    if missing:
+        raise ModelNotAvailableError(
+            f"the bundled detector is missing from this installation ({path}: no "
+            f"{', '.join(missing)}). Reinstall truthlens-integrations from a wheel that "
+            "includes its package data, or name another model."
+        )
+    return path
+
+
+def encoder_fingerprint(folder: Path, shared_layers: int) -> str:
+    """SHA-256 over the embeddings and the lower ``shared_layers`` layers of an encoder.
+
+    The token head and the upper layers are left out, so recalibrating the detector's
+    head does not break a branch built on the same lower layers.
+
+    Args:
+        folder: A bundled detector folder (``model.safetensors`` in it).
+        shared_layers: How many lower transformer layers to include.
+
+    Returns:
+        The hex digest.
+    """
+    from safetensors import safe_open
+
+    prefixes = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(shared_layers)))
+    digest = hashlib.sha256()
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as fh:
+        for key in sorted(k for k in fh.keys() if k.startswith(prefixes)):  # noqa: SIM118
+            digest.update(key.encode())
+            digest.update(fh.get_tensor(key).contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class Branch:
+    """An encoder that shares the lower layers of another one, with its own head."""
+
+    model: Any
+    head: dict[str, torch.Tensor]
+
+
+@dataclass
+class Shared:
+    """One loaded encoder with its tokenizer and heads."""
+
+    model: Any
+    tokenizer: Any
+    heads: dict[str, torch.Tensor]
+    device: torch.device
+    dtype: torch.dtype
+    tokenizer_lock: threading.Lock
+    folder: Path
+    # None: the folder's branch was built for another encoder
+    branches: dict[str, Branch | None]
+
+
+_cache: dict[tuple[str, str, str], Shared] = {}
+_cache_lock = threading.Lock()
+
+
+def load_shared(
+    path: Path | None, device: str | torch.device | None, dtype: str | torch.dtype | None
+) -> Shared:
+    folder = path or bundled_detector_path()
+    dev = resolve_device(device)
+    precision = resolve_dtype(dev, dtype)
+    key = (str(folder), str(dev), str(precision))
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = _load(folder, dev, precision)
+        return _cache[key]
+
+
+def _load(folder: Path, device: torch.device, dtype: torch.dtype) -> Shared:
+    from safetensors.torch import load_file
+
+    heads_path = folder / _HEADS_FILE
+    if not heads_path.is_file():
+        raise ModelNotAvailableError(f"no {_HEADS_FILE} in {folder}: not a bundled model folder")
+    encoder = load_token_classifier(folder, device=device, dtype=dtype)
+    try:
+        heads = {k: v.to(device=device, dtype=dtype) for k, v in load_file(heads_path).items()}
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ModelLoadError(f"could not load the heads in {heads_path}: {exc}") from exc
+    return Shared(
+        encoder.model, encoder.tokenizer, heads, device, dtype, encoder.tokenizer_lock, folder, {}
+    )
+
+
+def load_branch(shared: Shared, folder: Path) -> Branch | None:
+    """The NLI branch in ``folder`` for this encoder; ``None`` if it was built for another."""
+    with _cache_lock:
+        if str(folder) not in shared.branches:
+            shared.branches[str(folder)] = _read_branch(shared, folder)
+        return shared.branches[str(folder)]
+
+
+def _read_branch(shared: Shared, folder: Path) -> Branch | None:
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    from transformers import BertModel
+
+    file = folder / BRANCH_FILE
+    try:
+        with safe_open(str(file), framework="pt") as fh:
+            meta = fh.metadata() or {}
+        k = int(meta["shared_layers"])
+        if meta.get("encoder_sha256") != encoder_fingerprint(shared.folder, k):
+            logger.info("NLI branch %s was trained on another encoder than %s", file, shared.folder)
+            return None
+        tensors = load_file(str(file))
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        raise ModelLoadError(f"could not read the NLI branch {file}: {exc}") from exc
+    bert = shared.model.bert
+    with torch.device("meta"):
+        model: Any = BertModel(bert.config, add_pooling_layer=False)
+    model.embeddings = bert.embeddings
+    upper = copy.deepcopy(bert.encoder.layer[k:])
+    prefix = "encoder.layer."
+    for offset, layer in enumerate(upper):
+        key = f"{prefix}{k + offset}."
+        layer.load_state_dict({n[len(key) :]: v for n, v in tensors.items() if n.startswith(key)})
+    model.encoder.layer = torch.nn.ModuleList([*bert.encoder.layer[:k], *upper])
+    model.to(shared.device, shared.dtype).eval()
+    # stored as "head.*"; named like the multi-task NLI head so callers need not care
+    head = {
+        "nli." + n.removeprefix("head."): v.to(shared.device, shared.dtype)
+        for n, v in tensors.items()
+        if n.startswith("head.")
+    }
+    logger.info("loaded NLI branch from %s (%d shared layers)", folder, k)
+    return Branch(model, head)
+
+
+def _head_logits(heads: dict[str, Any], name: str, states: torch.Tensor, mask: torch.Tensor) -> Any:
+    import torch
+
+    m = mask.unsqueeze(-1).to(states.dtype)
+    pooled = (states * m).sum(1) / m.sum(1).clamp(min=1.0)
+    h = heads
+    hidden = torch.tanh(pooled @ h[f"{name}.dense.weight"].T + h[f"{name}.dense.bias"])
+    return hidden @ h[f"{name}.out.weight"].T + h[f"{name}.out.bias"]
+
+
+def classify(
+    shared: Shared,
+    head: str,
+    texts: Sequence[tuple[str, str | None]],
+    *,
+    batch_size: int,
+    max_length: int,
+    branch: Branch | None = None,
+) -> list[list[float]]:
+    """Class probabilities per input, batched by length, in input order.
+
+    ``head`` names a head of ``heads.safetensors``; with a ``branch``, the branch's
+    encoder and its head of that name are used instead.
+    """
+    import torch
+
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
+    probs: list[list[float]] = [[] for _ in texts]
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            firsts = [texts[i][0] for i in idx]
+            seconds = [texts[i][1] for i in idx]
+            # Fast tokenizers are not safe to call from several threads at once.
+            with shared.tokenizer_lock:
+                enc = shared.tokenizer(
+                    firsts,
+                    None if seconds[0] is None else seconds,
+                    truncation=True,
+                    max_length=max_length,
+                    padding=True,
+                    return_tensors="pt",
+                )
+            ids = enc["input_ids"].to(shared.device)
+            mask = enc["attention_mask"].to(shared.device)
+            encoder = branch.model if branch else shared.model.bert
+            states = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+            logits = _head_logits(branch.head if branch else shared.heads, head, states, mask)
+            batch = torch.softmax(logits.float(), dim=-1)
+            for i, row in zip(idx, batch.cpu().tolist(), strict=True):
+                probs[i] = row
+    return probs
