@@ -19,6 +19,7 @@ from ._errors import (
     TruthLensError,
     UnknownArgumentError,
 )
+from ._optional import require
 from ._scoring import decide, merge_spans, noisy_or, optimal_threshold, response_score, span_score
 from ._types import (
     Coverage,
@@ -28,6 +29,7 @@ from ._types import (
     DetectionResult,
     DetectionStatus,
     HallucinationSpan,
+    NLILabel,
     TokenScore,
 )
 
@@ -49,6 +51,7 @@ __all__ = [
     "MissingDependencyError",
     "ModelLoadError",
     "ModelNotAvailableError",
+    "NLILabel",
     "ServiceError",
     "ServiceTimeoutError",
     "TokenScore",
@@ -58,6 +61,7 @@ __all__ = [
     "merge_spans",
     "noisy_or",
     "optimal_threshold",
+    "require",
     "resolve_device",
     "resolve_dtype",
     "response_score",

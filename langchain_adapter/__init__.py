@@ -29,7 +29,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from truthlens_integrations.core._optional import require
+from truthlens_integrations.core import require
 
 require("langchain_core", extra="langchain", feature="truthlens_integrations.langchain_adapter")
 

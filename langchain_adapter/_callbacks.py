@@ -28,8 +28,7 @@ from langchain_core.tracers.context import register_configure_hook
 from typing_extensions import override
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
-from truthlens_integrations.core.engine._options import engine_from
+from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
 from truthlens_integrations.core.observability import log_event
 from truthlens_integrations.core.policy import PolicySource
 

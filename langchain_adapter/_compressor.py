@@ -10,7 +10,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import Field
 from typing_extensions import override
 
-from truthlens_integrations.core.engine._options import reject_unknown
+from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 __all__ = ["RetrievalQualityFilter"]

@@ -30,8 +30,7 @@ from langchain_core.runnables.config import ensure_config
 from typing_extensions import TypedDict  # LangGraph's state classes use this one
 
 from truthlens_integrations.core import BlockedResponseError, ConfigError, InvalidArgumentError
-from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
-from truthlens_integrations.core.engine._options import engine_from
+from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
 from truthlens_integrations.core.mitigation import fallback_query
 from truthlens_integrations.core.policy import Action, Mode
 

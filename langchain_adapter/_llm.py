@@ -40,7 +40,7 @@ from truthlens_integrations.core import (
     LLMTimeoutError,
     TruthLensError,
 )
-from truthlens_integrations.core.engine._options import reject_unknown
+from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,

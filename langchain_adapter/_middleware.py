@@ -39,8 +39,7 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     LLMError,
 )
-from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
-from truthlens_integrations.core.engine._options import engine_from
+from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import Action, Mode, Policy, PolicySource

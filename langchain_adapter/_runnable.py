@@ -31,8 +31,7 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from pydantic import ConfigDict, Field, ValidationError
 
 from truthlens_integrations.core import ConfigError, DetectionInput, InvalidArgumentError
-from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
-from truthlens_integrations.core.engine._options import engine_from
+from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
 from truthlens_integrations.core.llm import BaseLLM
 from truthlens_integrations.core.mitigation import (
     GroundedAnswerer,

@@ -31,7 +31,7 @@ Example:
 
 from __future__ import annotations
 
-from truthlens_integrations.core._optional import require
+from truthlens_integrations.core import require
 
 require("llama_index.core", extra="llamaindex", feature="The LlamaIndex adapter")
 

@@ -8,8 +8,13 @@ from typing import Any
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from truthlens_integrations.core import BlockedResponseError, HallucinationSpan
-from truthlens_integrations.core.engine import TruthLens, Verdict, split_options
-from truthlens_integrations.core.engine._options import engine_from, reject_unknown
+from truthlens_integrations.core.engine import (
+    TruthLens,
+    Verdict,
+    engine_from,
+    reject_unknown,
+    split_options,
+)
 from truthlens_integrations.core.policy import PolicySource
 
 __all__ = [

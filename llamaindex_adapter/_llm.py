@@ -27,7 +27,7 @@ from llama_index.core.llms.custom import CustomLLM
 
 from truthlens_integrations.core import InvalidArgumentError, LLMError, LLMTimeoutError
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core.engine._options import reject_unknown
+from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,

@@ -12,8 +12,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from truthlens_integrations.core import ConfigError, HallucinationSpan, InvalidArgumentError
-from truthlens_integrations.core.engine import TruthLens, split_sentences
-from truthlens_integrations.core.engine._options import reject_unknown
+from truthlens_integrations.core.engine import TruthLens, reject_unknown, split_sentences
 from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 from ._events import TruthLensNodeFilterEvent, dispatcher, event_payload

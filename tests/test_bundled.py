@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from truthlens_integrations.core import models as bm
-from truthlens_integrations.core.models import _bundled
-from truthlens_integrations.core.models.nli._bundled import _NLI_LABELS
 from truthlens_integrations.core._errors import (
     InvalidInputError,
     ModelLoadError,
     ModelNotAvailableError,
 )
+from truthlens_integrations.core.models import _bundled
+from truthlens_integrations.core.models.nli._bundled import _NLI_LABELS
 
 try:
     DETECTOR = bm.bundled_detector_path()

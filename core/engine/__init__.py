@@ -25,6 +25,8 @@ from ._options import (
     POLICY_KNOB_NAMES,
     EngineOptions,
     PolicyKnobs,
+    engine_from,
+    reject_unknown,
     split_options,
 )
 from ._premise import answer_sentence, select_premise, split_sentences
@@ -45,8 +47,10 @@ __all__ = [
     "Verdict",
     "align_quantities",
     "answer_sentence",
+    "engine_from",
     "extract_quantities",
     "find_instructions",
+    "reject_unknown",
     "select_premise",
     "split_options",
     "split_sentences",

@@ -34,8 +34,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core._errors import InvalidInputError
-from ..core._types import TokenScore
+from ..core import InvalidInputError, TokenScore
 
 __all__ = [
     "BinaryMetrics",

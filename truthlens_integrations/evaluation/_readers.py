@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, get_args
 
-from ..core._errors import ConfigError, InvalidInputError
-from ..core._types import NLILabel
+from ..core import ConfigError, InvalidInputError, NLILabel
 from ._records import EvalExample, GoldSpan, NLIExample
 
 __all__ = [

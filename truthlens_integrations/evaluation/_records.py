@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..core._types import DetectionInput, NLILabel
+from ..core import DetectionInput, NLILabel
 
 __all__ = ["EvalExample", "GoldSpan", "NLIExample"]
 

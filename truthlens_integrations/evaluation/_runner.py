@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core._errors import InvalidInputError
-from ..core._types import DetectionConfig, DetectionResult, NLILabel
+from ..core import DetectionConfig, DetectionResult, InvalidInputError, NLILabel
 from ..core.models import Detector
 from ._metrics import (
     BinaryMetrics,

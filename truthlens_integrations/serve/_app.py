@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
-from truthlens_integrations.core._optional import require
+from truthlens_integrations.core import require
 
 require("ray.serve", extra="serve", feature="truthlens serve")
 require("fastapi", extra="serve", feature="truthlens serve")

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from truthlens_integrations.core._optional import require
+from truthlens_integrations.core import require
 from truthlens_integrations.core.policy import PolicySource, load_policy
 
 __all__ = ["LocalService", "deploy", "start_local"]
