@@ -13,7 +13,13 @@ torch and transformers are imported only when a model is built.
 from __future__ import annotations
 
 from ._bundled import bundled_detector_path, encoder_fingerprint
-from ._loading import LoadedTokenClassifier, clear_model_cache, load_token_classifier
+from ._loading import (
+    LoadedModel,
+    clear_model_cache,
+    load_pretrained,
+    load_sequence_classifier,
+    load_token_classifier,
+)
 from ._service import OnError, ServiceClient, is_service_url, shared_client
 from .classifier import (
     BundledFactCheckAdapter,
@@ -60,7 +66,7 @@ __all__ = [
     "FactCheckClassifier",
     "FactCheckPrediction",
     "LexicalDetector",
-    "LoadedTokenClassifier",
+    "LoadedModel",
     "NLIExplainer",
     "NLIPrediction",
     "OnError",
@@ -79,6 +85,8 @@ __all__ = [
     "is_service_url",
     "lexical_nli",
     "load_detector",
+    "load_pretrained",
+    "load_sequence_classifier",
     "load_token_classifier",
     "map_nli_labels",
     "normalize_word",

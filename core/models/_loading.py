@@ -1,4 +1,10 @@
-"""Load token-classification checkpoints once, from a local folder or the Hugging Face Hub."""
+"""Load Hugging Face checkpoints once, from a local folder or the Hub: every model's loader.
+
+The detector's token classifiers and the NLI and prompt classifiers' sequence classifiers
+go through :func:`load_pretrained`: one cache per (source, task, device, dtype, revision),
+one fail-fast check of the hub (an offline machine gets a clear error with the local-path
+fix in seconds, not after a minute of retries), one validation of the tokenizer.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,10 @@ import os
 import re
 import socket
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from .._device import resolve_device, resolve_dtype
@@ -18,7 +25,15 @@ from .._errors import ModelLoadError, ModelNotAvailableError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LoadedTokenClassifier", "clear_model_cache", "load_token_classifier"]
+__all__ = [
+    "LoadedModel",
+    "Task",
+    "clear_model_cache",
+    "load_pretrained",
+    "load_sequence_classifier",
+    "load_token_classifier",
+    "sequence_probabilities",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +50,12 @@ _PROBE_TIMEOUT_S = 2.0
 _MIN_VOCAB_SHARE = 0.5
 
 
+Task = Literal["token", "sequence"]
+
+
 @dataclass(frozen=True)
-class LoadedTokenClassifier:
-    """A model and tokenizer loaded once and shared by every detector that names them."""
+class LoadedModel:
+    """A model and tokenizer loaded once and shared by every user that names them."""
 
     model_id: str
     model: Any
@@ -50,7 +68,7 @@ class LoadedTokenClassifier:
     tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
 
-_cache: dict[tuple[str, str, str, str | None], LoadedTokenClassifier] = {}
+_cache: dict[tuple[str, Task, str, str, str | None], LoadedModel] = {}
 _cache_lock = threading.Lock()
 
 
@@ -60,6 +78,55 @@ def clear_model_cache() -> None:
         _cache.clear()
 
 
+def load_pretrained(
+    name: str | os.PathLike[str],
+    *,
+    task: Task,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    revision: str | None = None,
+    local_files_only: bool | None = None,
+) -> LoadedModel:
+    """Load (or reuse) a classification model and its tokenizer.
+
+    Args:
+        name: A local model directory, or a Hugging Face Hub id such as
+            ``KRLabsOrg/lettucedect-base-modernbert-en-v1``.
+        task: ``"token"`` (a hallucination detector, checked to be a two-class token
+            classifier with a fast tokenizer) or ``"sequence"`` (an NLI model or a
+            prompt classifier; the caller checks its labels).
+        device: Where to run; ``None`` picks CUDA, then MPS, then the CPU.
+        dtype: Precision; ``None`` picks bf16/fp16 on GPUs and fp32 on the CPU.
+        revision: Hub revision (branch, tag or commit) for hub ids.
+        local_files_only: Only use the local Hugging Face cache for hub ids.
+
+    Returns:
+        The shared, loaded model, in eval mode on ``device``.
+
+    Raises:
+        ModelNotAvailableError: If the folder does not exist and the hub cannot provide
+            the id (offline, blocked, unknown repository).
+        ModelLoadError: If the files exist but are not a usable model for ``task``.
+    """
+    resolved_device = resolve_device(device)
+    resolved_dtype = resolve_dtype(resolved_device, dtype)
+    source = _resolve_source(name)
+    key = (source, task, str(resolved_device), str(resolved_dtype), revision)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is None:
+            cached = _load(
+                source,
+                task,
+                resolved_device,
+                resolved_dtype,
+                revision,
+                local_files_only,
+            )
+            _cache[key] = cached
+    return cached
+
+
 def load_token_classifier(
     name: str | os.PathLike[str],
     *,
@@ -67,36 +134,29 @@ def load_token_classifier(
     dtype: str | torch.dtype | None = None,
     revision: str | None = None,
     local_files_only: bool | None = None,
-) -> LoadedTokenClassifier:
-    """Load (or reuse) a two-class token-classification model and its fast tokenizer.
+) -> LoadedModel:
+    """A two-class token classifier (a detector): :func:`load_pretrained` with ``task="token"``."""
+    return load_pretrained(
+        name,
+        task="token",
+        device=device,
+        dtype=dtype,
+        revision=revision,
+        local_files_only=local_files_only,
+    )
 
-    Args:
-        name: A local model directory, or a Hugging Face Hub id such as
-            ``KRLabsOrg/lettucedect-base-modernbert-en-v1``.
-        device: Where to run; ``None`` picks CUDA, then MPS, then the CPU.
-        dtype: Precision; ``None`` picks bf16/fp16 on GPUs and fp32 on the CPU.
-        revision: Hub revision (branch, tag or commit) for hub ids.
-        local_files_only: Only use the local Hugging Face cache for hub ids.
 
-    Returns:
-        The shared, loaded model.
-
-    Raises:
-        ModelNotAvailableError: If the folder does not exist and the hub cannot provide
-            the id (offline, blocked, unknown repository).
-        ModelLoadError: If the files exist but are not a usable two-class token
-            classifier with a fast tokenizer.
-    """
-    resolved_device = resolve_device(device)
-    resolved_dtype = resolve_dtype(resolved_device, dtype)
-    source = _resolve_source(name)
-    key = (source, str(resolved_device), str(resolved_dtype), revision)
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is None:
-            cached = _load(source, resolved_device, resolved_dtype, revision, local_files_only)
-            _cache[key] = cached
-    return cached
+def load_sequence_classifier(
+    name: str | os.PathLike[str],
+    *,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    local_files_only: bool | None = None,
+) -> LoadedModel:
+    """A sequence classifier (NLI, prompt classifier): ``load_pretrained(task="sequence")``."""
+    return load_pretrained(
+        name, task="sequence", device=device, dtype=dtype, local_files_only=local_files_only
+    )
 
 
 def _resolve_source(name: str | os.PathLike[str]) -> str:
@@ -128,26 +188,58 @@ def _hub_unavailable(
 
 def _load(
     source: str,
+    task: Task,
     device: torch.device,
     dtype: torch.dtype,
     revision: str | None,
     local_files_only: bool | None,
-) -> LoadedTokenClassifier:
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
+) -> LoadedModel:
+    is_local = Path(source).is_dir()
+    tokenizer, model, info = _from_pretrained(source, task, dtype, revision, local_files_only)
+    if task == "token":
+        _check_model(source, model, info)
+    else:
+        _check_sequence_model(source, model)
+    _check_tokenizer(source, tokenizer, model, is_local=is_local, task=task)
+    model.to(device).eval()
+    logger.info("loaded %s classifier %s on %s (%s)", task, source, device, dtype)
+    return LoadedModel(
+        model_id=source,
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=dtype,
+        max_length=_window(model.config, tokenizer),
+        input_names=tuple(tokenizer.model_input_names),
+    )
 
+
+def _from_pretrained(
+    source: str, task: Task, dtype: torch.dtype, revision: str | None, local: bool | None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Tokenizer, model and loading info; a failure says whether the hub or the files failed."""
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+        AutoTokenizer,
+    )
+
+    auto: Any = AutoModelForTokenClassification
+    if task == "sequence":
+        auto = AutoModelForSequenceClassification
     is_local = Path(source).is_dir()
     hub_kwargs: dict[str, Any] = {}
     if not is_local:
-        hub_kwargs = {"revision": revision, "local_files_only": _offline(local_files_only)}
+        hub_kwargs = {"revision": revision, "local_files_only": _offline(local)}
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs)
-        model, info = AutoModelForTokenClassification.from_pretrained(
+        model, info = auto.from_pretrained(
             source, dtype=dtype, output_loading_info=True, **hub_kwargs
         )
     except Exception as exc:
         if not is_local:
             why = None
-            if local_files_only:
+            if local:
                 why = "local_files_only=True and the model is not in the local cache"
             elif hub_kwargs["local_files_only"]:
                 why = (
@@ -159,19 +251,7 @@ def _load(
         if "mismatched" in str(exc):
             hint = " (config.json does not match the weights' shapes: it belongs to another model)"
         raise ModelLoadError(f"could not load the model in {source}{hint}: {exc}") from exc
-    _check_model(source, model, info)
-    _check_tokenizer(source, tokenizer, model, is_local=is_local)
-    model.to(device).eval()
-    logger.info("loaded detector %s on %s (%s)", source, device, dtype)
-    return LoadedTokenClassifier(
-        model_id=source,
-        model=model,
-        tokenizer=tokenizer,
-        device=device,
-        dtype=dtype,
-        max_length=_window(model.config, tokenizer),
-        input_names=tuple(tokenizer.model_input_names),
-    )
+    return tokenizer, model, info
 
 
 def _offline(local_files_only: bool | None) -> bool:
@@ -290,8 +370,24 @@ def _check_labels(source: str, config: Any) -> None:
         )
 
 
-def _check_tokenizer(source: str, tokenizer: Any, model: Any, *, is_local: bool) -> None:
-    """Refuse a missing, slow or foreign tokenizer (it would map every word wrongly)."""
+def _check_sequence_model(source: str, model: Any) -> None:
+    """Refuse a checkpoint saved as something other than a sequence classifier."""
+    architectures = getattr(model.config, "architectures", None) or []
+    if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
+        raise ModelLoadError(
+            f"{source} was saved as {', '.join(architectures)}, not a sequence classifier "
+            "(...ForSequenceClassification)"
+        )
+
+
+def _check_tokenizer(
+    source: str, tokenizer: Any, model: Any, *, is_local: bool, task: Task
+) -> None:
+    """Refuse a missing or foreign tokenizer (it would map every word wrongly).
+
+    A detector also needs a fast tokenizer (character offsets) and a separator token
+    (its input is context [SEP] answer).
+    """
     if is_local:
         names = set(getattr(tokenizer, "vocab_files_names", {}).values()) or {"tokenizer.json"}
         if not any((Path(source) / name).is_file() for name in names):
@@ -299,21 +395,27 @@ def _check_tokenizer(source: str, tokenizer: Any, model: Any, *, is_local: bool)
                 f"{source} holds no tokenizer files (expected one of "
                 f"{', '.join(sorted(names))}); copy the tokenizer saved with the model"
             )
+    _check_vocabulary(source, tokenizer, model)
+    if task != "token":
+        return
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
             f"{source} has no fast tokenizer (tokenizer.json); character offsets need one"
         )
+    if tokenizer.sep_token_id is None and tokenizer.eos_token_id is None:
+        raise ModelLoadError(
+            f"{source}: the tokenizer has no separator token; the detector's input is "
+            "context [SEP] answer"
+        )
+
+
+def _check_vocabulary(source: str, tokenizer: Any, model: Any) -> None:
     rows = model.get_input_embeddings().num_embeddings
     tokens = len(tokenizer)
     if tokens > rows or tokens < _MIN_VOCAB_SHARE * rows:
         raise ModelLoadError(
             f"{source}: the tokenizer has {tokens:,} tokens but the model's embedding table "
             f"{rows:,} rows; the tokenizer belongs to another model"
-        )
-    if tokenizer.sep_token_id is None and tokenizer.eos_token_id is None:
-        raise ModelLoadError(
-            f"{source}: the tokenizer has no separator token; the detector's input is "
-            "context [SEP] answer"
         )
 
 
@@ -332,3 +434,50 @@ def _window(config: Any, tokenizer: Any) -> int:
     if not limits:
         return 512
     return min(limits)
+
+
+def sequence_probabilities(
+    loaded: LoadedModel,
+    texts: Sequence[tuple[str, str | None]],
+    *,
+    batch_size: int,
+    max_length: int,
+    truncation: bool | str = True,
+) -> list[list[float]]:
+    """Class probabilities of a sequence classifier per text (or text pair), in input order.
+
+    Inputs are batched by length, so a batch pads little.
+
+    Args:
+        loaded: A model from :func:`load_sequence_classifier`.
+        texts: ``(first, second)`` pairs; ``second`` is ``None`` for single texts (then
+            it must be ``None`` for all).
+        batch_size: Inputs per forward pass.
+        max_length: Token limit per input.
+        truncation: The tokenizer's truncation rule (``"only_first"`` cuts premises).
+
+    Returns:
+        One probability row per input.
+    """
+    import torch
+
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
+    rows: list[list[float]] = [[] for _ in texts]
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        seconds = [texts[i][1] for i in idx]
+        with loaded.tokenizer_lock:
+            encoded = loaded.tokenizer(
+                [texts[i][0] for i in idx],
+                None if seconds[0] is None else seconds,
+                truncation=truncation,
+                max_length=max_length,
+                padding=True,
+                return_tensors="pt",
+            )
+        with torch.inference_mode():
+            logits = loaded.model(**encoded.to(loaded.device)).logits
+        probs = torch.softmax(logits.float(), dim=-1).cpu().tolist()
+        for i, row in zip(idx, probs, strict=True):
+            rows[i] = row
+    return rows

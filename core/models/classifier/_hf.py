@@ -6,23 +6,18 @@ HaluGate Sentinel checkpoint: "does this prompt ask for facts that must be check
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..._device import resolve_device, resolve_dtype
-from ..._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
+from ..._errors import InvalidInputError, ModelLoadError
+from .._loading import load_sequence_classifier, sequence_probabilities
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["TransformersFactCheckClassifier", "positive_class"]
-
-logger = logging.getLogger(__name__)
 
 _NEGATION = re.compile(r"(^|_)(no|not|non)(_|$)")
 _POSITIVE = re.compile(r"fact|check|verif|yes|true|positive|needs")
@@ -73,6 +68,8 @@ class TransformersFactCheckClassifier:
         batch_size: Prompts per forward pass (prompts are sorted by length first).
         max_length: Token limit per prompt; longer prompts are cut.
 
+        local_files_only: Only use the local Hugging Face cache for hub ids.
+
     Raises:
         ModelNotAvailableError: If the model cannot be found or downloaded.
         ModelLoadError: If it is not a two-class sequence classifier.
@@ -86,33 +83,16 @@ class TransformersFactCheckClassifier:
         dtype: str | torch.dtype | None = None,
         batch_size: int = 32,
         max_length: int = 256,
+        local_files_only: bool | None = None,
     ) -> None:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        source = os.fspath(model)
-        self.device = resolve_device(device)
-        precision = resolve_dtype(self.device, dtype)
-        try:
-            self._tokenizer = AutoTokenizer.from_pretrained(source)
-            self._model: Any = AutoModelForSequenceClassification.from_pretrained(
-                source, dtype=precision
-            )
-        except Exception as exc:
-            if Path(source).is_dir():
-                raise ModelLoadError(f"could not load the classifier in {source}: {exc}") from exc
-            raise ModelNotAvailableError(
-                f"could not load fact-check model {source!r} ({type(exc).__name__}: {exc}); "
-                "download it where the hub is reachable (e.g. `huggingface-cli download "
-                f"{source} --local-dir ./fact-check`) and set fact_check_model.model_id to "
-                "that folder"
-            ) from exc
-        self.positive = positive_class(self._model.config.id2label)
-        self._model.to(self.device).eval()
-        self.model_id = source
+        self._loaded = load_sequence_classifier(
+            model, device=device, dtype=dtype, local_files_only=local_files_only
+        )
+        self.positive = positive_class(self._loaded.model.config.id2label)
+        self.device = self._loaded.device
+        self.model_id = os.fspath(model)
         self.batch_size = batch_size
         self.max_length = max_length
-        self._tokenizer_lock = threading.Lock()
-        logger.info("loaded fact-check classifier %s on %s", source, self.device)
 
     def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
         """``(needs_fact_check, confidence of that decision)`` per prompt, in order.
@@ -120,26 +100,17 @@ class TransformersFactCheckClassifier:
         Raises:
             InvalidInputError: If a prompt is not a non-empty string.
         """
-        import torch
-
         for i, prompt in enumerate(prompts):
             if not isinstance(prompt, str) or not prompt.strip():
                 raise InvalidInputError(f"prompts[{i}] must be a non-empty string")
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-        out: list[tuple[bool, float]] = [(True, 1.0)] * len(prompts)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            with self._tokenizer_lock:
-                encoded = self._tokenizer(
-                    [prompts[i] for i in idx],
-                    truncation=True,
-                    max_length=self.max_length,
-                    padding=True,
-                    return_tensors="pt",
-                )
-            with torch.inference_mode():
-                logits = self._model(**encoded.to(self.device)).logits
-            yes = torch.softmax(logits.float(), dim=-1)[:, self.positive].cpu().tolist()
-            for i, p in zip(idx, yes, strict=True):
-                out[i] = (p >= 0.5, p if p >= 0.5 else 1.0 - p)
+        rows = sequence_probabilities(
+            self._loaded,
+            [(prompt, None) for prompt in prompts],
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+        )
+        out: list[tuple[bool, float]] = []
+        for row in rows:
+            yes = row[self.positive]
+            out.append((yes >= 0.5, yes if yes >= 0.5 else 1.0 - yes))
         return out

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._errors import ContextTooLongError
 from ..._types import Coverage, DetectionConfig, DetectionInput, TokenScore
-from .._loading import LoadedTokenClassifier, load_token_classifier
+from .._loading import LoadedModel, load_token_classifier
 from ._base import BaseDetector, TokenScoring
 from ._prompt import format_prompt
 
@@ -107,7 +107,7 @@ class TransformerDetector(BaseDetector):
             ModelNotAvailableError: The model is neither local nor reachable.
             ModelLoadError: The files are not a two-class token classifier.
         """
-        self._loaded: LoadedTokenClassifier = load_token_classifier(
+        self._loaded: LoadedModel = load_token_classifier(
             model,
             device=device,
             dtype=dtype,

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..._device import resolve_device, resolve_dtype
-from ..._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
+from ..._errors import InvalidInputError, ModelLoadError
 from ..._types import NLILabel
+from .._loading import load_sequence_classifier, sequence_probabilities
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["TransformersNLIExplainer", "map_nli_labels"]
-
-logger = logging.getLogger(__name__)
 
 # Label names seen in NLI model configs, lower-cased. Two-way models
 # (entailment / not_entailment) map their negative class to neutral: they cannot
@@ -89,32 +84,14 @@ class TransformersNLIExplainer:
         max_length: int = 256,
         local_files_only: bool | None = None,
     ) -> None:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        source = os.fspath(model)
-        is_local = Path(source).is_dir()
-        self.device = resolve_device(device)
-        kwargs: dict[str, Any] = {"dtype": resolve_dtype(self.device, dtype)}
-        if not is_local and local_files_only is not None:
-            kwargs["local_files_only"] = local_files_only
-        try:
-            self._tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-            self._model = AutoModelForSequenceClassification.from_pretrained(source, **kwargs)
-        except Exception as exc:
-            if is_local:
-                raise ModelLoadError(f"could not load the NLI model in {source}: {exc}") from exc
-            raise ModelNotAvailableError(
-                f"could not load NLI model {source!r} ({type(exc).__name__}: {exc}); "
-                "download it where the hub is reachable and pass the local folder"
-            ) from exc
-        self.labels = map_nli_labels(self._model.config.id2label)
-        self._model.to(self.device).eval()
-        self.model_id = source
+        self._loaded = load_sequence_classifier(
+            model, device=device, dtype=dtype, local_files_only=local_files_only
+        )
+        self.labels = map_nli_labels(self._loaded.model.config.id2label)
+        self.device = self._loaded.device
+        self.model_id = os.fspath(model)
         self.batch_size = batch_size
         self.max_length = max_length
-        # Fast tokenizers change truncation state per call; keep calls one at a time.
-        self._tokenizer_lock = threading.Lock()
-        logger.info("loaded NLI model %s on %s", source, self.device)
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]]:
         """Label each (premise, hypothesis) pair.
@@ -128,31 +105,22 @@ class TransformersNLIExplainer:
         Raises:
             InvalidInputError: If a pair is not two non-empty strings.
         """
-        import torch
-
         for i, pair in enumerate(pairs):
             if len(pair) != 2 or not all(isinstance(x, str) and x.strip() for x in pair):
                 raise InvalidInputError(f"pairs[{i}] must be two non-empty strings")
+        rows = sequence_probabilities(
+            self._loaded,
+            [(premise, hypothesis) for premise, hypothesis in pairs],
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            truncation="only_first",
+        )
         out: list[tuple[NLILabel, float]] = []
-        for start in range(0, len(pairs), self.batch_size):
-            chunk = pairs[start : start + self.batch_size]
-            with self._tokenizer_lock:
-                encoded = self._tokenizer(
-                    [p for p, _ in chunk],
-                    [h for _, h in chunk],
-                    truncation="only_first",
-                    max_length=self.max_length,
-                    padding=True,
-                    return_tensors="pt",
-                )
-            with torch.inference_mode():
-                logits = self._model(**encoded.to(self.device)).logits
-            probs = torch.softmax(logits.float(), dim=-1).cpu().tolist()
-            for row in probs:
-                totals: dict[NLILabel, float] = {}
-                for index, p in enumerate(row):
-                    label = self.labels[index]
-                    totals[label] = totals.get(label, 0.0) + p
-                best = max(totals, key=lambda k: totals[k])
-                out.append((best, min(1.0, totals[best])))
+        for row in rows:
+            totals: dict[NLILabel, float] = {}
+            for index, p in enumerate(row):
+                label = self.labels[index]
+                totals[label] = totals.get(label, 0.0) + p
+            best = max(totals, key=lambda k: totals[k])
+            out.append((best, min(1.0, totals[best])))
         return out
