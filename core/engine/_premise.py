@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from .._text import split_sentences, words
+
 __all__ = ["answer_sentence", "select_premise", "split_sentences"]
-
-# A sentence ends at . ! ? followed by whitespace, or at a line break.
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"\w+")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character ranges of the sentences of ``text`` (blank pieces are skipped)."""
-    ranges: list[tuple[int, int]] = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        if text[start : match.start()].strip():
-            ranges.append((start, match.start()))
-        start = match.end()
-    if text[start:].strip():
-        ranges.append((start, len(text)))
-    return ranges
 
 
 def answer_sentence(answer: str, start: int, end: int) -> str:
@@ -31,10 +15,6 @@ def answer_sentence(answer: str, start: int, end: int) -> str:
     if not pieces:
         return answer.strip()
     return answer[pieces[0][0] : pieces[-1][1]].strip()
-
-
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
 
 
 def select_premise(context: Sequence[str], hypothesis: str, *, top_k: int = 2) -> str:
@@ -52,13 +32,13 @@ def select_premise(context: Sequence[str], hypothesis: str, *, top_k: int = 2) -
         The selected sentences joined by spaces; the whole first passage when no
         sentence shares a word (NLI then judges against some real context).
     """
-    target = _words(hypothesis)
+    target = set(words(hypothesis))
     scored: list[tuple[int, int, str]] = []
     order = 0
     for passage in context:
         for s, e in split_sentences(passage):
             sentence = passage[s:e].strip()
-            scored.append((len(target & _words(sentence)), order, sentence))
+            scored.append((len(target.intersection(words(sentence))), order, sentence))
             order += 1
     best = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[:top_k]
     if not best:

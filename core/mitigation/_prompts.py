@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .._text import WORD
 from .._types import HallucinationSpan
 from ..llm import ChatMessage
 
@@ -227,9 +228,6 @@ def clean_output(text: str) -> str:
     return out
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
 def absurd_reason(text: str, *, reference: str) -> str | None:
     """Why ``text`` cannot be an answer (``None`` when it can).
 
@@ -245,7 +243,7 @@ def absurd_reason(text: str, *, reference: str) -> str | None:
     """
     if not text.strip():
         return "empty output"
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in WORD.findall(text)]
     if not words:
         return "output without words"
     if len(words) >= 12:

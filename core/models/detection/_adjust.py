@@ -23,8 +23,8 @@ import re
 from collections.abc import Sequence
 
 from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity
+from ..._text import DIGITS, WORD, split_sentences
 from ..._types import TokenScore
-from ._evidence import split_sentences
 
 __all__ = ["adjust_tokens"]
 
@@ -45,8 +45,6 @@ _ABSTAIN = re.compile(
     r"(?:i'm|i am) sorry|unable to answer)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[^\W_]+")
-_DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _ABSTAIN_WORDS = frozenset(
     """provided information context passage passages text document documents source sources
     mention mentioned mentions specify specified say says said state stated provide give given
@@ -70,7 +68,7 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
         # A value found with another "unit" word still counts as copied: the word after a
         # number is often not a unit ("420 people" / "420 employees"), and treating it as a
         # conflict lowered held-out AP from 0.781 to 0.748 (benchmarks/results/heldout.md).
-        digits = _DIGITS.match(answer, q.start)
+        digits = DIGITS.match(answer, q.start)
         out.append((q.start, digits.end() if digits else q.end, judge_quantity(q, known)))
     return out
 
@@ -79,13 +77,13 @@ def _abstentions(
     answer: str, context: Sequence[str], question: str | None
 ) -> list[tuple[int, int]]:
     """Sentences of the answer that only say the sources lack something."""
-    known = {w.lower() for text in (*context, question or "") for w in _WORD.findall(text)}
+    known = {w.lower() for text in (*context, question or "") for w in WORD.findall(text)}
     out = []
     for start, end in split_sentences(answer):
         sentence = answer[start:end]
         if not _ABSTAIN.search(sentence) or any(ch.isdigit() for ch in sentence):
             continue
-        words = [w.lower() for w in _WORD.findall(sentence)]
+        words = [w.lower() for w in WORD.findall(sentence)]
         # one unknown word is allowed ("the company", "the firm"); a name that answers the
         # question after all ("..., but it is John Smith") brings more
         if sum(1 for w in words if w not in _ABSTAIN_WORDS and w not in known) <= 1:

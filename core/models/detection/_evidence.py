@@ -27,6 +27,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..._text import STOP_WORDS, split_sentences, words
+
 __all__ = [
     "ContextIndex",
     "EvidenceRow",
@@ -36,21 +38,10 @@ __all__ = [
     "split_sentences",
 ]
 
-# A sentence ends at . ! ? (with closing quotes or brackets) followed by white space, or
-# at a line break. Decimal points and "1887-1889." inside a token never match.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'’”)\]]*\s+|\n+")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Very long "sentences" (tables, JSON, lists without full stops) are cut into pieces of
 # this many words so that one of them cannot take the whole evidence budget.
 _MAX_SENTENCE_WORDS = 48
 _PIECE_OVERLAP_WORDS = 8
-_STOP = frozenset(
-    """a an the and or but if of to in on at by for with from as is are was were be been being
-    it its this that these those there their they them he she his her we you your our i me my
-    not no do does did done has have had having will would can could should may might must
-    so than then too very also just about into over under after before between which who whom
-    what when where why how all any each other some such only own same both more most""".split()
-)
 _K1 = 1.2
 _B = 0.75
 # Candidates looked at per unit; later ones share too little with it to matter.
@@ -90,31 +81,11 @@ class EvidenceRow:
 def _terms(text: str) -> list[str]:
     """Lower-cased content words, with a light plural strip so 'towers' meets 'tower'."""
     out = []
-    for word in _WORD.findall(text.lower()):
-        if word in _STOP:
+    for word in words(text):
+        if word in STOP_WORDS:
             continue
         plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
         out.append(word[:-1] if plural else word)
-    return out
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character ranges of the sentences of ``text`` (white space at the edges left out)."""
-    ranges = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        ranges.append((start, match.start()))
-        start = match.end()
-    ranges.append((start, len(text)))
-    out = []
-    for first, last in ranges:
-        a, b = first, last
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        if b > a:
-            out.append((a, b))
     return out
 
 

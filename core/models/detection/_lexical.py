@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..._text import COMPOUND_WORD, DIGITS, STOP_WORDS
 from ..._types import Coverage, DetectionConfig, DetectionInput, NLILabel, TokenScore
 from ._base import BaseDetector, TokenScoring
 
 __all__ = ["STOPWORDS", "LexicalDetector", "lexical_nli", "normalize_word"]
 
-# Words made of letters/digits, keeping "2,400", "3.5" and "don't" in one piece.
-_WORD = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*")
-_NUMBER = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+# A whole word that is a number ("2,400", "3.5").
+_NUMBER = re.compile(rf"^{DIGITS.pattern}$")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -26,22 +26,10 @@ _NUMBER_WORDS = {
     "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "thousand": 1000,
 }  # fmt: skip
 
-STOPWORDS: frozenset[str] = frozenset(
-    {
-        "a", "an", "the", "and", "or", "but", "nor", "so", "yet", "if", "then", "than", "that",
-        "this", "these", "those", "there", "here", "is", "are", "was", "were", "be", "been",
-        "being", "am", "do", "does", "did", "done", "have", "has", "had", "having", "will",
-        "would", "shall", "should", "can", "could", "may", "might", "must", "of", "in", "on",
-        "at", "by", "for", "with", "from", "to", "into", "onto", "over", "under", "about", "as",
-        "it", "its", "it's", "they", "them", "their", "theirs", "he", "him", "his", "she",
-        "her", "hers", "we", "us", "our", "ours", "you", "your", "yours", "i", "me", "my",
-        "mine", "who", "whom", "whose", "which", "what", "when", "where", "why", "how", "not",
-        "no", "also", "very", "too", "just", "only", "all", "any", "both", "each", "more",
-        "most", "other", "some", "such", "own", "same", "up", "down", "out", "off", "again",
-        "further", "once", "while", "during", "before", "after", "above", "below", "between",
-        "through", "because", "until", "against", "s", "t",
-    }
-)  # fmt: skip
+STOPWORDS: frozenset[str] = STOP_WORDS | frozenset(
+    """above again against am because below down during further here hers him it's mine nor
+    off once onto ours out s shall t theirs through until up us while whose yet yours""".split()
+)
 """Function words that are never flagged: their absence says nothing about support."""
 
 
@@ -79,7 +67,7 @@ def normalize_word(word: str) -> str:
 def _vocabulary(texts: Iterable[str]) -> set[str]:
     vocab: set[str] = set()
     for text in texts:
-        for match in _WORD.finditer(text):
+        for match in COMPOUND_WORD.finditer(text):
             word = match.group()
             vocab.add(normalize_word(word))
             # Structured records glue words together ("OutdoorSeating"); index the parts.
@@ -134,7 +122,7 @@ class LexicalDetector(BaseDetector):
         sources = [*item.context, item.question] if item.question else list(item.context)
         vocab = _vocabulary(sources)
         tokens: list[TokenScore] = []
-        for match in _WORD.finditer(item.answer):
+        for match in COMPOUND_WORD.finditer(item.answer):
             word = match.group()
             tokens.append(
                 TokenScore(
@@ -167,7 +155,7 @@ _NEGATIONS = frozenset({"not", "no", "never", "nobody", "nothing", "none", "n't"
 
 
 def _content(text: str) -> tuple[set[str], bool]:
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in COMPOUND_WORD.findall(text)]
     negated = any(w in _NEGATIONS or w.endswith("n't") for w in words)
     return {normalize_word(w) for w in words if w not in STOPWORDS}, negated
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import ContextTooLongError
+from ..._text import words
 from ..._types import Coverage, DetectionConfig, DetectionInput, TokenScore
 from .._loading import LoadedModel, load_token_classifier
 from ._base import BaseDetector, TokenScoring
@@ -24,7 +24,6 @@ _SLACK = 8
 # Tokens taken by "passage N: " and the newline that separates passages.
 _PASSAGE_LABEL = 6
 _SENTENCE_END = (".", "!", "?", "\n", ";")
-_WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -418,7 +417,7 @@ def _calibration(config: Any) -> tuple[float, float]:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 or w.isdigit()}
+    return {w for w in words(text) if len(w) > 2 or w.isdigit()}
 
 
 def _min_over_windows(rows: list[_Segment], probabilities: dict[int, list[float]]) -> list[float]:
