@@ -11,120 +11,16 @@ evaluation reads the ``"heldout"`` part (the last 10% of each file by index).
 
 from __future__ import annotations
 
-from ._metrics import (
-    BinaryMetrics,
-    ClassMetrics,
-    CurvePoint,
-    LatencyStats,
-    MultiClassMetrics,
-    ReliabilityBin,
-    SpanMetrics,
-    auroc,
-    average_precision,
-    binary_metrics,
-    char_span_metrics,
-    expected_calibration_error,
-    latency_stats,
-    multiclass_metrics,
-    percentile,
-    reliability_bins,
-    threshold_curve,
-    token_metrics,
-)
-from ._readers import (
-    DETECTION_DATASETS,
-    HALUEVAL_HELDOUT_FRACTION,
-    HALUEVAL_TASKS,
-    DetectionDataset,
-    HaluEvalPart,
-    HaluEvalTask,
-    default_data_dir,
-    halueval_split,
-    load_detection_dataset,
-    ragtruth_prompt,
-    read_faithbench,
-    read_halueval,
-    read_ragtruth,
-    read_snli,
-    read_wice,
-    subsample,
-    wice_token_spans,
-)
-from ._records import EvalExample, GoldSpan, NLIExample
-from ._reports import (
-    AnyReport,
-    render_markdown,
-    write_json,
-    write_markdown,
-    write_plots,
-    write_report,
-)
-from ._runner import (
-    ClassifierReport,
-    EvalReport,
-    ExamplePrediction,
-    GroupMetrics,
-    NLIPredictor,
-    NLIReport,
-    machine_info,
-    run_classifier_evaluation,
-    run_evaluation,
-    run_nli_evaluation,
-)
+from . import _metrics, _readers, _records, _reports, _runner
+from ._metrics import *  # noqa: F403 - each module's __all__ is public here
+from ._readers import *  # noqa: F403
+from ._records import *  # noqa: F403
+from ._reports import *  # noqa: F403
+from ._runner import *  # noqa: F403
 
-__all__ = [
-    "DETECTION_DATASETS",
-    "HALUEVAL_HELDOUT_FRACTION",
-    "HALUEVAL_TASKS",
-    "AnyReport",
-    "BinaryMetrics",
-    "ClassMetrics",
-    "ClassifierReport",
-    "CurvePoint",
-    "DetectionDataset",
-    "EvalExample",
-    "EvalReport",
-    "ExamplePrediction",
-    "GoldSpan",
-    "GroupMetrics",
-    "HaluEvalPart",
-    "HaluEvalTask",
-    "LatencyStats",
-    "MultiClassMetrics",
-    "NLIExample",
-    "NLIPredictor",
-    "NLIReport",
-    "ReliabilityBin",
-    "SpanMetrics",
-    "auroc",
-    "average_precision",
-    "binary_metrics",
-    "char_span_metrics",
-    "default_data_dir",
-    "expected_calibration_error",
-    "halueval_split",
-    "latency_stats",
-    "load_detection_dataset",
-    "machine_info",
-    "multiclass_metrics",
-    "percentile",
-    "ragtruth_prompt",
-    "read_faithbench",
-    "read_halueval",
-    "read_ragtruth",
-    "read_snli",
-    "read_wice",
-    "reliability_bins",
-    "render_markdown",
-    "run_classifier_evaluation",
-    "run_evaluation",
-    "run_nli_evaluation",
-    "subsample",
-    "threshold_curve",
-    "token_metrics",
-    "wice_token_spans",
-    "write_json",
-    "write_markdown",
-    "write_plots",
-    "write_report",
-]
+__all__: list[str] = []
+__all__ += _metrics.__all__
+__all__ += _readers.__all__
+__all__ += _records.__all__
+__all__ += _reports.__all__
+__all__ += _runner.__all__

@@ -9,6 +9,8 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +50,9 @@ __all__ = [
 ]
 
 NLI_LABELS: tuple[NLILabel, ...] = ("entailment", "neutral", "contradiction")
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class _Report(BaseModel):
@@ -188,6 +193,48 @@ def _batches(n: int, batch_size: int, progress: bool, desc: str) -> Iterable[int
     return bar
 
 
+@dataclass(frozen=True)
+class _Timed(Generic[R]):
+    """Outputs of a batched run, with per-item latency and total wall time."""
+
+    outputs: list[R]
+    latencies: list[float]
+    total_s: float
+
+    def throughput(self) -> float:
+        """Items per second over the whole run."""
+        return len(self.outputs) / self.total_s if self.total_s > 0 else 0.0
+
+
+def _run_batched(
+    items: Sequence[T],
+    predict: Callable[[Sequence[T]], Sequence[R]],
+    *,
+    batch_size: int,
+    progress: bool,
+    desc: str,
+    what: str,
+) -> _Timed[R]:
+    """Call ``predict`` batch by batch; each item's latency is its batch's time share.
+
+    Raises:
+        InvalidInputError: If ``predict`` returns a different count than it was given.
+    """
+    outputs: list[R] = []
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for start in _batches(len(items), batch_size, progress, desc):
+        batch = items[start : start + batch_size]
+        t0 = time.perf_counter()
+        out = list(predict(batch))
+        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
+        if len(out) != len(batch):
+            raise InvalidInputError(f"{what} returned {len(out)} results for {len(batch)}")
+        outputs.extend(out)
+        latencies.extend([per_item] * len(batch))
+    return _Timed(outputs, latencies, time.perf_counter() - started)
+
+
 def _spans(result: DetectionResult) -> list[tuple[int, int]]:
     return [(s.start, s.end) for s in result.spans]
 
@@ -261,26 +308,15 @@ def run_evaluation(
     """
     if not dataset:
         raise InvalidInputError("the data set is empty: nothing to evaluate")
-    results: list[DetectionResult] = []
-    latencies: list[float] = []
-    started = time.perf_counter()
-    for start in _batches(len(dataset), batch_size, progress, f"eval {detector.model_id}"):
-        batch = dataset[start : start + batch_size]
-        t0 = time.perf_counter()
-        batch_results = detector.detect_batch([e.to_input() for e in batch])
-        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
-        results.extend(batch_results)
-        latencies.extend([per_item] * len(batch))
-    total_s = time.perf_counter() - started
-
-    token_threshold = detector.config.token_threshold
-    by_task: dict[str, list[int]] = {}
-    for i, example in enumerate(dataset):
-        by_task.setdefault(example.task_type, []).append(i)
-    per_task = {
-        task: _group_metrics([dataset[i] for i in idx], [results[i] for i in idx], token_threshold)
-        for task, idx in sorted(by_task.items())
-    }
+    run = _run_batched(
+        dataset,
+        lambda batch: detector.detect_batch([e.to_input() for e in batch]),
+        batch_size=batch_size,
+        progress=progress,
+        desc=f"eval {detector.model_id}",
+        what="detector",
+    )
+    results = run.outputs
     gold = [e.hallucinated for e in dataset]
     scores = [r.score for r in results]
     curve = threshold_curve(gold, scores)
@@ -290,33 +326,53 @@ def run_evaluation(
         model_id=detector.model_id,
         config=detector.config,
         n_examples=len(dataset),
-        overall=_group_metrics(dataset, results, token_threshold),
-        per_task=per_task,
-        latency=latency_stats(latencies),
-        examples_per_second=len(dataset) / total_s if total_s > 0 else 0.0,
-        batch_size=batch_size,
+        overall=_group_metrics(dataset, results, detector.config.token_threshold),
+        per_task=_per_task(dataset, results, detector.config.token_threshold),
         curve=curve,
         oracle_best=max(curve, key=lambda p: p.f1, default=None),
         baselines=_baselines(dataset),
         reliability=bins,
         calibration_error=expected_calibration_error(bins),
         unverifiable=sum(1 for r in results if not r.grounded),
-        machine=machine_info(),
-        command=command,
-        created_at=_now(),
-        predictions=[
-            ExamplePrediction(
-                id=e.id,
-                task_type=e.task_type,
-                gold=e.hallucinated,
-                score=r.score,
-                detected=r.detected,
-                spans=_spans(r),
-                gold_spans=[(s.start, s.end) for s in e.gold_spans],
-            )
-            for e, r in zip(dataset, results, strict=True)
-        ],
+        predictions=[_prediction(e, r) for e, r in zip(dataset, results, strict=True)],
+        **_run_fields(run, batch_size, command),
     )
+
+
+def _per_task(
+    dataset: Sequence[EvalExample], results: Sequence[DetectionResult], token_threshold: float
+) -> dict[str, GroupMetrics]:
+    by_task: dict[str, list[int]] = {}
+    for i, example in enumerate(dataset):
+        by_task.setdefault(example.task_type, []).append(i)
+    return {
+        task: _group_metrics([dataset[i] for i in idx], [results[i] for i in idx], token_threshold)
+        for task, idx in sorted(by_task.items())
+    }
+
+
+def _prediction(example: EvalExample, result: DetectionResult) -> ExamplePrediction:
+    return ExamplePrediction(
+        id=example.id,
+        task_type=example.task_type,
+        gold=example.hallucinated,
+        score=result.score,
+        detected=result.detected,
+        spans=_spans(result),
+        gold_spans=[(s.start, s.end) for s in example.gold_spans],
+    )
+
+
+def _run_fields(run: _Timed[Any], batch_size: int, command: str | None) -> dict[str, Any]:
+    """The fields every report shares: latency, throughput, machine, command, time."""
+    return {
+        "latency": latency_stats(run.latencies),
+        "examples_per_second": run.throughput(),
+        "batch_size": batch_size,
+        "machine": machine_info(),
+        "command": command,
+        "created_at": _now(),
+    }
 
 
 NLIPredictor = Callable[[Sequence[tuple[str, str]]], Sequence[str]]
@@ -353,30 +409,20 @@ def run_nli_evaluation(
     """
     if not dataset:
         raise InvalidInputError("the data set is empty: nothing to evaluate")
-    predicted: list[str] = []
-    latencies: list[float] = []
-    started = time.perf_counter()
-    for start in _batches(len(dataset), batch_size, progress, f"nli {model_id}"):
-        batch = dataset[start : start + batch_size]
-        t0 = time.perf_counter()
-        labels = list(predict([(e.premise, e.hypothesis) for e in batch]))
-        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
-        if len(labels) != len(batch):
-            raise InvalidInputError(f"NLI model returned {len(labels)} labels for {len(batch)}")
-        predicted.extend(labels)
-        latencies.extend([per_item] * len(batch))
-    total_s = time.perf_counter() - started
+    run = _run_batched(
+        [(e.premise, e.hypothesis) for e in dataset],
+        predict,
+        batch_size=batch_size,
+        progress=progress,
+        desc=f"nli {model_id}",
+        what="NLI model",
+    )
     return NLIReport(
         dataset=dataset_name,
         model_id=model_id,
         n_examples=len(dataset),
-        metrics=multiclass_metrics([e.label for e in dataset], predicted, labels=NLI_LABELS),
-        latency=latency_stats(latencies),
-        examples_per_second=len(dataset) / total_s if total_s > 0 else 0.0,
-        batch_size=batch_size,
-        machine=machine_info(),
-        command=command,
-        created_at=_now(),
+        metrics=multiclass_metrics([e.label for e in dataset], run.outputs, labels=NLI_LABELS),
+        **_run_fields(run, batch_size, command),
     )
 
 
@@ -414,28 +460,18 @@ def run_classifier_evaluation(
         raise InvalidInputError(
             f"need as many labels as prompts (got {len(prompts)} prompts, {len(labels)} labels)"
         )
-    predicted: list[bool] = []
-    latencies: list[float] = []
-    started = time.perf_counter()
-    for start in _batches(len(prompts), batch_size, progress, f"classify {model_id}"):
-        batch = prompts[start : start + batch_size]
-        t0 = time.perf_counter()
-        out = [bool(v) for v in predict(batch)]
-        per_item = (time.perf_counter() - t0) * 1000.0 / len(batch)
-        if len(out) != len(batch):
-            raise InvalidInputError(f"classifier returned {len(out)} labels for {len(batch)}")
-        predicted.extend(out)
-        latencies.extend([per_item] * len(batch))
-    total_s = time.perf_counter() - started
+    run = _run_batched(
+        prompts,
+        lambda batch: [bool(v) for v in predict(batch)],
+        batch_size=batch_size,
+        progress=progress,
+        desc=f"classify {model_id}",
+        what="classifier",
+    )
     return ClassifierReport(
         dataset=dataset_name,
         model_id=model_id,
         n_examples=len(prompts),
-        metrics=binary_metrics(list(labels), predicted),
-        latency=latency_stats(latencies),
-        examples_per_second=len(prompts) / total_s if total_s > 0 else 0.0,
-        batch_size=batch_size,
-        machine=machine_info(),
-        command=command,
-        created_at=_now(),
+        metrics=binary_metrics(list(labels), run.outputs),
+        **_run_fields(run, batch_size, command),
     )
