@@ -8,47 +8,15 @@ LangChain's own fake chat models.
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from tests._fakes import QuestionWordClassifier, RuleNLI
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector
-
-_NUMBER = re.compile(r"\d+")
-
-
-class RuleNLI:
-    """STAND-IN NLI: numbers of the hypothesis all in the premise -> entailment;
-    a number missing while the premise has numbers -> contradiction; else neutral."""
-
-    model_id = "rule-nli"
-
-    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
-        out: list[tuple[str, float]] = []
-        for premise, hypothesis in pairs:
-            have = set(_NUMBER.findall(premise))
-            want = set(_NUMBER.findall(hypothesis))
-            if want <= have:
-                out.append(("entailment", 0.97))
-            elif have:
-                out.append(("contradiction", 0.95))
-            else:
-                out.append(("neutral", 0.8))
-        return out
-
-
-class QuestionWordClassifier:
-    """STAND-IN prompt classifier: questions (ending in '?') need a fact check."""
-
-    model_id = "question-words"
-
-    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
-        return [(True, 0.95) if p.rstrip().endswith("?") else (False, 0.9) for p in prompts]
 
 
 def make_engine(detector: Detector, policy: object = None, **kwargs: Any) -> TruthLens:

@@ -5,7 +5,8 @@
 - :class:`ScriptedLLM`: a ``MockLLM`` whose replies follow fixed rules on the prompt
   (a STAND-IN for an LLM: the only faked component). It answers from whatever
   context the prompt contains, so what it says depends on what was retrieved.
-- :class:`AlwaysFactual`: a STAND-IN prompt classifier (every prompt is factual).
+- :class:`RuleNLI`: the number-judging NLI STAND-IN of ``tests/_fakes.py``, for which
+  two texts without numbers are neutral.
 
 The detector is the real keyword model of ``tests/conftest.py``: it flags exactly
 the tokens "1950", "500" and "meters" in an answer.
@@ -17,14 +18,23 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import CompletionResponse
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
+
+from tests import _fakes as fakes
+from tests._fakes import AlwaysFactual
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import Detector
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -146,35 +156,38 @@ class ScriptedLLM(MockLLM):
         return gen()
 
 
-class AlwaysFactual:
-    """STAND-IN prompt classifier: every prompt needs a fact check."""
+class RuleNLI(fakes.RuleNLI):
+    """The number-judging NLI STAND-IN; two texts without numbers are neutral."""
 
-    model_id = "always-factual"
-
-    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
-        return [(True, 1.0) for _ in prompts]
+    numberless = ("neutral", 0.8)
 
 
-_NUMBER = re.compile(r"\d+")
+def make_engine(detector: Detector, **hallucination: Any) -> TruthLens:
+    """The guard of the LlamaIndex tests: the keyword detector, no NLI, every prompt factual."""
+    policy = {"hallucination": {"use_nli": False, **hallucination}}
+    return TruthLens.from_config(policy, detector=detector, fact_checker=AlwaysFactual())
 
 
-class RuleNLI:
-    """STAND-IN NLI model: judges by the numbers the two texts contain.
+class Collect(BaseEventHandler):
+    """Keeps every LlamaIndex instrumentation event it is handed."""
 
-    Every number of the hypothesis in the premise -> entailment 0.97; a number the
-    premise lacks while it has numbers -> contradiction 0.95; else neutral 0.8.
-    """
+    events: list[BaseEvent] = []  # noqa: RUF012 - a pydantic field
 
-    model_id = "rule-nli"
+    @classmethod
+    def class_name(cls) -> str:
+        return "Collect"
 
-    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
-        out: list[tuple[str, float]] = []
-        for premise, hypothesis in pairs:
-            have, want = set(_NUMBER.findall(premise)), set(_NUMBER.findall(hypothesis))
-            if want <= have and (want or have):
-                out.append(("entailment", 0.97))
-            elif have:
-                out.append(("contradiction", 0.95))
-            else:
-                out.append(("neutral", 0.8))
-        return out
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        self.events.append(event)
+
+
+@contextmanager
+def collect_events() -> Iterator[list[BaseEvent]]:
+    """The events dispatched while the block runs (a :class:`Collect` on the root dispatcher)."""
+    root = get_dispatcher()
+    handler = Collect(events=[])
+    root.add_event_handler(handler)
+    try:
+        yield handler.events
+    finally:
+        root.event_handlers.remove(handler)

@@ -1,11 +1,18 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests._tiny_models import build_keyword_model, build_tiny_model
+from truthlens_integrations.core.models.detection import Detector, load_detector
+
+if TYPE_CHECKING:
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.instrumentation.events import BaseEvent
 
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
@@ -31,3 +38,29 @@ def tiny_modernbert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def keyword_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Flags exactly the tokens '1950', '500' and 'meters'."""
     return build_keyword_model(tmp_path_factory.mktemp("keyword"), ["1950", "500", "meters"])
+
+
+# Shared by the test modules that drive the guard (a module may define its own).
+
+
+@pytest.fixture(scope="module")
+def detector(keyword_model_dir: Path) -> Detector:
+    """The keyword detector: flags exactly "1950", "500" and "meters"."""
+    return load_detector(keyword_model_dir)
+
+
+@pytest.fixture(scope="module")
+def index() -> VectorStoreIndex:
+    """A LlamaIndex vector index over the Eiffel documents of ``tests/_llamaindex_support``."""
+    from tests._llamaindex_support import build_index
+
+    return build_index()
+
+
+@pytest.fixture
+def collected() -> Iterator[list[BaseEvent]]:
+    """The LlamaIndex instrumentation events dispatched during the test."""
+    from tests._llamaindex_support import collect_events
+
+    with collect_events() as events:
+        yield events

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import truthlens_integrations
+from tests._fakes import CountingDetector, FixedNLI, QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     BlockedResponseError,
@@ -44,7 +43,6 @@ from truthlens_integrations.core.models import (
     FactCheckClassifier,
     NLIExplainer,
     TransformersNLIExplainer,
-    load_detector,
     map_nli_labels,
 )
 from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
@@ -52,82 +50,6 @@ from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 
 POLICIES = Path(__file__).resolve().parent.parent / "cookbook" / "policies"
 EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
-_NUMBER = re.compile(r"\d+")
-
-
-class RuleNLI:
-    """STAND-IN for an NLI model: judges by the numbers the two texts contain.
-
-    Every number of the hypothesis in the premise -> entailment 0.97; a number the
-    premise lacks while the premise has numbers -> contradiction 0.95; a premise
-    without numbers -> neutral 0.8. Records each call to check batching.
-    """
-
-    model_id = "rule-nli"
-
-    def __init__(self) -> None:
-        self.calls: list[list[tuple[str, str]]] = []
-
-    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
-        self.calls.append(list(pairs))
-        out: list[tuple[str, float]] = []
-        for premise, hypothesis in pairs:
-            have = set(_NUMBER.findall(premise))
-            want = set(_NUMBER.findall(hypothesis))
-            if want <= have:
-                out.append(("entailment", 0.97))
-            elif have:
-                out.append(("contradiction", 0.95))
-            else:
-                out.append(("neutral", 0.8))
-        return out
-
-
-class FixedNLI:
-    """STAND-IN for an NLI model that gives every pair the same label."""
-
-    model_id = "fixed-nli"
-
-    def __init__(self, label: str, confidence: float) -> None:
-        self.label, self.confidence = label, confidence
-
-    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
-        return [(self.label, self.confidence) for _ in pairs]
-
-
-class QuestionWordClassifier:
-    """STAND-IN for the prompt classifier: questions need a fact check, the rest do not."""
-
-    model_id = "question-words"
-
-    def __init__(self, delay_s: float = 0.0) -> None:
-        self.delay_s = delay_s
-        self.calls = 0
-
-    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
-        self.calls += 1
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        return [(True, 0.95) if p.rstrip().endswith("?") else (False, 0.9) for p in prompts]
-
-
-class CountingDetector:
-    """Wraps the real detector to count calls (the non-factual path must skip it)."""
-
-    def __init__(self, inner: Detector) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.config = inner.config
-        self.batches = 0
-
-    def detect_batch(self, inputs: Sequence[DetectionInput]):  # type: ignore[no-untyped-def]
-        self.batches += 1
-        return self.inner.detect_batch(inputs)
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 def make(detector: Detector, config: object = None, **kwargs: object) -> TruthLens:

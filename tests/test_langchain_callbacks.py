@@ -11,7 +11,6 @@ import asyncio
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +28,7 @@ from tests._langchain_support import make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import Decision
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     AsyncTruthLensCallbackHandler,
     TruthLensCallbackHandler,
@@ -42,11 +41,6 @@ AGREEING = '{"name": "Eiffel Tower", "built": "1950", "height": "500 meters"}'
 PROMPT = ChatPromptTemplate.from_messages(
     [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
 )
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +33,7 @@ from truthlens_integrations.core.engine import (
 )
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.mitigation import MitigationOptions
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.langchain_adapter import (
@@ -48,11 +47,6 @@ from truthlens_integrations.langchain_adapter import (
 
 EIFFEL_DICT = {"context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
 FIXED = "The Eiffel Tower was built from 1887 to 1889."
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 def fake(*replies: str) -> FakeListChatModel:

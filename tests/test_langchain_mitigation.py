@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +28,7 @@ from tests._langchain_support import RunRecorder, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
     LLMChatModel,
@@ -46,11 +45,6 @@ PROMPT = ChatPromptTemplate.from_messages(
 )
 STANDARD = {"hallucination": {"default_mode": "standard"}}
 PREMIUM = {"hallucination": {"default_mode": "premium"}}
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 class VagueFirstRetriever(BaseRetriever):

@@ -12,7 +12,6 @@ import json
 import subprocess
 import sys
 from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,7 +34,7 @@ from truthlens_integrations.core import (
     InvalidInputError,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,
@@ -49,11 +48,6 @@ from truthlens_integrations.langchain_adapter import (
 CLEAN_ANSWER = "The Eiffel Tower was built from 1887 to 1889 in Paris."
 LOUVRE = "The Louvre museum in Paris opened to the public in 1793 and holds the Mona Lisa."
 EIFFEL_DICT = {"answer": EIFFEL_ANSWER, "context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION}
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 @pytest.fixture(scope="module")

@@ -2,38 +2,29 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from llama_index.core import Settings
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.query_engine import RetryQueryEngine
 
+from tests._fakes import AlwaysFactual
 from tests._llamaindex_support import (
     QUESTION,
     RIGHT_ANSWER,
     VISITOR_DOC,
     WRONG_ANSWER,
-    AlwaysFactual,
     ScriptedLLM,
     build_index,
+    make_engine,
 )
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import TruthLensEvaluator
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 @pytest.fixture
 def evaluator(detector: Detector) -> TruthLensEvaluator:
-    engine = TruthLens.from_config(
-        {"hallucination": {"use_nli": False}}, detector=detector, fact_checker=AlwaysFactual()
-    )
-    return TruthLensEvaluator(engine)
+    return TruthLensEvaluator(make_engine(detector))
 
 
 def test_flagged_answer_fails_with_spans_in_the_feedback(evaluator: TruthLensEvaluator) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +16,8 @@ from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
 from llama_index.core.base.llms.types import ChatResponse
 from llama_index.core.llms import MockLLM
 
-from tests._llamaindex_support import QUESTION, AlwaysFactual, ScriptedLLM, build_index
-from tests.test_llamaindex_query_engine import Collect, collected  # noqa: F401 - fixture
+from tests._fakes import AlwaysFactual
+from tests._llamaindex_support import QUESTION, ScriptedLLM, make_engine
 from truthlens_integrations.core import (
     ConfigError,
     InvalidArgumentError,
@@ -28,12 +27,11 @@ from truthlens_integrations.core.engine import (
     ADAPTER_TOOLS,
     ENGINE_OPTION_NAMES,
     POLICY_KNOB_NAMES,
-    TruthLens,
     Verdict,
 )
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.mitigation import MitigationOptions
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.llamaindex_adapter import (
@@ -44,21 +42,6 @@ from truthlens_integrations.llamaindex_adapter import (
     TruthLensNodePostprocessor,
     TruthLensQueryEngine,
 )
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
-
-
-@pytest.fixture(scope="module")
-def index():  # type: ignore[no-untyped-def]
-    return build_index()
-
-
-def make_engine(detector: Detector, **hallucination: Any) -> TruthLens:
-    policy = {"hallucination": {"use_nli": False, **hallucination}}
-    return TruthLens.from_config(policy, detector=detector, fact_checker=AlwaysFactual())
 
 
 def inner(index: Any) -> Any:
@@ -167,7 +150,7 @@ def test_transient_errors_of_a_llamaindex_llm_are_retried() -> None:
     assert asyncio.run(again.acomplete("Capital?")).attempts == 3
 
 
-def test_redacted_query_engine_leaks_no_hallucinated_text(index, detector, collected) -> None:  # noqa: F811
+def test_redacted_query_engine_leaks_no_hallucinated_text(index, detector, collected) -> None:
     audit: list[Verdict] = []
     guarded = TruthLensQueryEngine(
         inner(index),

@@ -7,14 +7,12 @@ LLMs (``ScriptedLLM``), the prompt classifier and, for premium mode, the NLI mod
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 
+from tests import _llamaindex_support as support
+from tests._fakes import AlwaysFactual
 from tests._llamaindex_support import (
     HISTORY_DOC,
     NO_DATES_ANSWER,
@@ -23,14 +21,12 @@ from tests._llamaindex_support import (
     RIGHT_ANSWER,
     VISITOR_DOC,
     WRONG_ANSWER,
-    AlwaysFactual,
     RuleNLI,
     ScriptedLLM,
-    build_index,
 )
 from truthlens_integrations.core import BlockedResponseError
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import (
     LlamaIndexLLM,
     TruthLensMitigationIterationEvent,
@@ -40,46 +36,9 @@ from truthlens_integrations.llamaindex_adapter import (
 )
 
 
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
-
-
-@pytest.fixture(scope="module")
-def index():  # type: ignore[no-untyped-def]
-    return build_index()
-
-
 def make_engine(detector: Detector, mode: str = "standard", **hallucination: Any) -> TruthLens:
-    policy = {
-        "hallucination": {
-            "use_nli": False,
-            "default_mode": mode,
-            "standard": {"max_iterations": 2},
-            **hallucination,
-        }
-    }
-    return TruthLens.from_config(policy, detector=detector, fact_checker=AlwaysFactual())
-
-
-class Collect(BaseEventHandler):
-    events: list[BaseEvent] = []  # noqa: RUF012 - a pydantic field
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        self.events.append(event)
-
-
-@pytest.fixture
-def collected():  # type: ignore[no-untyped-def]
-    root = get_dispatcher()
-    handler = Collect(events=[])
-    root.add_event_handler(handler)
-    yield handler.events
-    root.event_handlers.remove(handler)
+    options: dict[str, Any] = {"default_mode": mode, "standard": {"max_iterations": 2}}
+    return support.make_engine(detector, **{**options, **hallucination})
 
 
 # -- standard: re-synthesis with the inner engine's LLM ------------------------------------

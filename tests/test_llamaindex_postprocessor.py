@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -153,28 +151,11 @@ def test_evidence_with_the_engines_nli_model() -> None:
 # -- instrumentation ------------------------------------------------------------------------
 
 
-class Collect(BaseEventHandler):
-    events: list[BaseEvent] = []  # noqa: RUF012 - a pydantic field
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        self.events.append(event)
-
-
-def test_events_name_what_was_removed() -> None:
-    root = get_dispatcher()
-    handler = Collect(events=[])
-    root.add_event_handler(handler)
+def test_events_name_what_was_removed(collected: list[BaseEvent]) -> None:
     debug = LlamaDebugHandler()
-    try:
-        post = TruthLensNodePostprocessor(min_length=30, callback_manager=CallbackManager([debug]))
-        post.postprocess_nodes([nws(LONG, 0.9, "long"), nws("short", 0.9, "short")])
-    finally:
-        root.event_handlers.remove(handler)
-    events = [e for e in handler.events if isinstance(e, TruthLensNodeFilterEvent)]
+    post = TruthLensNodePostprocessor(min_length=30, callback_manager=CallbackManager([debug]))
+    post.postprocess_nodes([nws(LONG, 0.9, "long"), nws("short", 0.9, "short")])
+    events = [e for e in collected if isinstance(e, TruthLensNodeFilterEvent)]
     assert len(events) == 1
     assert events[0].stage == "quality" and events[0].kept == ["long"]
     assert events[0].removed == {"short": "quality"}

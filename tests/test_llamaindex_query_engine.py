@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,26 +19,23 @@ from llama_index.core.base.response.schema import (
     StreamingResponse,
 )
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.events.query import QueryEndEvent, QueryStartEvent
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import CustomQueryEngine
 
+from tests._fakes import AlwaysFactual
 from tests._llamaindex_support import (
     HISTORY_DOC,
     QUESTION,
     RIGHT_ANSWER,
     VISITOR_DOC,
     WRONG_ANSWER,
-    AlwaysFactual,
     ScriptedLLM,
-    build_index,
+    make_engine,
 )
 from truthlens_integrations.core import BlockedResponseError, InvalidInputError
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.llamaindex_adapter import (
     TruthLensDetectionEndEvent,
@@ -47,21 +43,6 @@ from truthlens_integrations.llamaindex_adapter import (
     TruthLensQueryEngine,
     get_verdict,
 )
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
-
-
-@pytest.fixture(scope="module")
-def index():  # type: ignore[no-untyped-def]
-    return build_index()
-
-
-def make_engine(detector: Detector, **hallucination: Any) -> TruthLens:
-    policy = {"hallucination": {"use_nli": False, **hallucination}}
-    return TruthLens.from_config(policy, detector=detector, fact_checker=AlwaysFactual())
 
 
 def guarded(
@@ -75,26 +56,6 @@ def guarded(
 ) -> TruthLensQueryEngine:  # type: ignore[no-untyped-def]
     inner = index.as_query_engine(llm=llm or ScriptedLLM(), similarity_top_k=1, streaming=streaming)
     return TruthLensQueryEngine(inner, engine=engine or make_engine(detector), **kwargs)
-
-
-class Collect(BaseEventHandler):
-    events: list[BaseEvent] = []  # noqa: RUF012 - a pydantic field
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        self.events.append(event)
-
-
-@pytest.fixture
-def collected():  # type: ignore[no-untyped-def]
-    root = get_dispatcher()
-    handler = Collect(events=[])
-    root.add_event_handler(handler)
-    yield handler.events
-    root.event_handlers.remove(handler)
 
 
 # -- detection and metadata -----------------------------------------------------------------

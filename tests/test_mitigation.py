@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
-from tests.test_engine import QuestionWordClassifier, RuleNLI
 from truthlens_integrations.core import InvalidInputError, LLMError, LLMTimeoutError
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.llm import LLM, ChatMessage, LLMResponse, TokenUsage
@@ -41,7 +40,7 @@ from truthlens_integrations.core.mitigation import (
     parse_refined_query,
     retriever_from_callables,
 )
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.observability import Metrics
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 
@@ -130,11 +129,6 @@ class Concurrent(Scripted):
             return self._next(messages)
         finally:
             Shared.active -= 1
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 def engine(

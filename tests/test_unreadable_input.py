@@ -7,21 +7,15 @@ The detector here is the real tiny keyword model (it flags "1950", "500", "meter
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pydantic import ValidationError
 
+from tests._fakes import AlwaysFactual
 from truthlens_integrations.core import DetectionInput, DetectionStatus, InvalidInputError
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 
 CONTEXT = ["the tower was built in 1887 and is 330 meters tall."]
-
-
-@pytest.fixture(scope="module")
-def detector(keyword_model_dir: Path) -> Detector:
-    return load_detector(keyword_model_dir)
 
 
 @pytest.mark.parametrize(
@@ -99,18 +93,11 @@ class _NoNLI:
         return [("neutral", 0.9) for _ in pairs]
 
 
-class _AlwaysFactual:
-    model_id = "always-factual"
-
-    def classify(self, prompts: list[str]) -> list[tuple[bool, float]]:
-        return [(True, 1.0) for _ in prompts]
-
-
 def test_the_guard_refuses_unreadable_answers_and_context(detector: Detector) -> None:
     engine = TruthLens.from_config(
         None,
         detector=detector,
-        fact_checker=_AlwaysFactual(),
+        fact_checker=AlwaysFactual(),
         nli=_NoNLI(),
         align_quantities=False,
     )
