@@ -404,35 +404,36 @@ def read_faithbench(folder: str | os.PathLike[str]) -> list[EvalExample]:
             samples = json.loads(file.read_text(encoding="utf-8"))["samples"]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise InvalidInputError(f"{file} is not a FaithBench batch: {exc}") from exc
-        for sample in samples:
-            summary = str(sample["summary"])
-            if not summary.strip():
-                continue
-            intervals: list[tuple[int, int]] = []
-            for annotation in sample.get("annotations") or []:
-                if not _FAITHBENCH_HALLUCINATED.intersection(annotation.get("label") or []):
-                    continue
-                start, end = annotation.get("summary_start"), annotation.get("summary_end")
-                if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
-                    intervals.append((start, min(end, len(summary))))
-            hallucinated = any(
-                _FAITHBENCH_HALLUCINATED.intersection(a.get("label") or [])
-                for a in sample.get("annotations") or []
-            )
-            examples.append(
-                EvalExample(
-                    id=f"b{_batch_number(file)}-{sample['sample_id']}",
-                    dataset="faithbench",
-                    task_type="Summary",
-                    context=(str(sample["source"]),),
-                    question=None,
-                    answer=summary,
-                    hallucinated=hallucinated,
-                    gold_spans=tuple(GoldSpan(start=s, end=e) for s, e in _union(intervals)),
-                    baselines=_faithbench_baselines(sample.get("metadata") or {}),
-                )
-            )
+        examples.extend(
+            _faithbench_example(file, sample)
+            for sample in samples
+            if str(sample["summary"]).strip()
+        )
     return examples
+
+
+def _faithbench_example(file: Path, sample: dict[str, Any]) -> EvalExample:
+    summary = str(sample["summary"])
+    annotations = sample.get("annotations") or []
+    hallucinated = [
+        a for a in annotations if _FAITHBENCH_HALLUCINATED.intersection(a.get("label") or [])
+    ]
+    intervals: list[tuple[int, int]] = []
+    for annotation in hallucinated:
+        start, end = annotation.get("summary_start"), annotation.get("summary_end")
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
+            intervals.append((start, min(end, len(summary))))
+    return EvalExample(
+        id=f"b{_batch_number(file)}-{sample['sample_id']}",
+        dataset="faithbench",
+        task_type="Summary",
+        context=(str(sample["source"]),),
+        question=None,
+        answer=summary,
+        hallucinated=bool(hallucinated),
+        gold_spans=tuple(GoldSpan(start=s, end=e) for s, e in _union(intervals)),
+        baselines=_faithbench_baselines(sample.get("metadata") or {}),
+    )
 
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 from ._metrics import BinaryMetrics, SpanMetrics
 from ._runner import ClassifierReport, EvalReport, GroupMetrics, NLIReport
@@ -199,22 +200,30 @@ def write_plots(report: EvalReport, out_dir: str | os.PathLike[str], *, stem: st
         return []
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    title = f"{report.model_id} on {report.dataset}"
+    plots = [("pr_curve", _plot_pr_curve), ("f1_threshold", _plot_f1_threshold)]
+    if report.reliability:
+        plots.append(("reliability", _plot_reliability))
+    written: list[Path] = []
+    for name, draw in plots:
+        fig, ax = plt.subplots(figsize=(5, 4))
+        draw(ax, report, f"{report.model_id} on {report.dataset}")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        written.append(folder / f"{stem}_{name}.png")
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+    return written
+
+
+def _plot_pr_curve(ax: Any, report: EvalReport, title: str) -> None:
     recall = [0.0, *(p.recall for p in report.curve)]
     precision = [report.curve[0].precision, *(p.precision for p in report.curve)]
-    written: list[Path] = []
-
-    fig, ax = plt.subplots(figsize=(5, 4))
     ax.step(recall, precision, where="post")
     ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.02),
            title=f"{title}\nAP {report.overall.average_precision:.3f}")  # fmt: skip
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    written.append(folder / f"{stem}_pr_curve.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(5, 4))
+
+def _plot_f1_threshold(ax: Any, report: EvalReport, title: str) -> None:
     thresholds = [p.threshold for p in report.curve]
     ax.plot(thresholds, [p.f1 for p in report.curve], label="F1")
     ax.plot(thresholds, [p.precision for p in report.curve], label="precision", alpha=0.6)
@@ -223,28 +232,17 @@ def write_plots(report: EvalReport, out_dir: str | os.PathLike[str], *, stem: st
     ax.set(xlabel="response score threshold", ylabel="example-level score", ylim=(0, 1.02),
            title=title)  # fmt: skip
     ax.legend(loc="best")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    written.append(folder / f"{stem}_f1_threshold.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
 
-    if report.reliability:
-        fig, ax = plt.subplots(figsize=(5, 4))
-        ax.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfect calibration")
-        means = [b.mean_score for b in report.reliability]
-        rates = [b.positive_rate for b in report.reliability]
-        ax.plot(means, rates, marker="o", label="detector")
-        ax.set(xlabel="response score (mean in bin)", ylabel="hallucinated share in bin",
-               xlim=(0, 1), ylim=(0, 1.02),
-               title=f"{title}\nECE {_f(report.calibration_error)}")  # fmt: skip
-        ax.legend(loc="best")
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        written.append(folder / f"{stem}_reliability.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
-    return written
+
+def _plot_reliability(ax: Any, report: EvalReport, title: str) -> None:
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfect calibration")
+    means = [b.mean_score for b in report.reliability]
+    rates = [b.positive_rate for b in report.reliability]
+    ax.plot(means, rates, marker="o", label="detector")
+    ax.set(xlabel="response score (mean in bin)", ylabel="hallucinated share in bin",
+           xlim=(0, 1), ylim=(0, 1.02),
+           title=f"{title}\nECE {_f(report.calibration_error)}")  # fmt: skip
+    ax.legend(loc="best")
 
 
 def write_report(
