@@ -19,15 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from _langchain_setup import (
-    EIFFEL_RECORD,
-    HALLUCINATED,
-    chat_model,
-    engine,
-    setup_logging,
-    show_verdict,
-    use_fake,
-)
+import _langchain_setup as shared
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
@@ -41,12 +33,12 @@ LOOKUP = {"name": "landmark_record", "args": {"name": "Eiffel Tower"}, "id": "ca
 @tool
 def landmark_record(name: str) -> str:
     """Return the stored record of a landmark as JSON."""
-    records = {"Eiffel Tower": EIFFEL_RECORD}
+    records = {"Eiffel Tower": shared.EIFFEL_RECORD}
     return records.get(name, '{"error": "unknown landmark"}')
 
 
 def make_agent(fake: bool) -> RunnableLambda[dict[str, Any], dict[str, Any]]:
-    model = chat_model([AIMessage("", tool_calls=[LOOKUP]), HALLUCINATED], fake=fake)
+    model = shared.chat_model([AIMessage("", tool_calls=[LOOKUP]), shared.HALLUCINATED], fake=fake)
 
     def agent(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages = [SystemMessage("Answer from the tool results."), *state["messages"]]
@@ -64,21 +56,21 @@ def make_agent(fake: bool) -> RunnableLambda[dict[str, Any], dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    setup_logging()
-    fake = use_fake(argv)
+    shared.setup_logging()
+    fake = shared.use_fake(argv)
     state = {"messages": [HumanMessage(QUESTION)]}
 
     # Pipe form: the agent's final state goes through the guard.
-    guarded = make_agent(fake) | TruthLensRunnable(engine=engine())
+    guarded = make_agent(fake) | TruthLensRunnable(engine=shared.engine())
     out = guarded.invoke(state)
     print(f"Q: {QUESTION}")
     for message in out["messages"][1:]:
         print(f"  {message.type}: {message.content or message.tool_calls}")  # type: ignore[attr-defined]
-    show_verdict(out["truthlens"])
+    shared.show_verdict(out["truthlens"])
 
     # Wrapper form: the guard runs the agent and collects the tool output itself.
     wrapped = guard_chain(
-        make_agent(fake) | RunnableLambda(lambda s: s["messages"][-1]), engine=engine()
+        make_agent(fake) | RunnableLambda(lambda s: s["messages"][-1]), engine=shared.engine()
     )
     final = wrapped.invoke(state)
     print("\nWrapper form, final message only:")

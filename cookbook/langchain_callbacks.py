@@ -20,17 +20,7 @@ import sys
 import uuid
 from typing import Any
 
-from _langchain_setup import (
-    CORRECT,
-    EIFFEL_QUESTION,
-    HALLUCINATED,
-    chat_model,
-    engine,
-    setup_logging,
-    show_verdict,
-    use_fake,
-    vector_store,
-)
+import _langchain_setup as shared
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
@@ -48,25 +38,25 @@ PROMPT = ChatPromptTemplate.from_messages(
 
 
 def rag_chain(fake: bool, *answers: str) -> Any:
-    retriever = vector_store().as_retriever(search_kwargs={"k": 2})
+    retriever = shared.vector_store().as_retriever(search_kwargs={"k": 2})
     return (
         {
             "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
             "question": RunnablePassthrough(),
         }
         | PROMPT
-        | chat_model(answers, fake=fake)
+        | shared.chat_model(answers, fake=fake)
         | StrOutputParser()
     )
 
 
 async def events_demo(fake: bool) -> None:
     chain = (
-        rag_chain(fake, HALLUCINATED)
+        rag_chain(fake, shared.HALLUCINATED)
         | (lambda answer: {"answer": answer})
-        | TruthLensRunnable(engine=engine())
+        | TruthLensRunnable(engine=shared.engine())
     )
-    async for event in chain.astream_events(EIFFEL_QUESTION, version="v2"):
+    async for event in chain.astream_events(shared.EIFFEL_QUESTION, version="v2"):
         if event["event"] == "on_custom_event" and event["name"] == TRUTHLENS_EVENT:
             data = event["data"]
             print(
@@ -76,26 +66,26 @@ async def events_demo(fake: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    setup_logging()
-    fake = use_fake(argv)
+    shared.setup_logging()
+    fake = shared.use_fake(argv)
 
     print("1. truthlens_callback() around ordinary chain calls")
-    with truthlens_callback(engine()) as cb:
-        first = rag_chain(fake, HALLUCINATED).invoke(EIFFEL_QUESTION)
-        second = rag_chain(fake, CORRECT).invoke(EIFFEL_QUESTION)
+    with truthlens_callback(shared.engine()) as cb:
+        first = rag_chain(fake, shared.HALLUCINATED).invoke(shared.EIFFEL_QUESTION)
+        second = rag_chain(fake, shared.CORRECT).invoke(shared.EIFFEL_QUESTION)
     for answer, verdict in zip([first, second], cb.all_verdicts, strict=False):
         print(f"  answer (unchanged): {answer}")
-        show_verdict(verdict)
+        shared.show_verdict(verdict)
     print(f"  stats: {cb.stats}")
 
     print("\n2. A handler in config, verdicts by run id")
-    handler = TruthLensCallbackHandler(engine())
+    handler = TruthLensCallbackHandler(shared.engine())
     run_id = uuid.uuid4()
-    rag_chain(fake, HALLUCINATED).invoke(
-        EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
+    rag_chain(fake, shared.HALLUCINATED).invoke(
+        shared.EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
     )
     for verdict in handler.verdicts(run_id):
-        show_verdict(verdict)
+        shared.show_verdict(verdict)
 
     print("\n3. The truthlens_detection custom event in astream_events")
     print("   (the answer travels without its context here, so it is 'unverified')")

@@ -18,17 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from _langchain_setup import (
-    CORRECT,
-    EIFFEL_QUESTION,
-    EIFFEL_RECORD,
-    HALLUCINATED,
-    chat_model,
-    engine,
-    setup_logging,
-    show_verdict,
-    use_fake,
-)
+import _langchain_setup as shared
 from langchain_core.messages import AIMessage
 
 from truthlens_integrations.langchain_adapter import TruthLensRunnable
@@ -37,28 +27,28 @@ SECOND_OPINION = "It was built between 1887 and 1889; it is 330 meters tall."
 
 
 def main(argv: list[str] | None = None) -> int:
-    setup_logging()
-    fake = use_fake(argv)
+    shared.setup_logging()
+    fake = shared.use_fake(argv)
     guard = TruthLensRunnable(
-        engine=engine("premium"),
-        llm=chat_model([CORRECT] * 4, fake=fake),
+        engine=shared.engine("premium"),
+        llm=shared.chat_model([shared.CORRECT] * 4, fake=fake),
         verification_models=[
-            chat_model([CORRECT] * 4, fake=fake, temperature=0.0),
-            chat_model([SECOND_OPINION] * 4, fake=fake, temperature=0.7),
+            shared.chat_model([shared.CORRECT] * 4, fake=fake, temperature=0.0),
+            shared.chat_model([SECOND_OPINION] * 4, fake=fake, temperature=0.7),
         ],
-        judge_model=chat_model([CORRECT] * 4, fake=fake),
+        judge_model=shared.chat_model([shared.CORRECT] * 4, fake=fake),
     )
     out = guard.invoke(
         {
-            "question": EIFFEL_QUESTION,
-            "context": [EIFFEL_RECORD],
-            "answer": AIMessage(HALLUCINATED),
+            "question": shared.EIFFEL_QUESTION,
+            "context": [shared.EIFFEL_RECORD],
+            "answer": AIMessage(shared.HALLUCINATED),
         }
     )
     verdict = out["truthlens"]
-    print(f"Q: {EIFFEL_QUESTION}")
+    print(f"Q: {shared.EIFFEL_QUESTION}")
     print(f"A: {out['answer'].content}")
-    show_verdict(verdict)
+    shared.show_verdict(verdict)
     print(f"  strategy: {verdict.strategy}  rounds: {verdict.iterations}")
     print(f"  cost: {verdict.cost.llm_calls} LLM calls, {verdict.cost.total_tokens} tokens")
     for use in verdict.cost.models:

@@ -14,18 +14,7 @@ from __future__ import annotations
 import sys
 from operator import itemgetter
 
-from _langchain_setup import (
-    CORRECT,
-    EIFFEL_QUESTION,
-    EIFFEL_RECORD,
-    HALLUCINATED,
-    chat_model,
-    engine,
-    setup_logging,
-    show_verdict,
-    use_fake,
-    vector_store,
-)
+import _langchain_setup as shared
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
@@ -41,34 +30,40 @@ PROMPT = ChatPromptTemplate.from_messages(
 
 
 def main(argv: list[str] | None = None) -> int:
-    setup_logging()
-    fake = use_fake(argv)
+    shared.setup_logging()
+    fake = shared.use_fake(argv)
     # scripted: the chain's answer, then the refinement the guard asks for
-    model = chat_model([HALLUCINATED, CORRECT, CORRECT], fake=fake)
-    retriever = vector_store().as_retriever(search_kwargs={"k": 2})
+    model = shared.chat_model([shared.HALLUCINATED, shared.CORRECT, shared.CORRECT], fake=fake)
+    retriever = shared.vector_store().as_retriever(search_kwargs={"k": 2})
     quality = RetrievalQualityFilter(min_chars=40)
 
-    drop_weak = RunnableLambda(lambda docs: quality.compress_documents(docs, EIFFEL_QUESTION))
+    drop_weak = RunnableLambda(
+        lambda docs: quality.compress_documents(docs, shared.EIFFEL_QUESTION)
+    )
     rag_chain = RunnablePassthrough.assign(
         context=itemgetter("question") | retriever | drop_weak
     ).assign(answer=PROMPT | model | StrOutputParser())
-    guarded = rag_chain | TruthLensRunnable(engine=engine("standard"), llm=model)
+    guarded = rag_chain | TruthLensRunnable(engine=shared.engine("standard"), llm=model)
 
     print("[1] The RAG chain, guarded")
-    print(f"question:          {EIFFEL_QUESTION}")
-    out = guarded.invoke({"question": EIFFEL_QUESTION})
-    show_verdict(out["truthlens"])
+    print(f"question:          {shared.EIFFEL_QUESTION}")
+    out = guarded.invoke({"question": shared.EIFFEL_QUESTION})
+    shared.show_verdict(out["truthlens"])
     print(f"shown to the user: {out['answer']}")
 
     # The same guard on a known-wrong answer, so the demo always shows spans and a fix.
     print("\n[2] A deliberately wrong answer, guarded against the Eiffel record")
-    print(f"question:          {EIFFEL_QUESTION}")
-    print(f"wrong answer in:   {HALLUCINATED}")
-    guard = TruthLensRunnable(engine=engine("standard"), llm=model)
+    print(f"question:          {shared.EIFFEL_QUESTION}")
+    print(f"wrong answer in:   {shared.HALLUCINATED}")
+    guard = TruthLensRunnable(engine=shared.engine("standard"), llm=model)
     out = guard.invoke(
-        {"question": EIFFEL_QUESTION, "context": [EIFFEL_RECORD], "answer": HALLUCINATED}
+        {
+            "question": shared.EIFFEL_QUESTION,
+            "context": [shared.EIFFEL_RECORD],
+            "answer": shared.HALLUCINATED,
+        }
     )
-    show_verdict(out["truthlens"])
+    shared.show_verdict(out["truthlens"])
     print(f"shown to the user: {out['answer']}")
     return 0
 

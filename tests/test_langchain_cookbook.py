@@ -8,13 +8,10 @@ subprocess so the bundled models load once.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-COOKBOOK = Path(__file__).resolve().parent.parent / "cookbook"
+from tests._cookbook import COOKBOOK, offline_env, run_python
+
 EXAMPLES = sorted(p.name for p in COOKBOOK.glob("langchain_*.py"))
 
 RUNNER = """
@@ -36,18 +33,8 @@ def test_every_langchain_example_runs_offline() -> None:
         "langchain_premium.py",
         "langchain_rag.py",
     ]
-    env = {**os.environ, "TRUTHLENS_COOKBOOK_LLM": "fake"}
-    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        env.pop(key, None)
-    result = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(COOKBOOK), *EXAMPLES],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    env = offline_env(TRUTHLENS_COOKBOOK_LLM="fake")
+    result = run_python(RUNNER, str(COOKBOOK), *EXAMPLES, env=env)
     out = result.stdout
     assert [line for line in out.splitlines() if line.startswith("===")] == [
         f"=== {name}" for name in EXAMPLES

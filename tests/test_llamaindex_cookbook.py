@@ -7,12 +7,9 @@ in a subprocess whose sockets refuse to connect, so a download attempt would fai
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests._cookbook import COOKBOOK, offline_env, run_python
 
-SCRIPT = Path(__file__).resolve().parent.parent / "cookbook" / "llamaindex_query_engine.py"
+SCRIPT = COOKBOOK / "llamaindex_query_engine.py"
 
 RUNNER = """
 import runpy, socket, sys
@@ -28,18 +25,8 @@ sys.exit(code)
 
 
 def test_llamaindex_cookbook_runs_offline() -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TRUTHLENS_COOKBOOK_LLM"):
-        env.pop(key, None)
-    result = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(SCRIPT)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    env = offline_env(drop=["TRUTHLENS_COOKBOOK_LLM"], HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    result = run_python(RUNNER, str(SCRIPT), env=env)
     out = result.stdout
     # spans, refinement and a rewritten query, with the bundled models
     assert "=== standard mode: refinement ===" in out

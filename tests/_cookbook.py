@@ -1,0 +1,36 @@
+"""Running the cookbook examples from the smoke tests: offline, in a fresh interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+COOKBOOK = Path(__file__).resolve().parent.parent / "cookbook"
+
+# Whatever the developer's shell holds, the examples must not reach a hosted LLM.
+_HOSTED = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+def offline_env(*, drop: Iterable[str] = (), **extra: str) -> dict[str, str]:
+    """This process's environment with ``extra`` set and no hosted-LLM settings."""
+    env = {**os.environ, **extra}
+    for key in (*_HOSTED, *drop):
+        env.pop(key, None)
+    return env
+
+
+def run_python(code: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code args...`` and check that it exited with 0."""
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
