@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from truthlens_integrations.core import DetectionInput, DetectionResult
+from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models import Detector
+from truthlens_integrations.core.observability import Metrics, Tracer
+from truthlens_integrations.core.policy import LexiconDomainClassifier
 
 __all__ = [
     "AlwaysFactual",
@@ -22,6 +25,7 @@ __all__ = [
     "FixedNLI",
     "QuestionWordClassifier",
     "RuleNLI",
+    "option_samples",
 ]
 
 _NUMBER = re.compile(r"\d+")
@@ -110,3 +114,33 @@ class CountingDetector:
     def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         self.batches += 1
         return self.inner.detect_batch(inputs)
+
+
+def option_samples(
+    detector: Detector, *, nli: Any, fact_checker: Any, llm: Callable[[], Any], retriever: Any
+) -> dict[str, Any]:
+    """A valid value for every option an adapter takes from the one definition.
+
+    The framework-specific values come in: ``llm`` makes one of the adapter's chat
+    models (called for the answering, verifying and judging model).
+    """
+    return {
+        "detector": detector,
+        "nli": nli,
+        "fact_checker": fact_checker,
+        "metrics": Metrics(enabled=False),
+        "tracer": Tracer(enabled=False),
+        "domain_classifier": LexiconDomainClassifier({"tech": ("python",)}),
+        "raise_on_block": True,
+        "align_quantities": False,
+        "mitigation_options": MitigationOptions(max_tokens=11),
+        "redact": True,
+        "audit_hook": print,
+        "mode": "standard",
+        "threshold": 0.42,
+        "action": "body",
+        "llm": llm(),
+        "retriever": retriever,
+        "verification_llms": [llm()],
+        "judge_llm": llm(),
+    }

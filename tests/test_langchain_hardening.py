@@ -21,6 +21,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 
+from tests._fakes import option_samples
 from tests._langchain_support import QuestionWordClassifier, RuleNLI, action_policy, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidArgumentError, UnknownArgumentError
@@ -34,8 +35,6 @@ from truthlens_integrations.core.engine import (
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.core.observability import Metrics, Tracer
-from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
     LLMChatModel,
@@ -63,27 +62,9 @@ class Docs(BaseRetriever):
 
 
 def samples(detector: Detector) -> dict[str, Any]:
-    """A valid value for every option an adapter takes from the one definition."""
-    return {
-        "detector": detector,
-        "nli": RuleNLI(),
-        "fact_checker": QuestionWordClassifier(),
-        "metrics": Metrics(enabled=False),
-        "tracer": Tracer(enabled=False),
-        "domain_classifier": LexiconDomainClassifier({"tech": ("python",)}),
-        "raise_on_block": True,
-        "align_quantities": False,
-        "mitigation_options": MitigationOptions(max_tokens=11),
-        "redact": True,
-        "audit_hook": print,
-        "mode": "standard",
-        "threshold": 0.42,
-        "action": "body",
-        "llm": fake(),
-        "retriever": Docs(),
-        "verification_llms": [fake()],
-        "judge_llm": fake(),
-    }
+    return option_samples(
+        detector, nli=RuleNLI(), fact_checker=QuestionWordClassifier(), llm=fake, retriever=Docs()
+    )
 
 
 # -- 3. arguments --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
 from llama_index.core.base.llms.types import ChatResponse
 from llama_index.core.llms import MockLLM
 
-from tests._fakes import AlwaysFactual
+from tests._fakes import AlwaysFactual, option_samples
 from tests._llamaindex_support import QUESTION, ScriptedLLM, make_engine
 from truthlens_integrations.core import (
     ConfigError,
@@ -30,10 +30,7 @@ from truthlens_integrations.core.engine import (
     Verdict,
 )
 from truthlens_integrations.core.llm import RetryPolicy
-from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.core.observability import Metrics, Tracer
-from truthlens_integrations.core.policy import LexiconDomainClassifier
 from truthlens_integrations.llamaindex_adapter import (
     CoreLLMAsLlamaIndex,
     LlamaIndexLLM,
@@ -49,27 +46,10 @@ def inner(index: Any) -> Any:
 
 
 def samples(detector: Detector, index: Any) -> dict[str, Any]:
-    """A valid value for every option an adapter takes from the one definition."""
-    return {
-        "detector": detector,
-        "nli": None,
-        "fact_checker": AlwaysFactual(),
-        "metrics": Metrics(enabled=False),
-        "tracer": Tracer(enabled=False),
-        "domain_classifier": LexiconDomainClassifier({"tech": ("python",)}),
-        "raise_on_block": True,
-        "align_quantities": False,
-        "mitigation_options": MitigationOptions(max_tokens=11),
-        "redact": True,
-        "audit_hook": print,
-        "mode": "standard",
-        "threshold": 0.42,
-        "action": "body",
-        "llm": ScriptedLLM(),
-        "retriever": index.as_retriever(similarity_top_k=1),
-        "verification_llms": [ScriptedLLM()],
-        "judge_llm": ScriptedLLM(),
-    }
+    retriever = index.as_retriever(similarity_top_k=1)
+    return option_samples(
+        detector, nli=None, fact_checker=AlwaysFactual(), llm=ScriptedLLM, retriever=retriever
+    )
 
 
 def test_misspelt_arguments_are_rejected_with_a_suggestion(index, detector) -> None:
