@@ -19,7 +19,7 @@ from ._errors import (
     TruthLensError,
     UnknownArgumentError,
 )
-from ._optional import require
+from ._optional import lazy_attributes, require
 from ._scoring import decide, merge_spans, noisy_or, optimal_threshold, response_score, span_score
 from ._types import (
     Coverage,
@@ -58,6 +58,7 @@ __all__ = [
     "TruthLensError",
     "UnknownArgumentError",
     "decide",
+    "lazy_attributes",
     "merge_spans",
     "noisy_or",
     "optimal_threshold",

@@ -11,8 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from truthlens_integrations.core import (
     BlockedResponseError,
@@ -39,6 +38,7 @@ from truthlens_integrations.core import (
     UnknownArgumentError,
     optimal_threshold,
 )
+from truthlens_integrations.core import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
     from truthlens_integrations.core.engine import TruthLens, Verdict
@@ -60,18 +60,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'truthlens_integrations' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "BlockedResponseError",

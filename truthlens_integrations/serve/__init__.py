@@ -12,8 +12,9 @@ raises an ``ImportError`` naming ``pip install 'truthlens-integrations[serve]'``
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from truthlens_integrations.core import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
     from ._app import TruthLensService, build_app, service_app
@@ -29,18 +30,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "LocalService",
