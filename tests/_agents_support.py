@@ -24,6 +24,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.tools import tool
 from pydantic import Field
 
+from truthlens_integrations.core.engine import TruthLens
+
 EIFFEL_RECORD = (
     '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '
     '"location": "Paris, France"}'
@@ -31,6 +33,16 @@ EIFFEL_RECORD = (
 QUESTION = "When was the Eiffel Tower built and how tall is it?"
 WRONG = "The Eiffel Tower was built in 1950 and is 500 meters tall."
 RIGHT = "The Eiffel Tower was built from 1887 to 1889 and is 330 meters tall."
+
+
+def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
+    """An engine with its own policy sharing ``base``'s loaded models."""
+    return TruthLens.from_config(
+        {"hallucination": hallucination},
+        detector=base.detector,
+        nli=base.nli,
+        fact_checker=base.fact_checker,
+    )
 
 
 @tool

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests._tiny_models import build_keyword_model, build_tiny_model
+from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector, load_detector
 
 if TYPE_CHECKING:
@@ -41,6 +42,14 @@ def keyword_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # Shared by the test modules that drive the guard (a module may define its own).
+
+
+@pytest.fixture(scope="module")
+def base() -> TruthLens:
+    """An engine on the bundled models, loaded once for the module."""
+    engine = TruthLens.from_config()
+    _ = engine.detector, engine.nli, engine.fact_checker  # load once for the module
+    return engine
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from tests._agents_support import (
     RIGHT,
     WRONG,
     eiffel_script,
+    engine_for,
     landmark_record,
     scripted,
 )
@@ -36,23 +37,6 @@ from truthlens_integrations.langchain_adapter import (
     FEEDBACK_NAME,
     TruthLensMiddleware,
 )
-
-
-@pytest.fixture(scope="module")
-def base() -> TruthLens:
-    engine = TruthLens.from_config()
-    _ = engine.detector, engine.nli, engine.fact_checker  # load once for the module
-    return engine
-
-
-def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
-    """An engine with its own policy sharing ``base``'s loaded models."""
-    return TruthLens.from_config(
-        {"hallucination": hallucination},
-        detector=base.detector,
-        nli=base.nli,
-        fact_checker=base.fact_checker,
-    )
 
 
 def run(agent: Any, question: str = QUESTION) -> list[BaseMessage]:

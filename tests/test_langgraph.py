@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG
+from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.langchain_adapter import (
@@ -36,22 +36,6 @@ class RagState(TruthLensGraphState, total=False):
     answer: str
     routes: list[str]
     generations: int
-
-
-@pytest.fixture(scope="module")
-def base() -> TruthLens:
-    engine = TruthLens.from_config()
-    _ = engine.detector, engine.nli, engine.fact_checker
-    return engine
-
-
-def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
-    return TruthLens.from_config(
-        {"hallucination": hallucination},
-        detector=base.detector,
-        nli=base.nli,
-        fact_checker=base.fact_checker,
-    )
 
 
 def retrieve(state: RagState) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from llama_index.core.llms import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
-from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG
+from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
 from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.llamaindex_adapter import (
@@ -56,22 +56,6 @@ class Script:
         if "(ok)" in (user.content or ""):
             return ChatMessage(role="assistant", content=RIGHT)
         return ChatMessage(role="assistant", content=self.first)
-
-
-@pytest.fixture(scope="module")
-def base() -> TruthLens:
-    engine = TruthLens.from_config()
-    _ = engine.detector, engine.nli, engine.fact_checker
-    return engine
-
-
-def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
-    return TruthLens.from_config(
-        {"hallucination": hallucination},
-        detector=base.detector,
-        nli=base.nli,
-        fact_checker=base.fact_checker,
-    )
 
 
 def make_agent(engine: TruthLens, script: Script | None = None, **kwargs: Any) -> Any:
