@@ -99,18 +99,17 @@ def _corpus() -> list[str]:
     return lines
 
 
-def build_wordpiece_tokenizer() -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(_corpus(), WordPieceTrainer(vocab_size=400, special_tokens=SPECIALS))
+def _pair_template(tok: Tokenizer) -> processors.TemplateProcessing:
+    """BERT's ``[CLS] A [SEP] B [SEP]`` layout, the second segment typed 1."""
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
+    return processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
     )
-    tok.decoder = decoders.WordPiece()
+
+
+def _fast(tok: Tokenizer, input_names: list[str]) -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
@@ -118,8 +117,38 @@ def build_wordpiece_tokenizer() -> PreTrainedTokenizerFast:
         cls_token="[CLS]",
         sep_token="[SEP]",
         mask_token="[MASK]",
-        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+        model_input_names=input_names,
     )
+
+
+def sizes(
+    tokenizer: PreTrainedTokenizerFast,
+    *,
+    hidden: int,
+    layers: int,
+    heads: int,
+    ffn: int,
+    positions: int,
+) -> dict[str, int]:
+    """The size fields of a tiny transformer config over ``tokenizer``'s vocabulary."""
+    return {
+        "vocab_size": len(tokenizer),
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "intermediate_size": ffn,
+        "max_position_embeddings": positions,
+    }
+
+
+def build_wordpiece_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(_corpus(), WordPieceTrainer(vocab_size=400, special_tokens=SPECIALS))
+    tok.post_processor = _pair_template(tok)
+    tok.decoder = decoders.WordPiece()
+    return _fast(tok, ["input_ids", "token_type_ids", "attention_mask"])
 
 
 def build_bpe_tokenizer() -> PreTrainedTokenizerFast:
@@ -133,27 +162,11 @@ def build_bpe_tokenizer() -> PreTrainedTokenizerFast:
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         ),
     )
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.Sequence(
-        [
-            processors.ByteLevel(trim_offsets=True),
-            processors.TemplateProcessing(
-                single="[CLS] $A [SEP]",
-                pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
-            ),
-        ]
+        [processors.ByteLevel(trim_offsets=True), _pair_template(tok)]
     )
     tok.decoder = decoders.ByteLevel()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_input_names=["input_ids", "attention_mask"],
-    )
+    return _fast(tok, ["input_ids", "attention_mask"])
 
 
 def build_tiny_model(kind: str, directory: Path) -> Path:
@@ -162,23 +175,12 @@ def build_tiny_model(kind: str, directory: Path) -> Path:
     if kind == "bert":
         tokenizer = build_wordpiece_tokenizer()
         config = BertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=48,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=96,
-            max_position_embeddings=160,
-            num_labels=2,
+            **sizes(tokenizer, hidden=48, layers=2, heads=2, ffn=96, positions=160), num_labels=2
         )
     else:
         tokenizer = build_bpe_tokenizer()
         config = ModernBertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=48,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=96,
-            max_position_embeddings=512,
+            **sizes(tokenizer, hidden=48, layers=2, heads=2, ffn=96, positions=512),
             pad_token_id=tokenizer.pad_token_id,
             bos_token_id=tokenizer.cls_token_id,
             eos_token_id=tokenizer.sep_token_id,
@@ -201,12 +203,7 @@ def build_keyword_model(directory: Path, flagged: Iterable[str]) -> Path:
     torch.manual_seed(0)
     tokenizer = build_wordpiece_tokenizer()
     config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        num_hidden_layers=0,
-        num_attention_heads=1,
-        intermediate_size=64,
-        max_position_embeddings=160,
+        **sizes(tokenizer, hidden=64, layers=0, heads=1, ffn=64, positions=160),
         num_labels=2,
         hidden_dropout_prob=0.0,
     )

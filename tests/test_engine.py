@@ -544,16 +544,11 @@ def _build_nli_model(folder: Path, id2label: dict[int, str], bias: list[float]) 
     import torch
     from transformers import BertConfig, BertForSequenceClassification
 
-    from tests._tiny_models import build_wordpiece_tokenizer
+    from tests._tiny_models import build_wordpiece_tokenizer, sizes
 
     tokenizer = build_wordpiece_tokenizer()
     config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
+        **sizes(tokenizer, hidden=32, layers=1, heads=2, ffn=64, positions=128),
         num_labels=len(id2label),
         id2label=id2label,
         label2id={v: k for k, v in id2label.items()},
