@@ -1,0 +1,140 @@
+"""The package's layers, read from the source: no import runs up them, not even a late one.
+
+Layers, bottom up: the core's shared modules (``core/_*.py``: errors, types, text, ...);
+the core's independent subpackages (models, llm, policy, observability); mitigation (uses
+llm and policy); the engine (uses all of the core). The adapters, the service and the
+evaluation harness are users of the core and never of each other. The core imports no
+framework.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# folder in the repository -> its installed package
+PACKAGES = {
+    "core": "truthlens_integrations.core",
+    "langchain_adapter": "truthlens_integrations.langchain_adapter",
+    "llamaindex_adapter": "truthlens_integrations.llamaindex_adapter",
+    "truthlens_integrations": "truthlens_integrations",
+}
+CORE_SUBPACKAGES = {"core.models", "core.llm", "core.policy", "core.observability"}
+# layer -> the layers it may import (besides itself)
+ALLOWED: dict[str, set[str]] = {
+    "core.base": set(),
+    **{name: {"core.base"} for name in CORE_SUBPACKAGES},
+    "core.mitigation": {"core.base", "core.llm", "core.policy"},
+    "core.engine": {"core.base", "core.mitigation", *CORE_SUBPACKAGES},
+    "core": {"core.base"},
+    "langchain_adapter": {"core", "core.engine", "core.mitigation", "core.base", *CORE_SUBPACKAGES},
+    "llamaindex_adapter": {"core", "core.engine", "core.mitigation", *CORE_SUBPACKAGES},
+    "serve": {"core", "core.engine", *CORE_SUBPACKAGES},
+    # the harness reports the package version (the face), and measures the core
+    "evaluation": {"face", "core", "core.models"},
+    "face": {"core", "core.engine", "core.models"},
+    "face._cli": {"core", "core.models", "face._cli_eval", "serve"},
+    "face._cli_eval": {"core", "core.models", "evaluation"},
+}
+FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "llama_index", "ray", "fastapi")
+
+
+def _modules() -> Iterator[tuple[Path, str, bool]]:
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "_bundled" in path.parts:
+                continue
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            dotted = ".".join([package, *(p for p in parts if p != "__init__")])
+            yield path, dotted, is_package
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")[1:]
+    if not parts:
+        return "face"
+    if parts[0] == "core":
+        if len(parts) == 1:
+            return "core"
+        return "core.base" if parts[1].startswith("_") else f"core.{parts[1]}"
+    if parts[0] in {"langchain_adapter", "llamaindex_adapter", "evaluation", "serve"}:
+        return parts[0]
+    return f"face.{parts[0]}"
+
+
+def _imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
+    package = module if is_package else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                yield node.module or ""
+                continue
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            yield ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _edges() -> Iterator[tuple[str, str, str]]:
+    """``(file, its layer, imported module)`` for every import in the package."""
+    for path, module, is_package in _modules():
+        for target in _imports(path, module, is_package):
+            yield path.relative_to(ROOT).as_posix(), _layer(module), target
+
+
+def test_every_module_is_in_a_known_layer() -> None:
+    layers = {_layer(module) for _, module, _ in _modules()}
+    assert layers <= set(ALLOWED), layers - set(ALLOWED)
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    wrong = [
+        f"{file} ({layer}) imports {target} ({_layer(target)})"
+        for file, layer, target in _edges()
+        if target.startswith("truthlens_integrations")
+        and _layer(target) != layer
+        and _layer(target) not in ALLOWED[layer]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("adapter", ["langchain_adapter", "llamaindex_adapter"])
+def test_adapters_use_only_public_core_modules(adapter: str) -> None:
+    private = [
+        f"{file} imports {target}"
+        for file, layer, target in _edges()
+        if layer == adapter
+        and target.startswith("truthlens_integrations.core")
+        and any(part.startswith("_") for part in target.split(".")[2:])
+    ]
+    assert not private, "\n".join(private)
+
+
+def test_the_core_imports_no_framework() -> None:
+    found = [
+        f"{file} imports {target}"
+        for file, layer, target in _edges()
+        if layer.startswith("core") and target.split(".")[0] in FRAMEWORKS
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_evaluation_harness_is_outside_the_core() -> None:
+    assert not (ROOT / "core" / "evaluation").exists()
+    assert (ROOT / "truthlens_integrations" / "evaluation" / "__init__.py").is_file()
+
+
+def test_model_code_has_one_home() -> None:
+    # Every classifier the guard runs (detector, NLI, prompt classifier) lives in
+    # core/models; outside it only the device helper and the local LLM backend use torch.
+    outside = {
+        file
+        for file, layer, target in _edges()
+        if target.split(".")[0] in {"torch", "transformers"} and layer != "core.models"
+    }
+    assert outside == {"core/_device.py", "core/llm/_local.py"}
