@@ -9,23 +9,25 @@ from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations._cli import main
 
 
+def eiffel_detect(model: Path) -> list[str]:
+    """``detect`` on the Eiffel example, by flags."""
+    return [
+        "detect",
+        "--model",
+        str(model),
+        "--context",
+        EIFFEL_CONTEXT,
+        "--question",
+        EIFFEL_QUESTION,
+        "--answer",
+        EIFFEL_ANSWER,
+    ]
+
+
 def test_detect_json_from_flags(
     keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(
-        [
-            "detect",
-            "--model",
-            str(keyword_model_dir),
-            "--context",
-            EIFFEL_CONTEXT,
-            "--question",
-            EIFFEL_QUESTION,
-            "--answer",
-            EIFFEL_ANSWER,
-            "--json",
-        ]
-    )
+    code = main([*eiffel_detect(keyword_model_dir), "--json"])
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     spans = [(s["start"], s["end"], s["text"]) for s in payload["spans"]]
@@ -37,19 +39,7 @@ def test_detect_json_from_flags(
 def test_detect_table_marks_spans(
     keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    main(
-        [
-            "detect",
-            "--model",
-            str(keyword_model_dir),
-            "--context",
-            EIFFEL_CONTEXT,
-            "--question",
-            EIFFEL_QUESTION,
-            "--answer",
-            EIFFEL_ANSWER,
-        ]
-    )
+    main(eiffel_detect(keyword_model_dir))
     out = capsys.readouterr().out
     assert "built in [[1950]] and is [[500 meters]] tall." in out
     assert "HALLUCINATED" in out
