@@ -354,23 +354,22 @@ def test_cli_eval_lexical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert data["overall"]["example"]["tp"] == 2
 
 
-def test_cli_eval_snli_and_env_data_dir(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("lexical", ["Accuracy **1.0000**"]), ("bundled", ["bundled-nli", "Accuracy **"])],
+)
+def test_cli_eval_snli_from_the_env_data_dir(
+    model: str,
+    expected: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("TRUTHLENS_BENCHDATA", str(DATA))
-    args = _eval_args("--dataset", "snli", "--model", "lexical", "--no-progress")
-    assert args.handler(args) == 0
-    assert "Accuracy **1.0000**" in capsys.readouterr().out
-
-
-def test_cli_eval_snli_with_the_bundled_nli(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("TRUTHLENS_BENCHDATA", str(DATA))
-    args = _eval_args("--dataset", "snli", "--model", "bundled", "--no-progress")
+    args = _eval_args("--dataset", "snli", "--model", model, "--no-progress")
     assert args.handler(args) == 0
     out = capsys.readouterr().out
-    assert "bundled-nli" in out and "Accuracy **" in out
+    for text in expected:
+        assert text in out
 
 
 def test_auroc_counts_ties_as_half_and_needs_both_classes() -> None:

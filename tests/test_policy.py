@@ -172,6 +172,11 @@ def test_merge_later_scalar_wins_and_lists_concatenate() -> None:
 # --- malformed ---------------------------------------------------------------
 
 
+def one_decision(name: str, rules: dict[str, object], **extra: object) -> dict[str, object]:
+    """A policy holding the one decision ``name``."""
+    return {"decisions": [{"name": name, "rules": rules, **extra}]}
+
+
 def _decision(**plugin: object) -> dict[str, object]:
     return {
         "name": "d",
@@ -429,22 +434,11 @@ def test_and_short_circuits_expensive_signals() -> None:
 
 
 def test_or_needs_any_condition() -> None:
-    policy = load_policy(
-        {
-            "decisions": [
-                {
-                    "name": "either",
-                    "rules": {
-                        "operator": "or",
-                        "conditions": [
-                            {"type": "keyword", "name": "a", "keywords": ["refund"]},
-                            {"type": "fact_check", "name": "needs_fact_check"},
-                        ],
-                    },
-                }
-            ]
-        }
-    )
+    conditions = [
+        {"type": "keyword", "name": "a", "keywords": ["refund"]},
+        {"type": "fact_check", "name": "needs_fact_check"},
+    ]
+    policy = load_policy(one_decision("either", {"operator": "or", "conditions": conditions}))
     router = Router(policy, fact_check=FactCheck())
     assert router.route("I want a refund").decision == "either"
     assert router.route("Who wrote Hamlet?").decision == "either"
@@ -465,17 +459,11 @@ def test_fact_check_threshold_from_the_classifier_model() -> None:
 
 def test_no_fact_check_needed_condition() -> None:
     policy = load_policy(
-        {
-            "decisions": [
-                {
-                    "name": "skip",
-                    "rules": {
-                        "conditions": [{"type": "fact_check", "name": "no_fact_check_needed"}]
-                    },
-                    "plugins": [{"type": "hallucination", "configuration": {"enabled": False}}],
-                }
-            ]
-        }
+        one_decision(
+            "skip",
+            {"conditions": [{"type": "fact_check", "name": "no_fact_check_needed"}]},
+            plugins=[{"type": "hallucination", "configuration": {"enabled": False}}],
+        )
     )
     router = Router(policy, fact_check=FactCheck())
     assert router.route("Write a poem").decision == "skip"
