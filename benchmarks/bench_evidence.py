@@ -41,22 +41,22 @@ def _sentences(root: Path) -> list[str]:
     return out
 
 
-def _triple(tokenizer, sentences: list[str], tokens: int, answer_tokens: int,  # type: ignore[no-untyped-def]
-            rng: random.Random) -> DetectionInput:  # fmt: skip
-    chosen: list[str] = []
+def _draw(tokenizer, pool: list[str], tokens: int, rng: random.Random) -> list[str]:  # type: ignore[no-untyped-def]
+    """Sentences drawn from ``pool`` (with replacement) until they hold ``tokens`` tokens."""
+    out: list[str] = []
     count = 0
     while count < tokens:
-        s = rng.choice(sentences)
-        chosen.append(s)
+        s = rng.choice(pool)
+        out.append(s)
         count += len(tokenizer(s, add_special_tokens=False)["input_ids"])
+    return out
+
+
+def _triple(tokenizer, sentences: list[str], tokens: int, answer_tokens: int,  # type: ignore[no-untyped-def]
+            rng: random.Random) -> DetectionInput:  # fmt: skip
+    chosen = _draw(tokenizer, sentences, tokens, rng)
     passages = [" ".join(chosen[i : i + 5]) for i in range(0, len(chosen), 5)]
-    answer_parts: list[str] = []
-    n = 0
-    while n < answer_tokens:
-        s = rng.choice(chosen)
-        answer_parts.append(s)
-        n += len(tokenizer(s, add_special_tokens=False)["input_ids"])
-    answer = " ".join(answer_parts).replace("1", "7", 1)
+    answer = " ".join(_draw(tokenizer, chosen, answer_tokens, rng)).replace("1", "7", 1)
     return DetectionInput.create(context=passages, question=None, answer=answer)
 
 

@@ -19,7 +19,6 @@ score means a different rate.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -35,6 +34,7 @@ import numpy as np
 from truthlens_integrations.evaluation import expected_calibration_error, reliability_bins
 
 from . import realdata
+from ._cli import folder_args
 from .train_evidence import balanced
 
 log = logging.getLogger("calibrate_evidence")
@@ -107,12 +107,7 @@ def ece(p: np.ndarray, y: np.ndarray) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("folder", type=Path)
-    ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--per-source", type=int, default=60)
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = folder_args(__doc__, argv, per_source=60)
     started = time.time()
     held = realdata.load_real(part="heldout", seed=args.seed)
     rng = random.Random(args.seed)

@@ -13,16 +13,15 @@ tensors; the other heads are kept.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import random
 import time
-from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from ._cli import folder_args
 from .data import prompt_examples
 from .model import SequenceHead
 
@@ -50,12 +49,7 @@ def pooled(model: torch.nn.Module, tokenizer: object, texts: list[str]) -> torch
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("folder", type=Path)
-    ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--epochs", type=int, default=60)
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = folder_args(__doc__, argv, epochs=60)
     torch.manual_seed(args.seed)
     started = time.time()
 
