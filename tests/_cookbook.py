@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+import pytest
 
 COOKBOOK = Path(__file__).resolve().parent.parent / "cookbook"
 
@@ -34,3 +37,11 @@ def run_python(code: str, *args: str, env: dict[str, str]) -> subprocess.Complet
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+def run_here(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    """Run ``cookbook/<name>``'s ``main([])`` in this process, on the fake chat models."""
+    monkeypatch.syspath_prepend(str(COOKBOOK))
+    monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
+    module = runpy.run_path(str(COOKBOOK / name))
+    return module["main"]([])

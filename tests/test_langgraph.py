@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
+from tests._cookbook import run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.langchain_adapter import (
@@ -169,14 +170,7 @@ def test_router_needs_the_guard_node_and_options_are_checked(base: TruthLens) ->
 def test_cookbook_self_rag_graph_runs_offline(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runpy
-    from pathlib import Path
-
-    cookbook = Path(__file__).resolve().parent.parent / "cookbook"
-    monkeypatch.syspath_prepend(str(cookbook))
-    monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
-    module = runpy.run_path(str(cookbook / "langgraph_self_rag.py"))
-    assert module["main"]([]) == 0
+    assert run_here("langgraph_self_rag.py", monkeypatch) == 0
     out = capsys.readouterr().out
     assert "-> route " in out
     final = next(line for line in out.splitlines() if line.startswith("final answer:"))

@@ -20,6 +20,7 @@ from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
+from tests._cookbook import run_here
 from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.llamaindex_adapter import (
@@ -177,14 +178,7 @@ def test_constructor_checks(base: TruthLens) -> None:
 def test_cookbook_function_agent_runs_offline(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import runpy
-    from pathlib import Path
-
-    cookbook = Path(__file__).resolve().parent.parent / "cookbook"
-    monkeypatch.syspath_prepend(str(cookbook))
-    monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
-    module = runpy.run_path(str(cookbook / "llamaindex_function_agent.py"))
-    assert module["main"]([]) == 0
+    assert run_here("llamaindex_function_agent.py", monkeypatch) == 0
     out = capsys.readouterr().out
     assert "flagged span: '1950'" in out
     assert "round 1 (refine, kept): The Eiffel Tower was built from 1887 to 1889" in out
