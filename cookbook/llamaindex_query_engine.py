@@ -91,12 +91,17 @@ _STOP = frozenset("a an the of in on at to is was be by and or for it as when wh
 
 
 class HashedBagOfWords(BaseEmbedding):
-    """Deterministic offline embedding: hashed word counts, L2-normalised."""
+    """Deterministic offline embedding: hashed word counts, L2-normalised.
+
+    ``stop_words`` are left out of the counts (the test suite brings its own list).
+    """
+
+    stop_words: frozenset[str] = _STOP
 
     def _embed(self, text: str) -> list[float]:
         vec = [0.0] * 512
         for word in _WORD.findall(text.lower()):
-            if word not in _STOP:
+            if word not in self.stop_words:
                 vec[zlib.crc32(word.encode()) % 512] += 1.0
         norm = math.sqrt(sum(v * v for v in vec)) or 1.0
         return [v / norm for v in vec]

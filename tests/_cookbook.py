@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
 import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -45,3 +47,12 @@ def run_here(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
     monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
     module = runpy.run_path(str(COOKBOOK / name))
     return module["main"]([])
+
+
+def load_example(name: str) -> ModuleType:
+    """Import ``cookbook/<name>`` as a module (its ``main`` is not run)."""
+    spec = importlib.util.spec_from_file_location(f"cookbook_{Path(name).stem}", COOKBOOK / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,7 +1,7 @@
 """Shared pieces of the LlamaIndex adapter tests.
 
-- :class:`BagOfWordsEmbedding`: a deterministic local embedding (hashed word counts,
-  L2-normalised), so a real ``VectorStoreIndex`` retrieves predictably.
+- :func:`bag_of_words_embedding`: the cookbook's deterministic local embedding (hashed
+  word counts, L2-normalised), so a real ``VectorStoreIndex`` retrieves predictably.
 - :class:`ScriptedLLM`: a ``MockLLM`` whose replies follow fixed rules on the prompt
   (a STAND-IN for an LLM: the only faked component). It answers from whatever
   context the prompt contains, so what it says depends on what was retrieved.
@@ -15,9 +15,7 @@ the tokens "1950", "500" and "meters" in an answer.
 from __future__ import annotations
 
 import json
-import math
 import re
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -32,16 +30,17 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from tests import _fakes as fakes
+from tests._cookbook import load_example
 from tests._fakes import AlwaysFactual
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector
 
-_WORD = re.compile(r"[a-z0-9]+")
+_COOKBOOK = load_example("llamaindex_query_engine.py")
+
 _STOP = frozenset(
     "a an the of in on at to is was were be by and or for from it its this that what "
     "when how who which with as are did does do".split()
 )
-DIM = 512
 
 # Two documents about the same tower: the first matches the user's question word
 # for word but holds no dates; the second holds the dates but shares few words
@@ -65,33 +64,14 @@ NO_DATES_ANSWER = "The context does not say when the tower was built."
 REWRITTEN_QUERY = "Eiffel Tower construction history started finished"
 
 
-def words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
-class BagOfWordsEmbedding(BaseEmbedding):
-    """Hashed bag of words, L2-normalised: cosine similarity = shared-word overlap."""
-
-    def _embed(self, text: str) -> list[float]:
-        vec = [0.0] * DIM
-        for w in words(text):
-            vec[zlib.crc32(w.encode()) % DIM] += 1.0
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._embed(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._embed(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._embed(text)
+def bag_of_words_embedding() -> BaseEmbedding:
+    """The cookbook's hashed bag-of-words embedding, with this module's stop words."""
+    return _COOKBOOK.HashedBagOfWords(stop_words=_STOP)
 
 
 def build_index(texts: Sequence[str] = (VISITOR_DOC, HISTORY_DOC, *OTHER_DOCS)) -> VectorStoreIndex:
     docs = [Document(text=t, doc_id=f"doc-{i}") for i, t in enumerate(texts)]
-    return VectorStoreIndex.from_documents(docs, embed_model=BagOfWordsEmbedding())
+    return VectorStoreIndex.from_documents(docs, embed_model=bag_of_words_embedding())
 
 
 class ScriptedLLM(MockLLM):
