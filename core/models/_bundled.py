@@ -22,13 +22,13 @@ import hashlib
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._device import resolve_device, resolve_dtype
 from .._errors import ModelLoadError, ModelNotAvailableError
-from ._loading import load_token_classifier
+from ._loading import LoadedModel, load_token_classifier, sequence_probabilities
 
 if TYPE_CHECKING:
     import torch
@@ -107,17 +107,23 @@ class Branch:
 
 @dataclass
 class Shared:
-    """One loaded encoder with its tokenizer and heads."""
+    """The detector's loaded encoder (with its tokenizer) and the sequence heads on it."""
 
-    model: Any
-    tokenizer: Any
+    loaded: LoadedModel
     heads: dict[str, torch.Tensor]
-    device: torch.device
-    dtype: torch.dtype
-    tokenizer_lock: threading.Lock
     folder: Path
     # None: the folder's branch was built for another encoder
-    branches: dict[str, Branch | None]
+    branches: dict[str, Branch | None] = field(default_factory=dict)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the encoder runs."""
+        return self.loaded.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The encoder's precision."""
+        return self.loaded.dtype
 
 
 _cache: dict[tuple[str, str, str], Shared] = {}
@@ -148,9 +154,7 @@ def _load(folder: Path, device: torch.device, dtype: torch.dtype) -> Shared:
         heads = {k: v.to(device=device, dtype=dtype) for k, v in load_file(heads_path).items()}
     except (OSError, ValueError, RuntimeError) as exc:
         raise ModelLoadError(f"could not load the heads in {heads_path}: {exc}") from exc
-    return Shared(
-        encoder.model, encoder.tokenizer, heads, device, dtype, encoder.tokenizer_lock, folder, {}
-    )
+    return Shared(encoder, heads, folder)
 
 
 def load_branch(shared: Shared, folder: Path) -> Branch | None:
@@ -178,7 +182,7 @@ def _read_branch(shared: Shared, folder: Path) -> Branch | None:
         tensors = load_file(str(file))
     except (OSError, KeyError, ValueError, RuntimeError) as exc:
         raise ModelLoadError(f"could not read the NLI branch {file}: {exc}") from exc
-    bert = shared.model.bert
+    bert = shared.loaded.model.bert
     with torch.device("meta"):
         model: Any = BertModel(bert.config, add_pooling_layer=False)
     model.embeddings = bert.embeddings
@@ -223,31 +227,13 @@ def classify(
     ``head`` names a head of ``heads.safetensors``; with a ``branch``, the branch's
     encoder and its head of that name are used instead.
     """
-    import torch
 
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
-    probs: list[list[float]] = [[] for _ in texts]
-    with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            firsts = [texts[i][0] for i in idx]
-            seconds = [texts[i][1] for i in idx]
-            # Fast tokenizers are not safe to call from several threads at once.
-            with shared.tokenizer_lock:
-                enc = shared.tokenizer(
-                    firsts,
-                    None if seconds[0] is None else seconds,
-                    truncation=True,
-                    max_length=max_length,
-                    padding=True,
-                    return_tensors="pt",
-                )
-            ids = enc["input_ids"].to(shared.device)
-            mask = enc["attention_mask"].to(shared.device)
-            encoder = branch.model if branch else shared.model.bert
-            states = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-            logits = _head_logits(branch.head if branch else shared.heads, head, states, mask)
-            batch = torch.softmax(logits.float(), dim=-1)
-            for i, row in zip(idx, batch.cpu().tolist(), strict=True):
-                probs[i] = row
-    return probs
+    def logits(encoded: Any) -> Any:
+        mask = encoded["attention_mask"]
+        encoder = branch.model if branch else shared.loaded.model.bert
+        states = encoder(input_ids=encoded["input_ids"], attention_mask=mask).last_hidden_state
+        return _head_logits(branch.head if branch else shared.heads, head, states, mask)
+
+    return sequence_probabilities(
+        shared.loaded, texts, batch_size=batch_size, max_length=max_length, logits=logits
+    )

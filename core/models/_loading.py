@@ -13,7 +13,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -443,6 +443,7 @@ def sequence_probabilities(
     batch_size: int,
     max_length: int,
     truncation: bool | str = True,
+    logits: Callable[[Any], Any] | None = None,
 ) -> list[list[float]]:
     """Class probabilities of a sequence classifier per text (or text pair), in input order.
 
@@ -455,6 +456,8 @@ def sequence_probabilities(
         batch_size: Inputs per forward pass.
         max_length: Token limit per input.
         truncation: The tokenizer's truncation rule (``"only_first"`` cuts premises).
+        logits: Maps a batch's encoding (on the model's device) to class logits;
+            ``None`` uses the model's own head.
 
     Returns:
         One probability row per input.
@@ -476,8 +479,9 @@ def sequence_probabilities(
                 return_tensors="pt",
             )
         with torch.inference_mode():
-            logits = loaded.model(**encoded.to(loaded.device)).logits
-        probs = torch.softmax(logits.float(), dim=-1).cpu().tolist()
+            encoded = encoded.to(loaded.device)
+            scores = logits(encoded) if logits else loaded.model(**encoded).logits
+        probs = torch.softmax(scores.float(), dim=-1).cpu().tolist()
         for i, row in zip(idx, probs, strict=True):
             rows[i] = row
     return rows

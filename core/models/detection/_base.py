@@ -18,7 +18,7 @@ from ..._types import (
     TokenScore,
 )
 
-__all__ = ["BaseDetector", "Detector", "TokenScoring"]
+__all__ = ["BaseDetector", "Detector", "SingleAnswerCalls", "TokenScoring", "unverifiable_result"]
 
 
 @runtime_checkable
@@ -57,7 +57,49 @@ TokenScoring = tuple[list[TokenScore], Coverage]
 """Per-token probabilities of one answer, in answer order, and what was scored."""
 
 
-class BaseDetector(ABC):
+class SingleAnswerCalls:
+    """``detect`` / ``adetect`` for one answer, over a detector's batch methods.
+
+    Shared by every backend, so one answer is checked exactly like a batch of one.
+    """
+
+    def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Check many answers at once; results come back in input order."""
+        raise NotImplementedError
+
+    async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
+        """Async :meth:`detect_batch`."""
+        raise NotImplementedError
+
+    def detect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Check one answer against its context.
+
+        Args:
+            context: Grounding passages (a string or a list of strings). Empty or
+                missing context gives an ``unverifiable`` result, never a clean one.
+            question: The question the answer responds to, if any.
+            answer: The answer to check.
+
+        Returns:
+            The spans, scores and coverage of the answer.
+
+        Raises:
+            InvalidInputError: If the answer is empty or an item is not a string.
+        """
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return self.detect_batch([item])[0]
+
+    async def adetect(
+        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
+    ) -> DetectionResult:
+        """Async :meth:`detect`."""
+        item = DetectionInput.create(context=context, question=question, answer=answer)
+        return (await self.adetect_batch([item]))[0]
+
+
+class BaseDetector(SingleAnswerCalls, ABC):
     """Implements the :class:`Detector` protocol on top of :meth:`_score_tokens`.
 
     Subclasses only produce token probabilities for grounded inputs; span merging,
@@ -80,26 +122,6 @@ class BaseDetector(ABC):
     def _max_length(self) -> int:
         """The model window in tokens, for coverage reports."""
 
-    def detect(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
-    ) -> DetectionResult:
-        """Check one answer against its context.
-
-        Args:
-            context: Grounding passages (a string or a list of strings). Empty or
-                missing context gives an ``unverifiable`` result, never a clean one.
-            question: The question the answer responds to, if any.
-            answer: The answer to check.
-
-        Returns:
-            The spans, scores and coverage of the answer.
-
-        Raises:
-            InvalidInputError: If the answer is empty or an item is not a string.
-        """
-        item = DetectionInput.create(context=context, question=question, answer=answer)
-        return self.detect_batch([item])[0]
-
     def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         """Check many answers at once; results come back in input order."""
         started = time.perf_counter()
@@ -110,13 +132,6 @@ class BaseDetector(ABC):
         # Batched work has no per-item clock; each item reports the batch's mean.
         per_item_ms = elapsed_ms / max(len(inputs), 1)
         return [self._result(item, by_index.get(i), per_item_ms) for i, item in enumerate(inputs)]
-
-    async def adetect(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
-    ) -> DetectionResult:
-        """Async :meth:`detect`; the model runs in a worker thread."""
-        item = DetectionInput.create(context=context, question=question, answer=answer)
-        return (await self.adetect_batch([item]))[0]
 
     async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         """Async :meth:`detect_batch`; the model runs in a worker thread."""

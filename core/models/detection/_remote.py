@@ -17,12 +17,12 @@ from pydantic import ValidationError
 from ..._errors import ConfigError, InvalidInputError, ServiceError
 from ..._types import Coverage, DetectionConfig, DetectionInput, DetectionResult
 from .._service import OnError, ServiceClient, base_url
-from ._base import unverifiable_result
+from ._base import SingleAnswerCalls, unverifiable_result
 
 __all__ = ["RemoteDetector"]
 
 
-class RemoteDetector:
+class RemoteDetector(SingleAnswerCalls):
     """The :class:`Detector` protocol over a TruthLens service's ``POST /v1/detect``.
 
     Thresholds are the service's (set in the policy it was started with): the first
@@ -74,13 +74,6 @@ class RemoteDetector:
 
     # -- Detector protocol ----------------------------------------------------------------
 
-    def detect(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
-    ) -> DetectionResult:
-        """Check one answer through the service (see :meth:`detect_batch`)."""
-        item = DetectionInput.create(context=context, question=question, answer=answer)
-        return self.detect_batch([item])[0]
-
     def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         """Check many answers; results come back in input order.
 
@@ -102,13 +95,6 @@ class RemoteDetector:
         except ServiceError as exc:
             return self._failed(items, exc)
         return results
-
-    async def adetect(
-        self, *, context: str | Sequence[str] | None, question: str | None, answer: str
-    ) -> DetectionResult:
-        """Async :meth:`detect` (real async I/O, no worker thread)."""
-        item = DetectionInput.create(context=context, question=question, answer=answer)
-        return (await self.adetect_batch([item]))[0]
 
     async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         """Async :meth:`detect_batch`; chunks are sent concurrently."""
