@@ -267,10 +267,10 @@ def test_error_names_the_file(tmp_path: Path) -> None:
 
 
 def test_merged_error_points_at_the_source_file(tmp_path: Path) -> None:
+    rules = "decisions:\n  - name: {}\n    rules:\n      conditions:\n"
     extra = tmp_path / "extra.yaml"
     extra.write_text(
-        "decisions:\n  - name: medical_assistant\n    rules:\n      conditions:\n"
-        "        - {type: domain, name: healthcare}\n",
+        rules.format("medical_assistant") + "        - {type: domain, name: healthcare}\n",
         encoding="utf-8",
     )
     with pytest.raises(ConfigError) as info:
@@ -278,8 +278,7 @@ def test_merged_error_points_at_the_source_file(tmp_path: Path) -> None:
     assert "duplicate name 'medical_assistant'" in str(info.value)
     bad = tmp_path / "bad_threshold.yaml"
     bad.write_text(
-        "decisions:\n  - name: z\n    rules:\n      conditions:\n"
-        "        - {type: domain, name: general}\n    plugins:\n"
+        rules.format("z") + "        - {type: domain, name: general}\n    plugins:\n"
         "      - type: hallucination\n        configuration: {threshold: 3}\n",
         encoding="utf-8",
     )
