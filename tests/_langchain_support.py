@@ -13,10 +13,21 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.prompts import ChatPromptTemplate
 
 from tests._fakes import QuestionWordClassifier, RuleNLI
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector
+
+EIFFEL_DICT = {"answer": EIFFEL_ANSWER, "context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION}
+"""The Eiffel example as a guard's dict input."""
+CLEAN = "The Eiffel Tower was built from 1887 to 1889 in Paris."
+"""A correct answer to the Eiffel question."""
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
+)
+"""A RAG prompt: answer the question from the context."""
 
 
 def make_engine(detector: Detector, policy: object = None, **kwargs: Any) -> TruthLens:

@@ -19,12 +19,11 @@ from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
 from langchain_core.tools import tool
 
-from tests._langchain_support import make_engine
+from tests._langchain_support import CLEAN, PROMPT, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import Decision
 from truthlens_integrations.core.engine import TruthLens
@@ -35,12 +34,8 @@ from truthlens_integrations.langchain_adapter import (
     truthlens_callback,
 )
 
-CLEAN = "The Eiffel Tower was built from 1887 to 1889 in Paris."
 # a record that supports the hallucinated answer: the RuleNLI stand-in finds every number
 AGREEING = '{"name": "Eiffel Tower", "built": "1950", "height": "500 meters"}'
-PROMPT = ChatPromptTemplate.from_messages(
-    [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
-)
 
 
 @pytest.fixture(scope="module")

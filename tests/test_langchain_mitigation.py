@@ -19,12 +19,11 @@ from langchain_core.language_models import FakeListChatModel, GenericFakeChatMod
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from pydantic import Field
 
-from tests._langchain_support import RunRecorder, make_engine
+from tests._langchain_support import CLEAN, EIFFEL_DICT, PROMPT, RunRecorder, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
@@ -37,12 +36,7 @@ from truthlens_integrations.langchain_adapter import (
     guard_chain,
 )
 
-CLEAN = "The Eiffel Tower was built from 1887 to 1889 in Paris."
 VAGUE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
-EIFFEL_DICT = {"answer": EIFFEL_ANSWER, "context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION}
-PROMPT = ChatPromptTemplate.from_messages(
-    [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
-)
 STANDARD = {"hallucination": {"default_mode": "standard"}}
 PREMIUM = {"hallucination": {"default_mode": "premium"}}
 

@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePas
 from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from tests._langchain_support import RunRecorder, action_policy, make_engine
+from tests._langchain_support import EIFFEL_DICT, RunRecorder, action_policy, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     BlockedResponseError,
@@ -47,7 +47,6 @@ from truthlens_integrations.langchain_adapter import (
 
 CLEAN_ANSWER = "The Eiffel Tower was built from 1887 to 1889 in Paris."
 LOUVRE = "The Louvre museum in Paris opened to the public in 1793 and holds the Mona Lisa."
-EIFFEL_DICT = {"answer": EIFFEL_ANSWER, "context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION}
 
 
 @pytest.fixture(scope="module")
