@@ -41,12 +41,17 @@ def run_python(code: str, *args: str, env: dict[str, str]) -> subprocess.Complet
     return result
 
 
-def run_here(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
-    """Run ``cookbook/<name>``'s ``main([])`` in this process, on the fake chat models."""
+def run_here(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``cookbook/<name>``'s ``main([])`` in this process, on the fake chat models.
+
+    Returns:
+        What it printed, once its exit code was checked to be 0.
+    """
     monkeypatch.syspath_prepend(str(COOKBOOK))
     monkeypatch.setenv("TRUTHLENS_COOKBOOK_LLM", "fake")
     module = runpy.run_path(str(COOKBOOK / name))
-    return module["main"]([])
+    assert module["main"]([]) == 0
+    return capsys.readouterr().out
 
 
 def load_example(name: str) -> ModuleType:

@@ -178,8 +178,7 @@ def test_constructor_checks(base: TruthLens) -> None:
 def test_cookbook_function_agent_runs_offline(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert run_here("llamaindex_function_agent.py", monkeypatch) == 0
-    out = capsys.readouterr().out
+    out = run_here("llamaindex_function_agent.py", monkeypatch, capsys)
     assert "flagged span: '1950'" in out
     assert "round 1 (refine, kept): The Eiffel Tower was built from 1887 to 1889" in out
     deltas = [line for line in out.splitlines() if "stream delta:" in line]
