@@ -25,7 +25,7 @@ from tests._llamaindex_support import (
     ScriptedLLM,
 )
 from truthlens_integrations.core import BlockedResponseError
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import (
     LlamaIndexLLM,
@@ -41,6 +41,18 @@ def make_engine(detector: Detector, mode: str = "standard", **hallucination: Any
     return support.make_engine(detector, **{**options, **hallucination})
 
 
+async def ask(
+    index: Any, detector: Detector, llm: ScriptedLLM, use_async: bool, **options: Any
+) -> tuple[Any, Verdict]:
+    """``QUESTION`` through a guarded query engine on ``llm`` (sync or async), and its verdict."""
+    inner = index.as_query_engine(llm=llm, similarity_top_k=1)
+    qe = TruthLensQueryEngine(inner, engine=make_engine(detector), **options)
+    response = await qe.aquery(QUESTION) if use_async else qe.query(QUESTION)
+    verdict = get_verdict(response)
+    assert verdict is not None
+    return response, verdict
+
+
 # -- standard: re-synthesis with the inner engine's LLM ------------------------------------
 
 
@@ -49,11 +61,7 @@ async def test_standard_mode_refines_with_the_inner_engines_llm(
     index, detector, collected, use_async: bool
 ) -> None:
     llm = ScriptedLLM()
-    inner = index.as_query_engine(llm=llm, similarity_top_k=1)
-    qe = TruthLensQueryEngine(inner, engine=make_engine(detector))
-    response = await qe.aquery(QUESTION) if use_async else qe.query(QUESTION)
-    verdict = get_verdict(response)
-    assert verdict is not None
+    response, verdict = await ask(index, detector, llm, use_async)
     assert verdict.status == "converged" and verdict.strategy == "self_refine"
     assert response.response == NO_DATES_ANSWER == verdict.final_answer
     assert verdict.original_answer == WRONG_ANSWER and verdict.original_score is not None
@@ -105,11 +113,7 @@ async def test_retrieval_feedback_requeries_and_accumulates_source_nodes(
     index, detector, collected, use_async: bool
 ) -> None:
     llm = ScriptedLLM()
-    inner = index.as_query_engine(llm=llm, similarity_top_k=1)
-    qe = TruthLensQueryEngine(inner, engine=make_engine(detector), retrieval_feedback=True)
-    response = await qe.aquery(QUESTION) if use_async else qe.query(QUESTION)
-    verdict = get_verdict(response)
-    assert verdict is not None
+    response, verdict = await ask(index, detector, llm, use_async, retrieval_feedback=True)
     assert verdict.strategy == "retrieval_feedback" and verdict.status == "success"
     # the first retrieval missed the dates; the rewritten query found them
     assert response.response == RIGHT_ANSWER == verdict.final_answer
