@@ -1,70 +1,22 @@
-"""Framework-free engine: detection, scoring, policy and mitigation."""
+"""Framework-free engine: detection, scoring, policy and mitigation.
+
+Its public names are those of its shared modules: every error (``_errors``), the
+detection types (``_types``), the scoring functions (``_scoring``), the device choice
+(``_device``) and the optional-dependency helpers (``_optional``).
+"""
 
 from __future__ import annotations
 
-from ._device import resolve_device, resolve_dtype
-from ._errors import (
-    BlockedResponseError,
-    ConfigError,
-    ContextTooLongError,
-    InvalidArgumentError,
-    InvalidInputError,
-    LLMError,
-    LLMTimeoutError,
-    MissingDependencyError,
-    ModelLoadError,
-    ModelNotAvailableError,
-    ServiceError,
-    ServiceTimeoutError,
-    TruthLensError,
-    UnknownArgumentError,
-)
-from ._optional import lazy_attributes, require
-from ._scoring import decide, merge_spans, noisy_or, optimal_threshold, response_score, span_score
-from ._types import (
-    Coverage,
-    Decision,
-    DetectionConfig,
-    DetectionInput,
-    DetectionResult,
-    DetectionStatus,
-    HallucinationSpan,
-    NLILabel,
-    TokenScore,
-)
+from . import _device, _errors, _optional, _scoring, _types
+from ._device import *  # noqa: F403 - each shared module's __all__ is public here
+from ._errors import *  # noqa: F403
+from ._optional import *  # noqa: F403
+from ._scoring import *  # noqa: F403
+from ._types import *  # noqa: F403
 
-__all__ = [
-    "BlockedResponseError",
-    "ConfigError",
-    "ContextTooLongError",
-    "Coverage",
-    "Decision",
-    "DetectionConfig",
-    "DetectionInput",
-    "DetectionResult",
-    "DetectionStatus",
-    "HallucinationSpan",
-    "InvalidArgumentError",
-    "InvalidInputError",
-    "LLMError",
-    "LLMTimeoutError",
-    "MissingDependencyError",
-    "ModelLoadError",
-    "ModelNotAvailableError",
-    "NLILabel",
-    "ServiceError",
-    "ServiceTimeoutError",
-    "TokenScore",
-    "TruthLensError",
-    "UnknownArgumentError",
-    "decide",
-    "lazy_attributes",
-    "merge_spans",
-    "noisy_or",
-    "optimal_threshold",
-    "require",
-    "resolve_device",
-    "resolve_dtype",
-    "response_score",
-    "span_score",
-]
+__all__: list[str] = []
+__all__ += _device.__all__
+__all__ += _errors.__all__
+__all__ += _optional.__all__
+__all__ += _scoring.__all__
+__all__ += _types.__all__

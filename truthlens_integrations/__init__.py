@@ -13,31 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from truthlens_integrations.core import (
-    BlockedResponseError,
-    ConfigError,
-    ContextTooLongError,
-    Coverage,
-    Decision,
-    DetectionConfig,
-    DetectionInput,
-    DetectionResult,
-    DetectionStatus,
-    HallucinationSpan,
-    InvalidArgumentError,
-    InvalidInputError,
-    LLMError,
-    LLMTimeoutError,
-    MissingDependencyError,
-    ModelLoadError,
-    ModelNotAvailableError,
-    ServiceError,
-    ServiceTimeoutError,
-    TokenScore,
-    TruthLensError,
-    UnknownArgumentError,
-    optimal_threshold,
-)
+from truthlens_integrations import core as _core
+from truthlens_integrations.core import *  # noqa: F403 - the core's public names are the package's
 from truthlens_integrations.core import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
@@ -63,33 +40,11 @@ _LAZY = {
 __getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
-    "BlockedResponseError",
-    "ConfigError",
-    "ContextTooLongError",
-    "Coverage",
-    "Decision",
-    "DetectionConfig",
-    "DetectionInput",
-    "DetectionResult",
-    "DetectionStatus",
     "Detector",
-    "HallucinationSpan",
-    "InvalidArgumentError",
-    "InvalidInputError",
-    "LLMError",
-    "LLMTimeoutError",
-    "MissingDependencyError",
-    "ModelLoadError",
-    "ModelNotAvailableError",
-    "ServiceError",
-    "ServiceTimeoutError",
-    "TokenScore",
     "TransformerDetector",
     "TruthLens",
-    "TruthLensError",
-    "UnknownArgumentError",
     "Verdict",
     "__version__",
     "load_detector",
-    "optimal_threshold",
 ]
+__all__ += _core.__all__
