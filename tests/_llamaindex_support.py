@@ -30,8 +30,8 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from tests import _fakes as fakes
-from tests._cookbook import load_example
 from tests._fakes import AlwaysFactual
+from tests._scripts import load_example
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector
 

@@ -1,4 +1,4 @@
-"""Running the cookbook examples from the smoke tests: offline, in a fresh interpreter."""
+"""Running Python code and the cookbook examples from the tests (fresh interpreters, offline)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,10 @@ def offline_env(*, drop: Iterable[str] = (), **extra: str) -> dict[str, str]:
     return env
 
 
-def run_python(code: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run ``python -c code args...`` and check that it exited with 0."""
+def run_python(
+    code: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code args...`` (this environment by default); check it exited with 0."""
     result = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tests._cookbook import COOKBOOK, offline_env, run_python
+from tests._scripts import COOKBOOK, offline_env, run_python
 
 EXAMPLES = sorted(p.name for p in COOKBOOK.glob("langchain_*.py"))
 

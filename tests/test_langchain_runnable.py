@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from operator import itemgetter
 from typing import Any
 
@@ -26,6 +24,7 @@ from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from tests._langchain_support import EIFFEL_DICT, RunRecorder, action_policy, make_engine
+from tests._scripts import run_python
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     BlockedResponseError,
@@ -636,9 +635,7 @@ def test_import_without_langchain_names_the_extra() -> None:
         "    assert isinstance(exc, MissingDependencyError), type(exc)\n"
         "    print(exc)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    result = run_python(code)
     assert "pip install 'truthlens-integrations[langchain]'" in result.stdout
 
 
@@ -648,9 +645,7 @@ def test_top_level_import_stays_light() -> None:
         "heavy = [m for m in ('langchain_core', 'torch', 'transformers') if m in sys.modules]\n"
         "print(heavy)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    result = run_python(code)
     assert result.stdout.strip() == "[]"
 
 

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
-from tests._cookbook import run_here
+from tests._scripts import run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.langchain_adapter import (

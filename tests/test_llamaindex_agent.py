@@ -20,7 +20,7 @@ from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
-from tests._cookbook import run_here
+from tests._scripts import run_here
 from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.llamaindex_adapter import (

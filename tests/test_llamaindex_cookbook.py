@@ -7,7 +7,7 @@ in a subprocess whose sockets refuse to connect, so a download attempt would fai
 
 from __future__ import annotations
 
-from tests._cookbook import COOKBOOK, offline_env, run_python
+from tests._scripts import COOKBOOK, offline_env, run_python
 
 SCRIPT = COOKBOOK / "llamaindex_query_engine.py"
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests._scripts import run_python
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     ConfigError,
@@ -448,9 +449,7 @@ def test_missing_serve_extra_names_the_install() -> None:
         "except ImportError as exc:\n"
         "    print(type(exc).__name__, exc)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
-    )
+    out = run_python(code)
     assert "MissingDependencyError" in out.stdout
     assert "pip install 'truthlens-integrations[serve]'" in out.stdout
 
