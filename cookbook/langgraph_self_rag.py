@@ -104,18 +104,30 @@ def build(real: bool) -> Any:
         print(f"  guard: spans {spans} -> route {state['truthlens_route']}")
         return {}
 
-    graph = StateGraph(RagState)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("generate", generate)
+    nodes = {"retrieve": retrieve, "generate": generate, "show": show, "rewrite": rewrite}
+    return self_rag_graph(RagState, guard, nodes)
+
+
+def self_rag_graph(state: type, guard: TruthLensGraphGuard, nodes: dict[str, Any]) -> Any:
+    """Wire the self-RAG loop: retrieve -> generate -> guard -> (a look) -> route.
+
+    Args:
+        state: The graph's state type (a :class:`TruthLensGraphState`).
+        guard: Its ``node`` judges the answer and its ``route`` picks the next step.
+        nodes: ``retrieve``, ``generate`` and ``rewrite``, and one more node run after
+            the guard (here ``show``, which prints the verdict).
+    """
+    look = next(name for name in nodes if name not in ("retrieve", "generate", "rewrite"))
+    graph = StateGraph(state)
+    for name, node in nodes.items():
+        graph.add_node(name, node)
     graph.add_node("guard", guard.node)
-    graph.add_node("show", show)
-    graph.add_node("rewrite", rewrite)
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "generate")
     graph.add_edge("generate", "guard")
-    graph.add_edge("guard", "show")
+    graph.add_edge("guard", look)
     graph.add_conditional_edges(
-        "show",
+        look,
         guard.route,
         {"supported": END, "neutral": "rewrite", "contradiction": "generate", "exhausted": END},
     )

@@ -57,9 +57,17 @@ def run_here(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
 
 
 def load_example(name: str) -> ModuleType:
-    """Import ``cookbook/<name>`` as a module (its ``main`` is not run)."""
+    """Import ``cookbook/<name>`` as a module (its ``main`` is not run).
+
+    The cookbook folder is on ``sys.path`` while it loads, as when the example runs,
+    so that it finds its set-up modules (``_langchain_setup``, ...).
+    """
     spec = importlib.util.spec_from_file_location(f"cookbook_{Path(name).stem}", COOKBOOK / name)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(COOKBOOK))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(COOKBOOK))
     return module

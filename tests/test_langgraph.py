@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
-from tests._scripts import run_here
+from tests._scripts import load_example, run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.langchain_adapter import (
@@ -28,6 +28,8 @@ from truthlens_integrations.langchain_adapter import (
 
 DESCRIPTION = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris."
 FROM_MEMORY = "The Eiffel Tower was built from 1887 to 1889."
+# The graph is wired as in the cookbook example, with a node that records each route.
+SELF_RAG = load_example("langgraph_self_rag.py")
 
 
 class RagState(TruthLensGraphState, total=False):
@@ -64,23 +66,8 @@ def build(guard: TruthLensGraphGuard, *, first: str, stubborn: bool = False) -> 
     def record(state: RagState) -> dict[str, Any]:
         return {"routes": [*state.get("routes", []), state["truthlens_route"]]}
 
-    graph = StateGraph(RagState)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("generate", generate)
-    graph.add_node("guard", guard.node)
-    graph.add_node("record", record)
-    graph.add_node("rewrite", rewrite)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "generate")
-    graph.add_edge("generate", "guard")
-    graph.add_edge("guard", "record")
-    graph.add_conditional_edges(
-        "record",
-        guard.route,
-        {"supported": END, "neutral": "rewrite", "contradiction": "generate", "exhausted": END},
-    )
-    graph.add_edge("rewrite", "retrieve")
-    return graph.compile()
+    nodes = {"retrieve": retrieve, "generate": generate, "record": record, "rewrite": rewrite}
+    return SELF_RAG.self_rag_graph(RagState, guard, nodes)
 
 
 def test_contradiction_regenerates_with_the_spans_named(base: TruthLens) -> None:
