@@ -68,62 +68,24 @@ class RunRecorder(BaseCallbackHandler):
     ) -> None:
         self._add("chain", kwargs.get("name"), run_id, parent_run_id, tags=tags or [])
 
+    def _start(self, kind: str, serialized: Any, run_id: UUID, kwargs: dict[str, Any]) -> None:
+        parent, tags = kwargs.get("parent_run_id"), kwargs.get("tags")
+        self._add(kind, kwargs.get("name"), run_id, parent, tags=tags or [], serialized=serialized)
+
     def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        **kwargs: Any,
+        self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._add(
-            "chat_model",
-            kwargs.get("name"),
-            run_id,
-            parent_run_id,
-            tags=tags or [],
-            serialized=serialized,
-        )
+        self._start("chat_model", serialized, run_id, kwargs)
 
     def on_retriever_start(
-        self,
-        serialized: Any,
-        query: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        **kwargs: Any,
+        self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._add(
-            "retriever",
-            kwargs.get("name"),
-            run_id,
-            parent_run_id,
-            tags=tags or [],
-            serialized=serialized,
-        )
+        self._start("retriever", serialized, run_id, kwargs)
 
     def on_tool_start(
-        self,
-        serialized: Any,
-        input_str: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        **kwargs: Any,
+        self, serialized: Any, input_str: str, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._add(
-            "tool",
-            kwargs.get("name"),
-            run_id,
-            parent_run_id,
-            tags=tags or [],
-            serialized=serialized,
-        )
+        self._start("tool", serialized, run_id, kwargs)
 
     def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self.lock:
