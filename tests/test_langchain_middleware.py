@@ -195,22 +195,20 @@ def test_an_answer_without_a_tool_call_is_unverified_not_clean(base: TruthLens) 
     assert payload["metadata"]["x-vsr-unverified-factual-response"] == "true"
 
 
-async def test_async_run_blocks(base: TruthLens) -> None:
-    engine = engine_for(base, hallucination_action="block")
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        pytest.param({"hallucination_action": "block"}, DEFAULT_BLOCKED_MESSAGE, id="blocks"),
+        pytest.param({"default_mode": "standard"}, RIGHT, id="standard-refines"),
+    ],
+)
+async def test_async_run(base: TruthLens, policy: dict[str, Any], expected: str) -> None:
+    engine = engine_for(base, **policy)
     agent = create_agent(
         scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
     )
     out = await agent.ainvoke({"messages": [HumanMessage(QUESTION)]})
-    assert out["messages"][-1].content == DEFAULT_BLOCKED_MESSAGE
-
-
-async def test_async_standard_mode_refines(base: TruthLens) -> None:
-    engine = engine_for(base, default_mode="standard")
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
-    out = await agent.ainvoke({"messages": [HumanMessage(QUESTION)]})
-    assert out["messages"][-1].content == RIGHT
+    assert out["messages"][-1].content == expected
 
 
 async def test_concurrent_runs_on_one_agent_keep_their_own_verdicts(base: TruthLens) -> None:

@@ -19,7 +19,12 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableLambda,
+    RunnablePassthrough,
+)
 from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -84,6 +89,16 @@ def fake_model(*answers: str | AIMessage) -> GenericFakeChatModel:
 
 def format_docs(docs: list[Document]) -> str:
     return "\n\n".join(d.page_content for d in docs)
+
+
+def rag_chain(retriever: Any, *answers: str) -> Runnable[Any, str]:
+    """retrieve -> prompt -> a fake chat model saying ``answers`` in turn -> text."""
+    return (
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | PROMPT
+        | fake_model(*answers)
+        | StrOutputParser()
+    )
 
 
 # -- input parsing ------------------------------------------------------------------
@@ -288,12 +303,7 @@ def test_rag_chain_pipe_form(engine: TruthLens, retriever: Any) -> None:
 def test_rag_chain_wrapper_form_captures_retrieved_documents(
     engine: TruthLens, retriever: Any
 ) -> None:
-    chain = (
-        {"context": retriever | format_docs, "question": RunnablePassthrough()}
-        | PROMPT
-        | fake_model(EIFFEL_ANSWER)
-        | StrOutputParser()
-    )
+    chain = rag_chain(retriever, EIFFEL_ANSWER)
     out = guard_chain(chain, engine=engine).invoke(EIFFEL_QUESTION)
     assert isinstance(out, GuardedText) and out.verdict is not None
     assert spans_of(out.verdict) == ["1950", "500 meters"] and not out.verdict.unverified
@@ -429,12 +439,7 @@ async def test_abatch(engine: TruthLens) -> None:
 
 
 def test_wrapper_batch(engine: TruthLens, retriever: Any) -> None:
-    chain = (
-        {"context": retriever | format_docs, "question": RunnablePassthrough()}
-        | PROMPT
-        | fake_model(EIFFEL_ANSWER, CLEAN_ANSWER)
-        | StrOutputParser()
-    )
+    chain = rag_chain(retriever, EIFFEL_ANSWER, CLEAN_ANSWER)
     out = guard_chain(chain, engine=engine).batch(
         [EIFFEL_QUESTION, EIFFEL_QUESTION], {"max_concurrency": 1}
     )
@@ -514,12 +519,7 @@ async def test_astream_both_modes(engine: TruthLens, retriever: Any) -> None:
 
 
 def test_wrapper_stream_passthrough(engine: TruthLens, retriever: Any) -> None:
-    chain = (
-        {"context": retriever | format_docs, "question": RunnablePassthrough()}
-        | PROMPT
-        | fake_model(EIFFEL_ANSWER)
-        | StrOutputParser()
-    )
+    chain = rag_chain(retriever, EIFFEL_ANSWER)
     chunks = list(
         guard_chain(chain, engine=engine, stream_mode="passthrough").stream(EIFFEL_QUESTION)
     )
@@ -585,12 +585,7 @@ async def test_custom_event_in_astream_events(engine: TruthLens, retriever: Any)
 
 
 def test_config_tags_and_callbacks_reach_inner_runs(engine: TruthLens, retriever: Any) -> None:
-    chain = (
-        {"context": retriever | format_docs, "question": RunnablePassthrough()}
-        | PROMPT
-        | fake_model(EIFFEL_ANSWER)
-        | StrOutputParser()
-    )
+    chain = rag_chain(retriever, EIFFEL_ANSWER)
     recorder = RunRecorder()
     runnable = guard_chain(chain, engine=engine)
     runnable.invoke(EIFFEL_QUESTION, {"callbacks": [recorder], "tags": ["t-1"]})
