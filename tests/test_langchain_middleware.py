@@ -20,6 +20,7 @@ from tests._agents_support import (
     QUESTION,
     RIGHT,
     WRONG,
+    Script,
     eiffel_script,
     engine_for,
     landmark_record,
@@ -37,6 +38,17 @@ from truthlens_integrations.langchain_adapter import (
     FEEDBACK_NAME,
     TruthLensMiddleware,
 )
+
+
+def guarded(engine: TruthLens, script: Script | None = None) -> Any:
+    """An agent on the scripted model (the Eiffel script by default), guarded by ``engine``."""
+    model = scripted(script or eiffel_script())
+    return create_agent(model, [landmark_record], middleware=[TruthLensMiddleware(engine)])
+
+
+def stream_messages(agent: Any) -> list[tuple[BaseMessage, dict[str, Any]]]:
+    """The agent's ``stream_mode="messages"`` stream for ``QUESTION``."""
+    return list(agent.stream({"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"))
 
 
 def run(agent: Any, question: str = QUESTION) -> list[BaseMessage]:
@@ -90,9 +102,7 @@ def test_a_correct_answer_is_not_blocked(base: TruthLens) -> None:
 
 def test_body_adds_the_warning(base: TruthLens) -> None:
     engine = engine_for(base, hallucination_action="body")
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
+    agent = guarded(engine)
     final = run(agent)[-1]
     text = str(final.content)
     assert text.startswith(WRONG)
@@ -102,9 +112,7 @@ def test_body_adds_the_warning(base: TruthLens) -> None:
 
 def test_block_replaces_the_answer(base: TruthLens) -> None:
     engine = engine_for(base, hallucination_action="block")
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
+    agent = guarded(engine)
     messages = run(agent)
     payload = verdict_of(messages[-1])
     assert messages[-1].content == DEFAULT_BLOCKED_MESSAGE
@@ -204,9 +212,7 @@ def test_an_answer_without_a_tool_call_is_unverified_not_clean(base: TruthLens) 
 )
 async def test_async_run(base: TruthLens, policy: dict[str, Any], expected: str) -> None:
     engine = engine_for(base, **policy)
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
+    agent = guarded(engine)
     out = await agent.ainvoke({"messages": [HumanMessage(QUESTION)]})
     assert out["messages"][-1].content == expected
 
@@ -220,9 +226,7 @@ async def test_concurrent_runs_on_one_agent_keep_their_own_verdicts(base: TruthL
         return AIMessage(RIGHT if "(ok)" in question else WRONG)
 
     engine = engine_for(base, hallucination_action="block")
-    agent = create_agent(
-        scripted(respond), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
+    agent = guarded(engine, respond)
     questions = [f"{QUESTION} {tag}" for tag in ("(ok)", "(bad)", "(ok)", "(bad)")]
     outs = await asyncio.gather(
         *(agent.ainvoke({"messages": [HumanMessage(q)]}) for q in questions)
@@ -239,24 +243,15 @@ async def test_concurrent_runs_on_one_agent_keep_their_own_verdicts(base: TruthL
 
 def test_stream_messages_under_block_never_shows_the_unchecked_answer(base: TruthLens) -> None:
     engine = engine_for(base, hallucination_action="block")
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
-    shown = [
-        str(message.content)
-        for message, _ in agent.stream(
-            {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
-        )
-    ]
+    agent = guarded(engine)
+    shown = [str(message.content) for message, _ in stream_messages(agent)]
     assert DEFAULT_BLOCKED_MESSAGE in shown
     assert not any("1950" in text or "500 meters" in text for text in shown)
 
 
 async def test_astream_events_under_block_has_no_unchecked_tokens(base: TruthLens) -> None:
     engine = engine_for(base, hallucination_action="block")
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
+    agent = guarded(engine)
     tokens: list[str] = []
     custom: list[dict[str, Any]] = []
     async for event in agent.astream_events({"messages": [HumanMessage(QUESTION)]}, version="v2"):
@@ -280,29 +275,18 @@ def test_a_model_calling_another_model_does_not_leak_under_block(base: TruthLens
         return AIMessage(str("".join(str(c.content) for c in inner.stream(messages))))
 
     engine = engine_for(base, hallucination_action="block")
-    agent = create_agent(
-        scripted(respond), [landmark_record], middleware=[TruthLensMiddleware(engine)]
-    )
-    shown = [
-        str(message.content)
-        for message, _ in agent.stream(
-            {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
-        )
-    ]
+    agent = guarded(engine, respond)
+    shown = [str(message.content) for message, _ in stream_messages(agent)]
     assert inner.calls == 1
     assert DEFAULT_BLOCKED_MESSAGE in shown
     assert not any("1950" in text for text in shown)
 
 
 def test_header_policy_streams_tokens_as_they_come(base: TruthLens) -> None:
-    agent = create_agent(
-        scripted(eiffel_script()), [landmark_record], middleware=[TruthLensMiddleware(base)]
-    )
+    agent = guarded(base)
     chunks = [
         str(message.content)
-        for message, meta in agent.stream(
-            {"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"
-        )
+        for message, meta in stream_messages(agent)
         if meta.get("langgraph_node") == "model" and message.content
     ]
     assert len(chunks) > 3  # word by word: nothing is held back under header
