@@ -39,8 +39,8 @@ __all__ = [
     "Branch",
     "Shared",
     "bundled_detector_path",
-    "classify",
     "encoder_fingerprint",
+    "head_probabilities",
     "load_branch",
     "load_shared",
 ]
@@ -213,7 +213,7 @@ def _head_logits(heads: dict[str, Any], name: str, states: torch.Tensor, mask: t
     return hidden @ h[f"{name}.out.weight"].T + h[f"{name}.out.bias"]
 
 
-def classify(
+def head_probabilities(
     shared: Shared,
     head: str,
     texts: Sequence[tuple[str, str | None]],

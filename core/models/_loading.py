@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "HFSequenceClassifier",
     "LoadedModel",
     "Task",
     "clear_model_cache",
@@ -485,3 +486,60 @@ def sequence_probabilities(
         for i, row in zip(idx, probs, strict=True):
             rows[i] = row
     return rows
+
+
+class HFSequenceClassifier:
+    """A Hugging Face sequence classifier, loaded through the shared cache.
+
+    The base of the NLI explainer and the prompt classifier backends: they differ only
+    in how they read the model's labels.
+
+    Args:
+        model: A local model folder or a hub id (needs the hub or its local cache).
+        device: Where to run; ``None`` picks automatically.
+        dtype: Precision; ``None``/``"auto"`` picks bf16/fp16 on GPUs and fp32 on the CPU.
+        batch_size: Inputs per forward pass (sorted by length first); ``None`` is the
+            class's ``default_batch_size``.
+        max_length: Token limit per input; longer inputs are cut.
+        local_files_only: Only use the local Hugging Face cache for hub ids.
+
+    Raises:
+        ModelNotAvailableError: If the model cannot be found or downloaded.
+        ModelLoadError: If it is not a sequence classifier, or its labels do not fit
+            (see :meth:`_read_labels`).
+    """
+
+    default_batch_size = 16
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        batch_size: int | None = None,
+        max_length: int = 256,
+        local_files_only: bool | None = None,
+    ) -> None:
+        self._loaded = load_sequence_classifier(
+            model, device=device, dtype=dtype, local_files_only=local_files_only
+        )
+        self.device = self._loaded.device
+        self.model_id = os.fspath(model)
+        self.batch_size = batch_size or self.default_batch_size
+        self.max_length = max_length
+        self._read_labels(dict(self._loaded.model.config.id2label))
+
+    def _read_labels(self, id2label: dict[int, str]) -> None:
+        """Check and keep what the model's class names mean (raises ModelLoadError)."""
+
+    def _probabilities(
+        self, texts: Sequence[tuple[str, str | None]], truncation: bool | str = True
+    ) -> list[list[float]]:
+        return sequence_probabilities(
+            self._loaded,
+            texts,
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            truncation=truncation,
+        )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._errors import InvalidInputError
-from .._bundled import classify, load_shared
+from .._bundled import head_probabilities, load_shared
 
 if TYPE_CHECKING:
     import torch
@@ -81,7 +81,7 @@ class BundledPromptClassifier:
                 raise InvalidInputError(f"prompts[{i}] must be a non-empty string")
         if not prompts:
             return []
-        rows = classify(
+        rows = head_probabilities(
             self._shared,
             "prompt",
             [(p, None) for p in prompts],
@@ -100,20 +100,14 @@ class BundledPromptClassifier:
         return out
 
 
-class BundledFactCheckAdapter:
-    """Puts the bundled prompt classifier behind :class:`FactCheckClassifier`.
+class BundledFactCheckAdapter(BundledPromptClassifier):
+    """The bundled prompt classifier behind :class:`FactCheckClassifier`.
 
-    Args:
-        **options: Passed to :class:`BundledPromptClassifier`.
-
-    Raises:
-        ModelNotAvailableError: If the bundled weights are not installed.
+    Takes the same arguments as :class:`BundledPromptClassifier`.
     """
 
-    def __init__(self, **options: Any) -> None:
-        self.model_id = "truthlens-bundled-classifier"
-        self._model = BundledPromptClassifier(**options)
+    model_id = "truthlens-bundled-classifier"
 
     def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
         """Classify each prompt with the bundled model."""
-        return [(p.needs_fact_check, p.confidence) for p in self._model.predict(prompts)]
+        return [(p.needs_fact_check, p.confidence) for p in self.predict(prompts)]

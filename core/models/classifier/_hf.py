@@ -6,16 +6,11 @@ HaluGate Sentinel checkpoint: "does this prompt ask for facts that must be check
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from ..._errors import InvalidInputError, ModelLoadError
-from .._loading import load_sequence_classifier, sequence_probabilities
-
-if TYPE_CHECKING:
-    import torch
+from .._loading import HFSequenceClassifier
 
 __all__ = ["TransformersFactCheckClassifier", "positive_class"]
 
@@ -58,7 +53,7 @@ def positive_class(id2label: Mapping[int, str]) -> int:
     return positive[0]
 
 
-class TransformersFactCheckClassifier:
+class TransformersFactCheckClassifier(HFSequenceClassifier):
     """Runs a Hugging Face two-class prompt classifier behind ``FactCheckClassifier``.
 
     Args:
@@ -67,7 +62,6 @@ class TransformersFactCheckClassifier:
         dtype: Precision; ``None``/``"auto"`` picks bf16/fp16 on GPUs and fp32 on the CPU.
         batch_size: Prompts per forward pass (prompts are sorted by length first).
         max_length: Token limit per prompt; longer prompts are cut.
-
         local_files_only: Only use the local Hugging Face cache for hub ids.
 
     Raises:
@@ -75,24 +69,11 @@ class TransformersFactCheckClassifier:
         ModelLoadError: If it is not a two-class sequence classifier.
     """
 
-    def __init__(
-        self,
-        model: str | os.PathLike[str],
-        *,
-        device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
-        batch_size: int = 32,
-        max_length: int = 256,
-        local_files_only: bool | None = None,
-    ) -> None:
-        self._loaded = load_sequence_classifier(
-            model, device=device, dtype=dtype, local_files_only=local_files_only
-        )
-        self.positive = positive_class(self._loaded.model.config.id2label)
-        self.device = self._loaded.device
-        self.model_id = os.fspath(model)
-        self.batch_size = batch_size
-        self.max_length = max_length
+    default_batch_size = 32
+    positive: int
+
+    def _read_labels(self, id2label: dict[int, str]) -> None:
+        self.positive = positive_class(id2label)
 
     def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
         """``(needs_fact_check, confidence of that decision)`` per prompt, in order.
@@ -103,12 +84,7 @@ class TransformersFactCheckClassifier:
         for i, prompt in enumerate(prompts):
             if not isinstance(prompt, str) or not prompt.strip():
                 raise InvalidInputError(f"prompts[{i}] must be a non-empty string")
-        rows = sequence_probabilities(
-            self._loaded,
-            [(prompt, None) for prompt in prompts],
-            batch_size=self.batch_size,
-            max_length=self.max_length,
-        )
+        rows = self._probabilities([(prompt, None) for prompt in prompts])
         out: list[tuple[bool, float]] = []
         for row in rows:
             yes = row[self.positive]

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..._errors import InvalidInputError, ModelLoadError, ModelNotAvailableError
 from ..._types import NLILabel
-from .._bundled import BRANCH_FILE, BUNDLED_DIR, Branch, classify, load_branch, load_shared
+from .._bundled import (
+    BRANCH_FILE,
+    BUNDLED_DIR,
+    Branch,
+    head_probabilities,
+    load_branch,
+    load_shared,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -111,7 +118,7 @@ class BundledNLI:
             checked.append((pair[0], pair[1]))
         if not checked:
             return []
-        rows = classify(
+        rows = head_probabilities(
             self._shared,
             "nli",
             checked,
@@ -132,20 +139,14 @@ class BundledNLI:
         return out
 
 
-class BundledNLIAdapter:
-    """Puts the bundled NLI model behind :class:`NLIExplainer`.
+class BundledNLIAdapter(BundledNLI):
+    """The bundled NLI model behind :class:`NLIExplainer` (``explain`` over ``predict``).
 
-    Args:
-        **options: Passed to :class:`BundledNLI` (``path``, ``device``, ``batch_size``, ...).
-
-    Raises:
-        ModelNotAvailableError: If the bundled weights are not installed.
+    Takes the same arguments as :class:`BundledNLI`.
     """
 
-    def __init__(self, **options: Any) -> None:
-        self.model_id = "truthlens-bundled-nli"
-        self._model = BundledNLI(**options)
+    model_id = "truthlens-bundled-nli"
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]]:
         """Label each pair with the bundled model."""
-        return [(p.label, p.confidence) for p in self._model.predict(pairs)]
+        return [(p.label, p.confidence) for p in self.predict(pairs)]

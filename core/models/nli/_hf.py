@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from ..._errors import InvalidInputError, ModelLoadError
 from ..._types import NLILabel
-from .._loading import load_sequence_classifier, sequence_probabilities
-
-if TYPE_CHECKING:
-    import torch
+from .._loading import HFSequenceClassifier
 
 __all__ = ["TransformersNLIExplainer", "map_nli_labels"]
 
@@ -55,7 +50,7 @@ def map_nli_labels(id2label: Mapping[int, str]) -> dict[int, NLILabel]:
     return mapping
 
 
-class TransformersNLIExplainer:
+class TransformersNLIExplainer(HFSequenceClassifier):
     """Runs a Hugging Face NLI model (e.g. ``tasksource/ModernBERT-base-nli``).
 
     Labels come from the model config's ``id2label``; the confidence of a label is the
@@ -74,24 +69,10 @@ class TransformersNLIExplainer:
         ModelLoadError: If it is not a sequence classifier with NLI labels.
     """
 
-    def __init__(
-        self,
-        model: str | os.PathLike[str],
-        *,
-        device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
-        batch_size: int = 16,
-        max_length: int = 256,
-        local_files_only: bool | None = None,
-    ) -> None:
-        self._loaded = load_sequence_classifier(
-            model, device=device, dtype=dtype, local_files_only=local_files_only
-        )
-        self.labels = map_nli_labels(self._loaded.model.config.id2label)
-        self.device = self._loaded.device
-        self.model_id = os.fspath(model)
-        self.batch_size = batch_size
-        self.max_length = max_length
+    labels: dict[int, NLILabel]
+
+    def _read_labels(self, id2label: dict[int, str]) -> None:
+        self.labels = map_nli_labels(id2label)
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]]:
         """Label each (premise, hypothesis) pair.
@@ -108,13 +89,7 @@ class TransformersNLIExplainer:
         for i, pair in enumerate(pairs):
             if len(pair) != 2 or not all(isinstance(x, str) and x.strip() for x in pair):
                 raise InvalidInputError(f"pairs[{i}] must be two non-empty strings")
-        rows = sequence_probabilities(
-            self._loaded,
-            [(premise, hypothesis) for premise, hypothesis in pairs],
-            batch_size=self.batch_size,
-            max_length=self.max_length,
-            truncation="only_first",
-        )
+        rows = self._probabilities([(p, h) for p, h in pairs], truncation="only_first")
         out: list[tuple[NLILabel, float]] = []
         for row in rows:
             totals: dict[NLILabel, float] = {}
