@@ -150,25 +150,25 @@ class ServiceClient:
             self._async[loop] = client
         return client
 
+    def _retry_settings(self) -> dict[str, Any]:
+        import tenacity
+
+        return {
+            "stop": tenacity.stop_after_attempt(self.retries + 1),
+            "wait": tenacity.wait_exponential(multiplier=0.1, max=2.0),
+            "retry": tenacity.retry_if_exception(self._is_transient),
+            "reraise": True,
+        }
+
     def _retrying(self) -> Any:
         import tenacity
 
-        return tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.retries + 1),
-            wait=tenacity.wait_exponential(multiplier=0.1, max=2.0),
-            retry=tenacity.retry_if_exception(self._is_transient),
-            reraise=True,
-        )
+        return tenacity.Retrying(**self._retry_settings())
 
     def _aretrying(self) -> Any:
         import tenacity
 
-        return tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self.retries + 1),
-            wait=tenacity.wait_exponential(multiplier=0.1, max=2.0),
-            retry=tenacity.retry_if_exception(self._is_transient),
-            reraise=True,
-        )
+        return tenacity.AsyncRetrying(**self._retry_settings())
 
     def _is_transient(self, exc: BaseException) -> bool:
         httpx = self._httpx
