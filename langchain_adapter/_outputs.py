@@ -7,8 +7,12 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessageChunk, BaseMessage
 
-from truthlens_integrations.core import BlockedResponseError
-from truthlens_integrations.core.engine import Verdict
+from truthlens_integrations.core.engine import (
+    DEFAULT_BLOCKED_MESSAGE,
+    Verdict,
+    shown_text,
+    verdict_payload,
+)
 
 from ._inputs import ParsedInput, message_text
 
@@ -24,11 +28,6 @@ __all__ = [
 
 #: Name of the custom event the runnable dispatches after each detection.
 TRUTHLENS_EVENT = "truthlens_detection"
-
-DEFAULT_BLOCKED_MESSAGE = (
-    "I can't give a verified answer to this: the response was withheld because it "
-    "could not be supported by the available sources."
-)
 
 BlockMode = Literal["raise", "message"]
 
@@ -49,26 +48,6 @@ class GuardedText(str):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (GuardedText, (str(self), self.verdict))
-
-
-def verdict_payload(verdict: Verdict) -> dict[str, Any]:
-    """The verdict as JSON-friendly data, for message metadata and events.
-
-    The raw detector result (per-token scores) is left out; everything else, the
-    ``x-*`` metadata and the original answer included, is kept.
-    """
-    return verdict.model_dump(mode="json", exclude={"detection"})
-
-
-def _shown_text(verdict: Verdict, on_block: BlockMode, blocked_message: str) -> str:
-    if verdict.blocked:
-        if on_block == "raise":
-            raise BlockedResponseError(
-                f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
-                verdict=verdict,
-            )
-        return blocked_message
-    return verdict.output if verdict.output is not None else verdict.original_answer
 
 
 def _with_verdict(message: BaseMessage, text: str, verdict: Verdict) -> BaseMessage:
@@ -109,7 +88,7 @@ def render(
     Raises:
         BlockedResponseError: If the answer was blocked and ``on_block="raise"``.
     """
-    text = _shown_text(verdict, on_block, blocked_message)
+    text = shown_text(verdict, raise_blocked=on_block == "raise", blocked_message=blocked_message)
     value = parsed.value
     if parsed.kind == "text":
         return GuardedText(text, verdict)

@@ -7,14 +7,16 @@ from typing import Any
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from truthlens_integrations.core import BlockedResponseError, HallucinationSpan
+from truthlens_integrations.core import HallucinationSpan
 from truthlens_integrations.core.engine import (
     TruthLens,
     Verdict,
     engine_from,
     reject_unknown,
     split_options,
+    verdict_of,
 )
+from truthlens_integrations.core.engine import verdict_payload as _verdict_payload
 from truthlens_integrations.core.policy import PolicySource
 
 __all__ = [
@@ -79,18 +81,7 @@ def describe_spans(spans: Sequence[HallucinationSpan]) -> str:
 def verdict_payload(verdict: Verdict) -> dict[str, Any]:
     """What goes into ``response.metadata["truthlens"]``.
 
-    The ``x-truthlens-*`` / ``x-vsr-*`` header values at the top level (so an HTTP
-    layer can copy them unchanged) and the whole verdict, JSON-ready, under
-    ``"verdict"`` (without the raw per-token detector output, which can be large).
+    The header values at the top level and the verdict under ``"verdict"`` (see
+    :func:`~truthlens_integrations.core.engine.verdict_payload`).
     """
-    return {
-        **verdict.metadata,
-        "verdict": verdict.model_dump(mode="json", exclude={"detection"}),
-    }
-
-
-def verdict_of(exc: BlockedResponseError) -> Verdict:
-    """The verdict a :class:`BlockedResponseError` carries (re-raised when it has none)."""
-    if not isinstance(exc.verdict, Verdict):
-        raise exc
-    return exc.verdict
+    return _verdict_payload(verdict, headers=True)

@@ -16,6 +16,13 @@ threshold and, when flagged, handled by ``hallucination_action``.
 from __future__ import annotations
 
 from ._alignment import align_quantities, extract_quantities
+from ._blocked import (
+    DEFAULT_BLOCKED_MESSAGE,
+    blocked_error,
+    shown_text,
+    verdict_of,
+    verdict_payload,
+)
 from ._engine import TruthLens
 from ._injection import ContextFlag, find_instructions
 from ._options import (
@@ -34,6 +41,7 @@ from ._verdict import REDACTED, SEVERITY, NotCheckedReason, Verdict
 
 __all__ = [
     "ADAPTER_TOOLS",
+    "DEFAULT_BLOCKED_MESSAGE",
     "ENGINE_OPTION_NAMES",
     "GUARD_TOOLS",
     "POLICY_KNOB_NAMES",
@@ -47,11 +55,15 @@ __all__ = [
     "Verdict",
     "align_quantities",
     "answer_sentence",
+    "blocked_error",
     "engine_from",
     "extract_quantities",
     "find_instructions",
     "reject_unknown",
     "select_premise",
+    "shown_text",
     "split_options",
     "split_sentences",
+    "verdict_of",
+    "verdict_payload",
 ]

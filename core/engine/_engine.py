@@ -10,11 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .._errors import (
-    BlockedResponseError,
-    InvalidArgumentError,
-    ModelLoadError,
-)
+from .._errors import InvalidArgumentError, ModelLoadError
 from .._metadata import build_metadata
 from .._types import (
     Decision,
@@ -41,6 +37,7 @@ from ..observability import Metrics, StageSpan, Tracer, log_event
 from ..policy import Action, Policy, PolicySource, Router, RouteResult
 from ..policy import load_policy as _load_policy
 from ._alignment import align_quantities
+from ._blocked import blocked_error
 from ._injection import ContextFlag, split_instructions
 from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
@@ -337,10 +334,7 @@ class TruthLens:
 
     def _raise_if_blocked(self, verdict: Verdict) -> Verdict:
         if verdict.blocked and self.raise_on_block:
-            raise BlockedResponseError(
-                f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
-                verdict=verdict,
-            )
+            raise blocked_error(verdict)
         return verdict
 
     def guard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
