@@ -18,9 +18,6 @@ from ._records import *  # noqa: F403
 from ._reports import *  # noqa: F403
 from ._runner import *  # noqa: F403
 
-__all__: list[str] = []
-__all__ += _metrics.__all__
-__all__ += _readers.__all__
-__all__ += _records.__all__
-__all__ += _reports.__all__
-__all__ += _runner.__all__
+__all__ = (
+    _metrics.__all__ + _readers.__all__ + _records.__all__ + _reports.__all__ + _runner.__all__
+)
