@@ -73,7 +73,7 @@ def scripted_reply(messages: Sequence[BaseMessage]) -> AIMessage:
 
 
 class PlannedToolModel(BaseChatModel):
-    """A tool-calling chat model for the examples.
+    """A tool-calling chat model for the examples (the agent tests use it too).
 
     ``reply(messages)`` decides each answer; ``bind_tools`` returns the model itself.
     Streams word by word, so streaming examples show tokens.
@@ -89,6 +89,11 @@ class PlannedToolModel(BaseChatModel):
         del tools, kwargs
         return self
 
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        """The next reply; the tests' model also records what it was shown here."""
+        answer: AIMessage = self.reply(messages)
+        return answer
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -97,7 +102,7 @@ class PlannedToolModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         del stop, run_manager, kwargs  # scripted: nothing to pass on
-        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
 
     def _stream(
         self,
@@ -107,13 +112,16 @@ class PlannedToolModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         del stop, kwargs  # scripted: nothing to pass on
-        reply = self.reply(messages)
+        reply = self._answer(messages)
         if reply.tool_calls:
             calls = [
                 {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
                 for i, c in enumerate(reply.tool_calls)
             ]
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=calls))
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=calls))
+            if run_manager:
+                run_manager.on_llm_new_token("", chunk=chunk)
+            yield chunk
             return
         words = str(reply.content).split(" ")
         for i, word in enumerate(words):

@@ -8,23 +8,23 @@ the real bundled models.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
-    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
+from tests._scripts import load_example
 from truthlens_integrations.core.engine import TruthLens
+
+# The tool-calling model is the cookbook agents' (one streaming implementation).
+_AGENTS = load_example("_agents_setup.py")
 
 EIFFEL_RECORD = (
     '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '
@@ -75,14 +75,13 @@ def eiffel_script(first: str = WRONG, fixed: str = RIGHT, *, call_tool: bool = T
     return respond
 
 
-class ScriptedToolModel(BaseChatModel):
-    """A chat model whose reply is ``script(messages)``; streams word by word.
+class ScriptedToolModel(_AGENTS.PlannedToolModel):  # type: ignore[name-defined]
+    """The cookbook's tool-calling model on a script; streams word by word.
 
     ``bind_tools`` returns the model itself (the script decides on tool calls);
     ``calls`` counts invocations, ``seen`` keeps every conversation it was shown.
     """
 
-    script: Any
     calls: int = 0
     seen: list[list[BaseMessage]] = Field(default_factory=list)
 
@@ -90,60 +89,13 @@ class ScriptedToolModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-tool-model"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
-        del tools, kwargs
-        return self
-
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         self.calls += 1
         self.seen.append(list(messages))
-        reply = self.script(list(messages))
+        reply = self.reply(list(messages))
         assert isinstance(reply, AIMessage)
         return reply
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        reply = self._reply(messages)
-        if reply.tool_calls:
-            chunk = AIMessageChunk(
-                content="",
-                tool_call_chunks=[
-                    {"name": c["name"], "args": _json(c["args"]), "id": c["id"], "index": i}
-                    for i, c in enumerate(reply.tool_calls)
-                ],
-            )
-            if run_manager:
-                run_manager.on_llm_new_token("", chunk=ChatGenerationChunk(message=chunk))
-            yield ChatGenerationChunk(message=chunk)
-            return
-        words = str(reply.content).split(" ")
-        for i, word in enumerate(words):
-            piece = word if i == len(words) - 1 else word + " "
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if run_manager:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
-            yield chunk
-
-
-def _json(value: object) -> str:
-    import json
-
-    return json.dumps(value)
-
 
 def scripted(script: Script) -> ScriptedToolModel:
-    return ScriptedToolModel(script=script)
+    return ScriptedToolModel(reply=script)
