@@ -15,13 +15,16 @@ from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
 from truthlens_integrations.core import HallucinationSpan
+from truthlens_integrations.core.engine import Verdict
 
 __all__ = [
     "TruthLensDetectionEndEvent",
     "TruthLensDetectionStartEvent",
     "TruthLensMitigationIterationEvent",
     "TruthLensNodeFilterEvent",
+    "dispatch_verdict",
     "dispatcher",
+    "event_payload",
 ]
 
 # llama_index.core.instrumentation re-exports get_dispatcher without __all__, which
@@ -132,3 +135,28 @@ class TruthLensNodeFilterEvent(BaseEvent):
 def event_payload(event: BaseEvent) -> dict[str, Any]:
     """The event as a plain dict, for the legacy callback manager's payloads."""
     return event.model_dump(mode="json", exclude={"timestamp", "id_", "span_id", "tags"})
+
+
+def _fields(source: object, event: type[BaseEvent]) -> dict[str, Any]:
+    """The attributes of ``source`` that ``event`` declares (the base event's own left out)."""
+    names = set(event.model_fields) - set(BaseEvent.model_fields)
+    return {name: getattr(source, name) for name in names}
+
+
+def dispatch_verdict(verdict: Verdict) -> TruthLensDetectionEndEvent:
+    """Dispatch one event per mitigation round after the first, then the decision.
+
+    Args:
+        verdict: The guard's verdict.
+
+    Returns:
+        The end event that was dispatched (for the legacy callback payload).
+    """
+    for step in verdict.history[1:]:
+        dispatcher.event(
+            TruthLensMitigationIterationEvent(**_fields(step, TruthLensMitigationIterationEvent))
+        )
+    fields = _fields(verdict, TruthLensDetectionEndEvent)
+    end = TruthLensDetectionEndEvent(**{**fields, "decision": verdict.decision.value})
+    dispatcher.event(end)
+    return end

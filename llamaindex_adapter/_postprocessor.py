@@ -177,7 +177,7 @@ class TruthLensNodePostprocessor(BaseNodePostprocessor):
     def _supports_nli(self, texts: list[str], claims: list[str]) -> list[bool]:
         explainer = self._engine.nli if self._engine is not None else None
         if explainer is None:
-            raise ValueError(
+            raise ConfigError(
                 "evidence_method='nli' needs an engine with an NLI explainer "
                 "(TruthLensNodePostprocessor(engine=...))"
             )

@@ -26,7 +26,7 @@ from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.prompt_type import PromptType
 
-from truthlens_integrations.core import HallucinationSpan
+from truthlens_integrations.core import ConfigError, HallucinationSpan
 from truthlens_integrations.core.llm import ChatMessage
 from truthlens_integrations.core.mitigation import (
     build_refine_messages,
@@ -81,11 +81,11 @@ def check_template(name: str, template: BasePromptTemplate, allowed: frozenset[s
     """Refuse a template that asks for variables the engine cannot fill.
 
     Raises:
-        ValueError: Naming the unknown variables and the allowed ones.
+        ConfigError: Naming the unknown variables and the allowed ones.
     """
     unknown = set(getattr(template, "template_vars", ())) - allowed
     if unknown:
-        raise ValueError(
+        raise ConfigError(
             f"{name} uses {sorted(unknown)}, which the engine does not fill; "
             f"available: {sorted(allowed)}"
         )

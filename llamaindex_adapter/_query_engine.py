@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from llama_index.core import llms as li_llms
@@ -36,9 +38,8 @@ from truthlens_integrations.core.policy import PolicySource
 from ._common import build_engine, node_texts, verdict_of, verdict_payload
 from ._evaluator import original_question
 from ._events import (
-    TruthLensDetectionEndEvent,
     TruthLensDetectionStartEvent,
-    TruthLensMitigationIterationEvent,
+    dispatch_verdict,
     dispatcher,
     event_payload,
 )
@@ -116,6 +117,24 @@ _OWN_ARGUMENTS = (
 )
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The keyword arguments the caller set (``None`` means "not given")."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _check_arguments(
+    query_engine: object, on_block: object, **typed: tuple[object, type | tuple[type, ...]]
+) -> None:
+    """Raise at the call for something that is not a query engine, a wrong type or ``on_block``."""
+    if not callable(getattr(query_engine, "query", None)):
+        raise InvalidArgumentError(
+            f"TruthLensQueryEngine wraps a query engine, got {type(query_engine).__name__}"
+        )
+    _check_types(**typed)
+    if on_block not in ("raise", "response"):
+        raise ConfigError(f"on_block must be 'raise' or 'response', got {on_block!r}")
+
+
 def _check_types(**values: tuple[object, type | tuple[type, ...]]) -> None:
     """Raise at the call for an argument of the wrong type (``retrieval_feedback="no"``)."""
     problems = [
@@ -154,6 +173,18 @@ def _as_retriever(retriever: object, mode: MetadataMode) -> Retriever | None:
         "TruthLensQueryEngine: retriever must be a LlamaIndex retriever or a core Retriever, "
         f"got {type(retriever).__name__}"
     )
+
+
+@dataclass
+class _Call:
+    """One guarded query: the inner response, the guard's arguments, then its verdict."""
+
+    inner: RESPONSE_TYPE
+    buffered: Response
+    nodes: list[NodeWithScore]
+    answerer: InnerEngineAnswerer | None
+    arguments: dict[str, Any]
+    verdict: Verdict | None = None
 
 
 class TruthLensQueryEngine(BaseQueryEngine):
@@ -246,11 +277,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
         callback_manager: CallbackManager | None = None,
         **options: Any,
     ) -> None:
-        if not callable(getattr(query_engine, "query", None)):
-            raise InvalidArgumentError(
-                f"TruthLensQueryEngine wraps a query engine, got {type(query_engine).__name__}"
-            )
-        _check_types(
+        _check_arguments(
+            query_engine,
+            on_block,
             retrieval_feedback=(retrieval_feedback, bool),
             evidence_filter=(evidence_filter, bool),
             node_postprocessor=(node_postprocessor, (TruthLensNodePostprocessor, type(None))),
@@ -259,16 +288,10 @@ class TruthLensQueryEngine(BaseQueryEngine):
             query_rewrite_prompt=(query_rewrite_prompt, (BasePromptTemplate, type(None))),
             context_metadata_mode=(context_metadata_mode, MetadataMode),
         )
-        if on_block not in ("raise", "response"):
-            raise ConfigError(f"on_block must be 'raise' or 'response', got {on_block!r}")
-        knobs = {"mode": mode, "threshold": threshold, "action": action}
         self._query_engine = query_engine
+        knobs = _given(mode=mode, threshold=threshold, action=action)
         self.engine = build_engine(
-            engine,
-            config,
-            {**options, **{k: v for k, v in knobs.items() if v is not None}},
-            where="TruthLensQueryEngine",
-            own=_OWN_ARGUMENTS,
+            engine, config, {**options, **knobs}, where="TruthLensQueryEngine", own=_OWN_ARGUMENTS
         )
         self._llm = as_core_llm(llm if llm is not None else _find_llm(query_engine))
         self._retriever = _as_retriever(retriever, context_metadata_mode)
@@ -284,14 +307,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         self._refine_prompt: BasePromptTemplate = DEFAULT_REFINE_PROMPT
         self._query_rewrite_prompt: BasePromptTemplate = DEFAULT_QUERY_REWRITE_PROMPT
         self._update_prompts(
-            {
-                k: v
-                for k, v in (
-                    ("refine_prompt", refine_prompt),
-                    ("query_rewrite_prompt", query_rewrite_prompt),
-                )
-                if v is not None
-            }
+            _given(refine_prompt=refine_prompt, query_rewrite_prompt=query_rewrite_prompt)
         )
         self.context_metadata_mode = context_metadata_mode
         super().__init__(callback_manager or getattr(query_engine, "callback_manager", None))
@@ -309,7 +325,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         """Replace the refine and/or query-rewrite prompt.
 
         Raises:
-            ValueError: If a template uses a variable the engine does not fill.
+            ConfigError: If a template uses a variable the engine does not fill.
         """
         if "refine_prompt" in prompts_dict:
             refine = prompts_dict["refine_prompt"]
@@ -333,7 +349,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         Here a key is split at its first ``:`` and the rest handed to the module.
 
         Raises:
-            ValueError: If a module is unknown or a template uses a variable the
+            ConfigError: If a module is unknown or a template uses a variable the
                 engine does not fill.
         """
         self._update_prompts({k: v for k, v in prompts_dict.items() if ":" not in k})
@@ -345,7 +361,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         modules = self._get_prompt_modules()
         for module, prompts in nested.items():
             if module not in modules:
-                raise ValueError(f"Module {module} not found.")
+                raise ConfigError(f"Module {module} not found.")
             modules[module].update_prompts(prompts)
 
     # -- query --------------------------------------------------------------------------
@@ -357,20 +373,10 @@ class TruthLensQueryEngine(BaseQueryEngine):
             raise InvalidInputError(
                 "the inner engine returned an async stream from a sync query; use aquery()"
             )
-        buffered = _buffer(inner)
-        question, context, answer, nodes = self._inputs(query_bundle, buffered)
-        answerer = self._answerer()
-        with self.callback_manager.event(
-            CBEventType.FUNCTION_CALL, payload=self._start(question, context, answer)
-        ) as event:
-            try:
-                verdict = self.engine.guard(
-                    context=context, question=question, answer=answer, **self._tools(answerer)
-                )
-            except BlockedResponseError as exc:
-                verdict = verdict_of(exc)
-            event.on_end(payload=self._end(verdict))
-        return self._respond(inner, buffered, verdict, self._final_nodes(nodes, answerer, verdict))
+        call = self._prepare(query_bundle, inner, _buffer(inner))
+        with self._traced(call):
+            call.verdict = self.engine.guard(**call.arguments)
+        return self._finish(call)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         """Async :meth:`_query`: awaits the inner engine, the guard and the LLM calls."""
@@ -379,19 +385,47 @@ class TruthLensQueryEngine(BaseQueryEngine):
             buffered = await inner.get_response()
         else:
             buffered = _buffer(inner)
+        call = self._prepare(query_bundle, inner, buffered)
+        with self._traced(call):
+            call.verdict = await self.engine.aguard(**call.arguments)
+        return self._finish(call)
+
+    def _prepare(
+        self, query_bundle: QueryBundle, inner: RESPONSE_TYPE, buffered: Response
+    ) -> _Call:
+        """Everything before the guard runs: its inputs, tools and the request's answerer."""
         question, context, answer, nodes = self._inputs(query_bundle, buffered)
         answerer = self._answerer()
-        with self.callback_manager.event(
-            CBEventType.FUNCTION_CALL, payload=self._start(question, context, answer)
-        ) as event:
+        arguments = {
+            "context": context,
+            "question": question,
+            "answer": answer,
+            **self._tools(answerer),
+        }
+        return _Call(
+            inner=inner, buffered=buffered, nodes=nodes, answerer=answerer, arguments=arguments
+        )
+
+    @contextmanager
+    def _traced(self, call: _Call) -> Iterator[None]:
+        """The guard's run as a legacy ``function_call`` event; a blocked answer is a verdict."""
+        arguments = call.arguments
+        start = self._start(arguments["question"], arguments["context"], arguments["answer"])
+        with self.callback_manager.event(CBEventType.FUNCTION_CALL, payload=start) as event:
             try:
-                verdict = await self.engine.aguard(
-                    context=context, question=question, answer=answer, **self._tools(answerer)
-                )
+                yield
             except BlockedResponseError as exc:
-                verdict = verdict_of(exc)
-            event.on_end(payload=self._end(verdict))
-        return self._respond(inner, buffered, verdict, self._final_nodes(nodes, answerer, verdict))
+                # An engine built with raise_on_block: the policy below decides (on_block).
+                call.verdict = verdict_of(exc)
+            assert call.verdict is not None  # set by the guard call or from the error
+            event.on_end(payload=self._end(call.verdict))
+
+    def _finish(self, call: _Call) -> RESPONSE_TYPE:
+        """Everything after the guard ran: the response to return, with its sources."""
+        verdict = call.verdict
+        assert verdict is not None  # _traced saw the guard through
+        nodes = self._final_nodes(call.nodes, call.answerer, verdict)
+        return self._respond(call.inner, call.buffered, verdict, nodes)
 
     # -- guard --------------------------------------------------------------------------
 
@@ -468,31 +502,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         }
 
     def _end(self, verdict: Verdict) -> dict[str, Any]:
-        for step in verdict.history[1:]:
-            dispatcher.event(
-                TruthLensMitigationIterationEvent(
-                    index=step.index,
-                    kind=step.kind,
-                    score=step.score,
-                    accepted=step.accepted,
-                    query=step.query,
-                    new_passages=step.new_passages,
-                    error=step.error,
-                )
-            )
-        end = TruthLensDetectionEndEvent(
-            decision=verdict.decision.value,
-            score=verdict.score,
-            spans=verdict.spans,
-            action=verdict.action,
-            blocked=verdict.blocked,
-            mode=verdict.mode,
-            iterations=verdict.iterations,
-            status=verdict.status,
-            metadata=verdict.metadata,
-        )
-        dispatcher.event(end)
-        return {EventPayload.FUNCTION_OUTPUT: event_payload(end)}
+        return {EventPayload.FUNCTION_OUTPUT: event_payload(dispatch_verdict(verdict))}
 
     # -- response -----------------------------------------------------------------------
 
