@@ -7,38 +7,29 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
-from .._errors import InvalidArgumentError, ModelLoadError
-from .._metadata import build_metadata
-from .._types import (
-    Decision,
-    DetectionInput,
-    DetectionResult,
-    DetectionStatus,
-    HallucinationSpan,
-    NLILabel,
-)
+from .._errors import InvalidArgumentError
+from .._types import DetectionInput, DetectionResult, NLILabel
 from ..llm import LLM
 from ..mitigation import (
     Assessment,
     GroundedAnswerer,
     MitigationOptions,
     MitigationRequest,
-    MitigationResult,
     Retriever,
     amitigate,
     mitigate,
     wants_mitigation,
 )
 from ..models import Detector, FactCheckClassifier, NLIExplainer
-from ..observability import Metrics, StageSpan, Tracer, log_event
-from ..policy import Action, Policy, PolicySource, Router, RouteResult
+from ..observability import Metrics, StageSpan, Tracer
+from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
-from ._alignment import align_quantities
 from ._blocked import blocked_error
-from ._injection import ContextFlag, split_instructions
+from ._conclude import build_verdict, deliver, log_verdict, observe
+from ._injection import split_instructions
 from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineOptions,
@@ -47,40 +38,22 @@ from ._options import (
     parse_engine_options,
     split_options,
 )
-from ._premise import answer_sentence, select_premise
-from ._verdict import SEVERITY, NotCheckedReason, Verdict, mitigation_fields, redact_verdict
+from ._stages import (
+    Item,
+    NLIStage,
+    classify,
+    detect,
+    explain,
+    model_name,
+    needs_detection,
+    route,
+    wants_nli,
+)
+from ._verdict import Verdict
 
 __all__ = ["TruthLens"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class _Item:
-    """Per-request working state; one per item of one call, never shared."""
-
-    data: DetectionInput
-    fact_check: tuple[bool, float] = (True, 1.0)
-    route: RouteResult | None = None
-    factual: bool = True
-    detection: DetectionResult | None = None
-    kept: list[HallucinationSpan] = field(default_factory=list)
-    dropped: list[HallucinationSpan] = field(default_factory=list)
-    latency_ms: dict[str, float] = field(default_factory=dict)
-    mitigation: MitigationResult | None = None
-    instructions: list[ContextFlag] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, data: DetectionInput) -> _Item:
-        """An item whose evidence leaves out passages that carry instructions."""
-        evidence, flags = split_instructions(data.context)
-        if flags:
-            data = data.model_copy(update={"context": evidence})
-        return cls(data=data, instructions=flags)
-
-    @property
-    def question(self) -> str:
-        return self.data.question or ""
 
 
 @dataclass(frozen=True)
@@ -102,7 +75,7 @@ class _Tools:
 class _Runtime:
     """The engine's detector and NLI model, as the mitigation loops see them."""
 
-    def __init__(self, engine: TruthLens, item: _Item) -> None:
+    def __init__(self, engine: TruthLens, item: Item) -> None:
         self._engine = engine
         self._item = item
 
@@ -117,22 +90,9 @@ class _Runtime:
             return []
         labels = explainer.explain(list(pairs))
         self._engine.metrics.record_model_use(
-            model=_model_name(explainer, "nli"), role="nli", count=len(pairs)
+            model=model_name(explainer, "nli"), role="nli", count=len(pairs)
         )
         return [(label, float(conf)) for label, conf in labels]
-
-
-def _model_name(obj: object, fallback: str) -> str:
-    name = getattr(obj, "model_id", None)
-    return name if isinstance(name, str) and name else fallback
-
-
-def _with_warning(answer: str, warning: str) -> str:
-    """The answer followed by the warning, added once even if guarded twice."""
-    note = warning.strip()
-    if answer.rstrip().endswith(note):
-        return answer
-    return f"{answer.rstrip()}\n\n{note}"
 
 
 class TruthLens:
@@ -394,7 +354,7 @@ class TruthLens:
 
     def _run(self, inputs: list[DetectionInput], tools: _Tools | None = None) -> list[Verdict]:
         started = time.perf_counter()
-        items = [_Item.of(x) for x in inputs]
+        items = [Item.of(x) for x in inputs]
         with self.tracer.stage("guard", batch_size=len(items)) as root:
             self._analyse(items)
             request = self._mitigation_request(items[0], tools, started)
@@ -404,12 +364,12 @@ class TruthLens:
                 items[0].latency_ms["mitigation"] = stage.elapsed_ms
             verdicts = self._conclude(items, started, root)
         for verdict in verdicts:
-            self._observe(verdict)
+            observe(verdict, self.metrics)
         return verdicts
 
     async def _arun(self, data: DetectionInput, tools: _Tools) -> Verdict:
         started = time.perf_counter()
-        item = _Item.of(data)
+        item = Item.of(data)
         with self.tracer.stage("guard", batch_size=1) as root:
             await asyncio.to_thread(self._analyse, [item])
             request = self._mitigation_request(item, tools, started)
@@ -418,11 +378,11 @@ class TruthLens:
                     item.mitigation = await amitigate(request, _Runtime(self, item))
                 item.latency_ms["mitigation"] = stage.elapsed_ms
             verdict = self._conclude([item], started, root)[0]
-        self._observe(verdict)
+        observe(verdict, self.metrics)
         return verdict
 
     def _mitigation_request(
-        self, it: _Item, tools: _Tools | None, started: float
+        self, it: Item, tools: _Tools | None, started: float
     ) -> MitigationRequest | None:
         if tools is None or it.route is None or it.detection is None:
             return None
@@ -442,12 +402,12 @@ class TruthLens:
         )
         return request if wants_mitigation(request) else None
 
-    def _assessment(self, it: _Item, result: DetectionResult) -> Assessment:
+    def _assessment(self, it: Item, result: DetectionResult) -> Assessment:
         assert it.route is not None
         flagged = bool(it.kept and result.score >= it.route.settings.threshold)
         return Assessment(answer=result.answer, score=result.score, spans=it.kept, flagged=flagged)
 
-    def _assess(self, it: _Item, context: Sequence[str], answer: str) -> Assessment:
+    def _assess(self, it: Item, context: Sequence[str], answer: str) -> Assessment:
         """Detect and NLI-filter a candidate answer with ``it``'s route (for the loops).
 
         Passages carrying instructions never count as evidence, also when a retrieval
@@ -455,279 +415,43 @@ class TruthLens:
         """
         evidence, _ = split_instructions(context)
         data = DetectionInput.create(context=evidence, question=it.data.question, answer=answer)
-        probe = _Item(data=data, fact_check=it.fact_check, route=it.route, factual=it.factual)
-        self._detect([probe])
-        self._explain([probe])
+        probe = Item(data=data, fact_check=it.fact_check, route=it.route, factual=it.factual)
+        self._check([probe])
         assert probe.detection is not None
         return self._assessment(probe, probe.detection)
 
-    def _analyse(self, items: list[_Item]) -> None:
+    def _analyse(self, items: list[Item]) -> None:
         """Classify, route, detect and NLI-explain, filling in each item's state."""
-        self._classify(items)
-        self._route(items)
-        # With grounding given, the answer is checked whatever the prompt classifier
-        # thinks, unless the policy says to skip non-factual prompts.
-        to_detect = [
-            it
-            for it in items
-            if it.route is not None
-            and it.route.settings.enabled
-            and it.data.grounded
-            and (it.factual or not it.route.settings.skip_non_factual_grounded)
-        ]
-        self._detect(to_detect)
-        self._explain(to_detect)
+        classify(items, lambda: self.fact_checker, tracer=self.tracer, metrics=self.metrics)
+        route(
+            items, self.router, tracer=self.tracer, fact_check_threshold=self.fact_check_threshold
+        )
+        self._check([it for it in items if needs_detection(it)])
 
-    def _conclude(self, items: list[_Item], started: float, root: StageSpan) -> list[Verdict]:
+    def _check(self, items: list[Item]) -> None:
+        """Detect, then NLI-explain the spans of routes that ask for it."""
+        detect(items, lambda: self.detector, tracer=self.tracer, metrics=self.metrics)
+        wanted = [it for it in items if wants_nli(it)]
+        explainer = self.nli if wanted else None
+        if explainer is not None:
+            nli = NLIStage(explainer, threshold=self.nli_threshold, align=self.align_quantities)
+            explain(wanted, nli, tracer=self.tracer, metrics=self.metrics)
+
+    def _conclude(self, items: list[Item], started: float, root: StageSpan) -> list[Verdict]:
         with self.tracer.stage("action") as stage:
             total_ms = (time.perf_counter() - started) * 1000.0 / len(items)
-            verdicts = [self._verdict(it, total_ms, stage) for it in items]
+            verdicts = [self._finish(it, total_ms, stage) for it in items]
         root.set_attribute("truthlens.mitigated", sum(not v.passed for v in verdicts))
         return verdicts
 
-    def _classify(self, items: list[_Item]) -> None:
-        asked = [it for it in items if it.data.question is not None]
-        if not asked:
-            return
-        with self.tracer.stage("classifier", prompts=len(asked)) as stage:
-            checker = self.fact_checker
-            results = checker.classify([it.question for it in asked])
-        if len(results) != len(asked):
-            raise ModelLoadError(
-                f"the prompt classifier returned {len(results)} results for {len(asked)} prompts"
-            )
-        share = stage.elapsed_ms / len(asked)
-        self.metrics.record_model_use(
-            model=_model_name(checker, "classifier"), role="classifier", count=len(asked)
-        )
-        for it, (needs, confidence) in zip(asked, results, strict=True):
-            it.fact_check = (bool(needs), float(confidence))
-            it.latency_ms["classifier"] = share
-
-    def _route(self, items: list[_Item]) -> None:
-        with self.tracer.stage("routing") as stage:
-            for it in items:
-                it.route = self.router.route(it.question, fact_check=it.fact_check)
-                needs, confidence = it.fact_check
-                it.factual = needs and confidence >= self.fact_check_threshold
-        share = stage.elapsed_ms / len(items)
-        for it in items:
-            it.latency_ms["routing"] = share
-
-    def _detect(self, items: list[_Item]) -> None:
-        if not items:
-            return
-        with self.tracer.stage("detector", inputs=len(items)) as stage:
-            detector = self.detector
-            results = detector.detect_batch([it.data for it in items])
-        self.metrics.record_model_use(model=detector.model_id, role="detector", count=len(items))
-        share = stage.elapsed_ms / len(items)
-        for it, result in zip(items, results, strict=True):
-            it.detection = result
-            it.kept = list(result.spans)
-            it.latency_ms["detector"] = share
-
-    def _explain(self, items: list[_Item]) -> None:
-        wanted = [
-            it for it in items if it.kept and it.route is not None and it.route.settings.use_nli
-        ]
-        if not wanted:
-            return
-        explainer = self.nli
-        if explainer is None:
-            return
-        pairs: list[tuple[str, str]] = []
-        owners: list[tuple[_Item, HallucinationSpan]] = []
-        with self.tracer.stage("context", spans=sum(len(it.kept) for it in wanted)) as ctx:
-            for it in wanted:
-                for span in it.kept:
-                    hypothesis = answer_sentence(it.data.answer, span.start, span.end)
-                    pairs.append((select_premise(it.data.context, hypothesis), hypothesis))
-                    owners.append((it, span))
-        with self.tracer.stage("nli", pairs=len(pairs)) as stage:
-            labels = explainer.explain(pairs)
-        self.metrics.record_model_use(
-            model=_model_name(explainer, "nli"), role="nli", count=len(pairs)
-        )
-        for it in wanted:
-            it.kept = []
-            it.latency_ms["context"] = ctx.elapsed_ms / len(wanted)
-            it.latency_ms["nli"] = stage.elapsed_ms / len(wanted)
-        if len(labels) != len(pairs):
-            raise ModelLoadError(
-                f"the NLI explainer returned {len(labels)} labels for {len(pairs)} pairs"
-            )
-        for (it, span), predicted in zip(owners, labels, strict=True):
-            label, confidence = self._label(it, span, predicted)
-            labelled = span.model_copy(
-                update={
-                    "nli_label": label,
-                    "nli_confidence": float(confidence),
-                    "severity": SEVERITY[label],
-                }
-            )
-            # A confident entailment means the detector flagged supported text; a
-            # weaker one does not confirm the span, so it counts as neutral.
-            if label == "entailment" and confidence >= self.nli_threshold:
-                it.dropped.append(labelled)
-            elif label == "entailment":
-                neutral = {"nli_label": "neutral", "severity": SEVERITY["neutral"]}
-                it.kept.append(labelled.model_copy(update=neutral))
-            else:
-                it.kept.append(labelled)
-
-    def _label(
-        self, it: _Item, span: HallucinationSpan, predicted: tuple[str, float]
-    ) -> tuple[NLILabel, float]:
-        label, confidence = predicted
-        if label not in SEVERITY:
-            raise ModelLoadError(
-                f"the NLI explainer returned {label!r}; expected entailment, neutral "
-                "or contradiction"
-            )
-        if self.align_quantities:
-            # Numbers are checked against the whole context, not only the premise.
-            aligned = align_quantities(it.data.context, it.data.answer, span.start, span.end)
-            if aligned is not None:
-                return aligned
-        return cast("NLILabel", label), float(confidence)
-
-    def _verdict(self, it: _Item, total_ms: float, stage: StageSpan) -> Verdict:
-        assert it.route is not None  # set by _route for every item
-        settings = it.route.settings
-        result = it.detection
-        score = result.score if result is not None else None
-        detected = bool(result is not None and it.kept and result.score >= settings.threshold)
-        original_score, flagged_at_first = score, detected
-        answer, kept = it.data.answer, it.kept
-        mitigated = it.mitigation
-        if mitigated is not None:
-            # Everything below describes the answer that will be shown: the best one.
-            answer, kept = mitigated.final.answer, mitigated.final.spans
-            score, detected = mitigated.final.score, mitigated.final.flagged
-        reason = _not_checked(it)
-        # A factual prompt without grounding, or grounding the detector could not
-        # read, is answered but unverified: the route's unverified action applies.
-        unverified = bool(
-            settings.enabled
-            and ((it.factual and reason == "no_grounding") or reason == "unverifiable")
-        )
-        action: Action | None = None
-        if detected:
-            action = settings.hallucination_action
-        elif unverified:
-            action = settings.unverified_factual_action
-        blocked = action == "block"
-        output: str | None
-        if blocked:
-            output = None
-        elif action == "body" or (settings.enabled and settings.require_disclaimer):
-            output = _with_warning(answer, settings.warning_template)
-        else:
-            output = answer
-        spans = kept if detected else []
-        iterations = mitigated.iterations if mitigated is not None else 0
-        include_details = settings.include_hallucination_details and not blocked
-        if self.options.redact:
-            include_details = False
-        for span in spans:
-            stage.record_hallucination_span(
-                span, action=action or "none", include_details=include_details
-            )
-        latency = {**it.latency_ms, "total": total_ms}
-        verdict = Verdict(
-            decision=Decision.MITIGATE
-            if action is not None or mitigated is not None
-            else Decision.PASS,
-            score=score,
-            threshold=settings.threshold,
-            detected=detected,
-            spans=spans,
-            dropped_spans=it.dropped,
-            max_severity=max((s.severity or 0 for s in spans), default=0),
-            contradiction_count=sum(s.nli_label == "contradiction" for s in spans),
-            fact_check_needed=it.factual,
-            fact_check_confidence=it.fact_check[1] if it.data.question is not None else None,
-            unverified=unverified,
-            context_missing=not it.data.grounded,
-            enabled=settings.enabled,
-            mode=settings.mode,
-            iterations=iterations,
-            latency_ms=latency,
-            original_answer=it.data.answer,
-            output=output,
-            blocked=blocked,
-            action=action,
-            route=it.route.decision,
-            metadata=build_metadata(
-                enabled=settings.enabled and result is not None,
-                mode=settings.mode,
-                score=score,
-                detected=detected,
-                iterations=iterations,
-                latency_ms=total_ms,
-                fact_check_needed=it.factual,
-                spans=spans,
-                unverified_factual=unverified,
-                context_missing=not it.data.grounded,
-                include_details=include_details,
-                not_checked_reason=reason,
-                context_instructions=len(it.instructions),
-            ),
-            detection=result,
-            checked=reason is None,
-            not_checked_reason=reason,
-            context_instructions=it.instructions,
-            **mitigation_fields(
-                mitigated,
-                original=it.data.answer,
-                original_score=original_score,
-                flagged=flagged_at_first,
-                final_answer=None if blocked else answer,
-            ),
-        )
-        if reason is not None and mitigated is None:
-            verdict = verdict.model_copy(update={"status": "not_checked"})
-        if mitigated is not None:
-            for use in mitigated.cost.models:
+    def _finish(self, it: Item, total_ms: float, stage: StageSpan) -> Verdict:
+        """Build, log and deliver one item's verdict."""
+        verdict = build_verdict(it, total_ms=total_ms, stage=stage, redact=self.options.redact)
+        if it.mitigation is not None:
+            for use in it.mitigation.cost.models:
                 self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
-        log_event(
-            logger,
-            "guard.verdict",
-            level=logging.DEBUG if verdict.passed else logging.INFO,
-            decision=verdict.decision.value,
-            route=verdict.route,
-            mode=verdict.mode,
-            score=verdict.score,
-            spans=len(spans),
-            dropped=len(it.dropped),
-            action=action,
-            status=verdict.status,
-            not_checked=reason,
-            iterations=iterations,
-            latency_ms=round(total_ms, 3),
-        )
-        return self._deliver(verdict)
-
-    def _deliver(self, verdict: Verdict) -> Verdict:
-        """Hand the full verdict to the audit hook; redact it for the caller if asked."""
-        if self.options.audit_hook is not None:
-            self.options.audit_hook(verdict)
-        if not self.options.redact:
-            return verdict
-        return redact_verdict(verdict, verdict.metadata)
-
-    def _observe(self, verdict: Verdict) -> None:
-        ran = verdict.detection is not None
-        self.metrics.record_detection(
-            decision=verdict.route,
-            mode=verdict.mode,
-            detected=verdict.detected,
-            score=verdict.score,
-            iterations=verdict.iterations if ran else None,
-        )
-        for operation, ms in verdict.latency_ms.items():
-            self.metrics.observe_latency(mode=verdict.mode, operation=operation, seconds=ms / 1000)
+        log_verdict(logger, verdict, dropped=len(it.dropped))
+        return deliver(verdict, self.options)
 
 
 def _knobs(
@@ -739,17 +463,3 @@ def _knobs(
         {**options, **{k: v for k, v in given.items() if v is not None}}, own=(), where=where
     )
     return split.knobs
-
-
-def _not_checked(it: _Item) -> NotCheckedReason | None:
-    """Why ``it``'s answer was not checked against grounding, or ``None`` if it was."""
-    assert it.route is not None
-    if not it.route.settings.enabled:
-        return "disabled"
-    if not it.data.grounded:
-        return "no_grounding"
-    if it.detection is None:
-        return "non_factual"
-    if it.detection.status is DetectionStatus.UNVERIFIABLE:
-        return "unverifiable"
-    return None

@@ -1,0 +1,233 @@
+"""The closing stages of the guard pipeline: verdict, delivery and observation.
+
+:func:`build_verdict` turns one analysed (and maybe mitigated) item into its
+:class:`~truthlens_integrations.core.engine.Verdict`; :func:`deliver` hands it to
+the audit hook and redacts it when asked; :func:`observe` records its metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from .._metadata import build_metadata
+from .._types import Decision, DetectionStatus, HallucinationSpan
+from ..observability import Metrics, StageSpan, log_event
+from ..policy import Action, ResolvedSettings
+from ._options import EngineOptions
+from ._stages import Item
+from ._verdict import NotCheckedReason, Verdict, mitigation_fields, redact_verdict
+
+__all__ = [
+    "build_verdict",
+    "deliver",
+    "log_verdict",
+    "not_checked",
+    "observe",
+    "with_warning",
+]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """One answer as judged: its text, kept spans, score and whether it is flagged."""
+
+    text: str
+    kept: list[HallucinationSpan]
+    score: float | None
+    detected: bool
+
+
+def _answers(it: Item, settings: ResolvedSettings) -> tuple[_Answer, _Answer]:
+    """The original answer and the one to show (the mitigation loop's best, if one ran)."""
+    result = it.detection
+    score = result.score if result is not None else None
+    detected = bool(result is not None and it.kept and result.score >= settings.threshold)
+    first = _Answer(it.data.answer, it.kept, score, detected)
+    if it.mitigation is None:
+        return first, first
+    best = it.mitigation.final
+    return first, _Answer(best.answer, best.spans, best.score, best.flagged)
+
+
+def not_checked(it: Item) -> NotCheckedReason | None:
+    """Why ``it``'s answer was not checked against grounding, or ``None`` if it was."""
+    assert it.route is not None
+    if not it.route.settings.enabled:
+        return "disabled"
+    if not it.data.grounded:
+        return "no_grounding"
+    if it.detection is None:
+        return "non_factual"
+    if it.detection.status is DetectionStatus.UNVERIFIABLE:
+        return "unverifiable"
+    return None
+
+
+def with_warning(answer: str, warning: str) -> str:
+    """The answer followed by the warning, added once even if guarded twice."""
+    note = warning.strip()
+    if answer.rstrip().endswith(note):
+        return answer
+    return f"{answer.rstrip()}\n\n{note}"
+
+
+def _action(settings: ResolvedSettings, *, detected: bool, unverified: bool) -> Action | None:
+    if detected:
+        return settings.hallucination_action
+    if unverified:
+        return settings.unverified_factual_action
+    return None
+
+
+def _output(settings: ResolvedSettings, action: Action | None, answer: str) -> str | None:
+    if action == "block":
+        return None
+    if action == "body" or (settings.enabled and settings.require_disclaimer):
+        return with_warning(answer, settings.warning_template)
+    return answer
+
+
+def _check_fields(it: Item, shown: _Answer, reason: NotCheckedReason | None) -> dict[str, Any]:
+    """The verdict's detection, prompt and grounding fields."""
+    assert it.route is not None
+    settings = it.route.settings
+    spans = shown.kept if shown.detected else []
+    return {
+        "score": shown.score,
+        "threshold": settings.threshold,
+        "detected": shown.detected,
+        "spans": spans,
+        "dropped_spans": it.dropped,
+        "max_severity": max((s.severity or 0 for s in spans), default=0),
+        "contradiction_count": sum(s.nli_label == "contradiction" for s in spans),
+        "fact_check_needed": it.factual,
+        "fact_check_confidence": it.fact_check[1] if it.data.question is not None else None,
+        "context_missing": not it.data.grounded,
+        "enabled": settings.enabled,
+        "mode": settings.mode,
+        "route": it.route.decision,
+        "detection": it.detection,
+        "checked": reason is None,
+        "not_checked_reason": reason,
+        "context_instructions": it.instructions,
+    }
+
+
+def _metadata(verdict: Verdict, *, include_details: bool) -> dict[str, str]:
+    """The verdict's ``x-*`` headers."""
+    return build_metadata(
+        enabled=verdict.enabled and verdict.detection is not None,
+        mode=verdict.mode,
+        score=verdict.score,
+        detected=verdict.detected,
+        iterations=verdict.iterations,
+        latency_ms=verdict.latency_ms["total"],
+        fact_check_needed=verdict.fact_check_needed,
+        spans=verdict.spans,
+        unverified_factual=verdict.unverified,
+        context_missing=verdict.context_missing,
+        include_details=include_details,
+        not_checked_reason=verdict.not_checked_reason,
+        context_instructions=len(verdict.context_instructions),
+    )
+
+
+def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) -> Verdict:
+    """The verdict for one item: decision, action, text to show and metadata.
+
+    Args:
+        it: The analysed item (routed; detected and mitigated where that ran).
+        total_ms: The item's share of the call's time.
+        stage: The ``action`` stage span; kept spans are recorded on it.
+        redact: Leave span texts out of the metadata and the trace.
+
+    Returns:
+        The full (unredacted) verdict.
+    """
+    assert it.route is not None  # set by the routing stage for every item
+    settings = it.route.settings
+    first, shown = _answers(it, settings)
+    reason = not_checked(it)
+    # A factual prompt without grounding, or grounding the detector could not
+    # read, is answered but unverified: the route's unverified action applies.
+    unverified = bool(
+        settings.enabled and ((it.factual and reason == "no_grounding") or reason == "unverifiable")
+    )
+    action = _action(settings, detected=shown.detected, unverified=unverified)
+    blocked = action == "block"
+    mitigated = it.mitigation
+    fields = {
+        **_check_fields(it, shown, reason),
+        **mitigation_fields(
+            mitigated,
+            original=it.data.answer,
+            original_score=first.score,
+            flagged=first.detected,
+            final_answer=None if blocked else shown.text,
+        ),
+    }
+    if reason is not None and mitigated is None:
+        fields["status"] = "not_checked"
+    verdict = Verdict(
+        decision=Decision.PASS if action is None and mitigated is None else Decision.MITIGATE,
+        unverified=unverified,
+        iterations=mitigated.iterations if mitigated is not None else 0,
+        latency_ms={**it.latency_ms, "total": total_ms},
+        original_answer=it.data.answer,
+        output=_output(settings, action, shown.text),
+        blocked=blocked,
+        action=action,
+        **fields,
+    )
+    include_details = settings.include_hallucination_details and not blocked and not redact
+    for span in verdict.spans:
+        stage.record_hallucination_span(
+            span, action=action or "none", include_details=include_details
+        )
+    metadata = _metadata(verdict, include_details=include_details)
+    return verdict.model_copy(update={"metadata": metadata})
+
+
+def log_verdict(logger: logging.Logger, verdict: Verdict, *, dropped: int) -> None:
+    """Log the verdict as one ``guard.verdict`` event (INFO unless it passed)."""
+    log_event(
+        logger,
+        "guard.verdict",
+        level=logging.DEBUG if verdict.passed else logging.INFO,
+        decision=verdict.decision.value,
+        route=verdict.route,
+        mode=verdict.mode,
+        score=verdict.score,
+        spans=len(verdict.spans),
+        dropped=dropped,
+        action=verdict.action,
+        status=verdict.status,
+        not_checked=verdict.not_checked_reason,
+        iterations=verdict.iterations,
+        latency_ms=round(verdict.latency_ms["total"], 3),
+    )
+
+
+def deliver(verdict: Verdict, options: EngineOptions) -> Verdict:
+    """Hand the full verdict to the audit hook; redact it for the caller if asked."""
+    if options.audit_hook is not None:
+        options.audit_hook(verdict)
+    if not options.redact:
+        return verdict
+    return redact_verdict(verdict, verdict.metadata)
+
+
+def observe(verdict: Verdict, metrics: Metrics) -> None:
+    """Record the verdict's detection and per-stage latency metrics."""
+    ran = verdict.detection is not None
+    metrics.record_detection(
+        decision=verdict.route,
+        mode=verdict.mode,
+        detected=verdict.detected,
+        score=verdict.score,
+        iterations=verdict.iterations if ran else None,
+    )
+    for operation, ms in verdict.latency_ms.items():
+        metrics.observe_latency(mode=verdict.mode, operation=operation, seconds=ms / 1000)

@@ -1,0 +1,227 @@
+"""The analysis stages of the guard pipeline, as functions of their models.
+
+Each stage takes the items of one call, the model it runs and the tracer and
+metrics it reports to, and fills in the items' state; none keeps state of its own,
+so :class:`~truthlens_integrations.core.engine.TruthLens` only chooses the models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from .._errors import ModelLoadError
+from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel
+from ..mitigation import MitigationResult
+from ..models import Detector, FactCheckClassifier, NLIExplainer
+from ..observability import Metrics, Tracer
+from ..policy import Router, RouteResult
+from ._alignment import align_quantities
+from ._injection import ContextFlag, split_instructions
+from ._premise import answer_sentence, select_premise
+from ._verdict import SEVERITY
+
+__all__ = [
+    "Item",
+    "NLIStage",
+    "classify",
+    "detect",
+    "explain",
+    "model_name",
+    "needs_detection",
+    "route",
+    "wants_nli",
+]
+
+
+@dataclass
+class Item:
+    """Per-request working state; one per item of one call, never shared."""
+
+    data: DetectionInput
+    fact_check: tuple[bool, float] = (True, 1.0)
+    route: RouteResult | None = None
+    factual: bool = True
+    detection: DetectionResult | None = None
+    kept: list[HallucinationSpan] = field(default_factory=list)
+    dropped: list[HallucinationSpan] = field(default_factory=list)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    mitigation: MitigationResult | None = None
+    instructions: list[ContextFlag] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, data: DetectionInput) -> Item:
+        """An item whose evidence leaves out passages that carry instructions."""
+        evidence, flags = split_instructions(data.context)
+        if flags:
+            data = data.model_copy(update={"context": evidence})
+        return cls(data=data, instructions=flags)
+
+    @property
+    def question(self) -> str:
+        return self.data.question or ""
+
+
+def model_name(obj: object, fallback: str) -> str:
+    """The model's ``model_id`` for metrics, or ``fallback`` when it has none."""
+    name = getattr(obj, "model_id", None)
+    return name if isinstance(name, str) and name else fallback
+
+
+def _share(items: Sequence[Item], stage: str, elapsed_ms: float) -> None:
+    """Split one batched stage's time evenly over its items."""
+    for it in items:
+        it.latency_ms[stage] = elapsed_ms / len(items)
+
+
+def classify(
+    items: list[Item],
+    load: Callable[[], FactCheckClassifier],
+    *,
+    tracer: Tracer,
+    metrics: Metrics,
+) -> None:
+    """Run the prompt classifier over the items that have a question.
+
+    ``load`` gives the classifier; it is called inside the stage, so a first-use
+    load counts as classifier time.
+    """
+    asked = [it for it in items if it.data.question is not None]
+    if not asked:
+        return
+    with tracer.stage("classifier", prompts=len(asked)) as stage:
+        checker = load()
+        results = checker.classify([it.question for it in asked])
+    if len(results) != len(asked):
+        raise ModelLoadError(
+            f"the prompt classifier returned {len(results)} results for {len(asked)} prompts"
+        )
+    metrics.record_model_use(
+        model=model_name(checker, "classifier"), role="classifier", count=len(asked)
+    )
+    for it, (needs, confidence) in zip(asked, results, strict=True):
+        it.fact_check = (bool(needs), float(confidence))
+    _share(asked, "classifier", stage.elapsed_ms)
+
+
+def route(
+    items: list[Item], router: Router, *, tracer: Tracer, fact_check_threshold: float
+) -> None:
+    """Match each item to a policy decision and settle whether its prompt is factual."""
+    with tracer.stage("routing") as stage:
+        for it in items:
+            it.route = router.route(it.question, fact_check=it.fact_check)
+            needs, confidence = it.fact_check
+            it.factual = needs and confidence >= fact_check_threshold
+    _share(items, "routing", stage.elapsed_ms)
+
+
+def needs_detection(it: Item) -> bool:
+    """Whether the detector checks ``it``'s answer.
+
+    With grounding given, the answer is checked whatever the prompt classifier
+    thinks, unless the policy says to skip non-factual prompts.
+    """
+    settings = it.route.settings if it.route is not None else None
+    return bool(
+        settings is not None
+        and settings.enabled
+        and it.data.grounded
+        and (it.factual or not settings.skip_non_factual_grounded)
+    )
+
+
+def detect(
+    items: list[Item], load: Callable[[], Detector], *, tracer: Tracer, metrics: Metrics
+) -> None:
+    """Run the detector (from ``load``, inside the stage) over the items in one batch.
+
+    Every span starts out kept.
+    """
+    if not items:
+        return
+    with tracer.stage("detector", inputs=len(items)) as stage:
+        detector = load()
+        results = detector.detect_batch([it.data for it in items])
+    metrics.record_model_use(model=detector.model_id, role="detector", count=len(items))
+    for it, result in zip(items, results, strict=True):
+        it.detection = result
+        it.kept = list(result.spans)
+    _share(items, "detector", stage.elapsed_ms)
+
+
+@dataclass(frozen=True)
+class NLIStage:
+    """The NLI stage's model and settings."""
+
+    explainer: NLIExplainer
+    threshold: float
+    align: bool
+
+
+def wants_nli(it: Item) -> bool:
+    """Whether ``it`` has kept spans its route explains by NLI."""
+    return bool(it.kept and it.route is not None and it.route.settings.use_nli)
+
+
+def explain(wanted: list[Item], nli: NLIStage, *, tracer: Tracer, metrics: Metrics) -> None:
+    """Label each kept span of ``wanted`` by NLI against its premise.
+
+    Confident entailments drop out; see :func:`wants_nli` for which items to pass.
+    """
+    pairs: list[tuple[str, str]] = []
+    owners: list[tuple[Item, HallucinationSpan]] = []
+    with tracer.stage("context", spans=sum(len(it.kept) for it in wanted)) as ctx:
+        for it in wanted:
+            for span in it.kept:
+                hypothesis = answer_sentence(it.data.answer, span.start, span.end)
+                pairs.append((select_premise(it.data.context, hypothesis), hypothesis))
+                owners.append((it, span))
+    with tracer.stage("nli", pairs=len(pairs)) as stage:
+        labels = nli.explainer.explain(pairs)
+    metrics.record_model_use(model=model_name(nli.explainer, "nli"), role="nli", count=len(pairs))
+    for it in wanted:
+        it.kept = []
+    _share(wanted, "context", ctx.elapsed_ms)
+    _share(wanted, "nli", stage.elapsed_ms)
+    if len(labels) != len(pairs):
+        raise ModelLoadError(
+            f"the NLI explainer returned {len(labels)} labels for {len(pairs)} pairs"
+        )
+    for (it, span), predicted in zip(owners, labels, strict=True):
+        _sort_span(it, span, _label(it, span, predicted, nli.align), nli.threshold)
+
+
+def _sort_span(
+    it: Item, span: HallucinationSpan, labelled: tuple[NLILabel, float], threshold: float
+) -> None:
+    """Keep or drop ``span`` by its NLI label."""
+    label, confidence = labelled
+    update = {"nli_label": label, "nli_confidence": float(confidence), "severity": SEVERITY[label]}
+    span = span.model_copy(update=update)
+    # A confident entailment means the detector flagged supported text; a weaker one
+    # does not confirm the span, so it counts as neutral.
+    if label == "entailment" and confidence >= threshold:
+        it.dropped.append(span)
+    elif label == "entailment":
+        neutral = {"nli_label": "neutral", "severity": SEVERITY["neutral"]}
+        it.kept.append(span.model_copy(update=neutral))
+    else:
+        it.kept.append(span)
+
+
+def _label(
+    it: Item, span: HallucinationSpan, predicted: tuple[str, float], align: bool
+) -> tuple[NLILabel, float]:
+    label, confidence = predicted
+    if label not in SEVERITY:
+        raise ModelLoadError(
+            f"the NLI explainer returned {label!r}; expected entailment, neutral or contradiction"
+        )
+    if align:
+        # Numbers are checked against the whole context, not only the premise.
+        aligned = align_quantities(it.data.context, it.data.answer, span.start, span.end)
+        if aligned is not None:
+            return aligned
+    return cast("NLILabel", label), float(confidence)
