@@ -65,6 +65,17 @@ def format_spans(spans: Sequence[HallucinationSpan], *, include_text: bool) -> s
     return SPAN_SEPARATOR.join(parts)
 
 
+def _span_headers(spans: Sequence[HallucinationSpan], *, include_details: bool) -> dict[str, str]:
+    """The three headers that describe the kept spans."""
+    contradictions = sum(1 for s in spans if s.nli_label == "contradiction")
+    severity = max((s.severity or 0 for s in spans), default=0)
+    return {
+        "x-vsr-hallucination-spans": format_spans(spans, include_text=include_details),
+        "x-vsr-nli-contradictions": str(contradictions),
+        "x-vsr-max-severity": str(severity),
+    }
+
+
 def build_metadata(
     *,
     enabled: bool,
@@ -91,8 +102,7 @@ def build_metadata(
         iterations: Refinement iterations performed.
         latency_ms: Detection / mitigation latency, written in whole milliseconds.
         fact_check_needed: The prompt classifier's verdict.
-        spans: The spans that survived the NLI filter; their ``nli_label`` and
-            ``severity`` give the contradiction count and the maximum severity.
+        spans: The spans that survived the NLI filter (labels and severities set).
         unverified_factual: A factual prompt was answered without grounding.
         context_missing: There was no context to verify against.
         include_details: Put span texts in ``x-vsr-hallucination-spans``; when
@@ -106,8 +116,6 @@ def build_metadata(
     Returns:
         Header name to header value, all strings.
     """
-    contradictions = sum(1 for s in spans if s.nli_label == "contradiction")
-    severity = max((s.severity or 0 for s in spans), default=0)
     checked = not_checked_reason is None
     found = _flag(detected) if checked else "unknown"
     metadata = {
@@ -119,9 +127,7 @@ def build_metadata(
         "x-truthlens-latency-ms": str(round(latency_ms)),
         "x-vsr-fact-check-needed": _flag(fact_check_needed),
         "x-vsr-hallucination-detected": found,
-        "x-vsr-hallucination-spans": format_spans(spans, include_text=include_details),
-        "x-vsr-nli-contradictions": str(contradictions),
-        "x-vsr-max-severity": str(severity),
+        **_span_headers(spans, include_details=include_details),
         "x-vsr-unverified-factual-response": _flag(unverified_factual),
         "x-vsr-verification-context-missing": _flag(context_missing),
         "x-truthlens-checked": _flag(checked),
