@@ -58,18 +58,29 @@ def load_detector(
     unknown = set(options) - _CONFIG_FIELDS - _LOAD_FIELDS
     if unknown:
         raise InvalidInputError(f"unknown detector option(s): {', '.join(sorted(unknown))}")
-    overrides = {k: v for k, v in options.items() if k in _CONFIG_FIELDS}
+    config = _with_overrides(config, {k: v for k, v in options.items() if k in _CONFIG_FIELDS})
     load_options = {k: v for k, v in options.items() if k in _LOAD_FIELDS}
-    if overrides:
-        base = config.model_dump() if config else {}
-        config = DetectionConfig(**{**base, **overrides})
-
     name = os.fspath(model) if model is not None else "bundled"
     if name == "lexical":
         from ._lexical import LexicalDetector
 
         return LexicalDetector(config=config)
+    return _transformer(name, config, load_options)
 
+
+def _with_overrides(
+    config: DetectionConfig | None, overrides: dict[str, Any]
+) -> DetectionConfig | None:
+    if not overrides:
+        return config
+    base = config.model_dump() if config else {}
+    return DetectionConfig(**{**base, **overrides})
+
+
+def _transformer(
+    name: str, config: DetectionConfig | None, load_options: dict[str, Any]
+) -> Detector:
+    """The evidence or window-scanning detector over a token-classification model."""
     strategy = load_options.pop("strategy", None) or (
         "evidence" if name == "bundled" else "windows"
     )
