@@ -44,6 +44,7 @@ from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
+    CompletionRequest,
     LLMResponse,
     RetryPolicy,
     TokenUsage,
@@ -155,14 +156,14 @@ class ChatModelLLM(BaseLLM):
             self.chat_model, forward_params=self.forward_params, config=config, retry=self.retry
         )
 
-    def _kwargs(self, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _kwargs(self, request: CompletionRequest) -> dict[str, Any]:
         if not self.forward_params:
             return {}
         kwargs: dict[str, Any] = {}
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
-        if temperature is not None:
-            kwargs["temperature"] = temperature
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         return kwargs
 
     def _response(self, result: BaseMessage, started: float, attempts: int) -> LLMResponse:
@@ -177,19 +178,14 @@ class ChatModelLLM(BaseLLM):
             attempts=attempts,
         )
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        kwargs = self._kwargs(max_tokens, temperature)
+        kwargs = self._kwargs(request)
 
         def call() -> Any:
-            return self.chat_model.invoke(_to_langchain(messages), self.config, stop=stop, **kwargs)
+            return self.chat_model.invoke(
+                _to_langchain(request.messages), self.config, stop=request.stop, **kwargs
+            )
 
         try:
             result, attempts = with_retries(call, self.retry)
@@ -201,20 +197,13 @@ class ChatModelLLM(BaseLLM):
             raise LLMError(f"model {self.model!r} failed: {exc}") from exc
         return self._response(result, started, attempts)
 
-    async def _acomplete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        kwargs = self._kwargs(max_tokens, temperature)
+        kwargs = self._kwargs(request)
 
         async def call() -> Any:
             return await self.chat_model.ainvoke(
-                _to_langchain(messages), self.config, stop=stop, **kwargs
+                _to_langchain(request.messages), self.config, stop=request.stop, **kwargs
             )
 
         try:

@@ -40,7 +40,7 @@ from truthlens_integrations.core import (
     LLMError,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
-from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse
+from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import Action, Mode, Policy, PolicySource
 
@@ -171,33 +171,19 @@ class _AgentModel(BaseLLM):
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
-        del max_tokens, temperature, stop  # the agent's model settings apply
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        # The agent's model settings apply, not the request's.
         if self._handler is None:
             raise LLMError("the agent runs asynchronously; use acomplete")
         started = time.perf_counter()
-        return self._reply(self._handler(self._ask(messages)), started)
+        return self._reply(self._handler(self._ask(request.messages)), started)
 
-    async def _acomplete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
-        del max_tokens, temperature, stop  # the agent's model settings apply
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
+        # The agent's model settings apply, not the request's.
         if self._ahandler is None:
             raise LLMError("the agent runs synchronously; use complete")
         started = time.perf_counter()
-        return self._reply(await self._ahandler(self._ask(messages)), started)
+        return self._reply(await self._ahandler(self._ask(request.messages)), started)
 
 
 class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):

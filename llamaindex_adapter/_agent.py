@@ -36,7 +36,13 @@ from truthlens_integrations.core import (
     LLMError,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict
-from truthlens_integrations.core.llm import BaseLLM, ChatMessage, LLMResponse, ensure_text
+from truthlens_integrations.core.llm import (
+    BaseLLM,
+    ChatMessage,
+    CompletionRequest,
+    LLMResponse,
+    ensure_text,
+)
 
 from ._common import build_engine, verdict_payload
 from ._events import (
@@ -157,33 +163,19 @@ class _AgentLLM(BaseLLM):
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
-        del max_tokens, temperature, stop  # the agent's LLM settings apply
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        # The agent's LLM settings apply, not the request's.
         started = time.perf_counter()
         response = self._agent.llm.chat_with_tools(  # type: ignore[attr-defined]
-            tools=list(self._tools), chat_history=self._messages(messages)
+            tools=list(self._tools), chat_history=self._messages(request.messages)
         )
         return self._reply(response, started)
 
-    async def _acomplete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
-        del max_tokens, temperature, stop  # the agent's LLM settings apply
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
+        # The agent's LLM settings apply, not the request's.
         started = time.perf_counter()
         response = await self._agent.llm.achat_with_tools(  # type: ignore[attr-defined]
-            tools=list(self._tools), chat_history=self._messages(messages)
+            tools=list(self._tools), chat_history=self._messages(request.messages)
         )
         return self._reply(response, started)
 

@@ -31,6 +31,7 @@ from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
+    CompletionRequest,
     LLMResponse,
     RetryPolicy,
     TokenUsage,
@@ -108,12 +109,12 @@ class LlamaIndexLLM(BaseLLM):
         self.retry = retry or RetryPolicy()
         self.model = _model_name(llm)
 
-    def _kwargs(self, max_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _kwargs(self, request: CompletionRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
-        if temperature is not None:
-            kwargs["temperature"] = temperature
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         return kwargs
 
     def _result(
@@ -129,45 +130,31 @@ class LlamaIndexLLM(BaseLLM):
             attempts=attempts,
         )
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        kwargs = self._kwargs(max_tokens, temperature)
+        kwargs = self._kwargs(request)
         try:
             response, attempts = with_retries(
-                lambda: self.llm.chat(_to_llama(messages), **kwargs), self.retry
+                lambda: self.llm.chat(_to_llama(request.messages), **kwargs), self.retry
             )
         except TimeoutError as exc:
             raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
         except Exception as exc:
             raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
-        return self._result(response, stop, started, attempts)
+        return self._result(response, request.stop, started, attempts)
 
-    async def _acomplete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        kwargs = self._kwargs(max_tokens, temperature)
+        kwargs = self._kwargs(request)
         try:
             response, attempts = await with_retries_async(
-                lambda: self.llm.achat(_to_llama(messages), **kwargs), self.retry
+                lambda: self.llm.achat(_to_llama(request.messages), **kwargs), self.retry
             )
         except TimeoutError as exc:
             raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
         except Exception as exc:
             raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
-        return self._result(response, stop, started, attempts)
+        return self._result(response, request.stop, started, attempts)
 
 
 def _finish_reason(response: ChatResponse) -> str | None:

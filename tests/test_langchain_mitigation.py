@@ -26,7 +26,14 @@ from pydantic import Field
 from tests._langchain_support import CLEAN, EIFFEL_DICT, PROMPT, RunRecorder, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
-from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
+from truthlens_integrations.core.llm import (
+    LLM,
+    BaseLLM,
+    ChatMessage,
+    CompletionRequest,
+    LLMResponse,
+    TokenUsage,
+)
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
@@ -300,15 +307,8 @@ class ScriptedCoreLLM(BaseLLM):
         self.answers = answers
         self.seen: list[tuple[list[ChatMessage], int | None, list[str] | None]] = []
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
-        self.seen.append((messages, max_tokens, stop))
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        self.seen.append((request.messages, request.max_tokens, request.stop))
         return LLMResponse(
             text=self.answers.pop(0),
             model=self.model,

@@ -12,7 +12,13 @@ from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugH
 from llama_index.core.llms import MockLLM
 
 from truthlens_integrations.core import LLMError, LLMTimeoutError
-from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse
+from truthlens_integrations.core.llm import (
+    LLM,
+    BaseLLM,
+    ChatMessage,
+    CompletionRequest,
+    LLMResponse,
+)
 from truthlens_integrations.llamaindex_adapter import CoreLLMAsLlamaIndex, LlamaIndexLLM
 
 
@@ -115,17 +121,18 @@ class EchoCore(BaseLLM):
         self.async_calls = 0
         self.max_tokens: list[int | None] = []
 
-    def _complete(self, messages, *, max_tokens, temperature, stop):  # type: ignore[no-untyped-def]
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        messages = request.messages
         self.seen.append(messages)
-        self.max_tokens.append(max_tokens)
+        self.max_tokens.append(request.max_tokens)
         roles = ",".join(m.role for m in messages)
         return LLMResponse(
             text=f"[{roles}] {messages[-1].content[-20:]}", model=self.model, latency_ms=0.0
         )
 
-    async def _acomplete(self, messages, *, max_tokens, temperature, stop):  # type: ignore[no-untyped-def]
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         self.async_calls += 1
-        return self._complete(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        return self._complete(request)
 
 
 async def test_core_llm_inside_a_llamaindex_query_engine() -> None:

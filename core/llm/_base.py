@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,7 @@ __all__ = [
     "LLM",
     "BaseLLM",
     "ChatMessage",
+    "CompletionRequest",
     "LLMResponse",
     "MessagesInput",
     "Role",
@@ -92,6 +94,23 @@ class LLMResponse(BaseModel):
     latency_ms: float = Field(ge=0.0)
     finish_reason: str | None = None
     attempts: int = Field(default=1, ge=1)
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One validated completion call, as :class:`BaseLLM` hands it to a backend.
+
+    Attributes:
+        messages: The conversation, oldest first.
+        max_tokens: Upper bound on generated tokens; ``None`` for the backend default.
+        temperature: Sampling temperature; ``None`` for the backend default.
+        stop: Strings that end the generation; ``None`` when there are none.
+    """
+
+    messages: list[ChatMessage]
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] | None = None
 
 
 MessagesInput = str | Sequence[ChatMessage | Mapping[str, str]]
@@ -216,13 +235,7 @@ class BaseLLM:
         stop: Sequence[str] | None = None,
     ) -> LLMResponse:
         """Generate a reply. See :meth:`LLM.complete`; also accepts a bare prompt string."""
-        _check_params(max_tokens, temperature)
-        return self._complete(
-            to_messages(messages),
-            max_tokens=max_tokens,
-            temperature=temperature,
-            stop=list(stop) if stop else None,
-        )
+        return self._complete(_request(messages, max_tokens, temperature, stop))
 
     async def acomplete(
         self,
@@ -233,38 +246,32 @@ class BaseLLM:
         stop: Sequence[str] | None = None,
     ) -> LLMResponse:
         """Async version of :meth:`complete`."""
-        _check_params(max_tokens, temperature)
-        return await self._acomplete(
-            to_messages(messages),
-            max_tokens=max_tokens,
-            temperature=temperature,
-            stop=list(stop) if stop else None,
-        )
+        return await self._acomplete(_request(messages, max_tokens, temperature, stop))
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         raise NotImplementedError
 
-    async def _acomplete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
-        return await asyncio.to_thread(
-            self._complete, messages, max_tokens=max_tokens, temperature=temperature, stop=stop
-        )
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
+        return await asyncio.to_thread(self._complete, request)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r})"
+
+
+def _request(
+    messages: MessagesInput,
+    max_tokens: int | None,
+    temperature: float | None,
+    stop: Sequence[str] | None,
+) -> CompletionRequest:
+    """Validate one call's arguments into the request a backend sees."""
+    _check_params(max_tokens, temperature)
+    return CompletionRequest(
+        messages=to_messages(messages),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        stop=list(stop) if stop else None,
+    )
 
 
 def _check_params(max_tokens: int | None, temperature: float | None) -> None:

@@ -36,7 +36,7 @@ from .._errors import (
     ModelNotAvailableError,
 )
 from .._optional import require
-from ._base import BaseLLM, ChatMessage, LLMResponse, TokenUsage, ensure_text
+from ._base import BaseLLM, ChatMessage, CompletionRequest, LLMResponse, TokenUsage, ensure_text
 
 if TYPE_CHECKING:
     import torch
@@ -245,29 +245,22 @@ class LocalLLM(BaseLLM):
 
     # -- generation ------------------------------------------------------------------
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         import torch
 
         runtime = self._runtime()
-        limit = max_tokens if max_tokens is not None else self.default_max_tokens
-        temp = temperature if temperature is not None else self.default_temperature
+        limit = request.max_tokens if request.max_tokens is not None else self.default_max_tokens
+        temp = request.temperature if request.temperature is not None else self.default_temperature
         started = time.perf_counter()
         with runtime.lock:
-            inputs = self._encode(runtime, messages)
+            inputs = self._encode(runtime, request.messages)
             prompt_len = int(inputs["input_ids"].shape[1])
             if runtime.max_positions is not None and prompt_len + limit > runtime.max_positions:
                 raise ContextTooLongError(
                     f"prompt of {prompt_len} tokens plus {limit} new tokens exceeds the "
                     f"{runtime.max_positions}-token window of {self.model}"
                 )
-            options = self._generate_options(runtime, limit, temp, stop)
+            options = self._generate_options(runtime, limit, temp, request.stop)
             try:
                 # fork_rng keeps seeded sampling from touching the caller's global RNG.
                 with torch.random.fork_rng(devices=_rng_devices(runtime.device)):
@@ -279,7 +272,7 @@ class LocalLLM(BaseLLM):
                 raise LLMError(f"local generation with {self.model} failed: {exc}") from exc
         new_ids = output[0, prompt_len:].tolist()
         text = runtime.tokenizer.decode(new_ids, skip_special_tokens=True)
-        text, stopped = _cut_at_stop(text, stop)
+        text, stopped = _cut_at_stop(text, request.stop)
         finish = "stop" if stopped or _ended(new_ids, runtime.tokenizer, limit) else "length"
         usage = TokenUsage(
             prompt_tokens=prompt_len,

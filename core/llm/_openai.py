@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigError, InvalidInputError, LLMError, LLMTimeoutError
-from ._base import BaseLLM, ChatMessage, LLMResponse, TokenUsage, ensure_text
+from ._base import BaseLLM, CompletionRequest, LLMResponse, TokenUsage, ensure_text
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -159,37 +159,23 @@ class OpenAICompatibleLLM(BaseLLM):
 
     # -- calls -----------------------------------------------------------------------
 
-    def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         from tenacity import Retrying
 
-        request = self._request(messages, max_tokens, temperature, stop)
+        payload = self._payload(request)
         client = self._sync_client()
         started = time.perf_counter()
         retrying = Retrying(**self._retry_kwargs())
         try:
-            completion = retrying(client.chat.completions.create, **request)
+            completion = retrying(client.chat.completions.create, **payload)
         except Exception as exc:
             raise self._translate(exc, _attempts(retrying)) from exc
         return self._response(completion, started, _attempts(retrying))
 
-    async def _acomplete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> LLMResponse:
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         from tenacity import AsyncRetrying
 
-        request = self._request(messages, max_tokens, temperature, stop)
+        payload = self._payload(request)
         client = self._async_client()
         started = time.perf_counter()
         retrying = AsyncRetrying(**self._retry_kwargs())
@@ -197,7 +183,7 @@ class OpenAICompatibleLLM(BaseLLM):
         # A plain coroutine function: tenacity does not see through the SDK's decorators
         # and would otherwise "call" the method without awaiting it.
         async def attempt() -> Any:
-            return await client.chat.completions.create(**request)
+            return await client.chat.completions.create(**payload)
 
         try:
             completion: Any = await retrying(attempt)
@@ -205,27 +191,23 @@ class OpenAICompatibleLLM(BaseLLM):
             raise self._translate(exc, _attempts(retrying)) from exc
         return self._response(completion, started, _attempts(retrying))
 
-    def _request(
-        self,
-        messages: list[ChatMessage],
-        max_tokens: int | None,
-        temperature: float | None,
-        stop: list[str] | None,
-    ) -> dict[str, Any]:
-        request: dict[str, Any] = {
+    def _payload(self, request: CompletionRequest) -> dict[str, Any]:
+        payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "timeout": self.timeout,
         }
-        limit = max_tokens if max_tokens is not None else self.default_max_tokens
+        limit = request.max_tokens if request.max_tokens is not None else self.default_max_tokens
         if limit is not None:
-            request[self.max_tokens_param] = limit
-        temp = temperature if temperature is not None else self.default_temperature
+            payload[self.max_tokens_param] = limit
+        temp = request.temperature
+        if temp is None:
+            temp = self.default_temperature
         if temp is not None:
-            request["temperature"] = temp
-        if stop:
-            request["stop"] = stop
-        return request
+            payload["temperature"] = temp
+        if request.stop:
+            payload["stop"] = request.stop
+        return payload
 
     def _retry_kwargs(self) -> dict[str, Any]:
         from tenacity import retry_if_exception, stop_after_attempt, wait_random_exponential
