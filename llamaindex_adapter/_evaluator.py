@@ -14,7 +14,7 @@ from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, describe_spans, verdict_of
 
-__all__ = ["TruthLensEvaluator", "original_question"]
+__all__ = ["GuardRun", "TruthLensEvaluator", "original_question"]
 
 # FeedbackQueryTransformation (RetryQueryEngine's retries) prepends the bad answer and
 # the feedback to the question and ends with this line, then the question itself.
@@ -115,10 +115,10 @@ class TruthLensEvaluator(BaseEvaluator):
             The evaluation; ``invalid_result`` when there was no response to judge.
         """
         del kwargs  # extras other evaluators take; none apply here
-        if not response or not response.strip():
-            return _invalid(query, response, contexts)
-        verdict = self._guard(query, response, contexts)
-        return _result(query, response, contexts, verdict)
+        with GuardRun() as run:
+            if response and response.strip():
+                run.verdict = self.engine.guard(**_arguments(query, response, contexts))
+        return _result(query, response, contexts, run.verdict)
 
     async def aevaluate(
         self,
@@ -129,28 +129,45 @@ class TruthLensEvaluator(BaseEvaluator):
     ) -> EvaluationResult:
         """Async :meth:`evaluate` (the models run in a worker thread)."""
         del kwargs
-        if not response or not response.strip():
-            return _invalid(query, response, contexts)
-        return _result(query, response, contexts, await self._aguard(query, response, contexts))
+        with GuardRun() as run:
+            if response and response.strip():
+                run.verdict = await self.engine.aguard(**_arguments(query, response, contexts))
+        return _result(query, response, contexts, run.verdict)
 
-    def _guard(self, query: str | None, response: str, contexts: Sequence[str] | None) -> Verdict:
-        try:
-            return self.engine.guard(
-                context=list(contexts or []), question=original_question(query), answer=response
-            )
-        except BlockedResponseError as exc:
-            # An engine built with raise_on_block still evaluates: a withheld answer fails.
-            return verdict_of(exc)
 
-    async def _aguard(
-        self, query: str | None, response: str, contexts: Sequence[str] | None
-    ) -> Verdict:
-        try:
-            return await self.engine.aguard(
-                context=list(contexts or []), question=original_question(query), answer=response
-            )
-        except BlockedResponseError as exc:
-            return verdict_of(exc)
+class GuardRun:
+    """Holds the verdict of one guard call, made inside ``with GuardRun() as run:``.
+
+    An engine built with ``raise_on_block`` raises :class:`BlockedResponseError` for a
+    withheld answer; the components here judge or respond to it instead, so the
+    error's verdict becomes the run's and the error stops here.
+
+    Attributes:
+        verdict: The verdict; ``None`` until the guard ran.
+    """
+
+    def __init__(self) -> None:
+        self.verdict: Verdict | None = None
+
+    def __enter__(self) -> GuardRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: object
+    ) -> bool:
+        if isinstance(error, BlockedResponseError):
+            self.verdict = verdict_of(error)  # re-raises an error without a verdict
+            return True
+        return False
+
+
+def _arguments(query: str | None, response: str, contexts: Sequence[str] | None) -> dict[str, Any]:
+    """The guard's inputs: a retried query is routed and checked by its question part."""
+    return {
+        "context": list(contexts or []),
+        "question": original_question(query),
+        "answer": response,
+    }
 
 
 def _invalid(
@@ -181,8 +198,10 @@ def _feedback(verdict: Verdict) -> str:
 
 
 def _result(
-    query: str | None, response: str, contexts: Sequence[str] | None, verdict: Verdict
+    query: str | None, response: str | None, contexts: Sequence[str] | None, verdict: Verdict | None
 ) -> EvaluationResult:
+    if verdict is None:  # no response to judge: the guard did not run
+        return _invalid(query, response, contexts)
     return EvaluationResult(
         query=query,
         response=response,

@@ -35,8 +35,8 @@ from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
 from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
 
-from ._common import build_engine, node_texts, verdict_of, verdict_payload
-from ._evaluator import original_question
+from ._common import build_engine, node_texts, verdict_payload
+from ._evaluator import GuardRun, original_question
 from ._events import (
     TruthLensDetectionStartEvent,
     dispatch_verdict,
@@ -177,14 +177,19 @@ def _as_retriever(retriever: object, mode: MetadataMode) -> Retriever | None:
 
 @dataclass
 class _Call:
-    """One guarded query: the inner response, the guard's arguments, then its verdict."""
+    """One guarded query: the inner response and what the guard is asked."""
 
     inner: RESPONSE_TYPE
     buffered: Response
     nodes: list[NodeWithScore]
     answerer: InnerEngineAnswerer | None
     arguments: dict[str, Any]
-    verdict: Verdict | None = None
+
+
+def _ran(verdict: Verdict | None) -> Verdict:
+    """The verdict of a guard run that finished (it always has one then)."""
+    assert verdict is not None  # set by the guard call or by GuardRun from the error
+    return verdict
 
 
 class TruthLensQueryEngine(BaseQueryEngine):
@@ -374,9 +379,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
                 "the inner engine returned an async stream from a sync query; use aquery()"
             )
         call = self._prepare(query_bundle, inner, _buffer(inner))
-        with self._traced(call):
-            call.verdict = self.engine.guard(**call.arguments)
-        return self._finish(call)
+        with self._traced(call) as run:
+            run.verdict = self.engine.guard(**call.arguments)
+        return self._finish(call, run.verdict)
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         """Async :meth:`_query`: awaits the inner engine, the guard and the LLM calls."""
@@ -386,9 +391,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
         else:
             buffered = _buffer(inner)
         call = self._prepare(query_bundle, inner, buffered)
-        with self._traced(call):
-            call.verdict = await self.engine.aguard(**call.arguments)
-        return self._finish(call)
+        with self._traced(call) as run:
+            run.verdict = await self.engine.aguard(**call.arguments)
+        return self._finish(call, run.verdict)
 
     def _prepare(
         self, query_bundle: QueryBundle, inner: RESPONSE_TYPE, buffered: Response
@@ -407,23 +412,18 @@ class TruthLensQueryEngine(BaseQueryEngine):
         )
 
     @contextmanager
-    def _traced(self, call: _Call) -> Iterator[None]:
-        """The guard's run as a legacy ``function_call`` event; a blocked answer is a verdict."""
+    def _traced(self, call: _Call) -> Iterator[GuardRun]:
+        """The guard's run as a legacy ``function_call`` event (a blocked answer included)."""
         arguments = call.arguments
         start = self._start(arguments["question"], arguments["context"], arguments["answer"])
         with self.callback_manager.event(CBEventType.FUNCTION_CALL, payload=start) as event:
-            try:
-                yield
-            except BlockedResponseError as exc:
-                # An engine built with raise_on_block: the policy below decides (on_block).
-                call.verdict = verdict_of(exc)
-            assert call.verdict is not None  # set by the guard call or from the error
-            event.on_end(payload=self._end(call.verdict))
+            with GuardRun() as run:
+                yield run
+            event.on_end(payload=self._end(_ran(run.verdict)))
 
-    def _finish(self, call: _Call) -> RESPONSE_TYPE:
+    def _finish(self, call: _Call, verdict: Verdict | None) -> RESPONSE_TYPE:
         """Everything after the guard ran: the response to return, with its sources."""
-        verdict = call.verdict
-        assert verdict is not None  # _traced saw the guard through
+        verdict = _ran(verdict)
         nodes = self._final_nodes(call.nodes, call.answerer, verdict)
         return self._respond(call.inner, call.buffered, verdict, nodes)
 
