@@ -45,12 +45,7 @@ from truthlens_integrations.core.llm import (
 )
 
 from ._common import build_engine, verdict_payload
-from ._events import (
-    TruthLensDetectionEndEvent,
-    TruthLensDetectionStartEvent,
-    TruthLensMitigationIterationEvent,
-    dispatcher,
-)
+from ._events import TruthLensDetectionStartEvent, dispatch_verdict, dispatcher
 from ._llm import LlamaIndexLLM
 
 __all__ = [
@@ -298,7 +293,7 @@ class TruthLensFunctionAgent(FunctionAgent):
             answer=answer,
             **self._mitigation(history, tools),
         )
-        _dispatch_end(verdict)
+        dispatch_verdict(verdict)
         text = self._shown(verdict)
         payload = verdict_payload(verdict)
         message = LIChatMessage(
@@ -338,32 +333,3 @@ class TruthLensFunctionAgent(FunctionAgent):
         ctx.write_event_to_stream(
             TruthLensAgentEvent(agent_name=self.name, verdict=payload, response=text)
         )
-
-
-def _dispatch_end(verdict: Verdict) -> None:
-    """The adapter's instrumentation events for the loop's rounds and the decision."""
-    for step in verdict.history[1:]:
-        dispatcher.event(
-            TruthLensMitigationIterationEvent(
-                index=step.index,
-                kind=step.kind,
-                score=step.score,
-                accepted=step.accepted,
-                query=step.query,
-                new_passages=step.new_passages,
-                error=step.error,
-            )
-        )
-    dispatcher.event(
-        TruthLensDetectionEndEvent(
-            decision=verdict.decision.value,
-            score=verdict.score,
-            spans=verdict.spans,
-            action=verdict.action,
-            blocked=verdict.blocked,
-            mode=verdict.mode,
-            iterations=verdict.iterations,
-            status=verdict.status,
-            metadata=verdict.metadata,
-        )
-    )
