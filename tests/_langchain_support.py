@@ -12,8 +12,10 @@ import threading
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
 
 from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
@@ -28,6 +30,17 @@ PROMPT = ChatPromptTemplate.from_messages(
     [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
 )
 """A RAG prompt: answer the question from the context."""
+
+
+class FixedRetriever(BaseRetriever):
+    """A retriever that finds the same passages whatever the query."""
+
+    passages: list[str]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [Document(p) for p in self.passages]
 
 
 def make_engine(detector: Detector, policy: object = None, **kwargs: Any) -> TruthLens:

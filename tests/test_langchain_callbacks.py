@@ -14,16 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
 from langchain_core.tools import tool
 
-from tests._langchain_support import CLEAN, PROMPT, make_engine
+from tests._langchain_support import CLEAN, PROMPT, FixedRetriever, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import Decision
 from truthlens_integrations.core.engine import TruthLens
@@ -41,15 +38,6 @@ AGREEING = '{"name": "Eiffel Tower", "built": "1950", "height": "500 meters"}'
 @pytest.fixture(scope="module")
 def engine(detector: Detector) -> TruthLens:
     return make_engine(detector)
-
-
-class FixedRetriever(BaseRetriever):
-    passages: list[str]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return [Document(p) for p in self.passages]
 
 
 def rag_chain(passage: str, answer: str) -> Any:

@@ -13,16 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.documents import Document
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 
 from tests._fakes import option_samples
-from tests._langchain_support import QuestionWordClassifier, RuleNLI, action_policy, make_engine
+from tests._langchain_support import (
+    FixedRetriever,
+    QuestionWordClassifier,
+    RuleNLI,
+    action_policy,
+    make_engine,
+)
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidArgumentError, UnknownArgumentError
 from truthlens_integrations.core.engine import (
@@ -52,18 +56,18 @@ def fake(*replies: str) -> FakeListChatModel:
     return FakeListChatModel(responses=list(replies) or [FIXED])
 
 
-class Docs(BaseRetriever):
+def large_page_retriever() -> FixedRetriever:
     """A retriever returning one large document (the leak test's 100 KB pages)."""
-
-    text: str = "x" * 100_000
-
-    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
-        return [Document(page_content=self.text)]
+    return FixedRetriever(passages=["x" * 100_000])
 
 
 def samples(detector: Detector) -> dict[str, Any]:
     return option_samples(
-        detector, nli=RuleNLI(), fact_checker=QuestionWordClassifier(), llm=fake, retriever=Docs()
+        detector,
+        nli=RuleNLI(),
+        fact_checker=QuestionWordClassifier(),
+        llm=fake,
+        retriever=large_page_retriever(),
     )
 
 
@@ -75,7 +79,7 @@ def test_misspelt_argument_is_rejected_with_a_suggestion(detector: Detector) -> 
     with pytest.raises(UnknownArgumentError, match="did you mean 'threshold'"):
         TruthLensRunnable(engine=engine, mode="standard", threshold=0.99, threshhold=0.3)
     with pytest.raises(UnknownArgumentError, match="did you mean 'retriever'"):
-        guard_chain(RunnableLambda(lambda x: x), engine=engine, retreiver=Docs())
+        guard_chain(RunnableLambda(lambda x: x), engine=engine, retreiver=large_page_retriever())
     with pytest.raises(UnknownArgumentError, match="did you mean 'raise_error'"):
         TruthLensCallbackHandler(engine, raise_eror=True)
     with pytest.raises(UnknownArgumentError, match="did you mean 'min_chars'"):
@@ -231,7 +235,7 @@ def test_orphan_tool_message_is_not_grounding(detector: Detector) -> None:
 
 def test_standalone_retriever_and_tool_runs_leave_no_state(detector: Detector) -> None:
     handler = TruthLensCallbackHandler(make_engine(detector))
-    retriever = Docs()
+    retriever = large_page_retriever()
 
     @tool
     def lookup(name: str) -> str:

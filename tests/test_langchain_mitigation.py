@@ -23,7 +23,14 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from pydantic import Field
 
-from tests._langchain_support import CLEAN, EIFFEL_DICT, PROMPT, RunRecorder, make_engine
+from tests._langchain_support import (
+    CLEAN,
+    EIFFEL_DICT,
+    PROMPT,
+    FixedRetriever,
+    RunRecorder,
+    make_engine,
+)
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core.llm import (
@@ -60,15 +67,6 @@ class VagueFirstRetriever(BaseRetriever):
     ) -> list[Document]:
         self.queries.append(query)
         return [Document(VAGUE if query == EIFFEL_QUESTION else EIFFEL_CONTEXT)]
-
-
-class StaticRetriever(BaseRetriever):
-    """Always finds the Eiffel record."""
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return [Document(EIFFEL_CONTEXT)]
 
 
 class LoopRecordingModel(GenericFakeChatModel):
@@ -130,7 +128,11 @@ def test_lightweight_policy_never_calls_the_model(detector: Detector) -> None:
 
 def test_wrapper_refines_with_the_chains_own_model(detector: Detector) -> None:
     model = FakeListChatModel(responses=[EIFFEL_ANSWER, CLEAN])
-    chain = {"context": StaticRetriever(), "question": RunnablePassthrough()} | PROMPT | model
+    chain = (
+        {"context": FixedRetriever(passages=[EIFFEL_CONTEXT]), "question": RunnablePassthrough()}
+        | PROMPT
+        | model
+    )
     assert find_chat_model(chain) is model
     recorder = RunRecorder()
     out = guard_chain(chain, engine=make_engine(detector, STANDARD)).invoke(
