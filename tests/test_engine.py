@@ -649,8 +649,8 @@ def test_policy_precision_reaches_every_model_the_engine_loads(
     engine = TruthLens.from_config(policy)
     verdict = engine.guard(**EIFFEL)
     assert engine.detector._loaded.dtype is torch.bfloat16  # type: ignore[attr-defined]
-    assert next(engine.nli._model.parameters()).dtype is torch.bfloat16  # type: ignore[union-attr]
-    shared = engine.fact_checker._model._shared  # type: ignore[attr-defined]
+    assert next(engine.nli._loaded.model.parameters()).dtype is torch.bfloat16  # type: ignore[union-attr]
+    shared = engine.fact_checker._shared  # type: ignore[attr-defined]
     assert shared.dtype is torch.bfloat16
     # the bf16 detector still finds the Eiffel errors
     assert verdict.detected and any("1950" in s.text for s in verdict.spans)
