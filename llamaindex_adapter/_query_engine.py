@@ -89,7 +89,14 @@ def get_verdict(response: object) -> Verdict | None:
 
 
 def _find_llm(query_engine: BaseQueryEngine) -> li_llms.LLM | None:
-    """The LLM the inner engine synthesizes with, where it can be found."""
+    """The LLM the inner engine synthesizes with, where it can be found.
+
+    llama-index-core (0.14) has no public way to this LLM: ``RetrieverQueryEngine``
+    keeps its synthesizer only as ``_response_synthesizer`` and ``BaseSynthesizer``
+    its LLM only as ``_llm`` (``get_prompts`` walks the same private modules, and
+    ``Settings.llm`` is not the LLM an engine was built with). So this is a lookup
+    that may find nothing, never a requirement: pass ``llm=`` to be explicit.
+    """
     for owner in (getattr(query_engine, "_response_synthesizer", None), query_engine):
         llm = getattr(owner, "_llm", None) or getattr(owner, "llm", None)
         if isinstance(llm, li_llms.LLM):
