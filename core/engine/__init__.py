@@ -26,9 +26,7 @@ from ._blocked import (
 from ._engine import TruthLens
 from ._injection import ContextFlag, find_instructions
 from ._options import (
-    ADAPTER_TOOLS,
     ENGINE_OPTION_NAMES,
-    GUARD_TOOLS,
     POLICY_KNOB_NAMES,
     EngineOptions,
     PolicyKnobs,
@@ -37,6 +35,7 @@ from ._options import (
     split_options,
 )
 from ._premise import answer_sentence, select_premise, split_sentences
+from ._tools import ADAPTER_TOOLS, GUARD_TOOLS, GuardTools
 from ._verdict import REDACTED, SEVERITY, NotCheckedReason, Verdict
 
 __all__ = [
@@ -49,6 +48,7 @@ __all__ = [
     "SEVERITY",
     "ContextFlag",
     "EngineOptions",
+    "GuardTools",
     "NotCheckedReason",
     "PolicyKnobs",
     "TruthLens",

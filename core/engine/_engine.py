@@ -7,18 +7,14 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from .._errors import InvalidArgumentError
 from .._types import DetectionInput, DetectionResult, NLILabel
-from ..llm import LLM
 from ..mitigation import (
     Assessment,
-    GroundedAnswerer,
     MitigationOptions,
     MitigationRequest,
-    Retriever,
     amitigate,
     mitigate,
     wants_mitigation,
@@ -33,8 +29,6 @@ from ._injection import split_instructions
 from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineOptions,
-    PolicyKnobs,
-    check_guard_tools,
     parse_engine_options,
     split_options,
 )
@@ -49,27 +43,12 @@ from ._stages import (
     route,
     wants_nli,
 )
+from ._tools import GuardTools, ToolSet
 from ._verdict import Verdict
 
 __all__ = ["TruthLens"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class _Tools:
-    """The caller's models for mitigation; none given means lightweight behaviour."""
-
-    llm: LLM | None = None
-    retriever: Retriever | None = None
-    answerer: GroundedAnswerer | None = None
-    verification_llms: Sequence[LLM] | None = None
-    judge_llm: LLM | None = None
-    options: MitigationOptions | None = None
-
-    @property
-    def given(self) -> bool:
-        return self.llm is not None or self.answerer is not None
 
 
 class _Runtime:
@@ -139,24 +118,17 @@ class TruthLens:
 
     @classmethod
     def from_config(
-        cls,
-        config: PolicySource | Sequence[PolicySource] = None,
-        *,
-        mode: str | None = None,
-        threshold: float | None = None,
-        action: str | None = None,
-        **options: Any,
+        cls, config: PolicySource | Sequence[PolicySource] = None, **options: Any
     ) -> TruthLens:
         """Build an engine from a policy file, YAML text, dict, list of these, or defaults.
 
         Args:
             config: Anything :func:`~truthlens_integrations.core.policy.load_policy`
                 accepts; ``None`` for the built-in defaults.
-            mode: Overrides the mode on every route (``lightweight``, ``standard``,
-                ``premium``); ``None`` keeps the policy's.
-            threshold: Overrides the flagging threshold on every route.
-            action: Overrides ``hallucination_action`` on every route.
-            **options: Engine options (see :class:`TruthLens`).
+            **options: Engine options (see :class:`EngineOptions`) and the policy
+                knobs ``mode``, ``threshold`` and ``action`` (see
+                :class:`PolicyKnobs`), which override the policy on every route;
+                a knob left ``None`` keeps the policy's value.
 
         Returns:
             The engine.
@@ -166,18 +138,10 @@ class TruthLens:
             UnknownArgumentError: For an option that does not exist.
             InvalidArgumentError: For an option or knob of the wrong type.
         """
-        knobs = _knobs(options, "TruthLens.from_config", mode, threshold, action)
-        return cls(knobs.apply(_load_policy(config)), **options)
+        split = split_options(options, own=(), where="TruthLens.from_config")
+        return cls(split.knobs.apply(_load_policy(config)), **split.engine)
 
-    def derive(
-        self,
-        *,
-        policy: Policy | None = None,
-        mode: str | None = None,
-        threshold: float | None = None,
-        action: str | None = None,
-        **options: Any,
-    ) -> TruthLens:
+    def derive(self, *, policy: Policy | None = None, **options: Any) -> TruthLens:
         """A new engine with some options or policy knobs changed; loaded models are shared.
 
         Adapters use it when given both an ``engine`` and options for it, so that
@@ -185,20 +149,18 @@ class TruthLens:
 
         Args:
             policy: A replacement policy; ``None`` keeps this engine's.
-            mode: See :meth:`from_config`.
-            threshold: See :meth:`from_config`.
-            action: See :meth:`from_config`.
-            **options: Engine options to change (see :class:`TruthLens`).
+            **options: Engine options and policy knobs to change (see
+                :meth:`from_config`).
 
         Returns:
             The new engine (this one is unchanged).
         """
-        knobs = _knobs(options, "TruthLens.derive", mode, threshold, action)
+        split = split_options(options, own=(), where="TruthLens.derive")
         current = {k: getattr(self.options, k) for k in self.options.model_fields_set}
         # Models this engine has loaded already are handed over, not loaded again.
         loaded = {"detector": self._detector, "nli": self._nli, "fact_checker": self._fact_checker}
         current.update({k: v for k, v in loaded.items() if v is not None})
-        return type(self)(knobs.apply(policy or self.policy), **{**current, **options})
+        return type(self)(split.knobs.apply(policy or self.policy), **{**current, **split.engine})
 
     # -- models, loaded once on first use -------------------------------------------
 
@@ -238,12 +200,7 @@ class TruthLens:
         context: str | Sequence[str] | None,
         question: str | None,
         answer: str,
-        llm: LLM | None = None,
-        retriever: Retriever | None = None,
-        verification_llms: Sequence[LLM] | None = None,
-        judge_llm: LLM | None = None,
-        answerer: GroundedAnswerer | None = None,
-        mitigation_options: MitigationOptions | None = None,
+        **tools: Unpack[GuardTools],
     ) -> Verdict:
         """Guard one answer, and mitigate it when given a model and the route says so.
 
@@ -261,35 +218,22 @@ class TruthLens:
             question: The user's prompt; routed and classified. Without one the
                 prompt is treated as factual.
             answer: The LLM answer.
-            llm: The model that refines, regenerates and (by default) judges.
-            retriever: Enables the retrieval-feedback loop.
-            verification_llms: Premium verifiers; without them premium mode
-                falls back to self-refine.
-            judge_llm: Premium judge; ``llm`` when ``None``.
-            answerer: Re-runs the caller's whole pipeline with a rewritten query
-                (retrieval-feedback loop); an alternative to ``retriever`` + ``llm``.
-            mitigation_options: Loop tuning and prompt overrides for this call;
-                ``None`` uses the engine's ``mitigation_options``.
+            **tools: The models mitigation may use (``llm``, ``retriever``,
+                ``answerer``, ``verification_llms``, ``judge_llm``) and
+                ``mitigation_options``; see :class:`GuardTools`.
 
         Returns:
             The verdict, with the text to show in ``output``.
 
         Raises:
             InvalidInputError: If the answer is empty or the context is not text.
+            InvalidArgumentError: For a tool of the wrong type or an unknown one.
             BlockedResponseError: If the answer was blocked and ``raise_on_block``
                 is set; the verdict is attached as ``error.verdict``.
         """
-        check_guard_tools(
-            llm=llm,
-            retriever=retriever,
-            answerer=answerer,
-            verification_llms=verification_llms,
-            judge_llm=judge_llm,
-            mitigation_options=mitigation_options,
-        )
+        given = ToolSet.of(tools, "TruthLens.guard")
         item = DetectionInput.create(context=context, question=question, answer=answer)
-        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm, mitigation_options)
-        verdict = self._run([item], tools if tools.given else None)[0]
+        verdict = self._run([item], given if given.given else None)[0]
         return self._raise_if_blocked(verdict)
 
     def _raise_if_blocked(self, verdict: Verdict) -> Verdict:
@@ -317,34 +261,20 @@ class TruthLens:
         context: str | Sequence[str] | None,
         question: str | None,
         answer: str,
-        llm: LLM | None = None,
-        retriever: Retriever | None = None,
-        verification_llms: Sequence[LLM] | None = None,
-        judge_llm: LLM | None = None,
-        answerer: GroundedAnswerer | None = None,
-        mitigation_options: MitigationOptions | None = None,
+        **tools: Unpack[GuardTools],
     ) -> Verdict:
         """Async :meth:`guard`.
 
         The models run in a worker thread; LLM calls use ``acomplete`` (verifiers
         concurrently) and retrievals ``aretrieve``.
         """
-        check_guard_tools(
-            llm=llm,
-            retriever=retriever,
-            answerer=answerer,
-            verification_llms=verification_llms,
-            judge_llm=judge_llm,
-            mitigation_options=mitigation_options,
-            where="TruthLens.aguard",
-        )
-        tools = _Tools(llm, retriever, answerer, verification_llms, judge_llm, mitigation_options)
-        if not tools.given:
+        given = ToolSet.of(tools, "TruthLens.aguard")
+        if not given.given:
             return await asyncio.to_thread(
                 self.guard, context=context, question=question, answer=answer
             )
         item = DetectionInput.create(context=context, question=question, answer=answer)
-        return self._raise_if_blocked(await self._arun(item, tools))
+        return self._raise_if_blocked(await self._arun(item, given))
 
     async def aguard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
         """Async :meth:`guard_batch`; the models run in a worker thread."""
@@ -352,7 +282,7 @@ class TruthLens:
 
     # -- pipeline -----------------------------------------------------------------------
 
-    def _run(self, inputs: list[DetectionInput], tools: _Tools | None = None) -> list[Verdict]:
+    def _run(self, inputs: list[DetectionInput], tools: ToolSet | None = None) -> list[Verdict]:
         started = time.perf_counter()
         items = [Item.of(x) for x in inputs]
         with self.tracer.stage("guard", batch_size=len(items)) as root:
@@ -367,7 +297,7 @@ class TruthLens:
             observe(verdict, self.metrics)
         return verdicts
 
-    async def _arun(self, data: DetectionInput, tools: _Tools) -> Verdict:
+    async def _arun(self, data: DetectionInput, tools: ToolSet) -> Verdict:
         started = time.perf_counter()
         item = Item.of(data)
         with self.tracer.stage("guard", batch_size=1) as root:
@@ -382,7 +312,7 @@ class TruthLens:
         return verdict
 
     def _mitigation_request(
-        self, it: Item, tools: _Tools | None, started: float
+        self, it: Item, tools: ToolSet | None, started: float
     ) -> MitigationRequest | None:
         if tools is None or it.route is None or it.detection is None:
             return None
@@ -397,7 +327,7 @@ class TruthLens:
             answerer=tools.answerer,
             verification_llms=tools.verification_llms,
             judge_llm=tools.judge_llm,
-            options=tools.options or self.mitigation_options,
+            options=tools.mitigation_options or self.mitigation_options,
             deadline=None if budget is None else started + budget,
         )
         return request if wants_mitigation(request) else None
@@ -452,14 +382,3 @@ class TruthLens:
                 self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
         log_verdict(logger, verdict, dropped=len(it.dropped))
         return deliver(verdict, self.options)
-
-
-def _knobs(
-    options: dict[str, Any], where: str, mode: object, threshold: object, action: object
-) -> PolicyKnobs:
-    """The policy knobs, after checking ``options`` (unknown names get a suggestion)."""
-    given = {"mode": mode, "threshold": threshold, "action": action}
-    split = split_options(
-        {**options, **{k: v for k, v in given.items() if v is not None}}, own=(), where=where
-    )
-    return split.knobs

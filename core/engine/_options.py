@@ -6,8 +6,8 @@ Three groups, each a single definition the adapters reuse so that they cannot dr
   is built (models, metrics, ``raise_on_block``, ``redact``, ...);
 - :class:`PolicyKnobs`: the common policy settings every adapter takes as keyword
   arguments (``mode``, ``threshold``, ``action``), applied over the policy file;
-- :data:`GUARD_TOOLS`: what one guard call is given (``llm``, ``retriever``, ...),
-  checked by :func:`check_guard_tools`.
+- what one guard call is given (``llm``, ``retriever``, ...) is defined in
+  ``_tools`` (:class:`GuardTools`, :data:`GUARD_TOOLS`).
 
 :func:`split_options` sorts an adapter's keyword arguments into these groups and
 rejects unknown ones with a did-you-mean message (:class:`UnknownArgumentError`);
@@ -18,7 +18,7 @@ neither torch nor any framework.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
@@ -31,35 +31,18 @@ if TYPE_CHECKING:
     from ._engine import TruthLens
 
 __all__ = [
-    "ADAPTER_TOOLS",
     "ENGINE_OPTION_NAMES",
-    "GUARD_TOOLS",
     "POLICY_KNOB_NAMES",
     "EngineOptions",
     "PolicyKnobs",
     "SplitOptions",
-    "check_guard_tools",
     "engine_from",
+    "kind",
     "parse_engine_options",
     "parse_knobs",
     "reject_unknown",
     "split_options",
 ]
-
-#: Keyword arguments of ``TruthLens.guard`` / ``aguard`` besides the input itself.
-GUARD_TOOLS: tuple[str, ...] = (
-    "llm",
-    "retriever",
-    "answerer",
-    "verification_llms",
-    "judge_llm",
-    "mitigation_options",
-)
-
-#: The guard-call tools every adapter accepts as a constructor argument. ``answerer``
-#: is not among them: adapters build it from what they wrap (the chain, the inner
-#: query engine); ``mitigation_options`` is an :class:`EngineOptions` field.
-ADAPTER_TOOLS: tuple[str, ...] = ("llm", "retriever", "verification_llms", "judge_llm")
 
 
 def _needs(value: object, method: str, what: str) -> object:
@@ -298,67 +281,8 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
 
 
-def _is_llm(value: object) -> bool:
-    return callable(getattr(value, "complete", None)) and callable(
-        getattr(value, "acomplete", None)
-    )
-
-
-def check_guard_tools(
-    *,
-    llm: object = None,
-    retriever: object = None,
-    answerer: object = None,
-    verification_llms: object = None,
-    judge_llm: object = None,
-    mitigation_options: object = None,
-    where: str = "TruthLens.guard",
-) -> None:
-    """Check the tools of one guard call, so that a wrong one fails at the call.
-
-    Args:
-        llm: A core LLM (``complete`` and ``acomplete``) or ``None``.
-        retriever: A retriever (``retrieve`` and ``aretrieve``) or ``None``.
-        answerer: A grounded answerer (``answer`` and ``aanswer``) or ``None``.
-        verification_llms: A list of core LLMs or ``None``.
-        judge_llm: A core LLM or ``None``.
-        mitigation_options: :class:`MitigationOptions` or ``None``.
-        where: The call, for messages.
-
-    Raises:
-        InvalidArgumentError: For a value of the wrong type.
-    """
-    problems: list[str] = []
-    for name, value in (("llm", llm), ("judge_llm", judge_llm)):
-        if value is not None and not _is_llm(value):
-            problems.append(f"{name} must be an LLM (complete/acomplete), got {_kind(value)}")
-    if verification_llms is not None:
-        if isinstance(verification_llms, str) or not isinstance(verification_llms, Sequence):
-            problems.append(
-                f"verification_llms must be a list of LLMs, got {_kind(verification_llms)}"
-            )
-        else:
-            problems += [
-                f"verification_llms[{i}] must be an LLM, got {_kind(v)}"
-                for i, v in enumerate(verification_llms)
-                if not _is_llm(v)
-            ]
-    checks: tuple[tuple[str, object, str], ...] = (
-        ("retriever", retriever, "retrieve"),
-        ("answerer", answerer, "answer"),
-    )
-    for name, value, method in checks:
-        if value is not None and not callable(getattr(value, method, None)):
-            problems.append(f"{name} must have a .{method}() method, got {_kind(value)}")
-    if mitigation_options is not None and not isinstance(mitigation_options, MitigationOptions):
-        problems.append(
-            f"mitigation_options must be MitigationOptions, got {_kind(mitigation_options)}"
-        )
-    if problems:
-        raise InvalidArgumentError(f"{where}: " + "; ".join(problems))
-
-
-def _kind(value: object) -> str:
+def kind(value: object) -> str:
+    """A short description of ``value`` for error messages: type, and repr when short."""
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}" if len(text) <= 40 else type(value).__name__
 
@@ -387,7 +311,7 @@ def engine_from(engine: object, config: object, split: SplitOptions, where: str)
     if engine is None:
         return TruthLens.from_config(config, **knobs, **split.engine)  # type: ignore[arg-type]
     if not isinstance(engine, TruthLens):
-        raise InvalidArgumentError(f"{where}: engine must be a TruthLens, got {_kind(engine)}")
+        raise InvalidArgumentError(f"{where}: engine must be a TruthLens, got {kind(engine)}")
     if config is not None:
         raise ConfigError(f"{where}: pass either engine or config, not both")
     if knobs or split.engine:

@@ -1,0 +1,132 @@
+"""What one guard call is given besides the answer, defined once for ``guard`` and ``aguard``.
+
+:class:`GuardTools` types the keyword arguments; :data:`GUARD_TOOLS` lists their
+names; :func:`check_guard_tools` checks them at the call; :class:`ToolSet` is the
+checked set the engine passes to the mitigation loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypedDict
+
+from .._errors import InvalidArgumentError
+from ..llm import LLM
+from ..mitigation import GroundedAnswerer, MitigationOptions, Retriever
+from ._options import kind, reject_unknown
+
+__all__ = [
+    "ADAPTER_TOOLS",
+    "GUARD_TOOLS",
+    "GuardTools",
+    "ToolSet",
+    "check_guard_tools",
+]
+
+
+class GuardTools(TypedDict, total=False):
+    """Keyword arguments of ``TruthLens.guard`` / ``aguard`` besides the input itself.
+
+    Without ``llm`` (or ``answerer``) only the route's action applies (lightweight
+    behaviour).
+
+    Attributes:
+        llm: The model that refines, regenerates and (by default) judges.
+        retriever: Enables the retrieval-feedback loop.
+        answerer: Re-runs the caller's whole pipeline with a rewritten query
+            (retrieval-feedback loop); an alternative to ``retriever`` + ``llm``.
+        verification_llms: Premium verifiers; without them premium mode falls back
+            to self-refine.
+        judge_llm: Premium judge; ``llm`` when ``None``.
+        mitigation_options: Loop tuning and prompt overrides for this call; ``None``
+            uses the engine's ``mitigation_options``.
+    """
+
+    llm: LLM | None
+    retriever: Retriever | None
+    answerer: GroundedAnswerer | None
+    verification_llms: Sequence[LLM] | None
+    judge_llm: LLM | None
+    mitigation_options: MitigationOptions | None
+
+
+#: Keyword arguments of ``TruthLens.guard`` / ``aguard`` besides the input itself.
+GUARD_TOOLS: tuple[str, ...] = tuple(GuardTools.__annotations__)
+
+#: The guard-call tools every adapter accepts as a constructor argument. ``answerer``
+#: is not among them: adapters build it from what they wrap (the chain, the inner
+#: query engine); ``mitigation_options`` is an engine option.
+ADAPTER_TOOLS: tuple[str, ...] = ("llm", "retriever", "verification_llms", "judge_llm")
+
+
+@dataclass(frozen=True)
+class ToolSet:
+    """The caller's models for mitigation; none given means lightweight behaviour."""
+
+    llm: LLM | None = None
+    retriever: Retriever | None = None
+    answerer: GroundedAnswerer | None = None
+    verification_llms: Sequence[LLM] | None = None
+    judge_llm: LLM | None = None
+    mitigation_options: MitigationOptions | None = None
+
+    @classmethod
+    def of(cls, tools: GuardTools, where: str) -> ToolSet:
+        """The checked tools of one call (see :func:`check_guard_tools`)."""
+        reject_unknown(tools, GUARD_TOOLS, where)
+        check_guard_tools(tools, where=where)
+        return cls(**tools)
+
+    @property
+    def given(self) -> bool:
+        """Whether a model that can mitigate was given."""
+        return self.llm is not None or self.answerer is not None
+
+
+def _is_llm(value: object) -> bool:
+    return callable(getattr(value, "complete", None)) and callable(
+        getattr(value, "acomplete", None)
+    )
+
+
+def _llm_problems(tools: Mapping[str, object]) -> list[str]:
+    problems: list[str] = []
+    for name in ("llm", "judge_llm"):
+        value = tools.get(name)
+        if value is not None and not _is_llm(value):
+            problems.append(f"{name} must be an LLM (complete/acomplete), got {kind(value)}")
+    verifiers = tools.get("verification_llms")
+    if verifiers is None:
+        return problems
+    if isinstance(verifiers, str) or not isinstance(verifiers, Sequence):
+        return [*problems, f"verification_llms must be a list of LLMs, got {kind(verifiers)}"]
+    return problems + [
+        f"verification_llms[{i}] must be an LLM, got {kind(v)}"
+        for i, v in enumerate(verifiers)
+        if not _is_llm(v)
+    ]
+
+
+def check_guard_tools(tools: Mapping[str, object], *, where: str = "TruthLens.guard") -> None:
+    """Check the tools of one guard call, so that a wrong one fails at the call.
+
+    Args:
+        tools: The call's tools by name (see :class:`GuardTools`): LLMs need
+            ``complete`` and ``acomplete``, a retriever ``retrieve``, an answerer
+            ``answer``, ``mitigation_options`` is :class:`MitigationOptions`.
+        where: The call, for messages.
+
+    Raises:
+        InvalidArgumentError: For a value of the wrong type.
+    """
+    problems = _llm_problems(tools)
+    for name, method in (("retriever", "retrieve"), ("answerer", "answer")):
+        value = tools.get(name)
+        if value is not None and not callable(getattr(value, method, None)):
+            problems.append(f"{name} must have a .{method}() method, got {kind(value)}")
+    options = tools.get("mitigation_options")
+    if options is not None and not isinstance(options, MitigationOptions):
+        problems.append(f"mitigation_options must be MitigationOptions, got {kind(options)}")
+    if problems:
+        raise InvalidArgumentError(f"{where}: " + "; ".join(problems))
