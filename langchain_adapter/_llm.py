@@ -37,8 +37,6 @@ from typing_extensions import override
 from truthlens_integrations.core import (
     InvalidArgumentError,
     LLMError,
-    LLMTimeoutError,
-    TruthLensError,
 )
 from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
@@ -48,6 +46,7 @@ from truthlens_integrations.core.llm import (
     LLMResponse,
     RetryPolicy,
     TokenUsage,
+    map_llm_errors,
     with_retries,
     with_retries_async,
 )
@@ -187,14 +186,8 @@ class ChatModelLLM(BaseLLM):
                 _to_langchain(request.messages), self.config, stop=request.stop, **kwargs
             )
 
-        try:
+        with map_llm_errors(f"model {self.model!r}"):
             result, attempts = with_retries(call, self.retry)
-        except TruthLensError:
-            raise
-        except TimeoutError as exc:
-            raise LLMTimeoutError(f"model {self.model!r} timed out: {exc}") from exc
-        except Exception as exc:
-            raise LLMError(f"model {self.model!r} failed: {exc}") from exc
         return self._response(result, started, attempts)
 
     async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
@@ -206,14 +199,8 @@ class ChatModelLLM(BaseLLM):
                 _to_langchain(request.messages), self.config, stop=request.stop, **kwargs
             )
 
-        try:
+        with map_llm_errors(f"model {self.model!r}"):
             result, attempts = await with_retries_async(call, self.retry)
-        except TruthLensError:
-            raise
-        except TimeoutError as exc:
-            raise LLMTimeoutError(f"model {self.model!r} timed out: {exc}") from exc
-        except Exception as exc:
-            raise LLMError(f"model {self.model!r} failed: {exc}") from exc
         return self._response(result, started, attempts)
 
 

@@ -25,7 +25,7 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from truthlens_integrations.core import InvalidArgumentError, LLMError, LLMTimeoutError
+from truthlens_integrations.core import InvalidArgumentError
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
@@ -36,6 +36,7 @@ from truthlens_integrations.core.llm import (
     RetryPolicy,
     TokenUsage,
     ensure_text,
+    map_llm_errors,
     with_retries,
     with_retries_async,
 )
@@ -133,27 +134,19 @@ class LlamaIndexLLM(BaseLLM):
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
         kwargs = self._kwargs(request)
-        try:
+        with map_llm_errors(f"LlamaIndex LLM {self.model!r}"):
             response, attempts = with_retries(
                 lambda: self.llm.chat(_to_llama(request.messages), **kwargs), self.retry
             )
-        except TimeoutError as exc:
-            raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
-        except Exception as exc:
-            raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
         return self._result(response, request.stop, started, attempts)
 
     async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
         kwargs = self._kwargs(request)
-        try:
+        with map_llm_errors(f"LlamaIndex LLM {self.model!r}"):
             response, attempts = await with_retries_async(
                 lambda: self.llm.achat(_to_llama(request.messages), **kwargs), self.retry
             )
-        except TimeoutError as exc:
-            raise LLMTimeoutError(f"LlamaIndex LLM {self.model!r} timed out: {exc}") from exc
-        except Exception as exc:
-            raise LLMError(f"LlamaIndex LLM {self.model!r} failed: {exc}") from exc
         return self._result(response, request.stop, started, attempts)
 
 

@@ -20,6 +20,7 @@ from ._base import (
     Role,
     TokenUsage,
     ensure_text,
+    map_llm_errors,
     to_messages,
 )
 from ._default import default_llm
@@ -69,6 +70,7 @@ __all__ = [
     "is_transient",
     "is_transient_error",
     "local_llm",
+    "map_llm_errors",
     "smollm2_gguf_path",
     "to_messages",
     "with_retries",

@@ -11,13 +11,14 @@ instead, so a mitigation loop treats it like any other failed call (a failed ite
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import InvalidInputError, LLMError
+from .._errors import InvalidInputError, LLMError, LLMTimeoutError, TruthLensError
 
 __all__ = [
     "LLM",
@@ -29,6 +30,7 @@ __all__ = [
     "Role",
     "TokenUsage",
     "ensure_text",
+    "map_llm_errors",
     "to_messages",
 ]
 
@@ -213,6 +215,31 @@ def ensure_text(text: str | None, *, model: str) -> str:
     if text is None or not text.strip():
         raise LLMError(f"empty completion from model {model!r}")
     return text
+
+
+@contextmanager
+def map_llm_errors(what: str) -> Iterator[None]:
+    """Translate what a wrapped model raises into the package's LLM errors.
+
+    Wrapped framework models raise whatever their provider package raises; callers
+    catch one hierarchy. Works around ``await`` too, so sync and async paths share it.
+
+    Args:
+        what: Names the model in the message (e.g. ``"model 'gpt-4o-mini'"``).
+
+    Raises:
+        TruthLensError: Unchanged when the model already raised one.
+        LLMTimeoutError: For a :class:`TimeoutError`.
+        LLMError: For any other exception.
+    """
+    try:
+        yield
+    except TruthLensError:
+        raise
+    except TimeoutError as exc:
+        raise LLMTimeoutError(f"{what} timed out: {exc}") from exc
+    except Exception as exc:
+        raise LLMError(f"{what} failed: {exc}") from exc
 
 
 class BaseLLM:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigError, InvalidInputError, LLMError, LLMTimeoutError
 from ._base import BaseLLM, CompletionRequest, LLMResponse, TokenUsage, ensure_text
+from ._retry import RetryPolicy, attempts_made
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -104,21 +105,8 @@ class OpenAICompatibleLLM(BaseLLM):
         """
         self.model = model or os.environ.get(ENV_MODEL) or DEFAULT_OPENAI_MODEL
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-        key = api_key or os.environ.get(ENV_API_KEY)
-        if not key:
-            if self.base_url is None:
-                raise ConfigError(
-                    f"OpenAICompatibleLLM needs an API key: pass api_key= or set ${ENV_API_KEY} "
-                    f"(or set ${ENV_BASE_URL} for a self-hosted server such as vLLM or Ollama)"
-                )
-            key = _PLACEHOLDER_KEY
-        if timeout <= 0:
-            raise ConfigError(f"timeout must be positive, got {timeout}")
-        if max_attempts < 1:
-            raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
-        if wait_initial < 0 or wait_max < 0:
-            raise ConfigError("retry waits must not be negative")
-        self._api_key = key
+        self._api_key = _api_key(api_key, self.base_url)
+        _check_numbers(timeout, max_attempts, wait_initial, wait_max)
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.wait_initial = wait_initial
@@ -169,8 +157,8 @@ class OpenAICompatibleLLM(BaseLLM):
         try:
             completion = retrying(client.chat.completions.create, **payload)
         except Exception as exc:
-            raise self._translate(exc, _attempts(retrying)) from exc
-        return self._response(completion, started, _attempts(retrying))
+            raise self._translate(exc, attempts_made(retrying)) from exc
+        return self._response(completion, started, attempts_made(retrying))
 
     async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         from tenacity import AsyncRetrying
@@ -188,8 +176,8 @@ class OpenAICompatibleLLM(BaseLLM):
         try:
             completion: Any = await retrying(attempt)
         except Exception as exc:
-            raise self._translate(exc, _attempts(retrying)) from exc
-        return self._response(completion, started, _attempts(retrying))
+            raise self._translate(exc, attempts_made(retrying)) from exc
+        return self._response(completion, started, attempts_made(retrying))
 
     def _payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -210,16 +198,9 @@ class OpenAICompatibleLLM(BaseLLM):
         return payload
 
     def _retry_kwargs(self) -> dict[str, Any]:
-        from tenacity import retry_if_exception, stop_after_attempt, wait_random_exponential
-
-        return {
-            "stop": stop_after_attempt(self.max_attempts),
-            # Full jitter: clients hit by the same rate limit do not retry in lockstep.
-            "wait": wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
-            "retry": retry_if_exception(is_transient_error),
-            "reraise": True,
-            "before_sleep": _log_retry,
-        }
+        policy = RetryPolicy(self.max_attempts, self.wait_initial, self.wait_max)
+        # The SDK's own error types say what is transient; the log names the error.
+        return policy.kwargs(transient=is_transient_error, before_sleep=_log_retry)
 
     def _response(self, completion: Any, started: float, attempts: int) -> LLMResponse:
         latency_ms = (time.perf_counter() - started) * 1000.0
@@ -295,9 +276,26 @@ def is_transient_error(exc: BaseException) -> bool:
     return False
 
 
-def _attempts(retrying: Any) -> int:
-    number = retrying.statistics.get("attempt_number", 1)
-    return int(number) if number else 1
+def _api_key(api_key: str | None, base_url: str | None) -> str:
+    key = api_key or os.environ.get(ENV_API_KEY)
+    if key:
+        return key
+    if base_url is None:
+        raise ConfigError(
+            f"OpenAICompatibleLLM needs an API key: pass api_key= or set ${ENV_API_KEY} "
+            f"(or set ${ENV_BASE_URL} for a self-hosted server such as vLLM or Ollama)"
+        )
+    # Self-hosted servers ignore the key, but the SDK refuses to start without one.
+    return _PLACEHOLDER_KEY
+
+
+def _check_numbers(timeout: float, max_attempts: int, wait_initial: float, wait_max: float) -> None:
+    if timeout <= 0:
+        raise ConfigError(f"timeout must be positive, got {timeout}")
+    if max_attempts < 1:
+        raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
+    if wait_initial < 0 or wait_max < 0:
+        raise ConfigError("retry waits must not be negative")
 
 
 def _detail(exc: Any) -> str:

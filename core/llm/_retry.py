@@ -81,16 +81,29 @@ class RetryPolicy:
         self.wait_initial = wait_initial
         self.wait_max = wait_max
 
-    def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for tenacity's ``Retrying`` / ``AsyncRetrying``."""
+    def kwargs(
+        self,
+        transient: Callable[[BaseException], bool] = is_transient,
+        before_sleep: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
+        """Keyword arguments for tenacity's ``Retrying`` / ``AsyncRetrying``.
+
+        Args:
+            transient: Which errors are retried (default :func:`is_transient`).
+            before_sleep: Called before each wait; by default logs the error's type.
+
+        Returns:
+            The keyword arguments; failures that are not retried are re-raised as is.
+        """
         from tenacity import retry_if_exception, stop_after_attempt, wait_random_exponential
 
         return {
             "stop": stop_after_attempt(self.max_attempts),
+            # Full jitter: clients hit by the same rate limit do not retry in lockstep.
             "wait": wait_random_exponential(multiplier=self.wait_initial, max=self.wait_max),
-            "retry": retry_if_exception(is_transient),
+            "retry": retry_if_exception(transient),
             "reraise": True,
-            "before_sleep": _log_retry,
+            "before_sleep": before_sleep or _log_retry,
         }
 
 
@@ -108,7 +121,7 @@ def with_retries(call: Callable[[], _T], policy: RetryPolicy) -> tuple[_T, int]:
 
     retrying = Retrying(**policy.kwargs())
     result: _T = retrying(call)
-    return result, _attempts(retrying)
+    return result, attempts_made(retrying)
 
 
 async def with_retries_async(
@@ -123,10 +136,11 @@ async def with_retries_async(
         return await call()
 
     result: _T = await retrying(attempt)
-    return result, _attempts(retrying)
+    return result, attempts_made(retrying)
 
 
-def _attempts(retrying: Any) -> int:
+def attempts_made(retrying: Any) -> int:
+    """How many attempts a finished tenacity ``Retrying`` made (at least 1)."""
     number = retrying.statistics.get("attempt_number", 1)
     return int(number) if number else 1
 
