@@ -19,6 +19,7 @@ __all__ = [
     "MissingDependencyError",
     "ModelLoadError",
     "ModelNotAvailableError",
+    "RetrievalError",
     "ServiceError",
     "ServiceTimeoutError",
     "TruthLensError",
@@ -82,6 +83,10 @@ class LLMError(TruthLensError):
 
 class LLMTimeoutError(LLMError, TimeoutError):
     """An LLM call did not answer within its timeout."""
+
+
+class RetrievalError(TruthLensError):
+    """A retriever or grounded answerer failed, or returned something that is not text."""
 
 
 class ServiceError(TruthLensError):

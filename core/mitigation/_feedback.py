@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._errors import LLMError, LLMTimeoutError
+from .._errors import LLMError, LLMTimeoutError, RetrievalError
 from .._types import HallucinationSpan
 from ..llm import LLM, ChatMessage
 from ._loop import LoopSettings, MitigationOptions, Recorder
 from ._ops import Generate, Ledger, Loop, Op, answer_query, assess, generate, retrieve
 from ._prompts import _DATA_RULE, absurd_reason, build_refine_messages, clean_output, defuse
-from ._protocols import GroundedAnswerer, RetrievalError, Retriever
+from ._protocols import GroundedAnswerer, Retriever
 from ._results import Assessment, MitigationStatus
 from ._text import approx_tokens, is_near_duplicate, normalise
 

@@ -27,10 +27,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, cast
 
-from .._errors import LLMError, LLMTimeoutError
+from .._errors import LLMError, LLMTimeoutError, RetrievalError
 from .._types import NLILabel
 from ..llm import LLM, ChatMessage, LLMResponse
-from ._protocols import GroundedAnswer, GroundedAnswerer, RetrievalError, Retriever
+from ._protocols import GroundedAnswer, GroundedAnswerer, Retriever
 from ._results import Assessment, CostAccount, MitigationResult, ModelUse
 
 __all__ = [

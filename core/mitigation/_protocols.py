@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
-from .._errors import InvalidInputError, TruthLensError
+from .._errors import InvalidInputError, RetrievalError
 
 __all__ = [
     "CallableAnswerer",
@@ -28,10 +28,6 @@ _T = TypeVar("_T")
 
 GroundedAnswer = tuple[str, list[str]]
 """An answer and the passages it was generated from."""
-
-
-class RetrievalError(TruthLensError):
-    """A retriever or grounded answerer failed, or returned something that is not text."""
 
 
 @runtime_checkable
