@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -89,6 +90,14 @@ def passthrough_problems(engine: TruthLens) -> list[str]:
 _NO_INPUT: Any = object()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Pending:
+    """One guard call, ready to run: the parsed input and the engine's arguments."""
+
+    parsed: ParsedInput
+    guard_kwargs: dict[str, Any]
+
+
 def _as_retriever(retriever: BaseRetriever, config: RunnableConfig) -> Retriever:
     """A LangChain retriever behind the core protocol; its runs are children of ``config``."""
 
@@ -153,6 +162,14 @@ def _merge(acc: Any, chunk: Any) -> Any:
         return acc + chunk
     except TypeError:
         return chunk
+
+
+async def _amerged(chunks: AsyncIterator[Any]) -> Any:
+    """The chunks of an async stream added up (see :func:`_merge`)."""
+    value = None
+    async for chunk in chunks:
+        value = _merge(value, chunk)
+    return value
 
 
 def find_chat_model(runnable: object) -> BaseChatModel | None:
@@ -366,10 +383,13 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             blocked_message=self.blocked_message,
         )
 
-    def _parse_inner(
-        self, chain_input: object, output: object, capture: GroundingCapture
+    def _parse_output(
+        self, chain_input: object, output: object, capture: GroundingCapture | None
     ) -> ParsedInput:
+        """``output`` taken apart; in the wrapper form with what ``capture`` collected."""
         parsed = self._parse(output)
+        if capture is None:
+            return parsed
         question = (
             parsed.question or question_of(chain_input, self.question_key) or capture.question
         )
@@ -416,35 +436,41 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
 
         def answer(query: str) -> tuple[str, list[str]]:
             value, cfg, capture = setup(query)
-            parsed = self._parse_inner(value, chain.invoke(value, cfg), capture)
+            parsed = self._parse_output(value, chain.invoke(value, cfg), capture)
             return parsed.answer, parsed.context
 
         async def aanswer(query: str) -> tuple[str, list[str]]:
             value, cfg, capture = setup(query)
-            parsed = self._parse_inner(value, await chain.ainvoke(value, cfg), capture)
+            parsed = self._parse_output(value, await chain.ainvoke(value, cfg), capture)
             return parsed.answer, parsed.context
 
         return answerer_from_callables(answer, aanswer, name=f"chain:{chain.get_name()}")
 
-    def _guard(
-        self, parsed: ParsedInput, config: RunnableConfig, chain_input: object = _NO_INPUT
-    ) -> Verdict:
-        return self.engine.guard(
-            context=parsed.context,
-            question=parsed.question,
-            answer=parsed.answer,
+    def _prepare(
+        self, config: RunnableConfig, parsed: ParsedInput, chain_input: object = _NO_INPUT
+    ) -> _Pending:
+        """The engine's arguments for one guard call (mitigation models bound to ``config``)."""
+        guard_kwargs = {
+            "context": parsed.context,
+            "question": parsed.question,
+            "answer": parsed.answer,
             **self._mitigation(config, chain_input),
-        )
+        }
+        return _Pending(parsed, guard_kwargs)
 
-    async def _aguard(
-        self, parsed: ParsedInput, config: RunnableConfig, chain_input: object = _NO_INPUT
-    ) -> Verdict:
-        return await self.engine.aguard(
-            context=parsed.context,
-            question=parsed.question,
-            answer=parsed.answer,
-            **self._mitigation(config, chain_input),
-        )
+    def _check(self, pending: _Pending, config: RunnableConfig) -> Verdict:
+        verdict = self.engine.guard(**pending.guard_kwargs)
+        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        return verdict
+
+    async def _acheck(self, pending: _Pending, config: RunnableConfig) -> Verdict:
+        verdict = await self.engine.aguard(**pending.guard_kwargs)
+        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        return verdict
+
+    def _inner_config(self, config: RunnableConfig) -> tuple[RunnableConfig, GroundingCapture]:
+        """The wrapped chain's config, and the capture that collects its grounding."""
+        return _with_capture(self._hidden(config))
 
     # -- invoke -------------------------------------------------------------------------
 
@@ -456,16 +482,13 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> Any:
         del run_manager  # the child config carries the callbacks
-        if self.chain is not None:
-            inner, capture = _with_capture(self._hidden(config))
-            output = self.chain.invoke(value, inner)
-            parsed = self._parse_inner(value, output, capture)
-            verdict = self._guard(parsed, config, value)
+        if self.chain is None:
+            pending = self._prepare(config, self._parse(value))
         else:
-            parsed = self._parse(value)
-            verdict = self._guard(parsed, config)
-        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
-        return self._render(parsed, verdict)
+            inner, capture = self._inner_config(config)
+            output = self.chain.invoke(value, inner)
+            pending = self._prepare(config, self._parse_output(value, output, capture), value)
+        return self._render(pending.parsed, self._check(pending, config))
 
     async def ainvoke(
         self,
@@ -480,16 +503,13 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> Any:
         del run_manager  # the child config carries the callbacks
-        if self.chain is not None:
-            inner, capture = _with_capture(self._hidden(config))
-            output = await self.chain.ainvoke(value, inner)
-            parsed = self._parse_inner(value, output, capture)
-            verdict = await self._aguard(parsed, config, value)
+        if self.chain is None:
+            pending = self._prepare(config, self._parse(value))
         else:
-            parsed = self._parse(value)
-            verdict = await self._aguard(parsed, config)
-        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
-        return self._render(parsed, verdict)
+            inner, capture = self._inner_config(config)
+            output = await self.chain.ainvoke(value, inner)
+            pending = self._prepare(config, self._parse_output(value, output, capture), value)
+        return self._render(pending.parsed, await self._acheck(pending, config))
 
     # -- batch ------------------------------------------------------------------------
 
@@ -508,7 +528,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         """
         if not inputs:
             return []
-        if self.chain is not None or self._mitigation({}):
+        if not self._batches_alone():
             return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
         return self._batch_with_config(
             self._batch, inputs, config, return_exceptions=return_exceptions, **kwargs
@@ -523,11 +543,10 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         del run_manager  # the signature LangChain expects; events go through config
         parsed, items = self._prepare_batch(values)
         verdicts = self.engine.guard_batch(items) if items else []
-        done = self._finish_batch(parsed, verdicts)
-        for cfg, (_, verdict) in zip(config, done, strict=True):
-            if verdict is not None:
-                dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
-        return [out for out, _ in done]
+        outputs, events = self._finish_batch(parsed, verdicts, config)
+        for cfg, verdict in events:
+            dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
+        return outputs
 
     async def abatch(
         self,
@@ -540,7 +559,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         """Async :meth:`batch`: one awaited engine call for the whole batch."""
         if not inputs:
             return []
-        if self.chain is not None or self._mitigation({}):
+        if not self._batches_alone():
             return await super().abatch(
                 inputs, config, return_exceptions=return_exceptions, **kwargs
             )
@@ -557,11 +576,14 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         del run_manager  # the signature LangChain expects; events go through config
         parsed, items = self._prepare_batch(values)
         verdicts = await self.engine.aguard_batch(items) if items else []
-        done = self._finish_batch(parsed, verdicts)
-        for cfg, (_, verdict) in zip(config, done, strict=True):
-            if verdict is not None:
-                await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
-        return [out for out, _ in done]
+        outputs, events = self._finish_batch(parsed, verdicts, config)
+        for cfg, verdict in events:
+            await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
+        return outputs
+
+    def _batches_alone(self) -> bool:
+        """Whether one detector pass can serve a batch (pipe form without mitigation)."""
+        return self.chain is None and not self._mitigation({})
 
     def _prepare_batch(
         self, values: list[Any]
@@ -581,20 +603,26 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         return parsed, items
 
     def _finish_batch(
-        self, parsed: list[ParsedInput | Exception], verdicts: list[Verdict]
-    ) -> list[tuple[Any, Verdict | None]]:
+        self,
+        parsed: list[ParsedInput | Exception],
+        verdicts: list[Verdict],
+        config: list[RunnableConfig],
+    ) -> tuple[list[Any], list[tuple[RunnableConfig, Verdict]]]:
+        """The batch's outputs (errors in place), and the events to dispatch after it."""
         results = iter(verdicts)
-        done: list[tuple[Any, Verdict | None]] = []
-        for p in parsed:
+        outputs: list[Any] = []
+        events: list[tuple[RunnableConfig, Verdict]] = []
+        for p, cfg in zip(parsed, config, strict=True):
             if isinstance(p, Exception):
-                done.append((p, None))
+                outputs.append(p)
                 continue
             verdict = next(results)
+            events.append((cfg, verdict))
             try:
-                done.append((self._render(p, verdict), verdict))
+                outputs.append(self._render(p, verdict))
             except Exception as exc:  # noqa: BLE001 - a blocked answer fails alone
-                done.append((exc, verdict))
-        return done
+                outputs.append(exc)
+        return outputs, events
 
     # -- streaming ----------------------------------------------------------------------
 
@@ -648,36 +676,27 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Iterator[Any]:
-        del run_manager  # the child config carries the callbacks
-        passthrough = self.stream_mode == "passthrough"
-        value: Any = None
-        for chunk in chunks:
-            if passthrough and self.chain is None:
-                yield chunk
-            value = _merge(value, chunk)
-        capture: GroundingCapture | None = None
-        chain_input = value
+        """Guard a stream: the whole of it (verified), or chunk by chunk (pass-through).
+
+        Verified mode guards the merged input as :meth:`invoke` does; pass-through
+        yields the chunks (of the input, or of the wrapped chain) as they come, then
+        one chunk carrying the verdict.
+        """
+        if self.stream_mode == "verified":
+            yield self._invoke(functools.reduce(_merge, chunks, None), run_manager, config)
+            return
+        source, chain_input, capture = chunks, _NO_INPUT, None
         if self.chain is not None:
-            inner, capture = _with_capture(self._hidden(config))
-            if passthrough:
-                value = None
-                for chunk in self.chain.stream(chain_input, inner):
-                    yield chunk
-                    value = _merge(value, chunk)
-            else:
-                value = self.chain.invoke(chain_input, inner)
-        if capture is not None:
-            parsed = self._parse_inner(chain_input, value, capture)
-            verdict = self._guard(parsed, config, chain_input)
-        else:
-            parsed = self._parse(value)
-            verdict = self._guard(parsed, config)
-        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
-        yield (
-            verdict_chunk(value, verdict, self.verdict_key)
-            if passthrough
-            else self._render(parsed, verdict)
-        )
+            inner, capture = self._inner_config(config)
+            chain_input = functools.reduce(_merge, chunks, None)
+            source = self.chain.stream(chain_input, inner)
+        output = None
+        for chunk in source:
+            yield chunk
+            output = _merge(output, chunk)
+        parsed = self._parse_output(chain_input, output, capture)
+        pending = self._prepare(config, parsed, chain_input)
+        yield verdict_chunk(output, self._check(pending, config), self.verdict_key)
 
     async def _atransform(
         self,
@@ -685,36 +704,22 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> AsyncIterator[Any]:
-        del run_manager  # the child config carries the callbacks
-        passthrough = self.stream_mode == "passthrough"
-        value: Any = None
-        async for chunk in chunks:
-            if passthrough and self.chain is None:
-                yield chunk
-            value = _merge(value, chunk)
-        capture: GroundingCapture | None = None
-        chain_input = value
+        """Async :meth:`_transform`."""
+        if self.stream_mode == "verified":
+            yield await self._ainvoke(await _amerged(chunks), run_manager, config)
+            return
+        source, chain_input, capture = chunks, _NO_INPUT, None
         if self.chain is not None:
-            inner, capture = _with_capture(self._hidden(config))
-            if passthrough:
-                value = None
-                async for chunk in self.chain.astream(chain_input, inner):
-                    yield chunk
-                    value = _merge(value, chunk)
-            else:
-                value = await self.chain.ainvoke(chain_input, inner)
-        if capture is not None:
-            parsed = self._parse_inner(chain_input, value, capture)
-            verdict = await self._aguard(parsed, config, chain_input)
-        else:
-            parsed = self._parse(value)
-            verdict = await self._aguard(parsed, config)
-        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
-        yield (
-            verdict_chunk(value, verdict, self.verdict_key)
-            if passthrough
-            else self._render(parsed, verdict)
-        )
+            inner, capture = self._inner_config(config)
+            chain_input = await _amerged(chunks)
+            source = self.chain.astream(chain_input, inner)
+        output = None
+        async for chunk in source:
+            yield chunk
+            output = _merge(output, chunk)
+        parsed = self._parse_output(chain_input, output, capture)
+        pending = self._prepare(config, parsed, chain_input)
+        yield verdict_chunk(output, await self._acheck(pending, config), self.verdict_key)
 
 
 #: The engine's names for two fields, accepted as the same fields.
