@@ -31,11 +31,10 @@ from llama_index.core.tools import AsyncBaseTool
 from llama_index.core.workflow import Context, Event
 
 from truthlens_integrations.core import (
-    BlockedResponseError,
     ConfigError,
     LLMError,
 )
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, shown_text
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
@@ -57,11 +56,6 @@ __all__ = [
 
 #: ``additional_kwargs`` key marking the feedback messages the guard sends to the LLM.
 FEEDBACK_KEY = "truthlens_feedback"
-
-DEFAULT_BLOCKED_MESSAGE = (
-    "I can't give a verified answer to this: the response was withheld because it "
-    "could not be supported by the available sources."
-)
 
 _TEXT_CHANGING = frozenset({"body", "block"})
 
@@ -294,7 +288,9 @@ class TruthLensFunctionAgent(FunctionAgent):
             **self._mitigation(history, tools),
         )
         dispatch_verdict(verdict)
-        text = self._shown(verdict)
+        text = shown_text(
+            verdict, raise_blocked=self.on_block == "raise", blocked_message=self.blocked_message
+        )
         payload = verdict_payload(verdict)
         message = LIChatMessage(
             role=MessageRole.ASSISTANT,
@@ -313,16 +309,6 @@ class TruthLensFunctionAgent(FunctionAgent):
         if self.judge_llm is not None:
             found["judge_llm"] = LlamaIndexLLM(self.judge_llm)
         return found
-
-    def _shown(self, verdict: Verdict) -> str:
-        if verdict.blocked:
-            if self.on_block == "raise":
-                raise BlockedResponseError(
-                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
-                    verdict=verdict,
-                )
-            return self.blocked_message
-        return verdict.output if verdict.output is not None else verdict.original_answer
 
     def _stream(self, ctx: Context, payload: dict[str, Any], text: str) -> None:
         if self.holds_tokens and self.streaming:

@@ -25,13 +25,18 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.tools.types import ToolMetadata
 
 from truthlens_integrations.core import (
-    BlockedResponseError,
     ConfigError,
     InvalidArgumentError,
     InvalidInputError,
 )
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
+from truthlens_integrations.core.engine import (
+    DEFAULT_BLOCKED_MESSAGE,
+    REDACTED,
+    TruthLens,
+    Verdict,
+    shown_text,
+)
 from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
 
@@ -55,13 +60,9 @@ from ._prompts import (
     rewrite_builder,
 )
 
-__all__ = ["DEFAULT_BLOCKED_MESSAGE", "InnerEngineAnswerer", "TruthLensQueryEngine", "get_verdict"]
+__all__ = ["InnerEngineAnswerer", "TruthLensQueryEngine", "get_verdict"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_BLOCKED_MESSAGE = (
-    "The answer was withheld because parts of it could not be verified against the sources."
-)
 
 #: The guard appears in legacy callback traces as a tool call with this name.
 GUARD_TOOL = ToolMetadata(
@@ -513,17 +514,6 @@ class TruthLensQueryEngine(BaseQueryEngine):
 
     # -- response -----------------------------------------------------------------------
 
-    def _text(self, verdict: Verdict) -> str:
-        if verdict.blocked:
-            if self.on_block == "raise" or self.engine.raise_on_block:
-                raise BlockedResponseError(
-                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
-                    verdict=verdict,
-                )
-            return self.blocked_message
-        assert verdict.output is not None  # only blocked verdicts have no output
-        return verdict.output
-
     def _respond(
         self,
         inner: RESPONSE_TYPE,
@@ -531,7 +521,10 @@ class TruthLensQueryEngine(BaseQueryEngine):
         verdict: Verdict,
         nodes: list[NodeWithScore],
     ) -> RESPONSE_TYPE:
-        text = self._text(verdict)
+        raise_blocked = self.on_block == "raise" or self.engine.raise_on_block
+        text = shown_text(
+            verdict, raise_blocked=raise_blocked, blocked_message=self.blocked_message
+        )
         metadata = {**(buffered.metadata or {}), "truthlens": verdict_payload(verdict)}
         if isinstance(inner, StreamingResponse):
             return StreamingResponse(
