@@ -303,12 +303,13 @@ class TruthLensFunctionAgent(FunctionAgent):
         return output.model_copy(update={"response": message})
 
     def _mitigation(self, history: list[LIChatMessage], tools: Sequence[Any]) -> dict[str, Any]:
-        found: dict[str, Any] = {"llm": _AgentLLM(self, history, tools)}
-        if self.verification_llms:
-            found["verification_llms"] = [LlamaIndexLLM(m) for m in self.verification_llms]
-        if self.judge_llm is not None:
-            found["judge_llm"] = LlamaIndexLLM(self.judge_llm)
-        return found
+        """The guard's tools: the agent's LLM refines; premium verifiers and judge check."""
+        judge = self.judge_llm
+        return {
+            "llm": _AgentLLM(self, history, tools),
+            "verification_llms": [LlamaIndexLLM(m) for m in self.verification_llms] or None,
+            "judge_llm": None if judge is None else LlamaIndexLLM(judge),
+        }
 
     def _stream(self, ctx: Context, payload: dict[str, Any], text: str) -> None:
         if self.holds_tokens and self.streaming:

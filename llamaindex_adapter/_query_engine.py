@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,8 +60,6 @@ from ._prompts import (
 )
 
 __all__ = ["InnerEngineAnswerer", "TruthLensQueryEngine", "get_verdict"]
-
-logger = logging.getLogger(__name__)
 
 #: The guard appears in legacy callback traces as a tool call with this name.
 GUARD_TOOL = ToolMetadata(
