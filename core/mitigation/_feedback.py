@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._errors import LLMError, LLMTimeoutError, RetrievalError
 from .._types import HallucinationSpan
 from ..llm import LLM, ChatMessage
-from ._loop import LoopSettings, MitigationOptions, Recorder
+from ._loop import LoopSettings, MitigationOptions, Recorder, ask_model
 from ._ops import Generate, Ledger, Loop, Op, answer_query, assess, generate, retrieve
-from ._prompts import _DATA_RULE, absurd_reason, build_refine_messages, clean_output, defuse
+from ._prompts import _DATA_RULE, build_refine_messages, defuse
 from ._protocols import GroundedAnswerer, Retriever
 from ._results import Assessment, MitigationStatus
 from ._text import approx_tokens, is_near_duplicate, normalise
@@ -197,24 +197,13 @@ def _gather(
 
 
 def _regenerate(
-    llm: LLM,
-    context: Sequence[str],
-    question: str | None,
-    current: Assessment,
-    settings: LoopSettings,
+    llm: LLM, search: _Search, current: Assessment, settings: LoopSettings
 ) -> Generator[Op, object, str]:
     build = settings.options.refine_messages or build_refine_messages
-    messages = build(context=context, question=question, answer=current.answer, spans=current.spans)
-    response = yield from generate(
-        Generate(
-            llm,
-            tuple(messages),
-            role="generator",
-            max_tokens=settings.options.max_tokens,
-            temperature=settings.options.temperature,
-        )
+    messages = build(
+        context=search.context, question=search.question, answer=current.answer, spans=current.spans
     )
-    return response.text
+    return (yield from ask_model(llm, messages, role="generator", options=settings.options))
 
 
 @dataclass
@@ -301,13 +290,22 @@ def retrieval_feedback(
     """
     rec = Recorder(initial, ledger, settings.convergence_threshold)
     search = _Search(list(context), question, settings)
-    status: MitigationStatus = "max_iterations_reached"
-    error: str | None = None
-    for _ in range(settings.max_iterations):
-        if rec.reached(rec.best):
-            break
-        rec.start()
-        current = rec.best
+    status, error = yield from _rounds(rec, search, llm, retriever, answerer, settings)
+    return rec.result(
+        "retrieval_feedback", status, context=search.context, error=error, success="success"
+    )
+
+
+def _rounds(
+    rec: Recorder,
+    search: _Search,
+    llm: LLM | None,
+    retriever: Retriever | None,
+    answerer: GroundedAnswerer | None,
+    settings: LoopSettings,
+) -> Generator[Op, object, tuple[MitigationStatus, str | None]]:
+    """Run the rounds; return the status and error to stop with."""
+    for current in rec.each_round(settings.max_iterations):
         unsupported = [s for s in current.spans if s.nli_label in (None, "neutral")]
         if not unsupported and llm is None:
             unsupported = list(current.spans)  # only the answerer can act: re-ask
@@ -318,27 +316,19 @@ def retrieval_feedback(
                 status, stop_reason = found.stop
                 rec.record("retrieve", None, error=stop_reason, query=found.query)
                 # Stagnation is a normal end; a failing retriever or the budget is not.
-                error = stop_reason if status in ("retrieval_error", "llm_timeout") else None
-                break
+                return status, (
+                    stop_reason if status in ("retrieval_error", "llm_timeout") else None
+                )
         text = found.text
         if text is None:
             assert llm is not None
             try:
-                text = yield from _regenerate(llm, search.context, question, current, settings)
+                text = yield from _regenerate(llm, search, current, settings)
             except LLMError as exc:
-                timeout = isinstance(exc, LLMTimeoutError)
-                status, error = ("llm_timeout" if timeout else "llm_error"), str(exc)
-                rec.record(
-                    "retrieve", None, error=error, query=found.query, new_passages=found.added
-                )
-                break
-        cleaned = clean_output(text)
-        reason = absurd_reason(cleaned, reference=current.answer)
-        if reason is not None:
-            rec.record("retrieve", None, error=reason, answer=text, query=found.query)
+                return rec.failed("retrieve", exc, query=found.query, new_passages=found.added)
+        cleaned = rec.usable("retrieve", text, reference=current.answer, query=found.query)
+        if cleaned is None:
             continue
         candidate = yield from assess(search.context, cleaned)
         rec.record("retrieve", candidate, query=found.query, new_passages=found.added)
-    if rec.reached(rec.best):
-        status = "success"
-    return rec.result("retrieval_feedback", status, context=search.context, error=error)
+    return "max_iterations_reached", None

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..llm import ChatMessage
-from ._ops import Ledger
+from .._errors import LLMError, LLMTimeoutError
+from ..llm import LLM, ChatMessage
+from ._ops import Generate, Ledger, Op, generate
+from ._prompts import absurd_reason, clean_output
 from ._results import (
     Assessment,
     ClaimCheck,
@@ -20,7 +22,7 @@ from ._results import (
     Strategy,
 )
 
-__all__ = ["LoopSettings", "MitigationOptions", "Recorder"]
+__all__ = ["LoopSettings", "MitigationOptions", "Recorder", "ask_model"]
 
 
 class MitigationOptions(BaseModel):
@@ -100,6 +102,53 @@ class Recorder:
         ]
         self._started = time.perf_counter()
         self._snapshot = ledger.snapshot()
+
+    def each_round(self, count: int) -> Iterator[Assessment]:
+        """Start up to ``count`` rounds, stopping once the best answer has converged.
+
+        Yields:
+            The best answer so far, which the round works from.
+        """
+        for _ in range(count):
+            if self.reached(self.best):
+                return
+            self.start()
+            yield self.best
+
+    def failed(
+        self,
+        kind: IterationKind,
+        exc: LLMError,
+        *,
+        query: str | None = None,
+        new_passages: int = 0,
+    ) -> tuple[MitigationStatus, str]:
+        """Record a step whose model call failed; the loop stops with the returned status.
+
+        Returns:
+            ``("llm_timeout" | "llm_error", message)``.
+        """
+        error = str(exc)
+        self.record(kind, None, error=error, query=query, new_passages=new_passages)
+        return ("llm_timeout" if isinstance(exc, LLMTimeoutError) else "llm_error"), error
+
+    def usable(
+        self, kind: IterationKind, raw: str, *, reference: str, query: str | None = None
+    ) -> str | None:
+        """The cleaned model output, or ``None`` after recording why it is unusable.
+
+        Args:
+            kind: The step's kind.
+            raw: The model's output.
+            reference: The answer the output replaces (an echo of it is unusable).
+            query: The retrieval query of the step, for the record.
+        """
+        text = clean_output(raw)
+        reason = absurd_reason(text, reference=reference)
+        if reason is None:
+            return text
+        self.record(kind, None, error=reason, answer=raw, query=query)
+        return None
 
     def reached(self, assessment: Assessment) -> bool:
         """Whether ``assessment`` meets the convergence threshold."""
@@ -183,8 +232,14 @@ class Recorder:
         *,
         context: Sequence[str],
         error: str | None = None,
+        success: MitigationStatus | None = None,
     ) -> MitigationResult:
-        """The loop's result with the best answer and the full history."""
+        """The loop's result with the best answer and the full history.
+
+        ``success``, when given, replaces ``status`` if the best answer has converged.
+        """
+        if success is not None and self.reached(self.best):
+            status = success
         return MitigationResult(
             strategy=strategy,
             status=status,
@@ -196,3 +251,23 @@ class Recorder:
             context=list(context),
             converged=self.reached(self.best),
         )
+
+
+def ask_model(
+    llm: LLM, messages: Sequence[ChatMessage], *, role: str, options: MitigationOptions
+) -> Generator[Op, object, str]:
+    """Yield one generation with the loop's token and temperature options.
+
+    Returns:
+        The raw text of the reply.
+    """
+    response = yield from generate(
+        Generate(
+            llm,
+            tuple(messages),
+            role=role,
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+        )
+    )
+    return response.text

@@ -15,8 +15,8 @@ from collections.abc import Generator, Sequence
 from .._errors import LLMError, LLMTimeoutError
 from .._types import NLILabel
 from ..llm import LLM, ChatMessage, LLMResponse
-from ._loop import LoopSettings, Recorder
-from ._ops import Generate, GenerateAll, Ledger, Loop, Op, assess, explain, generate, generate_all
+from ._loop import LoopSettings, MitigationOptions, Recorder, ask_model
+from ._ops import Generate, GenerateAll, Ledger, Loop, Op, assess, explain, generate_all
 from ._prompts import absurd_reason, build_answer_messages, build_judge_messages, clean_output
 from ._results import Assessment, ClaimCheck, MitigationStatus
 from ._text import content_words, jaccard, numbers, sentences
@@ -276,44 +276,30 @@ def cross_model(
     Returns:
         The loop, to run with ``drive`` / ``adrive``.
     """
-    opts = settings.options
     rec = Recorder(initial, ledger, settings.convergence_threshold)
-    status: MitigationStatus = "max_iterations_reached"
-    error: str | None = None
-    for _ in range(settings.max_iterations):
-        if rec.reached(rec.best):
-            break
-        rec.start()
-        primary = rec.best
+    status, error = yield from _rounds(rec, context, question, verifiers, judge, settings)
+    return rec.result("cross_model", status, context=context, error=error, success="converged")
+
+
+def _rounds(
+    rec: Recorder,
+    context: Sequence[str],
+    question: str | None,
+    verifiers: Sequence[LLM],
+    judge: LLM,
+    settings: LoopSettings,
+) -> Generator[Op, object, tuple[MitigationStatus, str | None]]:
+    """Run the rounds; return the status and error to stop with."""
+    opts = settings.options
+    for primary in rec.each_round(settings.max_iterations):
         results, answers = yield from _ask_verifiers(
             context, question, primary, verifiers, settings
         )
         if not answers:
             status, error = _failure(results)
             rec.record("cross_check", None, error=error)
-            break
-        weights = yield from _weights(context, answers, opts.consensus)
-        pieces = sentences(primary.answer) or [(0, len(primary.answer), primary.answer)]
-        claims = [text for _, _, text in pieces]
-        labels = yield from _labels(claims, answers)
-        checks = tally_claims(claims, labels, weights, method=opts.consensus)
-        merged_text, checks = merge_claims(
-            checks,
-            flagged=_claim_flags(primary, pieces),
-            answers=answers,
-            labels=labels,
-            weights=weights,
-            method=opts.consensus,
-        )
-        merged = primary
-        if merged_text != primary.answer:
-            merged = yield from assess(context, merged_text)
-        rec.record(
-            "cross_check",
-            merged if merged is not primary else None,
-            answer=merged_text,
-            claims=checks,
-        )
+            return status, error
+        merged, merged_text, checks = yield from _cross_check(rec, context, primary, answers, opts)
         disagree = any(c.verdict == "contradicted" for c in checks) or (
             settings.require_consensus and any(c.verdict != "supported" for c in checks)
         )
@@ -324,30 +310,51 @@ def cross_model(
         # The models disagree, or agree on something the detector still flags: judge.
         messages = _judge_messages(context, question, primary.answer, answers, merged_text, checks)
         try:
-            response = yield from generate(
-                Generate(
-                    judge,
-                    tuple(messages),
-                    role="judge",
-                    max_tokens=opts.max_tokens,
-                    temperature=opts.temperature,
-                )
-            )
-        except LLMTimeoutError as exc:
-            status, error = "llm_timeout", str(exc)
-            rec.record("judge", None, error=error)
-            break
+            raw = yield from ask_model(judge, messages, role="judge", options=opts)
         except LLMError as exc:
-            status, error = "llm_error", str(exc)
-            rec.record("judge", None, error=error)
-            break
-        text = clean_output(response.text)
-        reason = absurd_reason(text, reference=primary.answer)
-        if reason is not None:
-            rec.record("judge", None, error=reason, answer=response.text)
+            return rec.failed("judge", exc)
+        text = rec.usable("judge", raw, reference=primary.answer)
+        if text is None:
             continue
         verdict = yield from assess(context, text)
         rec.record("judge", verdict, win_ties=True)
-    if rec.reached(rec.best):
-        status = "converged"
-    return rec.result("cross_model", status, context=context, error=error)
+    return "max_iterations_reached", None
+
+
+def _cross_check(
+    rec: Recorder,
+    context: Sequence[str],
+    primary: Assessment,
+    answers: Sequence[str],
+    opts: MitigationOptions,
+) -> Generator[Op, object, tuple[Assessment, str, list[ClaimCheck]]]:
+    """Check the primary answer's claims against the verifiers' answers and merge them.
+
+    Records the ``cross_check`` step.
+
+    Returns:
+        The merged answer's assessment, its text, and the claim checks.
+    """
+    weights = yield from _weights(context, answers, opts.consensus)
+    pieces = sentences(primary.answer) or [(0, len(primary.answer), primary.answer)]
+    claims = [text for _, _, text in pieces]
+    labels = yield from _labels(claims, answers)
+    checks = tally_claims(claims, labels, weights, method=opts.consensus)
+    merged_text, checks = merge_claims(
+        checks,
+        flagged=_claim_flags(primary, pieces),
+        answers=answers,
+        labels=labels,
+        weights=weights,
+        method=opts.consensus,
+    )
+    merged = primary
+    if merged_text != primary.answer:
+        merged = yield from assess(context, merged_text)
+    rec.record(
+        "cross_check",
+        merged if merged is not primary else None,
+        answer=merged_text,
+        claims=checks,
+    )
+    return merged, merged_text, checks

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
-from .._errors import LLMError, LLMTimeoutError
-from ..llm import LLM
-from ._loop import LoopSettings, Recorder
-from ._ops import Generate, Ledger, Loop, assess, generate
-from ._prompts import absurd_reason, build_answer_messages, build_refine_messages, clean_output
+from .._errors import LLMError
+from ..llm import LLM, ChatMessage
+from ._loop import LoopSettings, MitigationOptions, Recorder, ask_model
+from ._ops import Ledger, Loop, Op, assess
+from ._prompts import build_answer_messages, build_refine_messages
 from ._results import Assessment, IterationKind, MitigationStatus
 
 __all__ = ["self_refine"]
@@ -47,57 +47,52 @@ def self_refine(
         The loop, to run with ``drive`` / ``adrive``; it returns a ``MitigationResult``.
     """
     rec = Recorder(initial, ledger, settings.convergence_threshold)
-    status: MitigationStatus = "max_iterations_reached"
-    error: str | None = None
-    seen = {_key(initial.answer)}
+    status, error = yield from _rounds(rec, context, question, llm, settings)
+    return rec.result("self_refine", status, context=context, error=error, success="converged")
+
+
+def _rounds(
+    rec: Recorder,
+    context: Sequence[str],
+    question: str | None,
+    llm: LLM,
+    settings: LoopSettings,
+) -> Generator[Op, object, tuple[MitigationStatus, str | None]]:
+    """Run the rounds; return the status and error to stop with."""
+    seen = {_key(rec.best.answer)}
     kind: IterationKind = "refine"
-    for _ in range(settings.max_iterations):
-        if rec.reached(rec.best):
-            break
-        rec.start()
-        current = rec.best
-        if kind == "refine":
-            build = settings.options.refine_messages or build_refine_messages
-            messages = build(
-                context=context, question=question, answer=current.answer, spans=current.spans
-            )
-        else:
-            messages = build_answer_messages(context=context, question=question)
+    for current in rec.each_round(settings.max_iterations):
+        messages = _messages(kind, context, question, current, settings.options)
         try:
-            response = yield from generate(
-                Generate(
-                    llm,
-                    tuple(messages),
-                    role="generator",
-                    max_tokens=settings.options.max_tokens,
-                    temperature=settings.options.temperature,
-                )
-            )
-        except LLMTimeoutError as exc:
-            status, error = "llm_timeout", str(exc)
-            rec.record(kind, None, error=error)
-            break
+            raw = yield from ask_model(llm, messages, role="generator", options=settings.options)
         except LLMError as exc:
-            status, error = "llm_error", str(exc)
-            rec.record(kind, None, error=error)
-            break
-        text = clean_output(response.text)
-        reason = absurd_reason(text, reference=current.answer)
-        if reason is not None:
-            rec.record(kind, None, error=reason, answer=response.text)
+            return rec.failed(kind, exc)
+        text = rec.usable(kind, raw, reference=current.answer)
+        if text is None:
             continue
         repeated = _key(text) in seen
         seen.add(_key(text))
         if repeated and kind == "regenerate":
             rec.record(kind, None, error="repeats an earlier answer", answer=text)
-            status = "answer_stagnation"
-            break
+            return "answer_stagnation", None
         candidate = yield from assess(context, text)
         rec.record(kind, candidate)
         kind = "regenerate" if repeated else "refine"
-    if rec.reached(rec.best):
-        status = "converged"
-    return rec.result("self_refine", status, context=context, error=error)
+    return "max_iterations_reached", None
+
+
+def _messages(
+    kind: IterationKind,
+    context: Sequence[str],
+    question: str | None,
+    current: Assessment,
+    options: MitigationOptions,
+) -> list[ChatMessage]:
+    """The refine prompt, or a fresh grounded prompt after a repeated answer."""
+    if kind == "regenerate":
+        return build_answer_messages(context=context, question=question)
+    build = options.refine_messages or build_refine_messages
+    return build(context=context, question=question, answer=current.answer, spans=current.spans)
 
 
 def _key(answer: str) -> str:
