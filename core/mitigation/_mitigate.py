@@ -122,14 +122,6 @@ def mitigate(request: MitigationRequest, runtime: Runtime) -> MitigationResult:
 
 
 async def amitigate(request: MitigationRequest, runtime: Runtime) -> MitigationResult:
-    """Run the request's loop with ``acomplete`` / ``aretrieve``.
-
-    Args:
-        request: What to mitigate and with which models.
-        runtime: The guard's detector and NLI model.
-
-    Returns:
-        The loop's result.
-    """
+    """Async :func:`mitigate`: the loop's calls use ``acomplete`` / ``aretrieve``."""
     ledger = Ledger(deadline=request.deadline)
     return await adrive(_loop(request, ledger), runtime, ledger)

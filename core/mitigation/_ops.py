@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast
 
 from .._errors import LLMError, LLMTimeoutError, RetrievalError
 from .._types import NLILabel
@@ -393,33 +394,48 @@ async def _aexecute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
         raise _retrieval_error(exc, "grounded answerer") from exc
 
 
+class _Steps(Generic[_R]):
+    """Feeds a loop the outcome of each op: its value, or the error to throw into it."""
+
+    def __init__(self, loop: Generator[Op, object, _R]) -> None:
+        self.loop = loop
+        self.value: object = None
+        self.error: Exception | None = None
+        self.result: _R | None = None
+
+    def next(self) -> Op | None:
+        """The loop's next op; ``None`` once it has returned (see ``result``)."""
+        try:
+            if self.error is None:
+                return self.loop.send(self.value)
+            return self.loop.throw(self.error)
+        except StopIteration as stop:
+            self.result = cast("_R", stop.value)
+            return None
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Around one op: a failed call goes back into the loop, which decides."""
+        self.value, self.error = None, None
+        try:
+            yield
+        except (LLMError, RetrievalError) as exc:
+            self.error = exc
+
+
 def drive(loop: Generator[Op, object, _R], runtime: Runtime, ledger: Ledger) -> _R:
     """Run a loop with blocking calls; parallel LLM calls use a thread pool."""
-    value: object = None
-    error: Exception | None = None
-    while True:
-        try:
-            op = loop.send(value) if error is None else loop.throw(error)
-        except StopIteration as stop:
-            return cast("_R", stop.value)
-        value, error = None, None
-        try:
-            value = _execute(op, runtime, ledger)
-        except (LLMError, RetrievalError) as exc:
-            error = exc
+    steps = _Steps(loop)
+    while (op := steps.next()) is not None:
+        with steps.running():
+            steps.value = _execute(op, runtime, ledger)
+    return cast("_R", steps.result)
 
 
 async def adrive(loop: Generator[Op, object, _R], runtime: Runtime, ledger: Ledger) -> _R:
     """Run a loop with ``acomplete`` / ``aretrieve``; models run in worker threads."""
-    value: object = None
-    error: Exception | None = None
-    while True:
-        try:
-            op = loop.send(value) if error is None else loop.throw(error)
-        except StopIteration as stop:
-            return cast("_R", stop.value)
-        value, error = None, None
-        try:
-            value = await _aexecute(op, runtime, ledger)
-        except (LLMError, RetrievalError) as exc:
-            error = exc
+    steps = _Steps(loop)
+    while (op := steps.next()) is not None:
+        with steps.running():
+            steps.value = await _aexecute(op, runtime, ledger)
+    return cast("_R", steps.result)

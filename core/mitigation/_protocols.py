@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from .._errors import InvalidInputError, RetrievalError
 
@@ -64,14 +64,13 @@ class GroundedAnswerer(Protocol):
 def _check_passages(value: object, source: str) -> list[str]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise RetrievalError(f"{source} must return a list of strings, got {type(value).__name__}")
-    passages: list[str] = []
-    for i, item in enumerate(value):
+    passages = list(value)
+    for i, item in enumerate(passages):
         if not isinstance(item, str):
             raise RetrievalError(
                 f"{source} returned a {type(item).__name__} at position {i}; convert "
                 "documents to text first"
             )
-        passages.append(item)
     return passages
 
 
@@ -81,7 +80,37 @@ def _check_answer(value: object, source: str) -> GroundedAnswer:
     return value[0], _check_passages(value[1], source)
 
 
-class CallableRetriever:
+class _Callables(Generic[_T]):
+    """A sync and/or an async ``query -> result`` function, checked on the way out."""
+
+    _check: Callable[[object, str], _T]
+
+    def __init__(
+        self,
+        sync: Callable[[str], object] | None,
+        async_: Callable[[str], Awaitable[object]] | None,
+        name: str,
+        what: str,
+    ) -> None:
+        if sync is None and async_ is None:
+            raise InvalidInputError(f"{what} needs a sync or an async function")
+        self._sync = sync
+        self._async = async_
+        self.name = name
+
+    def _call(self, query: str) -> _T:
+        if self._sync is not None:
+            return self._check(self._sync(query), self.name)
+        assert self._async is not None
+        return self._check(_run_coroutine(self._async(query)), self.name)
+
+    async def _acall(self, query: str) -> _T:
+        if self._async is not None:
+            return self._check(await self._async(query), self.name)
+        return await asyncio.to_thread(self._call, query)
+
+
+class CallableRetriever(_Callables[list[str]]):
     """A :class:`Retriever` built from plain functions.
 
     Args:
@@ -93,6 +122,8 @@ class CallableRetriever:
         InvalidInputError: If neither function is given.
     """
 
+    _check = staticmethod(_check_passages)
+
     def __init__(
         self,
         sync: Callable[[str], Sequence[str]] | None = None,
@@ -100,27 +131,18 @@ class CallableRetriever:
         *,
         name: str = "retriever",
     ) -> None:
-        if sync is None and async_ is None:
-            raise InvalidInputError("a retriever needs a sync or an async function")
-        self._sync = sync
-        self._async = async_
-        self.name = name
+        super().__init__(sync, async_, name, "a retriever")
 
     def retrieve(self, query: str) -> list[str]:
         """Call the sync function (or run the async one to completion)."""
-        if self._sync is not None:
-            return _check_passages(self._sync(query), self.name)
-        assert self._async is not None
-        return _check_passages(_run_coroutine(self._async(query)), self.name)
+        return self._call(query)
 
     async def aretrieve(self, query: str) -> list[str]:
         """Call the async function, or the sync one in a worker thread."""
-        if self._async is not None:
-            return _check_passages(await self._async(query), self.name)
-        return await asyncio.to_thread(self.retrieve, query)
+        return await self._acall(query)
 
 
-class CallableAnswerer:
+class CallableAnswerer(_Callables[GroundedAnswer]):
     """A :class:`GroundedAnswerer` built from plain functions.
 
     Args:
@@ -133,6 +155,8 @@ class CallableAnswerer:
         InvalidInputError: If neither function is given.
     """
 
+    _check = staticmethod(_check_answer)
+
     def __init__(
         self,
         sync: Callable[[str], tuple[str, Sequence[str]]] | None = None,
@@ -140,24 +164,15 @@ class CallableAnswerer:
         *,
         name: str = "answerer",
     ) -> None:
-        if sync is None and async_ is None:
-            raise InvalidInputError("an answerer needs a sync or an async function")
-        self._sync = sync
-        self._async = async_
-        self.name = name
+        super().__init__(sync, async_, name, "an answerer")
 
     def answer(self, query: str) -> GroundedAnswer:
         """Call the sync function (or run the async one to completion)."""
-        if self._sync is not None:
-            return _check_answer(self._sync(query), self.name)
-        assert self._async is not None
-        return _check_answer(_run_coroutine(self._async(query)), self.name)
+        return self._call(query)
 
     async def aanswer(self, query: str) -> GroundedAnswer:
         """Call the async function, or the sync one in a worker thread."""
-        if self._async is not None:
-            return _check_answer(await self._async(query), self.name)
-        return await asyncio.to_thread(self.answer, query)
+        return await self._acall(query)
 
 
 def _run_coroutine(awaitable: Awaitable[_T]) -> _T:
