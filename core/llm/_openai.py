@@ -16,14 +16,13 @@ request, unknown model).
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigError, InvalidInputError, LLMError, LLMTimeoutError
 from ._base import BaseLLM, CompletionRequest, LLMResponse, TokenUsage, ensure_text
-from ._retry import RetryPolicy, attempts_made
+from ._retry import RetryPolicy, attempts_made, log_retry_with_message
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -37,7 +36,6 @@ __all__ = [
     "is_transient_error",
 ]
 
-logger = logging.getLogger(__name__)
 
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"
@@ -125,25 +123,24 @@ class OpenAICompatibleLLM(BaseLLM):
         if self._client is None:
             from openai import OpenAI
 
-            kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
-            if self.base_url is not None:
-                kwargs["base_url"] = self.base_url
-            if self._http_client is not None:
-                kwargs["http_client"] = self._http_client
-            self._client = OpenAI(**kwargs)
+            self._client = OpenAI(**self._client_kwargs(self._http_client))
         return self._client
 
     def _async_client(self) -> AsyncOpenAI:
         if self._aclient is None:
             from openai import AsyncOpenAI
 
-            kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
-            if self.base_url is not None:
-                kwargs["base_url"] = self.base_url
-            if self._async_http_client is not None:
-                kwargs["http_client"] = self._async_http_client
-            self._aclient = AsyncOpenAI(**kwargs)
+            self._aclient = AsyncOpenAI(**self._client_kwargs(self._async_http_client))
         return self._aclient
+
+    def _client_kwargs(self, http_client: Any | None) -> dict[str, Any]:
+        # Retries are ours (tenacity, with logging); the SDK's own would multiply them.
+        kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        if http_client is not None:
+            kwargs["http_client"] = http_client
+        return kwargs
 
     # -- calls -----------------------------------------------------------------------
 
@@ -200,7 +197,7 @@ class OpenAICompatibleLLM(BaseLLM):
     def _retry_kwargs(self) -> dict[str, Any]:
         policy = RetryPolicy(self.max_attempts, self.wait_initial, self.wait_max)
         # The SDK's own error types say what is transient; the log names the error.
-        return policy.kwargs(transient=is_transient_error, before_sleep=_log_retry)
+        return policy.kwargs(transient=is_transient_error, before_sleep=log_retry_with_message)
 
     def _response(self, completion: Any, started: float, attempts: int) -> LLMResponse:
         latency_ms = (time.perf_counter() - started) * 1000.0
@@ -301,16 +298,3 @@ def _check_numbers(timeout: float, max_attempts: int, wait_initial: float, wait_
 def _detail(exc: Any) -> str:
     message = getattr(exc, "message", None) or str(exc)
     return str(message)[:300]
-
-
-def _log_retry(state: Any) -> None:
-    outcome = state.outcome
-    error = outcome.exception() if outcome is not None else None
-    sleep = state.next_action.sleep if state.next_action is not None else 0.0
-    logger.warning(
-        "LLM call failed (attempt %d: %s: %s); retrying in %.2fs",
-        state.attempt_number,
-        type(error).__name__,
-        error,
-        sleep,
-    )

@@ -145,13 +145,16 @@ def attempts_made(retrying: Any) -> int:
     return int(number) if number else 1
 
 
-def _log_retry(state: Any) -> None:
+def _log_retry(state: Any, *, with_message: bool = False) -> None:
     outcome = state.outcome
     error = outcome.exception() if outcome is not None else None
     sleep = state.next_action.sleep if state.next_action is not None else 0.0
+    what = f"{type(error).__name__}: {error}" if with_message else type(error).__name__
     logger.warning(
-        "LLM call failed (attempt %d: %s); retrying in %.2fs",
-        state.attempt_number,
-        type(error).__name__,
-        sleep,
+        "LLM call failed (attempt %d: %s); retrying in %.2fs", state.attempt_number, what, sleep
     )
+
+
+def log_retry_with_message(state: Any) -> None:
+    """Tenacity ``before_sleep`` hook that logs the error's message too (our own SDK's)."""
+    _log_retry(state, with_message=True)

@@ -327,10 +327,18 @@ async def _acall(op: Generate, ledger: Ledger) -> LLMResponse | LLMError:
     return response
 
 
-def _retrieval_error(exc: Exception, what: str) -> RetrievalError:
-    if isinstance(exc, RetrievalError):
-        return exc
-    return RetrievalError(f"{what} failed: {type(exc).__name__}: {exc}")
+@contextmanager
+def _retrieval_errors(what: str) -> Iterator[None]:
+    """A failing retriever or answerer raises :class:`RetrievalError`.
+
+    The request's time budget running out (:class:`LLMTimeoutError`) passes through.
+    """
+    try:
+        yield
+    except (LLMTimeoutError, RetrievalError):
+        raise
+    except Exception as exc:
+        raise RetrievalError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _execute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
@@ -351,19 +359,11 @@ def _execute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
     left = ledger.remaining()
     if isinstance(op, Retrieve):
         retriever = op.retriever
-        try:
+        with _retrieval_errors("retriever"):
             return _within(lambda: retriever.retrieve(op.query), left, "the retriever")
-        except LLMTimeoutError:
-            raise
-        except Exception as exc:
-            raise _retrieval_error(exc, "retriever") from exc
     answerer = op.answerer
-    try:
+    with _retrieval_errors("grounded answerer"):
         return _within(lambda: answerer.answer(op.query), left, "the grounded answerer")
-    except LLMTimeoutError:
-        raise
-    except Exception as exc:
-        raise _retrieval_error(exc, "grounded answerer") from exc
 
 
 async def _aexecute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
@@ -380,18 +380,10 @@ async def _aexecute(op: Op, runtime: Runtime, ledger: Ledger) -> object:
         return await asyncio.to_thread(runtime.explain, op.pairs)
     left = ledger.remaining()
     if isinstance(op, Retrieve):
-        try:
+        with _retrieval_errors("retriever"):
             return await _awithin(op.retriever.aretrieve(op.query), left, "the retriever")
-        except LLMTimeoutError:
-            raise
-        except Exception as exc:
-            raise _retrieval_error(exc, "retriever") from exc
-    try:
+    with _retrieval_errors("grounded answerer"):
         return await _awithin(op.answerer.aanswer(op.query), left, "the grounded answerer")
-    except LLMTimeoutError:
-        raise
-    except Exception as exc:
-        raise _retrieval_error(exc, "grounded answerer") from exc
 
 
 class _Steps(Generic[_R]):
