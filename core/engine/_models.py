@@ -12,7 +12,8 @@ passing: the classifier calls every prompt factual, the NLI explainer keeps ever
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from .._errors import ModelNotAvailableError
 from .._types import DetectionConfig
@@ -30,11 +31,15 @@ from ..models import (
     load_detector,
 )
 from ..models._service import ServiceClient, shared_client
-from ..policy import Policy
+from ..policy import ModelSettings, Policy
 
 __all__ = ["load_classifier", "load_nli", "load_policy_detector"]
 
 logger = logging.getLogger(__name__)
+
+_Model = TypeVar("_Model")
+#: How a kind of model is built: from a Hugging Face id or folder, and bundled.
+_Kinds = tuple[Callable[..., _Model], Callable[..., _Model]]
 
 
 class _AssumeFactual:
@@ -79,6 +84,25 @@ def load_policy_detector(policy: Policy) -> Detector:
     )
 
 
+def _local(policy: Policy, settings: ModelSettings, kinds: _Kinds[_Model]) -> _Model | None:
+    """The in-process model ``settings`` names, else the bundled one, else ``None``.
+
+    ``kinds`` builds them: a Hugging Face model from its id, and the bundled one.
+
+    A model the policy names must load (its errors propagate): silently skipping it
+    would change which spans count as hallucinations or which prompts get checked.
+    """
+    named, bundled = kinds
+    device = "cpu" if settings.use_cpu else None
+    dtype = policy.hallucination.precision
+    if settings.model_id is not None:
+        return named(settings.model_id, device=device, dtype=dtype)
+    try:
+        return bundled(device=device, dtype=dtype)
+    except (ModelNotAvailableError, ImportError):
+        return None
+
+
 def load_nli(policy: Policy) -> NLIExplainer | None:
     """The NLI explainer the policy names, the bundled one, or ``None`` if none is installed.
 
@@ -91,17 +115,11 @@ def load_nli(policy: Policy) -> NLIExplainer | None:
     if policy.service.url is not None:
         return RemoteNLIExplainer(_client(policy), on_error=policy.service.on_error)
     settings = policy.hallucination_mitigation.nli_model
-    device = "cpu" if settings.use_cpu else None
-    dtype = policy.hallucination.precision
-    if settings.model_id is not None:
-        # A model the policy names must load: silently skipping NLI would change
-        # which spans count as hallucinations.
-        return TransformersNLIExplainer(settings.model_id, device=device, dtype=dtype)
-    try:
-        return BundledNLIAdapter(device=device, dtype=dtype)
-    except (ModelNotAvailableError, ImportError):
+    kinds: _Kinds[NLIExplainer] = (TransformersNLIExplainer, BundledNLIAdapter)
+    explainer = _local(policy, settings, kinds)
+    if explainer is None:
         logger.warning("no NLI explainer available: spans will not be explained")
-        return None
+    return explainer
 
 
 def load_classifier(policy: Policy) -> FactCheckClassifier:
@@ -116,13 +134,9 @@ def load_classifier(policy: Policy) -> FactCheckClassifier:
     if policy.service.url is not None:
         return RemoteFactCheckClassifier(_client(policy), on_error=policy.service.on_error)
     settings = policy.hallucination_mitigation.fact_check_model
-    device = "cpu" if settings.use_cpu else None
-    dtype = policy.hallucination.precision
-    if settings.model_id is not None:
-        # A classifier the policy names must load, like the NLI model.
-        return TransformersFactCheckClassifier(settings.model_id, device=device, dtype=dtype)
-    try:
-        return BundledFactCheckAdapter(device=device, dtype=dtype)
-    except (ModelNotAvailableError, ImportError):
+    kinds: _Kinds[FactCheckClassifier] = (TransformersFactCheckClassifier, BundledFactCheckAdapter)
+    classifier = _local(policy, settings, kinds)
+    if classifier is None:
         logger.warning("no prompt classifier available: every prompt is checked")
         return _AssumeFactual()
+    return classifier

@@ -21,7 +21,15 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .._errors import ConfigError, InvalidArgumentError, UnknownArgumentError
 from ..mitigation import MitigationOptions
@@ -50,6 +58,16 @@ def _needs(value: object, method: str, what: str) -> object:
     if value is None or callable(getattr(value, method, None)):
         return value
     raise ValueError(f"expected {what} (an object with a .{method}() method)")
+
+
+#: The method each model option must have, and how messages name the option's kind.
+_NEEDS: dict[str, tuple[str, str]] = {
+    "detector": ("detect_batch", "a detector"),
+    "nli": ("explain", "an NLI explainer"),
+    **dict.fromkeys(("fact_checker", "domain_classifier"), ("classify", "a classifier")),
+    "metrics": ("record_detection", "a Metrics object"),
+    "tracer": ("stage", "a Tracer"),
+}
 
 
 class EngineOptions(BaseModel):
@@ -87,30 +105,12 @@ class EngineOptions(BaseModel):
     redact: StrictBool = False
     audit_hook: Callable[[Any], object] | None = None
 
-    @field_validator("detector")
+    @field_validator(*_NEEDS)
     @classmethod
-    def _detector(cls, value: object) -> object:
-        return _needs(value, "detect_batch", "a detector")
-
-    @field_validator("nli")
-    @classmethod
-    def _nli(cls, value: object) -> object:
-        return _needs(value, "explain", "an NLI explainer")
-
-    @field_validator("fact_checker", "domain_classifier")
-    @classmethod
-    def _classifier(cls, value: object) -> object:
-        return _needs(value, "classify", "a classifier")
-
-    @field_validator("metrics")
-    @classmethod
-    def _metrics(cls, value: object) -> object:
-        return _needs(value, "record_detection", "a Metrics object")
-
-    @field_validator("tracer")
-    @classmethod
-    def _tracer(cls, value: object) -> object:
-        return _needs(value, "stage", "a Tracer")
+    def _has_method(cls, value: object, info: ValidationInfo) -> object:
+        assert info.field_name is not None
+        method, what = _NEEDS[info.field_name]
+        return _needs(value, method, what)
 
 
 class PolicyKnobs(BaseModel):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from typing import Any
 
-__all__ = ["FIELDS_ATTRIBUTE", "JsonFormatter", "get_logger", "log_event"]
+__all__ = ["FIELDS_ATTRIBUTE", "JsonFormatter", "get_logger", "import_optional", "log_event"]
 
 FIELDS_ATTRIBUTE = "truthlens"
 _ROOT = "truthlens_integrations"
@@ -20,6 +21,18 @@ def get_logger(name: str) -> logging.Logger:
     """
     full = name if name == _ROOT or name.startswith(_ROOT + ".") else f"{_ROOT}.{name}"
     return logging.getLogger(full)
+
+
+def import_optional(module: str, logger: logging.Logger, missing: str) -> Any:
+    """``module``, or ``None`` when it is not installed (logged at DEBUG as ``missing``).
+
+    Metrics and tracing use it: without their extra they become no-ops, not errors.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        logger.debug(missing)
+        return None
 
 
 def log_event(

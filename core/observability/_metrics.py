@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 import weakref
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
+from ._logging import import_optional
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -129,10 +129,9 @@ class Metrics:
         self._c: _Collectors | None = None
         if not enabled:
             return
-        try:
-            prom = importlib.import_module("prometheus_client")
-        except ImportError:
-            logger.debug("prometheus_client is not installed; metrics are disabled")
+        missing = "prometheus_client is not installed; metrics are disabled"
+        prom = import_optional("prometheus_client", logger, missing)
+        if prom is None:
             return
         target = registry if registry is not None else prom.REGISTRY
         with _LOCK:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -10,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._types import HallucinationSpan
+from ._logging import import_optional
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
@@ -116,10 +116,9 @@ class Tracer:
         self._trace: Any = None
         if not enabled:
             return
-        try:
-            trace = importlib.import_module("opentelemetry.trace")
-        except ImportError:
-            logger.debug("opentelemetry is not installed; tracing is disabled")
+        missing = "opentelemetry is not installed; tracing is disabled"
+        trace = import_optional("opentelemetry.trace", logger, missing)
+        if trace is None:
             return
         self._trace = trace
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
