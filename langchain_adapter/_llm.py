@@ -47,10 +47,10 @@ from truthlens_integrations.core.llm import (
     RetryPolicy,
     TokenUsage,
     map_llm_errors,
+    timed_response,
     with_retries,
     with_retries_async,
 )
-from truthlens_integrations.core.llm import ensure_text as _ensure_text
 
 from ._inputs import message_text
 
@@ -156,23 +156,16 @@ class ChatModelLLM(BaseLLM):
         )
 
     def _kwargs(self, request: CompletionRequest) -> dict[str, Any]:
-        if not self.forward_params:
-            return {}
-        kwargs: dict[str, Any] = {}
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        return kwargs
+        return request.options() if self.forward_params else {}
 
     def _response(self, result: BaseMessage, started: float, attempts: int) -> LLMResponse:
         if not isinstance(result, AIMessage):
             raise LLMError(f"model {self.model!r} returned {type(result).__name__}, not a message")
-        return LLMResponse(
-            text=_ensure_text(message_text(result), model=self.model),
+        return timed_response(
+            message_text(result),
             model=self.model,
+            started=started,
             usage=_usage(result),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
             finish_reason=_finish_reason(result),
             attempts=attempts,
         )

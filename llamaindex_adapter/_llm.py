@@ -35,8 +35,8 @@ from truthlens_integrations.core.llm import (
     LLMResponse,
     RetryPolicy,
     TokenUsage,
-    ensure_text,
     map_llm_errors,
+    timed_response,
     with_retries,
     with_retries_async,
 )
@@ -110,30 +110,21 @@ class LlamaIndexLLM(BaseLLM):
         self.retry = retry or RetryPolicy()
         self.model = _model_name(llm)
 
-    def _kwargs(self, request: CompletionRequest) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        return kwargs
-
     def _result(
         self, response: ChatResponse, stop: list[str] | None, started: float, attempts: int
     ) -> LLMResponse:
-        text = _cut_at_stop(response.message.content or "", stop)
-        return LLMResponse(
-            text=ensure_text(text, model=self.model),
+        return timed_response(
+            _cut_at_stop(response.message.content or "", stop),
             model=self.model,
+            started=started,
             usage=_usage(response),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
             finish_reason=_finish_reason(response),
             attempts=attempts,
         )
 
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        kwargs = self._kwargs(request)
+        kwargs = request.options()
         with map_llm_errors(f"LlamaIndex LLM {self.model!r}"):
             response, attempts = with_retries(
                 lambda: self.llm.chat(_to_llama(request.messages), **kwargs), self.retry
@@ -142,7 +133,7 @@ class LlamaIndexLLM(BaseLLM):
 
     async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        kwargs = self._kwargs(request)
+        kwargs = request.options()
         with map_llm_errors(f"LlamaIndex LLM {self.model!r}"):
             response, attempts = await with_retries_async(
                 lambda: self.llm.achat(_to_llama(request.messages), **kwargs), self.retry

@@ -21,6 +21,7 @@ from ._base import (
     TokenUsage,
     ensure_text,
     map_llm_errors,
+    timed_response,
     to_messages,
 )
 from ._default import default_llm
@@ -72,6 +73,7 @@ __all__ = [
     "local_llm",
     "map_llm_errors",
     "smollm2_gguf_path",
+    "timed_response",
     "to_messages",
     "with_retries",
     "with_retries_async",

@@ -11,10 +11,11 @@ instead, so a mitigation loop treats it like any other failed call (a failed ite
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +32,7 @@ __all__ = [
     "TokenUsage",
     "ensure_text",
     "map_llm_errors",
+    "timed_response",
     "to_messages",
 ]
 
@@ -113,6 +115,11 @@ class CompletionRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     stop: list[str] | None = None
+
+    def options(self) -> dict[str, Any]:
+        """``max_tokens`` and ``temperature`` as keyword arguments, where they were given."""
+        given = {"max_tokens": self.max_tokens, "temperature": self.temperature}
+        return {name: value for name, value in given.items() if value is not None}
 
 
 MessagesInput = str | Sequence[ChatMessage | Mapping[str, str]]
@@ -215,6 +222,30 @@ def ensure_text(text: str | None, *, model: str) -> str:
     if text is None or not text.strip():
         raise LLMError(f"empty completion from model {model!r}")
     return text
+
+
+def timed_response(
+    text: str | None,
+    *,
+    model: str,
+    started: float,
+    usage: TokenUsage | None = None,
+    finish_reason: str | None = None,
+    attempts: int = 1,
+) -> LLMResponse:
+    """The response of a call that began at ``started`` (a ``time.perf_counter()`` reading).
+
+    Raises:
+        LLMError: If ``text`` is empty (see :func:`ensure_text`).
+    """
+    return LLMResponse(
+        text=ensure_text(text, model=model),
+        model=model,
+        usage=usage,
+        latency_ms=(time.perf_counter() - started) * 1000.0,
+        finish_reason=finish_reason,
+        attempts=attempts,
+    )
 
 
 @contextmanager

@@ -36,7 +36,7 @@ from .._errors import (
     ModelNotAvailableError,
 )
 from .._optional import require
-from ._base import BaseLLM, ChatMessage, CompletionRequest, LLMResponse, TokenUsage, ensure_text
+from ._base import BaseLLM, ChatMessage, CompletionRequest, LLMResponse, TokenUsage, timed_response
 
 if TYPE_CHECKING:
     import torch
@@ -279,12 +279,8 @@ class LocalLLM(BaseLLM):
             completion_tokens=len(new_ids),
             total_tokens=prompt_len + len(new_ids),
         )
-        return LLMResponse(
-            text=ensure_text(text.strip(), model=self.model),
-            model=self.model,
-            usage=usage,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            finish_reason=finish,
+        return timed_response(
+            text.strip(), model=self.model, started=started, usage=usage, finish_reason=finish
         )
 
     def _encode(self, runtime: _Runtime, messages: list[ChatMessage]) -> Any:
