@@ -384,12 +384,10 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         )
 
     def _parse_output(
-        self, chain_input: object, output: object, capture: GroundingCapture | None
+        self, chain_input: object, output: object, capture: GroundingCapture
     ) -> ParsedInput:
-        """``output`` taken apart; in the wrapper form with what ``capture`` collected."""
+        """The wrapped chain's output taken apart, grounded by what ``capture`` collected."""
         parsed = self._parse(output)
-        if capture is None:
-            return parsed
         question = (
             parsed.question or question_of(chain_input, self.question_key) or capture.question
         )
@@ -447,9 +445,18 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         return answerer_from_callables(answer, aanswer, name=f"chain:{chain.get_name()}")
 
     def _prepare(
-        self, config: RunnableConfig, parsed: ParsedInput, chain_input: object = _NO_INPUT
+        self, config: RunnableConfig, value: object, output: object, capture: GroundingCapture
     ) -> _Pending:
-        """The engine's arguments for one guard call (mitigation models bound to ``config``)."""
+        """What one guard call checks, and the engine's arguments for it.
+
+        ``output`` is the wrapped chain's output, grounded by what ``capture`` saw it
+        retrieve and call (wrapper form), or the input itself (pipe form). The
+        mitigation models are bound to ``config``, so their calls are child runs.
+        """
+        if self.chain is None:
+            parsed, chain_input = self._parse(output), _NO_INPUT
+        else:
+            parsed, chain_input = self._parse_output(value, output, capture), value
         guard_kwargs = {
             "context": parsed.context,
             "question": parsed.question,
@@ -469,7 +476,10 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         return verdict
 
     def _inner_config(self, config: RunnableConfig) -> tuple[RunnableConfig, GroundingCapture]:
-        """The wrapped chain's config, and the capture that collects its grounding."""
+        """The wrapped chain's config, and the capture that collects its grounding.
+
+        Made for the pipe form too, where nothing runs under it: one path for both.
+        """
         return _with_capture(self._hidden(config))
 
     # -- invoke -------------------------------------------------------------------------
@@ -482,12 +492,9 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> Any:
         del run_manager  # the child config carries the callbacks
-        if self.chain is None:
-            pending = self._prepare(config, self._parse(value))
-        else:
-            inner, capture = self._inner_config(config)
-            output = self.chain.invoke(value, inner)
-            pending = self._prepare(config, self._parse_output(value, output, capture), value)
+        inner, capture = self._inner_config(config)
+        output = value if self.chain is None else self.chain.invoke(value, inner)
+        pending = self._prepare(config, value, output, capture)
         return self._render(pending.parsed, self._check(pending, config))
 
     async def ainvoke(
@@ -503,12 +510,9 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> Any:
         del run_manager  # the child config carries the callbacks
-        if self.chain is None:
-            pending = self._prepare(config, self._parse(value))
-        else:
-            inner, capture = self._inner_config(config)
-            output = await self.chain.ainvoke(value, inner)
-            pending = self._prepare(config, self._parse_output(value, output, capture), value)
+        inner, capture = self._inner_config(config)
+        output = value if self.chain is None else await self.chain.ainvoke(value, inner)
+        pending = self._prepare(config, value, output, capture)
         return self._render(pending.parsed, await self._acheck(pending, config))
 
     # -- batch ------------------------------------------------------------------------
@@ -535,12 +539,9 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         )
 
     def _batch(
-        self,
-        values: list[Any],
-        run_manager: list[CallbackManagerForChainRun],
-        config: list[RunnableConfig],
+        self, values: list[Any], run_manager: object, config: list[RunnableConfig]
     ) -> list[Any]:
-        del run_manager  # the signature LangChain expects; events go through config
+        del run_manager  # LangChain passes the runs' managers; events go through config
         parsed, items = self._prepare_batch(values)
         verdicts = self.engine.guard_batch(items) if items else []
         outputs, events = self._finish_batch(parsed, verdicts, config)
@@ -568,12 +569,9 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         )
 
     async def _abatch(
-        self,
-        values: list[Any],
-        run_manager: list[AsyncCallbackManagerForChainRun],
-        config: list[RunnableConfig],
+        self, values: list[Any], run_manager: object, config: list[RunnableConfig]
     ) -> list[Any]:
-        del run_manager  # the signature LangChain expects; events go through config
+        del run_manager  # LangChain passes the runs' managers; events go through config
         parsed, items = self._prepare_batch(values)
         verdicts = await self.engine.aguard_batch(items) if items else []
         outputs, events = self._finish_batch(parsed, verdicts, config)
@@ -685,17 +683,16 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         if self.stream_mode == "verified":
             yield self._invoke(functools.reduce(_merge, chunks, None), run_manager, config)
             return
-        source, chain_input, capture = chunks, _NO_INPUT, None
+        inner, capture = self._inner_config(config)
+        source, value = chunks, None
         if self.chain is not None:
-            inner, capture = self._inner_config(config)
-            chain_input = functools.reduce(_merge, chunks, None)
-            source = self.chain.stream(chain_input, inner)
+            value = functools.reduce(_merge, chunks, None)
+            source = self.chain.stream(value, inner)
         output = None
         for chunk in source:
             yield chunk
             output = _merge(output, chunk)
-        parsed = self._parse_output(chain_input, output, capture)
-        pending = self._prepare(config, parsed, chain_input)
+        pending = self._prepare(config, value, output, capture)
         yield verdict_chunk(output, self._check(pending, config), self.verdict_key)
 
     async def _atransform(
@@ -708,17 +705,16 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         if self.stream_mode == "verified":
             yield await self._ainvoke(await _amerged(chunks), run_manager, config)
             return
-        source, chain_input, capture = chunks, _NO_INPUT, None
+        inner, capture = self._inner_config(config)
+        source, value = chunks, None
         if self.chain is not None:
-            inner, capture = self._inner_config(config)
-            chain_input = await _amerged(chunks)
-            source = self.chain.astream(chain_input, inner)
+            value = await _amerged(chunks)
+            source = self.chain.astream(value, inner)
         output = None
         async for chunk in source:
             yield chunk
             output = _merge(output, chunk)
-        parsed = self._parse_output(chain_input, output, capture)
-        pending = self._prepare(config, parsed, chain_input)
+        pending = self._prepare(config, value, output, capture)
         yield verdict_chunk(output, await self._acheck(pending, config), self.verdict_key)
 
 
