@@ -22,7 +22,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from typing_extensions import override
@@ -32,7 +32,14 @@ from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, 
 from truthlens_integrations.core.observability import log_event
 from truthlens_integrations.core.policy import PolicySource
 
-from ._inputs import answered_tool_messages, dedupe, message_text, question_of, tool_passages
+from ._inputs import (
+    answered_tool_messages,
+    dedupe,
+    last_human_text,
+    message_text,
+    question_of,
+    tool_passages,
+)
 
 __all__ = [
     "AsyncTruthLensCallbackHandler",
@@ -41,6 +48,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("truthlens_integrations.langchain_adapter")
+
+#: What a chat model's start hook receives: one message list per prompt.
+_Prompts = list[list[BaseMessage]]
 
 
 @dataclass
@@ -65,18 +75,24 @@ class _Check:
 
 
 class _HandlerCore:
-    """Run bookkeeping shared by the sync and async handlers (no LangChain base)."""
+    """Run bookkeeping shared by the sync and async handlers (no LangChain base).
+
+    The hooks of both handlers take LangChain's keyword arguments (``run_id``,
+    ``parent_run_id``, ...) as ``**kwargs`` and hand them on to the methods here.
+    """
 
     raise_error: bool
 
-    def _setup(
+    def __init__(
         self,
-        engine: TruthLens | None,
-        raise_error: bool,
-        max_results: int,
-        config: PolicySource,
-        options: dict[str, Any],
+        engine: TruthLens | None = None,
+        *,
+        raise_error: bool = False,
+        max_results: int = 1000,
+        config: PolicySource = None,
+        **options: Any,
     ) -> None:
+        super().__init__()
         where = type(self).__name__
         own = ("engine", "raise_error", "max_results", "config")
         split = split_options(options, own=own, where=where)
@@ -165,28 +181,41 @@ class _HandlerCore:
         while len(self._results) > self.max_results:
             self._results.popitem(last=False)
 
-    def _guarded(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+    @contextmanager
+    def _reported(self, what: str) -> Iterator[None]:
+        """Count and log an error raised in the block; re-raise only with ``raise_error``.
+
+        The handler only observes: by default its failures never fail the run.
+        """
         try:
-            return func(*args, **kwargs)
+            yield
         except Exception:
             with self._lock:
                 self._stats["errors"] += 1
             if self.raise_error:
                 raise
             logger.exception("truthlens callback failed in %s", what)
-            return None
 
-    def _chain_start(self, inputs: Any, run_id: UUID, parent_run_id: UUID | None) -> None:
+    def _guarded(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._reported(what):
+            return func(*args, **kwargs)
+        return None
+
+    def _chain_start(
+        self, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any
+    ) -> None:
         with self._lock:
             state = self._register(run_id, parent_run_id)
             if state.question is None and run_id not in self._parents:
                 state.question = question_of(inputs, "question")
 
-    def _end(self, run_id: UUID) -> None:
+    def _end(self, *, run_id: UUID, **_: Any) -> None:
         with self._lock:
             self._finish(run_id)
 
-    def _add_context(self, run_id: UUID, parent_run_id: UUID | None, found: list[str]) -> None:
+    def _add_context(
+        self, found: list[str], *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any
+    ) -> None:
         with self._lock:
             self._register(run_id, parent_run_id).context.extend(found)
             # A retriever or tool run started on its own is a root with no answer to
@@ -194,26 +223,23 @@ class _HandlerCore:
             self._finish(run_id)
 
     def _chat_start(
-        self, messages: list[list[BaseMessage]], run_id: UUID, parent_run_id: UUID | None
+        self, messages: _Prompts, *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any
     ) -> None:
         batch = messages[0] if messages else []
-        humans = [m for m in batch if isinstance(m, HumanMessage)]
         tools: list[str] = []
         for message in answered_tool_messages(batch):
             tools.extend(tool_passages(message))
         with self._lock:
             self._register(run_id, parent_run_id)
-            self._llms[run_id] = _LLMState(
-                question=message_text(humans[-1]) if humans else None, context=tools
-            )
+            self._llms[run_id] = _LLMState(question=last_human_text(batch), context=tools)
 
-    def _llm_start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+    def _llm_start(self, *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any) -> None:
         with self._lock:
             self._register(run_id, parent_run_id)
             self._llms.setdefault(run_id, _LLMState())
 
     def _prepare(
-        self, response: LLMResult, run_id: UUID, parent_run_id: UUID | None
+        self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **_: Any
     ) -> _Check | None:
         """What to check for a finished LLM call, or ``None`` when there is nothing."""
         answer = _answer_text(response)
@@ -302,112 +328,57 @@ class TruthLensCallbackHandler(_HandlerCore, BaseCallbackHandler):
         >>> handler.verdicts(run_id)[0].spans  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        engine: TruthLens | None = None,
-        *,
-        raise_error: bool = False,
-        max_results: int = 1000,
-        config: PolicySource = None,
-        **options: Any,
-    ) -> None:
-        super().__init__()
-        self._setup(engine, raise_error, max_results, config, options)
-
     @override
-    def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
         """Track the run; a root run's input may hold the question."""
-        self._guarded("on_chain_start", self._chain_start, inputs, run_id, parent_run_id)
+        self._guarded("on_chain_start", self._chain_start, inputs, **kwargs)
 
     @override
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
         """Forget a finished root run, keeping its verdicts."""
-        self._guarded("on_chain_end", self._end, run_id)
+        self._guarded("on_chain_end", self._end, **kwargs)
 
     @override
-    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
         """Forget a failed root run."""
-        self._guarded("on_chain_error", self._end, run_id)
+        self._guarded("on_chain_error", self._end, **kwargs)
 
     @override
-    def on_retriever_end(
-        self,
-        documents: Sequence[Document],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_retriever_end(self, documents: Sequence[Document], **kwargs: Any) -> None:
         """Keep retrieved documents as grounding of the root run."""
         found = _documents_text(documents)
-        self._guarded("on_retriever_end", self._add_context, run_id, parent_run_id, found)
+        self._guarded("on_retriever_end", self._add_context, found, **kwargs)
 
     @override
-    def on_tool_end(
-        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
-    ) -> None:
+    def on_tool_end(self, output: Any, **kwargs: Any) -> None:
         """Keep a tool's output as grounding of the root run."""
-        found = tool_passages(output)
-        self._guarded("on_tool_end", self._add_context, run_id, parent_run_id, found)
+        self._guarded("on_tool_end", self._add_context, tool_passages(output), **kwargs)
 
     @override
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_chat_model_start(self, serialized: Any, messages: _Prompts, **kwargs: Any) -> None:
         """Remember the question and any tool results in the prompt."""
-        self._guarded("on_chat_model_start", self._chat_start, messages, run_id, parent_run_id)
+        self._guarded("on_chat_model_start", self._chat_start, messages, **kwargs)
 
     @override
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_llm_start(self, serialized: Any, prompts: list[str], **kwargs: Any) -> None:
         """Track a completion model's run."""
-        self._guarded("on_llm_start", self._llm_start, run_id, parent_run_id)
+        self._guarded("on_llm_start", self._llm_start, **kwargs)
 
     @override
-    def on_llm_end(
-        self,
-        response: LLMResult,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         """Check the answer."""
-        self._guarded("on_llm_end", self._check, response, run_id, parent_run_id)
-        self._guarded("on_llm_end", self._end, run_id)  # a root LLM run ends here
+        with self._reported("on_llm_end"):
+            check = self._prepare(response, **kwargs)
+            if check is not None:
+                # guard_batch returns blocked verdicts instead of raising: the handler
+                # only observes, it never withholds an answer.
+                self._record(check, self.engine.guard_batch([check.item])[0])
+        self._guarded("on_llm_end", self._end, **kwargs)  # a root LLM run ends here
 
     @override
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
         """Forget a failed model call that was its own root."""
-        self._guarded("on_llm_error", self._end, run_id)
-
-    def _check(self, response: LLMResult, run_id: UUID, parent_run_id: UUID | None) -> None:
-        check = self._prepare(response, run_id, parent_run_id)
-        if check is not None:
-            # guard_batch returns blocked verdicts instead of raising: the handler
-            # only observes, it never withholds an answer.
-            self._record(check, self.engine.guard_batch([check.item])[0])
+        self._guarded("on_llm_error", self._end, **kwargs)
 
 
 class AsyncTruthLensCallbackHandler(_HandlerCore, AsyncCallbackHandler):
@@ -422,116 +393,58 @@ class AsyncTruthLensCallbackHandler(_HandlerCore, AsyncCallbackHandler):
             :class:`TruthLensCallbackHandler`).
     """
 
-    def __init__(
-        self,
-        engine: TruthLens | None = None,
-        *,
-        raise_error: bool = False,
-        max_results: int = 1000,
-        config: PolicySource = None,
-        **options: Any,
-    ) -> None:
-        super().__init__()
-        self._setup(engine, raise_error, max_results, config, options)
-
     @override
-    async def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    async def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
         """Track the run; a root run's input may hold the question."""
-        self._guarded("on_chain_start", self._chain_start, inputs, run_id, parent_run_id)
+        self._guarded("on_chain_start", self._chain_start, inputs, **kwargs)
 
     @override
-    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    async def on_chain_end(self, outputs: Any, **kwargs: Any) -> None:
         """Forget a finished root run, keeping its verdicts."""
-        self._guarded("on_chain_end", self._end, run_id)
+        self._guarded("on_chain_end", self._end, **kwargs)
 
     @override
-    async def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    async def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
         """Forget a failed root run."""
-        self._guarded("on_chain_error", self._end, run_id)
+        self._guarded("on_chain_error", self._end, **kwargs)
 
     @override
-    async def on_retriever_end(
-        self,
-        documents: Sequence[Document],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    async def on_retriever_end(self, documents: Sequence[Document], **kwargs: Any) -> None:
         """Keep retrieved documents as grounding of the root run."""
         found = _documents_text(documents)
-        self._guarded("on_retriever_end", self._add_context, run_id, parent_run_id, found)
+        self._guarded("on_retriever_end", self._add_context, found, **kwargs)
 
     @override
-    async def on_tool_end(
-        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
-    ) -> None:
+    async def on_tool_end(self, output: Any, **kwargs: Any) -> None:
         """Keep a tool's output as grounding of the root run."""
-        found = tool_passages(output)
-        self._guarded("on_tool_end", self._add_context, run_id, parent_run_id, found)
+        self._guarded("on_tool_end", self._add_context, tool_passages(output), **kwargs)
 
     @override
-    async def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    async def on_chat_model_start(self, serialized: Any, messages: _Prompts, **kwargs: Any) -> None:
         """Remember the question and any tool results in the prompt."""
-        self._guarded("on_chat_model_start", self._chat_start, messages, run_id, parent_run_id)
+        self._guarded("on_chat_model_start", self._chat_start, messages, **kwargs)
 
     @override
-    async def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    async def on_llm_start(self, serialized: Any, prompts: list[str], **kwargs: Any) -> None:
         """Track a completion model's run."""
-        self._guarded("on_llm_start", self._llm_start, run_id, parent_run_id)
+        self._guarded("on_llm_start", self._llm_start, **kwargs)
 
     @override
-    async def on_llm_end(
-        self,
-        response: LLMResult,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    async def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         """Check the answer (the models run in the engine's worker thread)."""
         try:
-            check = self._prepare(response, run_id, parent_run_id)
-            if check is not None:
-                verdicts = await self.engine.aguard_batch([check.item])
-                self._record(check, verdicts[0])
-        except Exception:
-            with self._lock:
-                self._stats["errors"] += 1
-            if self.raise_error:
-                raise
-            logger.exception("truthlens callback failed in on_llm_end")
+            with self._reported("on_llm_end"):
+                check = self._prepare(response, **kwargs)
+                if check is not None:
+                    verdicts = await self.engine.aguard_batch([check.item])
+                    self._record(check, verdicts[0])
         finally:
-            self._guarded("on_llm_end", self._end, run_id)  # a root LLM run ends here
+            self._guarded("on_llm_end", self._end, **kwargs)  # a root LLM run ends here
 
     @override
-    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    async def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
         """Forget a failed model call that was its own root."""
-        self._guarded("on_llm_error", self._end, run_id)
+        self._guarded("on_llm_error", self._end, **kwargs)
 
 
 _handler_var: ContextVar[TruthLensCallbackHandler | None] = ContextVar(

@@ -9,10 +9,10 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from typing_extensions import override
 
-from ._inputs import dedupe, message_text, tool_passages
+from ._inputs import dedupe, last_human_text, tool_passages
 
 __all__ = ["GroundingCapture"]
 
@@ -69,8 +69,6 @@ class GroundingCapture(BaseCallbackHandler):
     ) -> None:
         """Remember the user's question the model was asked."""
         for batch in messages:
-            humans = [m for m in batch if isinstance(m, HumanMessage)]
-            if humans:
-                text = message_text(humans[-1])
-                with self._lock:
-                    self._question = text or self._question
+            text = last_human_text(batch)
+            with self._lock:
+                self._question = text or self._question

@@ -30,6 +30,7 @@ __all__ = [
     "ParsedInput",
     "answered_tool_messages",
     "dedupe",
+    "last_human_text",
     "message_text",
     "parse_input",
     "passages",
@@ -197,6 +198,12 @@ def passages(value: object) -> list[str]:
     )
 
 
+def last_human_text(messages: Sequence[object]) -> str | None:
+    """The text of the last human message, or ``None`` when there is none or it is empty."""
+    humans = [m for m in messages if isinstance(m, HumanMessage)]
+    return message_text(humans[-1]) or None if humans else None
+
+
 def _text(value: object, what: str) -> str:
     if isinstance(value, str):
         return value
@@ -228,8 +235,7 @@ def question_of(value: object, question_key: str) -> str | None:
                 return _text(found, "question") or None
         return None
     if isinstance(value, Sequence):
-        humans = [m for m in value if isinstance(m, HumanMessage)]
-        return message_text(humans[-1]) or None if humans else None
+        return last_human_text(value)
     return None
 
 
@@ -254,12 +260,10 @@ def _parse_messages(messages: Sequence[object], kind: InputKind, value: object) 
     context: list[str] = []
     for message in answered_tool_messages(messages):
         context.extend(tool_passages(message))
-    humans = [m for m in messages[:answer_index] if isinstance(m, HumanMessage)]
-    question = message_text(humans[-1]) if humans else None
     return ParsedInput(
         kind=kind,
         context=dedupe(context),
-        question=question or None,
+        question=last_human_text(messages[:answer_index]),
         answer=answer,
         value=value,
         answer_index=answer_index,
