@@ -16,7 +16,6 @@ fail at once.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -46,10 +45,8 @@ from truthlens_integrations.core.llm import (
     LLMResponse,
     RetryPolicy,
     TokenUsage,
-    map_llm_errors,
+    WrappedLLM,
     timed_response,
-    with_retries,
-    with_retries_async,
 )
 
 from ._inputs import message_text
@@ -108,7 +105,7 @@ def _finish_reason(message: AIMessage) -> str | None:
     return None
 
 
-class ChatModelLLM(BaseLLM):
+class ChatModelLLM(WrappedLLM):
     """A LangChain chat model as a core :class:`~truthlens_integrations.core.llm.LLM`.
 
     Args:
@@ -158,43 +155,30 @@ class ChatModelLLM(BaseLLM):
     def _kwargs(self, request: CompletionRequest) -> dict[str, Any]:
         return request.options() if self.forward_params else {}
 
-    def _response(self, result: BaseMessage, started: float, attempts: int) -> LLMResponse:
-        if not isinstance(result, AIMessage):
-            raise LLMError(f"model {self.model!r} returned {type(result).__name__}, not a message")
-        return timed_response(
-            message_text(result),
-            model=self.model,
-            started=started,
-            usage=_usage(result),
-            finish_reason=_finish_reason(result),
-            attempts=attempts,
+    def _call(self, request: CompletionRequest) -> Any:
+        return self.chat_model.invoke(
+            _to_langchain(request.messages), self.config, stop=request.stop, **self._kwargs(request)
         )
 
-    def _complete(self, request: CompletionRequest) -> LLMResponse:
-        started = time.perf_counter()
-        kwargs = self._kwargs(request)
+    async def _acall(self, request: CompletionRequest) -> Any:
+        return await self.chat_model.ainvoke(
+            _to_langchain(request.messages), self.config, stop=request.stop, **self._kwargs(request)
+        )
 
-        def call() -> Any:
-            return self.chat_model.invoke(
-                _to_langchain(request.messages), self.config, stop=request.stop, **kwargs
-            )
-
-        with map_llm_errors(f"model {self.model!r}"):
-            result, attempts = with_retries(call, self.retry)
-        return self._response(result, started, attempts)
-
-    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
-        started = time.perf_counter()
-        kwargs = self._kwargs(request)
-
-        async def call() -> Any:
-            return await self.chat_model.ainvoke(
-                _to_langchain(request.messages), self.config, stop=request.stop, **kwargs
-            )
-
-        with map_llm_errors(f"model {self.model!r}"):
-            result, attempts = await with_retries_async(call, self.retry)
-        return self._response(result, started, attempts)
+    def _reply(
+        self, raw: Any, request: CompletionRequest, started: float, attempts: int
+    ) -> LLMResponse:
+        del request  # its stop strings went to the model with the call
+        if not isinstance(raw, AIMessage):
+            raise LLMError(f"model {self.model!r} returned {type(raw).__name__}, not a message")
+        return timed_response(
+            message_text(raw),
+            model=self.model,
+            started=started,
+            usage=_usage(raw),
+            finish_reason=_finish_reason(raw),
+            attempts=attempts,
+        )
 
 
 def as_llm(model: Runnable[Any, Any] | BaseLLM, config: RunnableConfig | None = None) -> BaseLLM:

@@ -8,7 +8,6 @@ callbacks and instrumentation still firing on every call.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,16 +28,13 @@ from truthlens_integrations.core import InvalidArgumentError
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
-    BaseLLM,
     ChatMessage,
     CompletionRequest,
     LLMResponse,
     RetryPolicy,
     TokenUsage,
-    map_llm_errors,
+    WrappedLLM,
     timed_response,
-    with_retries,
-    with_retries_async,
 )
 
 __all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm"]
@@ -84,7 +80,7 @@ def _model_name(llm: li_llms.LLM) -> str:
     return llm.metadata.model_name or llm.class_name()
 
 
-class LlamaIndexLLM(BaseLLM):
+class LlamaIndexLLM(WrappedLLM):
     """Adapts a LlamaIndex ``LLM`` to the package's LLM protocol.
 
     Calls go through ``llm.chat`` / ``llm.achat`` (a real async path, not a worker
@@ -104,41 +100,30 @@ class LlamaIndexLLM(BaseLLM):
     """
 
     name = "llamaindex"
+    label = "LlamaIndex LLM"
 
     def __init__(self, llm: li_llms.LLM, *, retry: RetryPolicy | None = None) -> None:
         self.llm = llm
         self.retry = retry or RetryPolicy()
         self.model = _model_name(llm)
 
-    def _result(
-        self, response: ChatResponse, stop: list[str] | None, started: float, attempts: int
+    def _call(self, request: CompletionRequest) -> ChatResponse:
+        return self.llm.chat(_to_llama(request.messages), **request.options())
+
+    async def _acall(self, request: CompletionRequest) -> ChatResponse:
+        return await self.llm.achat(_to_llama(request.messages), **request.options())
+
+    def _reply(
+        self, raw: ChatResponse, request: CompletionRequest, started: float, attempts: int
     ) -> LLMResponse:
         return timed_response(
-            _cut_at_stop(response.message.content or "", stop),
+            _cut_at_stop(raw.message.content or "", request.stop),
             model=self.model,
             started=started,
-            usage=_usage(response),
-            finish_reason=_finish_reason(response),
+            usage=_usage(raw),
+            finish_reason=_finish_reason(raw),
             attempts=attempts,
         )
-
-    def _complete(self, request: CompletionRequest) -> LLMResponse:
-        started = time.perf_counter()
-        kwargs = request.options()
-        with map_llm_errors(f"LlamaIndex LLM {self.model!r}"):
-            response, attempts = with_retries(
-                lambda: self.llm.chat(_to_llama(request.messages), **kwargs), self.retry
-            )
-        return self._result(response, request.stop, started, attempts)
-
-    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
-        started = time.perf_counter()
-        kwargs = request.options()
-        with map_llm_errors(f"LlamaIndex LLM {self.model!r}"):
-            response, attempts = await with_retries_async(
-                lambda: self.llm.achat(_to_llama(request.messages), **kwargs), self.retry
-            )
-        return self._result(response, request.stop, started, attempts)
 
 
 def _finish_reason(response: ChatResponse) -> str | None:

@@ -44,6 +44,7 @@ from ._openai import (
     is_transient_error,
 )
 from ._retry import RetryPolicy, is_transient, with_retries, with_retries_async
+from ._wrapped import WrappedLLM
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -64,6 +65,7 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "TokenUsage",
+    "WrappedLLM",
     "clear_local_llm_cache",
     "default_cache_dir",
     "default_llm",
