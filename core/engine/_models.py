@@ -38,8 +38,8 @@ __all__ = ["load_classifier", "load_nli", "load_policy_detector"]
 logger = logging.getLogger(__name__)
 
 _Model = TypeVar("_Model")
-#: How a kind of model is built: from a Hugging Face id or folder, and bundled.
-_Kinds = tuple[Callable[..., _Model], Callable[..., _Model]]
+#: How a kind of model is built: as a service client, from a Hugging Face id, bundled.
+_Kinds = tuple[Callable[..., _Model], Callable[..., _Model], Callable[..., _Model]]
 
 
 class _AssumeFactual:
@@ -84,15 +84,18 @@ def load_policy_detector(policy: Policy) -> Detector:
     )
 
 
-def _local(policy: Policy, settings: ModelSettings, kinds: _Kinds[_Model]) -> _Model | None:
-    """The in-process model ``settings`` names, else the bundled one, else ``None``.
+def _build(policy: Policy, settings: ModelSettings, kinds: _Kinds[_Model]) -> _Model | None:
+    """The service's model, else the one ``settings`` names, else the bundled one, else ``None``.
 
-    ``kinds`` builds them: a Hugging Face model from its id, and the bundled one.
+    ``kinds`` builds them: a client of the policy's service, a Hugging Face model
+    from its id or folder, and the bundled one.
 
     A model the policy names must load (its errors propagate): silently skipping it
     would change which spans count as hallucinations or which prompts get checked.
     """
-    named, bundled = kinds
+    remote, named, bundled = kinds
+    if policy.service.url is not None:
+        return remote(_client(policy), on_error=policy.service.on_error)
     device = "cpu" if settings.use_cpu else None
     dtype = policy.hallucination.precision
     if settings.model_id is not None:
@@ -112,11 +115,8 @@ def load_nli(policy: Policy) -> NLIExplainer | None:
     Returns:
         The explainer, or ``None`` when the policy names none and none is bundled.
     """
-    if policy.service.url is not None:
-        return RemoteNLIExplainer(_client(policy), on_error=policy.service.on_error)
-    settings = policy.hallucination_mitigation.nli_model
-    kinds: _Kinds[NLIExplainer] = (TransformersNLIExplainer, BundledNLIAdapter)
-    explainer = _local(policy, settings, kinds)
+    kinds: _Kinds[NLIExplainer] = (RemoteNLIExplainer, TransformersNLIExplainer, BundledNLIAdapter)
+    explainer = _build(policy, policy.hallucination_mitigation.nli_model, kinds)
     if explainer is None:
         logger.warning("no NLI explainer available: spans will not be explained")
     return explainer
@@ -131,11 +131,12 @@ def load_classifier(policy: Policy) -> FactCheckClassifier:
     Returns:
         The classifier; without one installed, every prompt counts as factual.
     """
-    if policy.service.url is not None:
-        return RemoteFactCheckClassifier(_client(policy), on_error=policy.service.on_error)
-    settings = policy.hallucination_mitigation.fact_check_model
-    kinds: _Kinds[FactCheckClassifier] = (TransformersFactCheckClassifier, BundledFactCheckAdapter)
-    classifier = _local(policy, settings, kinds)
+    kinds: _Kinds[FactCheckClassifier] = (
+        RemoteFactCheckClassifier,
+        TransformersFactCheckClassifier,
+        BundledFactCheckAdapter,
+    )
+    classifier = _build(policy, policy.hallucination_mitigation.fact_check_model, kinds)
     if classifier is None:
         logger.warning("no prompt classifier available: every prompt is checked")
         return _AssumeFactual()

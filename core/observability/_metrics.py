@@ -127,10 +127,8 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None, *, enabled: bool = True) -> None:
         self._c: _Collectors | None = None
-        if not enabled:
-            return
         missing = "prometheus_client is not installed; metrics are disabled"
-        prom = import_optional("prometheus_client", logger, missing)
+        prom = import_optional("prometheus_client", logger, missing) if enabled else None
         if prom is None:
             return
         target = registry if registry is not None else prom.REGISTRY

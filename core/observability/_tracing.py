@@ -114,10 +114,8 @@ class Tracer:
     ) -> None:
         self._tracer: Any = None
         self._trace: Any = None
-        if not enabled:
-            return
         missing = "opentelemetry is not installed; tracing is disabled"
-        trace = import_optional("opentelemetry.trace", logger, missing)
+        trace = import_optional("opentelemetry.trace", logger, missing) if enabled else None
         if trace is None:
             return
         self._trace = trace
