@@ -20,7 +20,14 @@ from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidInputError, LLMError, LLMTimeoutError
 from truthlens_integrations.core.engine import TruthLens, Verdict
-from truthlens_integrations.core.llm import LLM, ChatMessage, LLMResponse, TokenUsage
+from truthlens_integrations.core.llm import (
+    LLM,
+    BaseLLM,
+    ChatMessage,
+    CompletionRequest,
+    LLMResponse,
+    TokenUsage,
+)
 from truthlens_integrations.core.mitigation import (
     SCENARIOS,
     MitigationOptions,
@@ -53,7 +60,7 @@ THIN_CONTEXT = "The Eiffel Tower is a wrought-iron landmark in Paris, France."
 RICH_PASSAGE = "The Eiffel Tower was constructed from 1887 to 1889 for the World's Fair."
 
 
-class Scripted:
+class Scripted(BaseLLM):
     """SCRIPTED FAKE LLM: returns (or raises) the next item of ``replies`` per call."""
 
     name = "scripted"
@@ -80,32 +87,18 @@ class Scripted:
         usage = TokenUsage(prompt_tokens=20, completion_tokens=5, total_tokens=25)
         return LLMResponse(text=reply, model=self.model, usage=usage, latency_ms=1.0)
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResponse:
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
         self.sync_calls += 1
-        return self._next(messages)
+        return self._next(request.messages)
 
-    async def acomplete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-    ) -> LLMResponse:
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         self.async_calls += 1
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         try:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
-            return self._next(messages)
+            return self._next(request.messages)
         finally:
             self.active -= 1
 
@@ -121,12 +114,12 @@ class Shared:
 
 
 class Concurrent(Scripted):
-    async def acomplete(self, messages: Sequence[ChatMessage], **kw: object) -> LLMResponse:  # type: ignore[override]
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         Shared.active += 1
         Shared.peak = max(Shared.peak, Shared.active)
         try:
             await asyncio.sleep(0.05)
-            return self._next(messages)
+            return self._next(request.messages)
         finally:
             Shared.active -= 1
 
