@@ -31,8 +31,6 @@ from truthlens_integrations.core.llm import (
     ChatMessage,
     CompletionRequest,
     LLMResponse,
-    RetryPolicy,
-    TokenUsage,
     WrappedLLM,
     timed_response,
 )
@@ -58,14 +56,14 @@ def _cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
     return text[:cut]
 
 
-def _usage(response: ChatResponse) -> TokenUsage | None:
+def _usage(response: ChatResponse) -> core_llm.TokenUsage | None:
     """Token counts where the backend reported them (OpenAI-style keys)."""
     extra: Mapping[str, Any] = response.additional_kwargs or {}
     prompt, completion = extra.get("prompt_tokens"), extra.get("completion_tokens")
     if not isinstance(prompt, int) or not isinstance(completion, int):
         return None
     total = extra.get("total_tokens")
-    return TokenUsage(
+    return core_llm.TokenUsage(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=total if isinstance(total, int) else prompt + completion,
@@ -102,9 +100,9 @@ class LlamaIndexLLM(WrappedLLM):
     name = "llamaindex"
     label = "LlamaIndex LLM"
 
-    def __init__(self, llm: li_llms.LLM, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, llm: li_llms.LLM, *, retry: core_llm.RetryPolicy | None = None) -> None:
         self.llm = llm
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or core_llm.RetryPolicy()
         self.model = _model_name(llm)
 
     def _call(self, request: CompletionRequest) -> ChatResponse:

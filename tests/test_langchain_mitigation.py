@@ -33,14 +33,8 @@ from tests._langchain_support import (
 )
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
-from truthlens_integrations.core.llm import (
-    LLM,
-    BaseLLM,
-    ChatMessage,
-    CompletionRequest,
-    LLMResponse,
-    TokenUsage,
-)
+from truthlens_integrations.core import llm as core_llm
+from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
@@ -309,7 +303,7 @@ class ScriptedCoreLLM(BaseLLM):
         self.answers = answers
         self.seen: list[tuple[list[ChatMessage], int | None, list[str] | None]] = []
 
-    def _complete(self, request: CompletionRequest) -> LLMResponse:
+    def _complete(self, request: core_llm.CompletionRequest) -> LLMResponse:
         self.seen.append((request.messages, request.max_tokens, request.stop))
         return LLMResponse(
             text=self.answers.pop(0),
