@@ -116,10 +116,20 @@ class CompletionRequest:
     temperature: float | None = None
     stop: list[str] | None = None
 
-    def options(self) -> dict[str, Any]:
-        """``max_tokens`` and ``temperature`` as keyword arguments, where they were given."""
-        given = {"max_tokens": self.max_tokens, "temperature": self.temperature}
-        return {name: value for name, value in given.items() if value is not None}
+    def options(
+        self, *, max_tokens: int | None = None, temperature: float | None = None
+    ) -> dict[str, Any]:
+        """``max_tokens`` and ``temperature`` as keyword arguments; unset ones left out.
+
+        Args:
+            max_tokens: The backend's default, used when the request gives none.
+            temperature: The backend's default, used when the request gives none.
+        """
+        chosen = {
+            "max_tokens": self.max_tokens if self.max_tokens is not None else max_tokens,
+            "temperature": self.temperature if self.temperature is not None else temperature,
+        }
+        return {name: value for name, value in chosen.items() if value is not None}
 
 
 MessagesInput = str | Sequence[ChatMessage | Mapping[str, str]]

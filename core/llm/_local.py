@@ -249,8 +249,11 @@ class LocalLLM(BaseLLM):
         import torch
 
         runtime = self._runtime()
-        limit = request.max_tokens if request.max_tokens is not None else self.default_max_tokens
-        temp = request.temperature if request.temperature is not None else self.default_temperature
+        options = request.options(
+            max_tokens=self.default_max_tokens, temperature=self.default_temperature
+        )
+        limit: int = options["max_tokens"]
+        temp: float = options["temperature"]
         started = time.perf_counter()
         with runtime.lock:
             inputs = self._encode(runtime, request.messages)

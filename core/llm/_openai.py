@@ -182,14 +182,12 @@ class OpenAICompatibleLLM(BaseLLM):
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "timeout": self.timeout,
         }
-        limit = request.max_tokens if request.max_tokens is not None else self.default_max_tokens
-        if limit is not None:
-            payload[self.max_tokens_param] = limit
-        temp = request.temperature
-        if temp is None:
-            temp = self.default_temperature
-        if temp is not None:
-            payload["temperature"] = temp
+        options = request.options(
+            max_tokens=self.default_max_tokens, temperature=self.default_temperature
+        )
+        if "max_tokens" in options:
+            payload[self.max_tokens_param] = options.pop("max_tokens")
+        payload.update(options)
         if request.stop:
             payload["stop"] = request.stop
         return payload
