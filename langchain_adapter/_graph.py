@@ -29,11 +29,17 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.config import ensure_config
 from typing_extensions import TypedDict  # LangGraph's state classes use this one
 
-from truthlens_integrations.core import BlockedResponseError, ConfigError, InvalidArgumentError
-from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
+from truthlens_integrations.core import ConfigError
+from truthlens_integrations.core.engine import (
+    TruthLens,
+    Verdict,
+    engine_from,
+    shown_text,
+    split_options,
+)
 from truthlens_integrations.core.mitigation import fallback_query
-from truthlens_integrations.core.policy import Action, Mode
 
+from ._arguments import check_choice, check_int
 from ._inputs import ParsedInput, message_text, parse_input
 from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, verdict_payload
 
@@ -151,10 +157,6 @@ class TruthLensGraphGuard:
     Args:
         engine: The guard engine; ``None`` uses the default policy. With policy knobs
             or engine options it is copied with them applied (loaded models shared).
-        mode: ``lightweight``, ``standard`` or ``premium`` on every route (the node
-            itself does not refine: the graph regenerates).
-        threshold: Response score at or above which an answer is flagged.
-        action: ``header``, ``body``, ``block`` or ``none``, applied at the end.
         max_attempts: Checks per run before the router gives up (``exhausted``).
         answer_key: State key of the answer (a string or an ``AIMessage``).
         context_key: State key of the retrieved documents (``Document``s or strings).
@@ -162,8 +164,12 @@ class TruthLensGraphGuard:
         on_block: ``"message"`` replaces a blocked answer with ``blocked_message``;
             ``"raise"`` raises ``BlockedResponseError``.
         blocked_message: Text of a blocked answer.
-        **options: Engine options (``detector``, ``redact``, ...; one definition in
-            ``core/engine/_options.py``).
+        **options: The policy knobs, on every route: ``mode`` (``lightweight``,
+            ``standard`` or ``premium``; the node itself does not refine: the graph
+            regenerates), ``threshold`` (response score at or above which an answer
+            is flagged), ``action`` (``header``, ``body``, ``block`` or ``none``,
+            applied at the end); and engine options (``detector``, ``redact``, ...).
+            Both are defined once, in ``core/engine/_options.py``.
 
     Raises:
         UnknownArgumentError: For an unknown keyword argument (with a suggestion).
@@ -175,9 +181,6 @@ class TruthLensGraphGuard:
         self,
         engine: TruthLens | None = None,
         *,
-        mode: Mode | None = None,
-        threshold: float | None = None,
-        action: Action | None = None,
         max_attempts: int = 3,
         answer_key: str = "answer",
         context_key: str = "documents",
@@ -187,15 +190,11 @@ class TruthLensGraphGuard:
         **options: Any,
     ) -> None:
         where = "TruthLensGraphGuard"
-        knobs = {"mode": mode, "threshold": threshold, "action": action}
-        given = {**options, **{k: v for k, v in knobs.items() if v is not None}}
-        split = split_options(given, own=_KNOWN, where=where)
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
-            raise InvalidArgumentError(f"{where}: max_attempts must be an int")
+        split = split_options(options, own=_KNOWN, where=where)
+        check_int("max_attempts", max_attempts, where)
         if max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
-        if on_block not in ("message", "raise"):
-            raise ConfigError(f"on_block must be 'message' or 'raise', got {on_block!r}")
+        check_choice("on_block", on_block, ("message", "raise"))
         self.engine = engine_from(engine, None, split, where)
         self.max_attempts = max_attempts
         self.answer_key = answer_key
@@ -233,18 +232,14 @@ class TruthLensGraphGuard:
 
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any]:
         parsed = self._parse(state)
-        verdict = self.engine.guard(
-            context=parsed.context, question=parsed.question, answer=parsed.answer
-        )
+        verdict = self.engine.guard(**parsed.guard_fields())
         if _in_run():
             dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
         return self._update(state, parsed, verdict)
 
     async def _acheck(self, state: Mapping[str, Any]) -> dict[str, Any]:
         parsed = self._parse(state)
-        verdict = await self.engine.aguard(
-            context=parsed.context, question=parsed.question, answer=parsed.answer
-        )
+        verdict = await self.engine.aguard(**parsed.guard_fields())
         if _in_run():
             await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
         return self._update(state, parsed, verdict)
@@ -271,15 +266,9 @@ class TruthLensGraphGuard:
 
     def _shown(self, parsed: ParsedInput, verdict: Verdict) -> dict[str, Any]:
         """The state update carrying the answer as the policy's action leaves it."""
-        if verdict.blocked:
-            if self.on_block == "raise":
-                raise BlockedResponseError(
-                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
-                    verdict=verdict,
-                )
-            text = self.blocked_message
-        else:
-            text = verdict.output if verdict.output is not None else verdict.original_answer
+        text = shown_text(
+            verdict, raise_blocked=self.on_block == "raise", blocked_message=self.blocked_message
+        )
         if text == parsed.answer:
             return {}
         if parsed.kind == "state":

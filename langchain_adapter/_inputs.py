@@ -61,6 +61,10 @@ class ParsedInput:
     value: Any
     answer_index: int = -1
 
+    def guard_fields(self) -> dict[str, Any]:
+        """``context``, ``question`` and ``answer``, as the engine's guard calls take them."""
+        return {"context": self.context, "question": self.question, "answer": self.answer}
+
 
 def message_text(message: BaseMessage) -> str:
     """The plain text of a message: string content, or its text blocks joined.

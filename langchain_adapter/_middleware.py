@@ -33,17 +33,19 @@ from langchain_core.runnables.config import ensure_config, var_child_runnable_co
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import ValidationError
 
-from truthlens_integrations.core import (
-    BlockedResponseError,
-    ConfigError,
-    InvalidArgumentError,
-    LLMError,
+from truthlens_integrations.core import ConfigError, LLMError
+from truthlens_integrations.core.engine import (
+    TruthLens,
+    Verdict,
+    engine_from,
+    shown_text,
+    split_options,
 )
-from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
-from truthlens_integrations.core.policy import Action, Mode, Policy, PolicySource
+from truthlens_integrations.core.policy import Policy, PolicySource
 
+from ._arguments import check_choice, check_int
 from ._inputs import dedupe, message_text, passages, tool_passages
 from ._llm import as_llm
 from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, BlockMode, verdict_payload
@@ -229,9 +231,6 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         engine: The guard engine; ``None`` builds one with the default policy. With
             policy knobs or engine options it is copied with them applied (loaded
             models shared).
-        mode: ``lightweight``, ``standard`` or ``premium``, on every route.
-        threshold: Response score at or above which an answer is flagged.
-        action: ``header``, ``body``, ``block`` or ``none`` for flagged answers.
         max_iterations: Refinement rounds at most (standard and premium), every route.
         on_block: ``"message"`` or ``"raise"``.
         blocked_message: Text that replaces a blocked answer.
@@ -242,10 +241,14 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         stream_mode: ``"verified"`` or ``"passthrough"``.
         document_keys: Agent-state keys holding retrieved documents to add to the
             grounding.
-        **options: Engine options (``detector``, ``nli``, ``fact_checker``,
-            ``metrics``, ``tracer``, ``domain_classifier``, ``raise_on_block``,
-            ``align_quantities``, ``mitigation_options``, ``redact``, ``audit_hook``;
-            one definition in ``core/engine/_options.py``).
+        **options: The policy knobs, on every route: ``mode`` (``lightweight``,
+            ``standard`` or ``premium``), ``threshold`` (response score at or above
+            which an answer is flagged), ``action`` (``header``, ``body``, ``block``
+            or ``none`` for flagged answers); and engine options (``detector``,
+            ``nli``, ``fact_checker``, ``metrics``, ``tracer``, ``domain_classifier``,
+            ``raise_on_block``, ``align_quantities``, ``mitigation_options``,
+            ``redact``, ``audit_hook``). Both are defined once, in
+            ``core/engine/_options.py``.
 
     Raises:
         UnknownArgumentError: For an unknown keyword argument (with a suggestion).
@@ -258,9 +261,6 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         engine: TruthLens | None = None,
         *,
-        mode: Mode | None = None,
-        threshold: float | None = None,
-        action: Action | None = None,
         max_iterations: int | None = None,
         on_block: BlockMode = "message",
         blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
@@ -274,19 +274,11 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # The engine's names for the premium models are accepted as the same arguments.
         verification_models = options.pop("verification_llms", verification_models)
         judge_model = options.pop("judge_llm", judge_model)
-        knobs = {"mode": mode, "threshold": threshold, "action": action}
-        given = {**options, **{k: v for k, v in knobs.items() if v is not None}}
-        split = split_options(given, own=_OWN, where=where)
-        if on_block not in ("message", "raise"):
-            raise ConfigError(f"on_block must be 'message' or 'raise', got {on_block!r}")
-        if stream_mode not in ("verified", "passthrough"):
-            raise ConfigError(
-                f"stream_mode must be 'verified' or 'passthrough', got {stream_mode!r}"
-            )
-        if max_iterations is not None and (
-            isinstance(max_iterations, bool) or not isinstance(max_iterations, int)
-        ):
-            raise InvalidArgumentError(f"{where}: max_iterations must be an int")
+        split = split_options(options, own=_OWN, where=where)
+        check_choice("on_block", on_block, ("message", "raise"))
+        check_choice("stream_mode", stream_mode, ("verified", "passthrough"))
+        if max_iterations is not None:
+            check_int("max_iterations", max_iterations, where)
         built = engine_from(engine, None, split, where)
         if max_iterations is not None:
             built = built.derive(policy=_with_max_iterations(built.policy, max_iterations))
@@ -343,12 +335,7 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             turn = self._final_turn(request, response)
             if turn is None:
                 return response
-            verdict = self.engine.guard(
-                context=turn.context,
-                question=turn.question,
-                answer=message_text(turn.answer),
-                **self._mitigation(request, handler, None),
-            )
+            verdict = self.engine.guard(**self._guard_kwargs(request, turn, handler, None))
         dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
         return self._finish(request, response, turn, verdict)
 
@@ -362,12 +349,7 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             turn = self._final_turn(request, response)
             if turn is None:
                 return response
-            verdict = await self.engine.aguard(
-                context=turn.context,
-                question=turn.question,
-                answer=message_text(turn.answer),
-                **self._mitigation(request, None, handler),
-            )
+            verdict = await self.engine.aguard(**self._guard_kwargs(request, turn, None, handler))
         await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
         return self._finish(request, response, turn, verdict)
 
@@ -443,14 +425,24 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         question = message_text(messages[start]) if start >= 0 else None
         return _Turn(answer, index, dedupe(context), question or None)
 
-    def _mitigation(
+    def _guard_kwargs(
         self,
         request: ModelRequest[Any],
+        turn: _Turn,
         handler: _Handler | None,
         ahandler: _AsyncHandler | None,
     ) -> dict[str, Any]:
-        """Engine keyword arguments: the agent's model refines; premium verifiers check."""
-        found: dict[str, Any] = {"llm": _AgentModel(request, handler, ahandler)}
+        """The engine's arguments for one turn.
+
+        The turn's answer is checked; the agent's own model refines it (standard and
+        premium modes) and the premium verifiers cross-check it.
+        """
+        found: dict[str, Any] = {
+            "context": turn.context,
+            "question": turn.question,
+            "answer": message_text(turn.answer),
+            "llm": _AgentModel(request, handler, ahandler),
+        }
         if self.verification_models:
             found["verification_llms"] = [as_llm(m) for m in self.verification_models]
         if self.judge_model is not None:
@@ -468,15 +460,9 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         writer = getattr(request.runtime, "stream_writer", None)
         if callable(writer):
             writer({"truthlens": payload})
-        if verdict.blocked:
-            if self.on_block == "raise":
-                raise BlockedResponseError(
-                    f"answer withheld by policy (route={verdict.route}, score={verdict.score})",
-                    verdict=verdict,
-                )
-            text = self.blocked_message
-        else:
-            text = verdict.output if verdict.output is not None else verdict.original_answer
+        text = shown_text(
+            verdict, raise_blocked=self.on_block == "raise", blocked_message=self.blocked_message
+        )
         answer = turn.answer
         update: dict[str, Any] = {
             "response_metadata": {**answer.response_metadata, "truthlens": payload}

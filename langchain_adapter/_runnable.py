@@ -457,12 +457,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             parsed, chain_input = self._parse(output), _NO_INPUT
         else:
             parsed, chain_input = self._parse_output(value, output, capture), value
-        guard_kwargs = {
-            "context": parsed.context,
-            "question": parsed.question,
-            "answer": parsed.answer,
-            **self._mitigation(config, chain_input),
-        }
+        guard_kwargs = {**parsed.guard_fields(), **self._mitigation(config, chain_input)}
         return _Pending(parsed, guard_kwargs)
 
     def _check(self, pending: _Pending, config: RunnableConfig) -> Verdict:
