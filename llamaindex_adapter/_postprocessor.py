@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -13,23 +12,16 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from truthlens_integrations.core import ConfigError, HallucinationSpan, InvalidArgumentError
 from truthlens_integrations.core.engine import TruthLens, reject_unknown, split_sentences
-from truthlens_integrations.core.mitigation import Passage, filter_passages
+from truthlens_integrations.core.mitigation import (
+    Passage,
+    content_words,
+    filter_passages,
+    numbers,
+)
 
 from ._events import TruthLensNodeFilterEvent, dispatcher, event_payload
 
 __all__ = ["TruthLensNodePostprocessor"]
-
-_WORD = re.compile(r"[^\W_]+")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-# Words too common to count as evidence that a node talks about a sentence's facts.
-_STOP = frozenset(
-    "a an the of in on at to for by with and or but is are was were be been it its this "
-    "that as from than there they he she his her we you i not no do does did has have had".split()
-)
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
 class TruthLensNodePostprocessor(BaseNodePostprocessor):
@@ -159,16 +151,16 @@ class TruthLensNodePostprocessor(BaseNodePostprocessor):
             if any(s.start < end and s.end > start for s in spans):
                 continue
             claims.append(answer[start:end].strip())
-        return [c for c in claims if _content_words(c)]
+        return [c for c in claims if content_words(c)]
 
     def _supports_overlap(self, texts: list[str], claims: list[str]) -> list[bool]:
-        wanted = [(_content_words(c), set(_NUMBER.findall(c))) for c in claims]
+        wanted = [(content_words(c), numbers(c)) for c in claims]
         out = []
         for text in texts:
-            words, numbers = _content_words(text), set(_NUMBER.findall(text))
+            words, found = content_words(text), numbers(text)
             out.append(
                 any(
-                    len(claim & words) / len(claim) >= self.min_support and nums <= numbers
+                    len(claim & words) / len(claim) >= self.min_support and nums <= found
                     for claim, nums in wanted
                 )
             )

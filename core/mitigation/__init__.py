@@ -68,6 +68,7 @@ from ._results import (
     Strategy,
     diff_answers,
 )
+from ._text import content_words, numbers
 
 __all__ = [
     "SCENARIOS",
@@ -109,6 +110,7 @@ __all__ = [
     "build_refine_messages",
     "build_refiner_messages",
     "clean_output",
+    "content_words",
     "cross_model",
     "defuse",
     "degrade",
@@ -121,6 +123,7 @@ __all__ = [
     "mark_spans",
     "merge_claims",
     "mitigate",
+    "numbers",
     "parse_refined_query",
     "retrieval_feedback",
     "retriever_from_callables",
