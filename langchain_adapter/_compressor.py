@@ -7,11 +7,13 @@ from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import override
 
 from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.mitigation import Passage, filter_passages
+
+from ._arguments import invalid_arguments
 
 __all__ = ["RetrievalQualityFilter"]
 
@@ -33,6 +35,10 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
         min_authority: Documents whose ``metadata["authority"]`` is below this are
             dropped and authoritative ones come first; ``None`` disables it.
         score_keys: Metadata keys holding a document's retrieval score, tried in order.
+
+    Raises:
+        UnknownArgumentError: For an unknown setting (with a suggestion).
+        InvalidArgumentError: For a setting of the wrong type or out of range.
     """
 
     min_score: float | None = Field(default=0.7, ge=0.0)
@@ -44,7 +50,10 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
     def __init__(self, **data: Any) -> None:
         # A misspelt setting would otherwise be dropped and the default used silently.
         reject_unknown(data, type(self).model_fields, "RetrievalQualityFilter")
-        super().__init__(**data)
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise invalid_arguments(exc, "RetrievalQualityFilter") from None
 
     def _score(self, document: Document) -> float | None:
         for key in self.score_keys:
@@ -77,11 +86,6 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
             for d in documents
         ]
         index = {id(p): i for i, p in enumerate(passages)}
-        kept = filter_passages(
-            passages,
-            min_score=self.min_score,
-            min_chars=self.min_chars,
-            dedupe_similarity=self.dedupe_similarity,
-            min_authority=self.min_authority,
-        )
+        # Every field but score_keys is a setting of the core filter, under its name.
+        kept = filter_passages(passages, **self.model_dump(exclude={"score_keys"}))
         return [documents[index[id(p)]] for p in kept]

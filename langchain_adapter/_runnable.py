@@ -42,6 +42,7 @@ from truthlens_integrations.core.mitigation import (
 )
 from truthlens_integrations.core.policy import Action, Mode, PolicySource
 
+from ._arguments import invalid_arguments
 from ._capture import GroundingCapture
 from ._inputs import ParsedInput, dedupe, parse_input, question_of
 from ._llm import as_llm
@@ -321,7 +322,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise InvalidArgumentError(f"TruthLensRunnable: {_problems(exc)}") from None
+            raise invalid_arguments(exc, "TruthLensRunnable") from None
         if self.stream_mode == "passthrough":
             problems = passthrough_problems(self.engine)
             if problems:
@@ -715,14 +716,6 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
 
 #: The engine's names for two fields, accepted as the same fields.
 _OWN_ALIASES = {"verification_llms": "verification_models", "judge_llm": "judge_model"}
-
-
-def _problems(exc: ValidationError) -> str:
-    parts = []
-    for problem in exc.errors():
-        field = ".".join(str(p) for p in problem["loc"][:1]) or "value"
-        parts.append(f"{field}: {problem['msg']}")
-    return "; ".join(dict.fromkeys(parts))
 
 
 def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[str, Any]:
