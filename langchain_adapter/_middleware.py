@@ -49,7 +49,7 @@ from ._arguments import check_choice, check_int
 from ._inputs import dedupe, message_text, passages, tool_passages
 from ._llm import as_llm
 from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, BlockMode, verdict_payload
-from ._runnable import StreamMode, passthrough_problems
+from ._runnable import StreamMode, check_passthrough, passthrough_problems
 
 __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
 
@@ -290,11 +290,8 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.stream_mode: StreamMode = stream_mode
         self.document_keys = tuple(document_keys)
         problems = passthrough_problems(self.engine)
-        if stream_mode == "passthrough" and problems:
-            raise ConfigError(
-                "stream_mode='passthrough' streams the answer before it is checked, so "
-                "the policy must not change or withhold text; found: " + "; ".join(problems)
-            )
+        if stream_mode == "passthrough":
+            check_passthrough(problems)
         # Hold the tokens back only where the checked text may differ from them.
         self.holds_tokens = bool(problems)
         self._quiet_models: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}

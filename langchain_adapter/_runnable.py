@@ -88,6 +88,19 @@ def passthrough_problems(engine: TruthLens) -> list[str]:
     return problems
 
 
+def check_passthrough(problems: list[str]) -> None:
+    """Raise :class:`ConfigError` for pass-through streaming under ``problems``.
+
+    Args:
+        problems: What :func:`passthrough_problems` found.
+    """
+    if problems:
+        raise ConfigError(
+            "stream_mode='passthrough' streams the answer before it is checked, so the "
+            "policy must not change or withhold text; found: " + "; ".join(problems)
+        )
+
+
 _NO_INPUT: Any = object()
 
 
@@ -324,12 +337,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         except ValidationError as exc:
             raise invalid_arguments(exc, "TruthLensRunnable") from None
         if self.stream_mode == "passthrough":
-            problems = passthrough_problems(self.engine)
-            if problems:
-                raise ConfigError(
-                    "stream_mode='passthrough' streams the answer before it is checked, "
-                    "so the policy must not change or withhold text; found: " + "; ".join(problems)
-                )
+            check_passthrough(passthrough_problems(self.engine))
 
     @classmethod
     def from_config(
