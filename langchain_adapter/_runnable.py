@@ -482,8 +482,11 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     def _inner_config(self, config: RunnableConfig) -> tuple[RunnableConfig, GroundingCapture]:
         """The wrapped chain's config, and the capture that collects its grounding.
 
-        Made for the pipe form too, where nothing runs under it: one path for both.
+        The pipe form runs nothing under it and gets ``config`` as it is (and an empty
+        capture), so both forms take one path.
         """
+        if self.chain is None:
+            return config, GroundingCapture()
         return _with_capture(self._hidden(config))
 
     # -- invoke -------------------------------------------------------------------------
