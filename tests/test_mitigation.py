@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidInputError, LLMError, LLMTimeoutError
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import VERDICT_FIELDS, TruthLens
 from truthlens_integrations.core.llm import (
     LLM,
     BaseLLM,
@@ -588,4 +588,4 @@ def test_diff_answers() -> None:
 
 def test_verdict_fields_exist() -> None:
     for name in ("final_answer", "status", "history", "diff", "cost", "original_score"):
-        assert name in Verdict.model_fields
+        assert name in VERDICT_FIELDS

@@ -36,7 +36,16 @@ from ._options import (
 )
 from ._premise import answer_sentence, select_premise, split_sentences
 from ._tools import ADAPTER_TOOLS, GUARD_TOOLS, GuardTools
-from ._verdict import REDACTED, SEVERITY, NotCheckedReason, Verdict
+from ._verdict import (
+    REDACTED,
+    SEVERITY,
+    VERDICT_FIELDS,
+    Coverage,
+    Findings,
+    MitigationReport,
+    NotCheckedReason,
+    Verdict,
+)
 
 __all__ = [
     "ADAPTER_TOOLS",
@@ -46,9 +55,13 @@ __all__ = [
     "POLICY_KNOB_NAMES",
     "REDACTED",
     "SEVERITY",
+    "VERDICT_FIELDS",
     "ContextFlag",
+    "Coverage",
     "EngineOptions",
+    "Findings",
     "GuardTools",
+    "MitigationReport",
     "NotCheckedReason",
     "PolicyKnobs",
     "TruthLens",

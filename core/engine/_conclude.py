@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from .._metadata import build_metadata
 from .._types import Decision, DetectionStatus, HallucinationSpan
@@ -17,7 +16,15 @@ from ..observability import Metrics, StageSpan, log_event
 from ..policy import Action, ResolvedSettings
 from ._options import EngineOptions
 from ._stages import Item
-from ._verdict import NotCheckedReason, Verdict, mitigation_fields, redact_verdict
+from ._verdict import (
+    Coverage,
+    Findings,
+    MitigationReport,
+    NotCheckedReason,
+    Verdict,
+    mitigation_fields,
+    redact_verdict,
+)
 
 __all__ = [
     "build_verdict",
@@ -89,30 +96,39 @@ def _output(settings: ResolvedSettings, action: Action | None, answer: str) -> s
     return answer
 
 
-def _check_fields(it: Item, shown: _Answer, reason: NotCheckedReason | None) -> dict[str, Any]:
-    """The verdict's detection, prompt and grounding fields."""
-    assert it.route is not None
-    settings = it.route.settings
+def _findings(it: Item, shown: _Answer, settings: ResolvedSettings) -> Findings:
+    """What detection and NLI found in the answer shown."""
     spans = shown.kept if shown.detected else []
-    return {
-        "score": shown.score,
-        "threshold": settings.threshold,
-        "detected": shown.detected,
-        "spans": spans,
-        "dropped_spans": it.dropped,
-        "max_severity": max((s.severity or 0 for s in spans), default=0),
-        "contradiction_count": sum(s.nli_label == "contradiction" for s in spans),
-        "fact_check_needed": it.factual,
-        "fact_check_confidence": it.fact_check[1] if it.data.question is not None else None,
-        "context_missing": not it.data.grounded,
-        "enabled": settings.enabled,
-        "mode": settings.mode,
-        "route": it.route.decision,
-        "detection": it.detection,
-        "checked": reason is None,
-        "not_checked_reason": reason,
-        "context_instructions": it.instructions,
-    }
+    return Findings(
+        score=shown.score,
+        threshold=settings.threshold,
+        detected=shown.detected,
+        spans=spans,
+        dropped_spans=it.dropped,
+        max_severity=max((s.severity or 0 for s in spans), default=0),
+        contradiction_count=sum(s.nli_label == "contradiction" for s in spans),
+        detection=it.detection,
+    )
+
+
+def _coverage(it: Item, settings: ResolvedSettings) -> Coverage:
+    """Whether and against what the answer was checked."""
+    reason = not_checked(it)
+    # A factual prompt without grounding, or grounding the detector could not
+    # read, is answered but unverified: the route's unverified action applies.
+    unverified = settings.enabled and (
+        (it.factual and reason == "no_grounding") or reason == "unverifiable"
+    )
+    return Coverage(
+        fact_check_needed=it.factual,
+        fact_check_confidence=it.fact_check[1] if it.data.question is not None else None,
+        unverified=bool(unverified),
+        context_missing=not it.data.grounded,
+        enabled=settings.enabled,
+        checked=reason is None,
+        not_checked_reason=reason,
+        context_instructions=it.instructions,
+    )
 
 
 def _metadata(verdict: Verdict, *, include_details: bool) -> dict[str, str]:
@@ -149,37 +165,33 @@ def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) 
     assert it.route is not None  # set by the routing stage for every item
     settings = it.route.settings
     first, shown = _answers(it, settings)
-    reason = not_checked(it)
-    # A factual prompt without grounding, or grounding the detector could not
-    # read, is answered but unverified: the route's unverified action applies.
-    unverified = bool(
-        settings.enabled and ((it.factual and reason == "no_grounding") or reason == "unverifiable")
-    )
-    action = _action(settings, detected=shown.detected, unverified=unverified)
+    coverage = _coverage(it, settings)
+    action = _action(settings, detected=shown.detected, unverified=coverage.unverified)
     blocked = action == "block"
     mitigated = it.mitigation
-    fields = {
-        **_check_fields(it, shown, reason),
-        **mitigation_fields(
-            mitigated,
-            original=it.data.answer,
-            original_score=first.score,
-            flagged=first.detected,
-            final_answer=None if blocked else shown.text,
-        ),
-    }
-    if reason is not None and mitigated is None:
-        fields["status"] = "not_checked"
+    mitigation = mitigation_fields(
+        mitigated,
+        original=it.data.answer,
+        original_score=first.score,
+        flagged=first.detected,
+        final_answer=None if blocked else shown.text,
+    )
+    if not coverage.checked and mitigated is None:
+        mitigation["status"] = "not_checked"
     verdict = Verdict(
         decision=Decision.PASS if action is None and mitigated is None else Decision.MITIGATE,
-        unverified=unverified,
-        iterations=mitigated.iterations if mitigated is not None else 0,
+        findings=_findings(it, shown, settings),
+        coverage=coverage,
+        mitigation=MitigationReport(
+            iterations=mitigated.iterations if mitigated is not None else 0, **mitigation
+        ),
+        mode=settings.mode,
+        route=it.route.decision,
         latency_ms={**it.latency_ms, "total": total_ms},
         original_answer=it.data.answer,
         output=_output(settings, action, shown.text),
         blocked=blocked,
         action=action,
-        **fields,
     )
     include_details = settings.include_hallucination_details and not blocked and not redact
     for span in verdict.spans:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from .._types import Decision, DetectionResult, HallucinationSpan
 from ..mitigation import (
@@ -22,6 +30,10 @@ from ._injection import ContextFlag
 __all__ = [
     "REDACTED",
     "SEVERITY",
+    "VERDICT_FIELDS",
+    "Coverage",
+    "Findings",
+    "MitigationReport",
     "NotCheckedReason",
     "Verdict",
     "mitigation_fields",
@@ -44,18 +56,14 @@ passage carried instructions), or the detector could not read the input
 SEVERITY: dict[str, int] = {"contradiction": 4, "neutral": 2, "entailment": 1}
 
 
-class Verdict(BaseModel):
-    """What the guard decided about one answer and what the caller should show.
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    After a mitigation loop ran, ``score``, ``detected``, ``spans``, ``output``,
-    ``action`` and the metadata describe the FINAL answer (the one to show); the
-    original stays in ``original_answer`` / ``original_score`` and ``history[0]``.
+
+class Findings(_Part):
+    """What detection and the NLI filter found in the answer shown.
 
     Attributes:
-        decision: ``PASS`` or ``MITIGATE``. ``MITIGATE`` when the answer was flagged
-            (score at or above the threshold with at least one span surviving the
-            NLI filter), when a factual prompt was answered without grounding, or
-            when a mitigation loop ran (even if it fixed the answer).
         score: Detector's response score (of the final answer after mitigation);
             ``None`` when detection did not run.
         threshold: Threshold of the route the answer was judged by.
@@ -67,57 +75,10 @@ class Verdict(BaseModel):
             weaker entailment counts as ``neutral`` (not confirmed by the context).
         max_severity: Highest span severity (0 without spans).
         contradiction_count: Spans labelled ``contradiction``.
-        fact_check_needed: The prompt classifier's verdict after its threshold.
-        fact_check_confidence: The classifier's confidence in its prediction.
-        unverified: A factual prompt was answered with no grounding to check against.
-        context_missing: No context was given.
-        enabled: Whether detection was enabled for the route.
-        mode: Operating mode of the route.
-        iterations: Mitigation rounds performed (0 when no loop ran).
-        latency_ms: Milliseconds per stage (``classifier``, ``routing``, ``detector``,
-            ``context`` (premise selection), ``nli``, ``total``); stages that did not
-            run are absent.
-        original_answer: The answer exactly as given, kept for audit.
-        output: The text to show: the answer for ``header`` / ``none``, answer plus
-            warning for ``body``, ``None`` when blocked.
-        blocked: Whether the answer was withheld.
-        action: The action applied, ``None`` when the verdict is ``PASS``.
-        route: Name of the policy decision that matched, ``None`` for global settings.
-        metadata: The ``x-truthlens-*`` / ``x-vsr-*`` headers as a plain dict.
-        detection: The raw detector result of the original answer, when detection ran.
-        final_answer: The answer to show, without any warning: the best answer of
-            the mitigation loop, or the original when no loop ran; ``None`` when
-            blocked. ``output`` is this text plus the warning where the action or
-            ``require_disclaimer`` asks for one.
-        original_score: The original answer's score (equals ``score`` when no loop ran).
-        status: Why mitigation ended: ``not_needed`` (not flagged), ``not_run``
-            (flagged, but lightweight mode or no ``llm``), ``converged``, ``success``
-            (retrieval feedback), ``max_iterations_reached``, ``query_stagnation``,
-            ``llm_error``, ``llm_timeout``, ``retrieval_error``.
-        strategy: The loop that ran: ``self_refine``, ``cross_model``,
-            ``retrieval_feedback``; ``None`` when none ran.
-        converged: Whether the final answer is below ``convergence_threshold``
-            after a loop (``False`` when no loop ran).
-        history: Every step of the loop, the original answer first (empty when no
-            loop ran).
-        diff: The original answer against ``final_answer``; ``None`` when no loop ran.
-        cost: LLM calls, tokens and seconds the mitigation cost (zero without a loop).
-        mitigation_error: The error message that stopped the loop, if any.
-        final_context: The context the final answer was checked against when the
-            retrieval-feedback loop extended it; ``None`` otherwise.
-        checked: Whether the answer was checked against grounding. ``False`` is
-            never clean: ``status`` is ``not_checked``, ``score`` is ``None``, and the
-            metadata says ``x-truthlens-checked: false`` with the reason.
-        not_checked_reason: Why it was not checked (see :data:`NotCheckedReason`).
-        context_instructions: Context passages that carry instructions to the model
-            (prompt injection); they were left out of the evidence.
-        redacted: Hallucinated text was removed from this verdict (engine option
-            ``redact``); the audit hook got the full one.
+        detection: The raw detector result of the original answer, when detection
+            ran.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    decision: Decision
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     threshold: float = Field(ge=0.0, le=1.0)
     detected: bool = False
@@ -125,21 +86,69 @@ class Verdict(BaseModel):
     dropped_spans: list[HallucinationSpan] = Field(default_factory=list)
     max_severity: int = Field(default=0, ge=0, le=4)
     contradiction_count: int = Field(default=0, ge=0)
+    detection: DetectionResult | None = None
+
+
+class Coverage(_Part):
+    """Whether the answer could be checked, and against what.
+
+    Attributes:
+        fact_check_needed: The prompt classifier's verdict after its threshold.
+        fact_check_confidence: The classifier's confidence in its prediction.
+        unverified: A factual prompt was answered with no grounding to check
+            against.
+        context_missing: No context was given.
+        enabled: Whether detection was enabled for the route.
+        checked: Whether the answer was checked against grounding. ``False`` is
+            never clean: ``status`` is ``not_checked``, ``score`` is ``None``, and
+            the metadata says ``x-truthlens-checked: false`` with the reason.
+        not_checked_reason: Why it was not checked (see :data:`NotCheckedReason`).
+        context_instructions: Context passages that carry instructions to the model
+            (prompt injection); they were left out of the evidence.
+    """
+
     fact_check_needed: bool
     fact_check_confidence: float | None = None
     unverified: bool = False
     context_missing: bool = False
     enabled: bool
-    mode: Mode
+    checked: bool = True
+    not_checked_reason: NotCheckedReason | None = None
+    context_instructions: list[ContextFlag] = Field(default_factory=list)
+
+
+class MitigationReport(_Part):
+    """What the mitigation loop did (defaults when none ran).
+
+    Attributes:
+        iterations: Mitigation rounds performed (0 when no loop ran).
+        final_answer: The answer to show, without any warning: the best answer of
+            the mitigation loop, or the original when no loop ran; ``None`` when
+            blocked. ``output`` is this text plus the warning where the action or
+            ``require_disclaimer`` asks for one.
+        original_score: The original answer's score (equals ``score`` when no loop
+            ran).
+        status: Why mitigation ended: ``not_needed`` (not flagged), ``not_run``
+            (flagged, but lightweight mode or no ``llm``), ``converged``,
+            ``success`` (retrieval feedback), ``max_iterations_reached``,
+            ``query_stagnation``, ``llm_error``, ``llm_timeout``,
+            ``retrieval_error``.
+        strategy: The loop that ran: ``self_refine``, ``cross_model``,
+            ``retrieval_feedback``; ``None`` when none ran.
+        converged: Whether the final answer is below ``convergence_threshold`` after
+            a loop (``False`` when no loop ran).
+        history: Every step of the loop, the original answer first (empty when no
+            loop ran).
+        diff: The original answer against ``final_answer``; ``None`` when no loop
+            ran.
+        cost: LLM calls, tokens and seconds the mitigation cost (zero without a
+            loop).
+        mitigation_error: The error message that stopped the loop, if any.
+        final_context: The context the final answer was checked against when the
+            retrieval-feedback loop extended it; ``None`` otherwise.
+    """
+
     iterations: int = Field(default=0, ge=0)
-    latency_ms: dict[str, float] = Field(default_factory=dict)
-    original_answer: str
-    output: str | None
-    blocked: bool = False
-    action: Action | None = None
-    route: str | None = None
-    metadata: dict[str, str] = Field(default_factory=dict)
-    detection: DetectionResult | None = None
     final_answer: str | None = None
     original_score: float | None = Field(default=None, ge=0.0, le=1.0)
     status: MitigationStatus = "not_needed"
@@ -150,15 +159,207 @@ class Verdict(BaseModel):
     cost: CostAccount = Field(default_factory=CostAccount)
     mitigation_error: str | None = None
     final_context: list[str] | None = None
-    checked: bool = True
-    not_checked_reason: NotCheckedReason | None = None
-    context_instructions: list[ContextFlag] = Field(default_factory=list)
+
+
+#: The verdict's groups: field name on :class:`Verdict` and model.
+_GROUPS: dict[str, type[_Part]] = {
+    "findings": Findings,
+    "coverage": Coverage,
+    "mitigation": MitigationReport,
+}
+
+#: The group each grouped field lives in.
+_GROUP_OF: dict[str, str] = {
+    name: group for group, part in _GROUPS.items() for name in part.model_fields
+}
+
+#: Every flat verdict field, in the order ``model_dump`` writes them.
+VERDICT_FIELDS: tuple[str, ...] = (
+    "decision",
+    "score",
+    "threshold",
+    "detected",
+    "spans",
+    "dropped_spans",
+    "max_severity",
+    "contradiction_count",
+    "fact_check_needed",
+    "fact_check_confidence",
+    "unverified",
+    "context_missing",
+    "enabled",
+    "mode",
+    "iterations",
+    "latency_ms",
+    "original_answer",
+    "output",
+    "blocked",
+    "action",
+    "route",
+    "metadata",
+    "detection",
+    "final_answer",
+    "original_score",
+    "status",
+    "strategy",
+    "converged",
+    "history",
+    "diff",
+    "cost",
+    "mitigation_error",
+    "final_context",
+    "checked",
+    "not_checked_reason",
+    "context_instructions",
+    "redacted",
+)
+
+
+def _fields_of(value: object) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        return dict(value)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+if TYPE_CHECKING:
+
+    class _FlatFields:
+        """The groups' fields as the type checker sees them on :class:`Verdict`."""
+
+        score: float | None
+        threshold: float
+        detected: bool
+        spans: list[HallucinationSpan]
+        dropped_spans: list[HallucinationSpan]
+        max_severity: int
+        contradiction_count: int
+        detection: DetectionResult | None
+        fact_check_needed: bool
+        fact_check_confidence: float | None
+        unverified: bool
+        context_missing: bool
+        enabled: bool
+        checked: bool
+        not_checked_reason: NotCheckedReason | None
+        context_instructions: list[ContextFlag]
+        iterations: int
+        final_answer: str | None
+        original_score: float | None
+        status: MitigationStatus
+        strategy: Strategy | None
+        converged: bool
+        history: list[Iteration]
+        diff: AnswerDiff | None
+        cost: CostAccount
+        mitigation_error: str | None
+        final_context: list[str] | None
+
+else:
+    _FlatFields = object
+
+
+class Verdict(BaseModel, _FlatFields):
+    """What the guard decided about one answer and what the caller should show.
+
+    After a mitigation loop ran, ``score``, ``detected``, ``spans``, ``output``,
+    ``action`` and the metadata describe the FINAL answer (the one to show); the
+    original stays in ``original_answer`` / ``original_score`` and ``history[0]``.
+
+    The fields come in three groups (:class:`Findings`, :class:`Coverage`,
+    :class:`MitigationReport`); each of their fields is also readable flat
+    (``verdict.score`` is ``verdict.findings.score``). A verdict is built and
+    serialised flat: ``Verdict(score=..., threshold=...)`` and
+    ``Verdict.model_validate(flat_dict)`` sort the fields into their groups, and
+    ``model_dump`` writes them flat again (:data:`VERDICT_FIELDS`).
+
+    Attributes:
+        findings: What detection and NLI found.
+        coverage: Whether and against what the answer was checked.
+        mitigation: What the mitigation loop did.
+        decision: ``PASS`` or ``MITIGATE``. ``MITIGATE`` when the answer was flagged
+            (score at or above the threshold with at least one span surviving the
+            NLI filter), when a factual prompt was answered without grounding, or
+            when a mitigation loop ran (even if it fixed the answer).
+        mode: Operating mode of the route.
+        latency_ms: Milliseconds per stage (``classifier``, ``routing``,
+            ``detector``, ``context`` (premise selection), ``nli``, ``total``);
+            stages that did not run are absent.
+        original_answer: The answer exactly as given, kept for audit.
+        output: The text to show: the answer for ``header`` / ``none``, answer plus
+            warning for ``body``, ``None`` when blocked.
+        blocked: Whether the answer was withheld.
+        action: The action applied, ``None`` when the verdict is ``PASS``.
+        route: Name of the policy decision that matched, ``None`` for global
+            settings.
+        metadata: The ``x-truthlens-*`` / ``x-vsr-*`` headers as a plain dict.
+        redacted: Hallucinated text was removed from this verdict (engine option
+            ``redact``); the audit hook got the full one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    findings: Findings
+    coverage: Coverage
+    mitigation: MitigationReport = Field(default_factory=MitigationReport)
+    decision: Decision
+    mode: Mode
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    original_answer: str
+    output: str | None
+    blocked: bool = False
+    action: Action | None = None
+    route: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
     redacted: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        """Sort flat field names into their groups (what ``model_dump`` writes)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for group, part in _GROUPS.items():
+            flat = {k: data.pop(k) for k in part.model_fields if k in data}
+            if flat:
+                data[group] = {**_fields_of(data.get(group)), **flat}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flatten(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        """Write the groups' fields flat, in :data:`VERDICT_FIELDS` order."""
+        nested = handler(self)
+        flat: dict[str, Any] = {}
+        for group in _GROUPS:
+            flat.update(nested.pop(group, None) or {})
+        flat.update(nested)
+        # ``exclude`` names flat fields; the handler only saw the top level.
+        excluded = info.exclude or ()
+        return {k: flat[k] for k in VERDICT_FIELDS if k in flat and k not in excluded}
+
+    def replace(self, **changes: Any) -> Verdict:
+        """A copy with some flat fields changed (validated like a new verdict)."""
+        current: dict[str, Any] = {k: v for k, v in self if k not in _GROUPS}
+        for group in _GROUPS:
+            current.update(_fields_of(getattr(self, group)))
+        return type(self).model_validate({**current, **changes})
 
     @property
     def passed(self) -> bool:
         """Whether the verdict is ``PASS``."""
         return self.decision is Decision.PASS
+
+    def __getattr__(self, name: str) -> Any:
+        # The groups' fields read flat (``verdict.score``); typed by ``_FlatFields``.
+        group = _GROUP_OF.get(name)
+        if group is not None:
+            return getattr(getattr(self, group), name)
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *_GROUP_OF})
 
 
 def mitigation_fields(
@@ -232,15 +433,13 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
         )
         for step in verdict.history
     ]
-    return verdict.model_copy(
-        update={
-            "original_answer": _hide(verdict.original_answer, shown),
-            "spans": _hide_spans(verdict.spans),
-            "dropped_spans": _hide_spans(verdict.dropped_spans),
-            "history": history,
-            "diff": None,
-            "detection": None,
-            "metadata": metadata,
-            "redacted": True,
-        }
+    return verdict.replace(
+        original_answer=_hide(verdict.original_answer, shown),
+        spans=_hide_spans(verdict.spans),
+        dropped_spans=_hide_spans(verdict.dropped_spans),
+        history=history,
+        diff=None,
+        detection=None,
+        metadata=metadata,
+        redacted=True,
     )
