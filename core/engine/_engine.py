@@ -6,8 +6,8 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Unpack
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, Unpack
 
 from .._errors import InvalidArgumentError
 from .._types import DetectionInput, DetectionResult, NLILabel
@@ -49,6 +49,8 @@ from ._verdict import Verdict
 __all__ = ["TruthLens"]
 
 logger = logging.getLogger(__name__)
+
+_M = TypeVar("_M")
 
 
 class _Runtime:
@@ -168,9 +170,7 @@ class TruthLens:
     def detector(self) -> Detector:
         """The detector, loaded on first use."""
         if self._detector is None:
-            with self._load_lock:
-                if self._detector is None:
-                    self._detector = load_policy_detector(self.policy)
+            return self._load("_detector", load_policy_detector)
         return self._detector
 
     @property
@@ -187,10 +187,21 @@ class TruthLens:
     def fact_checker(self) -> FactCheckClassifier:
         """The prompt classifier; treats every prompt as factual when none is available."""
         if self._fact_checker is None:
-            with self._load_lock:
-                if self._fact_checker is None:
-                    self._fact_checker = load_classifier(self.policy)
+            return self._load("_fact_checker", load_classifier)
         return self._fact_checker
+
+    def _load(self, attr: str, load: Callable[[Policy], _M]) -> _M:
+        """The model in ``attr``, loaded with ``load`` and stored there if still unset.
+
+        Runs under the lock, so threads that raced past the caller's check get the
+        model the first one loaded.
+        """
+        with self._load_lock:
+            model: _M | None = getattr(self, attr)
+            if model is None:
+                model = load(self.policy)
+                setattr(self, attr, model)
+            return model
 
     # -- public API ---------------------------------------------------------------------
 
