@@ -1,0 +1,52 @@
+"""Every package's ``__all__`` is pinned: a public name is added or removed on purpose.
+
+The pinned lists are in ``tests/data/public_api.json``. After a deliberate change to a
+package's public names, update that file (and say so in the change's notes).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PINNED: dict[str, list[str]] = json.loads(
+    (Path(__file__).parent / "data" / "public_api.json").read_text(encoding="utf-8")
+)
+FOLDERS = {
+    "core": "truthlens_integrations.core",
+    "langchain_adapter": "truthlens_integrations.langchain_adapter",
+    "llamaindex_adapter": "truthlens_integrations.llamaindex_adapter",
+    "truthlens_integrations": "truthlens_integrations",
+}
+
+
+def _public_packages() -> set[str]:
+    found = set()
+    for folder, package in FOLDERS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            if not any(part.startswith("_") for part in parts):
+                found.add(".".join([package, *parts]))
+    return found
+
+
+def test_every_public_package_is_pinned() -> None:
+    assert _public_packages() == set(PINNED)
+
+
+@pytest.mark.parametrize("package", sorted(PINNED))
+def test_all_is_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    assert len(module.__all__) == len(set(module.__all__)), "a name is listed twice"
+    assert sorted(module.__all__) == PINNED[package]
+
+
+@pytest.mark.parametrize("package", sorted(PINNED))
+def test_every_listed_name_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing
