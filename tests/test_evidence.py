@@ -58,6 +58,21 @@ def test_units_cover_every_sentence_and_respect_the_budget() -> None:
     assert units == sorted(units)
 
 
+def test_a_long_question_leaves_room_for_evidence() -> None:
+    # A question longer than the evidence budget (a dialogue history, several questions
+    # joined) used to push every row past the model's window: ContextTooLongError.
+    index = ContextIndex(["The bridge opened in 1932. It spans the Selva river."])
+    question = " ".join(f"turn{i} said something about the weather" for i in range(200))
+    rows = plan_rows(
+        index, question, "The bridge opened in 1932.",
+        count_many=_words, unit_tokens=16, evidence_tokens=64,
+    )  # fmt: skip
+    prompt_words = len(rows[0].prompt.split())
+    assert prompt_words <= 64
+    assert "1932" in rows[0].prompt  # the evidence still fits
+    assert rows[0].prompt.split("\n")[0].endswith("turn199 said something about the weather")
+
+
 def test_evidence_combines_sentences_far_apart() -> None:
     filler = [f"Passage {i} talks about gardens, rivers and weather number {i}." for i in range(60)]
     passages = [
@@ -249,6 +264,18 @@ def test_bundled_catches_an_error_in_a_20000_word_context(bundled: EvidenceDetec
         answer="The Harbor Bridge over the Selva river was opened to traffic in 1932.",
     )  # fmt: skip
     assert not any("1932" in s.text for s in right.spans)
+
+
+@needs_weights
+def test_bundled_checks_an_answer_to_a_very_long_question(bundled: EvidenceDetector) -> None:
+    question = " ".join(["Tell me everything you know about the history of this bridge."] * 60)
+    result = bundled.detect(
+        context=["The Harbor Bridge over the Selva river was opened to traffic in 1932."],
+        question=question,
+        answer="The Harbor Bridge was opened to traffic in 1995.",
+    )
+    assert result.detected
+    assert any("1995" in s.text for s in result.spans)
 
 
 @needs_weights

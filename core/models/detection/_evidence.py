@@ -295,6 +295,7 @@ def plan_rows(
 
     rows = []
     previous: str | None = None
+    question = _clip_question(question, count, evidence_tokens // 2)
     budget = evidence_tokens - (count(f"question: {question}") + 1 if question else 0)
     for start, end in answer_units(answer, count, unit_tokens):
         unit = answer[start:end]
@@ -309,6 +310,26 @@ def plan_rows(
         )
         previous = unit
     return rows
+
+
+def _clip_question(question: str | None, count: Callable[[str], int], limit: int) -> str | None:
+    """The question cut to its last words that fit ``limit`` tokens.
+
+    A long question (a whole dialogue history, several questions joined) would otherwise
+    leave no room for evidence and push the row past the model's window. Its end is kept:
+    the latest turn is the one the answer replies to.
+    """
+    if not question or count(f"question: {question}") <= limit:
+        return question
+    tokens = question.split()
+    low, high = 0, len(tokens)  # the smallest cut (words dropped from the start) that fits
+    while low < high:
+        middle = (low + high) // 2
+        if count("question: " + " ".join(tokens[middle:])) <= limit:
+            high = middle
+        else:
+            low = middle + 1
+    return " ".join(tokens[low:]) or None
 
 
 def _choose(
