@@ -59,7 +59,11 @@ def response_score(
         return noisy_or(probabilities, token_threshold)
     if aggregation == "max":
         return max(probabilities, default=0.0)
-    return max((s.confidence for s in spans), default=0.0)
+    if aggregation == "span_max":
+        return max((s.confidence for s in spans), default=0.0)
+    raise InvalidInputError(
+        f"aggregation {aggregation!r} is computed by a detector with a response calibration"
+    )
 
 
 def decide(score: float, threshold: float) -> Decision:

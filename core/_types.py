@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 NLILabel = Literal["entailment", "neutral", "contradiction"]
-Aggregation = Literal["noisy_or", "span_max", "max"]
+Aggregation = Literal["noisy_or", "span_max", "max", "calibrated"]
 
 
 class Decision(StrEnum):
@@ -275,7 +275,10 @@ class DetectionConfig(_Frozen):
         threshold: Response score at or above which the answer is ``detected``.
         aggregation: ``noisy_or`` over flagged tokens, ``span_max`` (max span score), or
             ``max`` (the largest token probability, flagged or not: a probability when the
-            model is calibrated, and a ranking score for every answer).
+            model is calibrated, and a ranking score for every answer), or ``calibrated``
+            (the model folder's length-aware response calibration over that largest
+            probability; the bundled detector's default, see
+            :class:`~truthlens_integrations.core.models.detection.ResponseCalibration`).
         min_span_chars: Spans shorter than this many non-space characters are dropped.
         min_span_confidence: Spans whose confidence is below this are dropped.
         max_length: Model window in tokens; ``None`` reads it from the model.

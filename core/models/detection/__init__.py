@@ -13,6 +13,7 @@ from ._factory import load_detector
 from ._lexical import STOPWORDS, LexicalDetector, lexical_nli, normalize_word
 from ._prompt import format_prompt
 from ._remote import RemoteDetector
+from ._response import ResponseCalibration
 from ._transformer import TransformerDetector
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "EvidenceDetector",
     "LexicalDetector",
     "RemoteDetector",
+    "ResponseCalibration",
     "TokenScoring",
     "TransformerDetector",
     "clear_model_cache",

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from ..._errors import InvalidInputError
 from ..._scoring import merge_spans, response_score
 from ..._types import (
     Coverage,
@@ -15,6 +16,7 @@ from ..._types import (
     DetectionInput,
     DetectionResult,
     DetectionStatus,
+    HallucinationSpan,
     TokenScore,
 )
 
@@ -113,6 +115,15 @@ class BaseDetector(SingleAnswerCalls, ABC):
     def __init__(self, *, model_id: str, config: DetectionConfig | None = None) -> None:
         self.model_id = model_id
         self.config = config or DetectionConfig()
+        if self.config.aggregation == "calibrated" and not self._calibrates_responses():
+            raise InvalidInputError(
+                f"aggregation 'calibrated' needs a model folder with a response calibration; "
+                f"{model_id!r} has none: use 'max', 'noisy_or' or 'span_max'"
+            )
+
+    def _calibrates_responses(self) -> bool:
+        """Whether this detector has a response calibration (``aggregation='calibrated'``)."""
+        return False
 
     @abstractmethod
     def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
@@ -159,12 +170,7 @@ class BaseDetector(SingleAnswerCalls, ABC):
             min_chars=cfg.min_span_chars,
             min_confidence=cfg.min_span_confidence,
         )
-        score = response_score(
-            [t.probability for t in tokens],
-            spans,
-            aggregation=cfg.aggregation,
-            token_threshold=cfg.token_threshold,
-        )
+        score = self._response_score(item, tokens, spans)
         detected = score >= cfg.threshold
         return DetectionResult(
             answer=item.answer,
@@ -177,6 +183,20 @@ class BaseDetector(SingleAnswerCalls, ABC):
             coverage=coverage,
             model_id=self.model_id,
             latency_ms=latency_ms,
+        )
+
+    def _response_score(
+        self,
+        item: DetectionInput,  # noqa: ARG002 - subclasses read the answer
+        tokens: Sequence[TokenScore],
+        spans: Sequence[HallucinationSpan],
+    ) -> float:
+        """The response score by the configured aggregation (``calibrated`` needs a model)."""
+        return response_score(
+            [t.probability for t in tokens],
+            spans,
+            aggregation=self.config.aggregation,
+            token_threshold=self.config.token_threshold,
         )
 
     def _unverifiable(

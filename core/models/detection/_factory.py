@@ -100,15 +100,17 @@ def _transformer(
 
 
 def _bundled_config(config: DetectionConfig | None) -> DetectionConfig:
-    """The bundled model's defaults: the response score is the largest token probability.
+    """The bundled model's defaults: the length-aware calibrated response score.
 
-    Its token probabilities are calibrated, so that maximum is the probability that the
-    answer holds an unsupported claim; another aggregation can still be asked for.
+    Its token probabilities are calibrated, and its folder holds a response calibration
+    that reads the largest of them with the answer's length, so the response score is the
+    probability that the answer holds an unsupported claim for short and long answers
+    alike; another aggregation can still be asked for.
     """
     if config is not None and "aggregation" in config.model_fields_set:
         return config
     base = config.model_dump(exclude_unset=True) if config else {}
-    return DetectionConfig(**{**base, "aggregation": "max"})
+    return DetectionConfig(**{**base, "aggregation": "calibrated"})
 
 
 def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:

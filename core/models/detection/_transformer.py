@@ -9,10 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..._errors import ContextTooLongError
 from ..._text import words
-from ..._types import Coverage, DetectionConfig, DetectionInput, TokenScore
+from ..._types import (
+    Coverage,
+    DetectionConfig,
+    DetectionInput,
+    HallucinationSpan,
+    TokenScore,
+)
 from .._loading import LoadedModel, load_token_classifier
 from ._base import BaseDetector, TokenScoring
 from ._prompt import format_prompt
+from ._response import read_response_calibration, sentence_count
 
 if TYPE_CHECKING:
     import torch
@@ -113,6 +120,8 @@ class TransformerDetector(BaseDetector):
             revision=revision,
             local_files_only=local_files_only,
         )
+        # Read before the base class checks that ``aggregation="calibrated"`` can be met.
+        self._response = read_response_calibration(self._loaded.model.config)
         super().__init__(model_id=model_id or os.fspath(model), config=config)
         window = self.config.max_length or self._loaded.max_length
         self._window = min(window, self._loaded.max_length)
@@ -122,6 +131,17 @@ class TransformerDetector(BaseDetector):
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._unk_id = tokenizer.unk_token_id
         self._scale, self._shift = _calibration(self._loaded.model.config)
+
+    def _calibrates_responses(self) -> bool:
+        return self._response is not None
+
+    def _response_score(
+        self, item: DetectionInput, tokens: Sequence[TokenScore], spans: Sequence[HallucinationSpan]
+    ) -> float:
+        if self.config.aggregation != "calibrated" or self._response is None:
+            return super()._response_score(item, tokens, spans)
+        largest = max((t.probability for t in tokens), default=0.0)
+        return self._response.probability(largest, sentence_count(item.answer))
 
     @property
     def device(self) -> torch.device:

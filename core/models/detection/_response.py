@@ -1,0 +1,81 @@
+"""Length-aware response calibration: the answer's score as a probability at any length.
+
+The largest token probability of a calibrated token classifier is a probability for
+answers as long as those it was calibrated on (one or two sentences). A long answer has
+many more tokens, and the largest of many near-misses climbs: before this calibration the
+bundled detector flagged 84% of clean multi-part answers on held-out train-role data.
+This logistic map reads the largest token probability together with the answer's length
+in sentences::
+
+    score = sigmoid(max_logit * logit(max token probability)
+                    + log_sentences * log(sentences) + bias)
+
+Its three numbers are fitted on held-out train-role data, single answers and multi-part
+answers alike (``python -m training.calibrate_response FOLDER``), and stored in the model
+folder's ``config.json`` as ``truthlens.response_calibration``. Token probabilities and
+spans are not changed: only the response score is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..._text import split_sentences
+
+__all__ = ["ResponseCalibration", "read_response_calibration", "sentence_count"]
+
+_KEY = "response_calibration"
+_EPSILON = 1e-6
+
+
+@dataclass(frozen=True)
+class ResponseCalibration:
+    """The three coefficients of the response score's logistic map."""
+
+    max_logit: float
+    log_sentences: float
+    bias: float
+
+    def probability(self, max_probability: float, sentences: int) -> float:
+        """The calibrated response score of an answer.
+
+        Args:
+            max_probability: The largest token probability of the answer.
+            sentences: The answer's sentence count (at least 1 is used).
+        """
+        p = min(max(max_probability, _EPSILON), 1.0 - _EPSILON)
+        z = (
+            self.max_logit * math.log(p / (1.0 - p))
+            + self.log_sentences * math.log(max(sentences, 1))
+            + self.bias
+        )
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+    def to_config(self, fitted_on: str) -> dict[str, Any]:
+        """The ``truthlens.response_calibration`` entry of a model folder's config."""
+        return {
+            "max_logit": round(self.max_logit, 6),
+            "log_sentences": round(self.log_sentences, 6),
+            "bias": round(self.bias, 6),
+            "fitted_on": fitted_on,
+        }
+
+
+def read_response_calibration(config: Any) -> ResponseCalibration | None:
+    """The response calibration stored in a model's config, or ``None`` without one."""
+    extra = getattr(config, "truthlens", None)
+    entry = extra.get(_KEY) if isinstance(extra, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    return ResponseCalibration(
+        max_logit=float(entry["max_logit"]),
+        log_sentences=float(entry["log_sentences"]),
+        bias=float(entry["bias"]),
+    )
+
+
+def sentence_count(answer: str) -> int:
+    """How many sentences the answer has, by the package's one sentence rule (at least 1)."""
+    return max(len(split_sentences(answer)), 1)

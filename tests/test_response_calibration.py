@@ -1,0 +1,169 @@
+"""The length-aware response calibration: the map, where it applies, and how it is fitted."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations.core import DetectionConfig
+from truthlens_integrations.core._errors import InvalidInputError, ModelNotAvailableError
+from truthlens_integrations.core.models.detection import (
+    LexicalDetector,
+    ResponseCalibration,
+    TransformerDetector,
+    load_detector,
+)
+from truthlens_integrations.core.models.detection._response import (
+    read_response_calibration,
+    sentence_count,
+)
+
+try:
+    from truthlens_integrations.core.models import bundled_detector_path
+
+    BUNDLED: Path | None = bundled_detector_path()
+except ModelNotAvailableError:
+    BUNDLED = None
+
+needs_weights = pytest.mark.skipif(BUNDLED is None, reason="bundled weights are not here")
+
+
+def test_the_map_is_the_documented_logistic() -> None:
+    calibration = ResponseCalibration(max_logit=0.8, log_sentences=-0.5, bias=0.2)
+    p, n = 0.9, 4
+    z = 0.8 * math.log(0.9 / 0.1) - 0.5 * math.log(4) + 0.2
+    assert calibration.probability(p, n) == pytest.approx(1 / (1 + math.exp(-z)))
+    # saturated inputs stay finite and inside (0, 1)
+    assert 0.0 < calibration.probability(0.0, 1) < calibration.probability(1.0, 1) < 1.0
+    # no sentence counts as one
+    assert calibration.probability(0.7, 0) == calibration.probability(0.7, 1)
+
+
+def test_read_from_a_model_config() -> None:
+    entry = ResponseCalibration(1.0, -0.25, 0.5).to_config("test data")
+    config = SimpleNamespace(truthlens={"response_calibration": entry})
+    assert read_response_calibration(config) == ResponseCalibration(1.0, -0.25, 0.5)
+    assert read_response_calibration(SimpleNamespace(truthlens={})) is None
+    assert read_response_calibration(SimpleNamespace()) is None
+
+
+def test_sentence_count_follows_the_sentence_rule() -> None:
+    assert sentence_count("It opened in 1932. It is 3.5 km long. Cars use it.") == 3
+    assert sentence_count("") == 1
+
+
+def test_calibrated_aggregation_needs_a_calibration() -> None:
+    with pytest.raises(InvalidInputError, match="response calibration"):
+        LexicalDetector(config=DetectionConfig(aggregation="calibrated"))
+
+
+def test_a_model_without_calibration_refuses_it(tiny_bert_dir: Path) -> None:
+    with pytest.raises(InvalidInputError, match="response calibration"):
+        TransformerDetector(tiny_bert_dir, config=DetectionConfig(aggregation="calibrated"))
+
+
+def test_a_model_with_calibration_scores_by_it(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "calibrated"
+    shutil.copytree(tiny_bert_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    calibration = ResponseCalibration(max_logit=1.0, log_sentences=-2.0, bias=0.0)
+    config["truthlens"] = {"response_calibration": calibration.to_config("test")}
+    (folder / "config.json").write_text(json.dumps(config))
+    answer = "It was built in 1950. It is 500 meters tall. It stands in Paris."
+    kwargs = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": answer}
+    plain = TransformerDetector(folder, config=DetectionConfig(aggregation="max")).detect(**kwargs)
+    calibrated = TransformerDetector(
+        folder, config=DetectionConfig(aggregation="calibrated")
+    ).detect(**kwargs)
+    assert calibrated.score == pytest.approx(calibration.probability(plain.score, 3))
+    assert calibrated.spans == plain.spans  # only the response score changes
+    assert calibrated.detected == (calibrated.score >= calibrated.threshold)
+
+
+@needs_weights
+def test_bundled_detector_uses_its_calibration() -> None:
+    assert load_detector().config.aggregation == "calibrated"
+    assert load_detector(aggregation="max").config.aggregation == "max"
+
+
+@needs_weights
+def test_bundled_long_restatement_scores_lower_than_its_largest_token() -> None:
+    # A faithful paragraph restating its context: the largest token probability climbs
+    # with length, the calibrated score reads the length too.
+    context = [
+        "The Harbor Bridge spans the Selva river in the city of Norden. It was opened to "
+        "traffic in 1932 after four years of work. The bridge is 640 meters long and carries "
+        "two lanes and a footpath. It was renovated in 1988 and again in 2015. About 18,000 "
+        "vehicles cross it every day. A toll was charged until 1961."
+    ]
+    answer = (
+        "The Harbor Bridge crosses the Selva river in Norden. It opened to traffic in 1932, "
+        "after four years of construction. It is 640 meters long, with two lanes and a "
+        "footpath. It was renovated in 1988 and in 2015. Around 18,000 vehicles use it each "
+        "day. Drivers paid a toll until 1961."
+    )
+    kwargs = {"context": context, "question": "Tell me about the Harbor Bridge.", "answer": answer}
+    largest = load_detector(aggregation="max").detect(**kwargs)
+    calibrated = load_detector().detect(**kwargs)
+    assert calibrated.score < largest.score
+    assert calibrated.spans == largest.spans
+
+
+@needs_weights
+def test_bundled_eiffel_answer_is_still_detected() -> None:
+    result = load_detector().detect(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
+    )
+    assert result.detected
+
+
+# -- fitting ------------------------------------------------------------------------------
+
+
+def test_fit_logistic_recovers_known_coefficients() -> None:
+    from training.calibrate_response import fit_logistic
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4000, 2))
+    p = 1 / (1 + np.exp(-(1.5 * x[:, 0] - 0.7 * x[:, 1] + 0.3)))
+    y = (rng.random(4000) < p).astype(float)
+    coef, bias = fit_logistic(x, y, np.ones(4000))
+    assert coef == pytest.approx([1.5, -0.7], abs=0.15)
+    assert bias == pytest.approx(0.3, abs=0.15)
+
+
+def _claim(source: str, n: int, label: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        source=source,
+        context=f"Passage {source} {n} says fact {n}.",
+        question=f"question {n}?",
+        answer=f"{'Wrong' if label else 'Right'} answer {source} {n}.",
+        label=label,
+    )
+
+
+def test_multi_part_answers_are_labelled_by_their_parts() -> None:
+    from training.calibrate_response import multi_part_answers
+
+    claims = [_claim("alpha/x", n, 0) for n in range(20)] + [
+        _claim("alpha/y", n, 1) for n in range(5)
+    ]
+    claims += [_claim("tiny", n, n % 2) for n in range(6)]  # too few to join
+    answers = multi_part_answers(claims, per_family=40, rng=random.Random(1))
+    assert len(answers) == 40
+    assert {a.source for a in answers} == {"multi/alpha"}
+    for a in answers:
+        parts = [p for p in claims if p.answer in a.answer]
+        assert 3 <= len(parts) <= 7
+        assert len(a.answer) == sum(len(p.answer) for p in parts) + len(parts) - 1
+        assert a.label == int(any(p.label for p in parts))
+        assert all(p.context in a.context for p in parts)  # each part stays grounded
+    assert 0 < sum(a.label for a in answers) < len(answers)

@@ -1,0 +1,228 @@
+"""Fit the length-aware response calibration of a detector folder.
+
+The token calibration (``training.calibrate_evidence``) makes the largest token
+probability a probability for answers of one or two sentences, the length of most
+labelled train-role answers. RAG answers are often paragraphs, and the largest of many
+token probabilities climbs with length: on held-out multi-part answers the bundled
+detector flagged 84% of the clean ones. This step fits ``score = sigmoid(a * logit(max
+token probability) + b * log(sentences) + c)`` on two kinds of held-out **train-role**
+answers:
+
+* single answers: realdata's held-out part, at most ``--per-source`` per source
+  (positives and negatives evened out);
+* multi-part answers: 3 to 7 held-out answers of one data set joined into one answer
+  over their joined contexts; half of them have one or two unsupported parts, the rest
+  none (``--multi-per-family`` per data set family).
+
+Both come from the first half of the held-out part (by a hash of the context, as the
+token calibration); the second half gives the report written beside the model
+(``response_calibration_metrics.json``). Each source weighs the same in the fit. Nothing
+eval-only is read.
+
+    python -m training.calibrate_response core/_bundled/detector
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
+
+from . import realdata
+from ._cli import folder_args
+from .calibrate_evidence import _half, ece
+from .train_evidence import balanced
+
+log = logging.getLogger("calibrate_response")
+
+FITTED_ON = (
+    "realdata held-out part, first half by context hash: single answers and multi-part "
+    "answers joined from them (train-role data)"
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer to score: its grounding, its label and where it came from."""
+
+    source: str
+    context: list[str]
+    question: str | None
+    answer: str
+    label: int
+    multi: bool
+
+
+def _single(claim: Any) -> Answer:
+    return Answer(
+        source=claim.source,
+        context=[p for p in claim.context.split("\n") if p.strip()],
+        question=claim.question or None,
+        answer=claim.answer,
+        label=claim.label,
+        multi=False,
+    )
+
+
+def multi_part_answers(claims: Sequence[Any], per_family: int, rng: random.Random) -> list[Answer]:
+    """Answers joined from 3 to 7 held-out answers of one data set family.
+
+    Half of them (by a coin) hold one unsupported part (two in 30% of those), the rest
+    only supported parts; contexts and questions are joined the same way, so each part is
+    still grounded somewhere in the joined context.
+    """
+    pools: dict[str, tuple[list[Any], list[Any]]] = defaultdict(lambda: ([], []))
+    for c in claims:
+        pools[c.source.split("/")[0]][c.label].append(c)
+    out = []
+    for family, (clean, unsupported) in sorted(pools.items()):
+        if len(clean) < 12 or len(unsupported) < 3:
+            continue  # too few to join without repeating parts
+        for _ in range(per_family):
+            size = rng.randint(3, 7)
+            bad = (1 if rng.random() < 0.7 else 2) if rng.random() < 0.5 else 0
+            parts = rng.sample(clean, size - bad) + rng.sample(unsupported, bad)
+            rng.shuffle(parts)
+            questions = " ".join(p.question for p in parts if p.question)
+            out.append(
+                Answer(
+                    source=f"multi/{family}",
+                    context=[q for p in parts for q in p.context.split("\n") if q.strip()],
+                    question=questions or None,
+                    answer=" ".join(p.answer.strip() for p in parts),
+                    label=int(bad > 0),
+                    multi=True,
+                )
+            )
+    return out
+
+
+def largest_probabilities(folder: Path, answers: Sequence[Answer], batch: int = 16) -> np.ndarray:
+    """``(largest token probability, sentences)`` of each answer through the runtime detector."""
+    from truthlens_integrations.core import DetectionConfig, DetectionInput
+    from truthlens_integrations.core.models.detection import EvidenceDetector
+    from truthlens_integrations.core.models.detection._response import sentence_count
+
+    detector = EvidenceDetector(
+        folder, config=DetectionConfig(aggregation="max"), device="cpu", dtype="float32"
+    )
+    rows = []
+    for first in range(0, len(answers), batch):
+        chunk = answers[first : first + batch]
+        items = [
+            DetectionInput.create(context=a.context, question=a.question, answer=a.answer)
+            for a in chunk
+        ]
+        for a, result in zip(chunk, detector.detect_batch(items), strict=True):
+            rows.append((result.score, sentence_count(a.answer)))
+    return np.array(rows, dtype=float)
+
+
+def features(rows: np.ndarray) -> np.ndarray:
+    """``logit(largest probability)`` and ``log(sentences)`` per row."""
+    p = np.clip(rows[:, 0], 1e-6, 1 - 1e-6)
+    return np.c_[np.log(p / (1 - p)), np.log(np.maximum(rows[:, 1], 1))]
+
+
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, steps: int = 100
+) -> tuple[np.ndarray, float]:
+    """Weighted logistic regression (coefficients, bias) by damped Newton steps."""
+    z = np.c_[x, np.ones(len(x))]
+
+    def loss(b: np.ndarray) -> float:
+        s = z @ b
+        return float(np.sum(weights * (np.logaddexp(0, s) - y * s)))
+
+    b = np.zeros(z.shape[1])
+    current = loss(b)
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-np.clip(z @ b, -40, 40)))
+        grad = z.T @ (weights * (p - y))
+        hess = (z * (weights * p * (1 - p))[:, None]).T @ z + 1e-6 * np.eye(len(b))
+        step = np.linalg.solve(hess, grad)
+        t = 1.0
+        while t > 1e-6 and loss(b - t * step) > current:
+            t /= 2
+        if t <= 1e-6:
+            break
+        b = b - t * step
+        previous, current = current, loss(b)
+        if previous - current < 1e-10:
+            break
+    return b[:-1], float(b[-1])
+
+
+def source_weights(answers: Sequence[Answer]) -> np.ndarray:
+    """Each source weighs the same, whatever its number of answers."""
+    counts: dict[str, int] = defaultdict(int)
+    for a in answers:
+        counts[a.source] += 1
+    w = np.array([1.0 / counts[a.source] for a in answers])
+    return w * len(answers) / w.sum()
+
+
+def report(scores: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """AP, AUROC, ECE and the share of clean answers flagged at 0.5."""
+    gold = y.astype(bool).tolist()
+    return {
+        "n": len(y),
+        "ap": round(average_precision(threshold_curve(gold, scores.tolist())), 4),
+        "auroc": round(auroc(gold, scores.tolist()), 4),
+        "ece": round(ece(scores, y), 4),
+        "clean_flagged": round(float((scores[y == 0] >= 0.5).mean()), 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = folder_args(__doc__, argv, per_source=100, multi_per_family=60)
+    started = time.time()
+    held = realdata.load_real(part="heldout", seed=args.seed)
+    halves: dict[int, list[Any]] = defaultdict(list)
+    for c in held:
+        halves[_half(c)].append(c)
+    sets = {}
+    for half in (0, 1):
+        rng = random.Random(args.seed + half)
+        sets[half] = [_single(c) for c in balanced(halves[half], args.per_source, rng)]
+        sets[half] += multi_part_answers(halves[half], args.multi_per_family, rng)
+    rows = {half: largest_probabilities(args.folder, sets[half]) for half in (0, 1)}
+    y = {half: np.array([a.label for a in sets[half]], dtype=float) for half in (0, 1)}
+    coef, bias = fit_logistic(features(rows[0]), y[0], source_weights(sets[0]))
+    from truthlens_integrations.core.models.detection import ResponseCalibration
+
+    calibration = ResponseCalibration(
+        max_logit=float(coef[0]), log_sentences=float(coef[1]), bias=bias
+    )
+    after = np.array([calibration.probability(p, int(n)) for p, n in rows[1]])
+    metrics: dict[str, Any] = {"coefficients": calibration.to_config(FITTED_ON)}
+    for kind, multi in (("single", False), ("multi_part", True)):
+        mask = np.array([a.multi == multi for a in sets[1]])
+        metrics[f"report_{kind}_before"] = report(rows[1][mask, 0], y[1][mask])
+        metrics[f"report_{kind}_after"] = report(after[mask], y[1][mask])
+    metrics["fit_answers"] = len(sets[0])
+    metrics["minutes"] = round((time.time() - started) / 60, 1)
+    log.info("response calibration: %s", json.dumps(metrics, indent=1))
+    config_path = args.folder / "config.json"
+    config = json.loads(config_path.read_text())
+    config.setdefault("truthlens", {})["response_calibration"] = calibration.to_config(FITTED_ON)
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    out = args.folder / "response_calibration_metrics.json"
+    out.write_text(json.dumps(metrics, indent=1) + "\n")
+    if math.isnan(bias):
+        raise SystemExit("the fit did not converge")
+
+
+if __name__ == "__main__":
+    main()
