@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from training import realdata
 from training.calibrate_evidence import _half
+from training.calibrate_response import multi_part_answers
 from training.train_evidence import _hard_cases, balanced
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
@@ -37,7 +38,9 @@ from truthlens_integrations.evaluation import auroc, average_precision, threshol
 def _inputs(claims: list[Any]) -> list[DetectionInput]:
     return [
         DetectionInput.create(
-            context=[p for p in c.context.split("\n") if p.strip()],
+            context=c.context
+            if isinstance(c.context, list)
+            else [p for p in c.context.split("\n") if p.strip()],
             question=c.question or None,
             answer=c.answer,
         )
@@ -59,10 +62,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--per-source", type=int, default=40)
     ap.add_argument("--previous", type=Path)
+    ap.add_argument("--multi-per-family", type=int, default=30)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/heldout.md"))
     args = ap.parse_args()
     held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
     claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
+    claims += multi_part_answers(held, args.multi_per_family, random.Random(17))
     items = _inputs(claims)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(claims):
@@ -81,7 +86,10 @@ def main() -> None:
         f"- command: `python benchmarks/bench_heldout.py {' '.join(sys.argv[1:])}`".rstrip(),
         f"- date: {time.strftime('%Y-%m-%d')}; 2-core CPU, fp32",
         "- data: realdata held-out part, the half the calibration did not see, at most "
-        f"{args.per_source} per source (balanced), plus the 450 hard-case test records",
+        f"{args.per_source} per source (balanced), plus the 450 hard-case test records and "
+        f"{args.multi_per_family} multi-part answers per data set family (`multi/...`: 3-7 "
+        "held-out answers of one data set joined, half with an unsupported part; "
+        "`training.calibrate_response`)",
         "- time: " + ", ".join(f"{name} {results[name][2]:.0f} s" for name in detectors),
         "",
         header + " |",
