@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests._tiny_models import build_keyword_model, build_tiny_model
+from truthlens_integrations.core._errors import ModelNotAvailableError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector, load_detector
 
@@ -23,6 +24,16 @@ EIFFEL_CONTEXT = (
 )
 EIFFEL_QUESTION = "When was the Eiffel Tower built?"
 EIFFEL_ANSWER = "The Eiffel Tower was built in 1950 and is 500 meters tall."
+
+# The bundled weights, where this checkout has them (tests that need them skip otherwise).
+try:
+    from truthlens_integrations.core.models import bundled_detector_path
+
+    BUNDLED: Path | None = bundled_detector_path()
+except ModelNotAvailableError:
+    BUNDLED = None
+
+needs_weights = pytest.mark.skipif(BUNDLED is None, reason="bundled weights are not here")
 
 
 @pytest.fixture(scope="session")

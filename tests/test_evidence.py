@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
-from truthlens_integrations.core._errors import ModelNotAvailableError
+from tests.conftest import BUNDLED, EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core._types import (
     DetectionConfig,
     DetectionInput,
@@ -25,15 +24,6 @@ from truthlens_integrations.core.models.detection._evidence import (
     split_sentences,
 )
 from truthlens_integrations.core.models.detection._evidence_detector import EvidenceDetector
-
-try:
-    from truthlens_integrations.core.models import bundled_detector_path
-
-    BUNDLED: Path | None = bundled_detector_path()
-except ModelNotAvailableError:
-    BUNDLED = None
-
-needs_weights = pytest.mark.skipif(BUNDLED is None, reason="bundled weights are not here")
 
 
 def _words(texts: list[str]) -> list[int]:

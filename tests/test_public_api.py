@@ -12,21 +12,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_layout import PACKAGES, ROOT
+
 PINNED: dict[str, list[str]] = json.loads(
     (Path(__file__).parent / "data" / "public_api.json").read_text(encoding="utf-8")
 )
-FOLDERS = {
-    "core": "truthlens_integrations.core",
-    "langchain_adapter": "truthlens_integrations.langchain_adapter",
-    "llamaindex_adapter": "truthlens_integrations.llamaindex_adapter",
-    "truthlens_integrations": "truthlens_integrations",
-}
 
 
 def _public_packages() -> set[str]:
     found = set()
-    for folder, package in FOLDERS.items():
+    for folder, package in PACKAGES.items():
         for init in (ROOT / folder).rglob("__init__.py"):
             parts = init.parent.relative_to(ROOT / folder).parts
             if not any(part.startswith("_") for part in parts):

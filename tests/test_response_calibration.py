@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import DetectionConfig
-from truthlens_integrations.core._errors import InvalidInputError, ModelNotAvailableError
+from truthlens_integrations.core._errors import InvalidInputError
 from truthlens_integrations.core.models.detection import (
     LexicalDetector,
     ResponseCalibration,
@@ -25,15 +25,6 @@ from truthlens_integrations.core.models.detection._response import (
     read_response_calibration,
     sentence_count,
 )
-
-try:
-    from truthlens_integrations.core.models import bundled_detector_path
-
-    BUNDLED: Path | None = bundled_detector_path()
-except ModelNotAvailableError:
-    BUNDLED = None
-
-needs_weights = pytest.mark.skipif(BUNDLED is None, reason="bundled weights are not here")
 
 
 def test_the_map_is_the_documented_logistic() -> None:
