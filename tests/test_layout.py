@@ -138,3 +138,58 @@ def test_model_code_has_one_home() -> None:
         if target.split(".")[0] in {"torch", "transformers"} and layer != "core.models"
     }
     assert outside == {"core/_device.py", "core/llm/_local.py"}
+
+
+def _package_files() -> Iterator[Path]:
+    for folder in PACKAGES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "_bundled" not in path.parts:
+                yield path
+
+
+def test_no_package_function_is_over_60_lines() -> None:
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)"
+        for path in _package_files()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (length := (node.end_lineno or node.lineno) - node.lineno + 1) > 60
+    ]
+    assert not long, "\n".join(long)
+
+
+def test_the_engine_module_stays_small() -> None:
+    lines = (ROOT / "core" / "engine" / "_engine.py").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 450
+
+
+def _raised_names(path: Path) -> Iterator[tuple[int, str, str]]:
+    """``(line, raised class, enclosing function)`` for every ``raise Class(...)``.
+
+    Lower-case callees are the package's error builders (``invalid_arguments``), not classes.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                if name[:1].isupper():
+                    yield node.lineno, name, function.name
+
+
+@pytest.mark.parametrize("adapter", ["langchain_adapter", "llamaindex_adapter"])
+def test_adapters_raise_only_the_package_errors(adapter: str) -> None:
+    from truthlens_integrations.core import _errors
+
+    ours = {name for name, value in vars(_errors).items() if isinstance(value, type)}
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} raises {name}"
+        for path in sorted((ROOT / adapter).rglob("*.py"))
+        for line, name, function in _raised_names(path)
+        # a module's __getattr__ must raise AttributeError: that is Python's protocol
+        if name not in ours and not (function == "__getattr__" and name == "AttributeError")
+    ]
+    assert not wrong, "\n".join(wrong)
