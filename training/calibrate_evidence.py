@@ -70,35 +70,39 @@ def margins(folder: Path, claims: list[Any], batch: int = 16) -> np.ndarray:
     return np.array(out)
 
 
-def fit_platt(x: np.ndarray, y: np.ndarray, steps: int = 200) -> tuple[float, float]:
-    """Logistic regression of ``y`` on ``x`` (two parameters), damped Newton steps.
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, steps: int = 100
+) -> tuple[np.ndarray, float]:
+    """Weighted logistic regression (coefficients, bias) by damped Newton steps."""
+    z = np.c_[x, np.ones(len(x))]
 
-    Each step is halved until the log loss goes down, so saturated margins cannot make it
-    diverge.
-    """
+    def loss(b: np.ndarray) -> float:
+        s = z @ b
+        return float(np.sum(weights * (np.logaddexp(0, s) - y * s)))
 
-    def loss(a: float, b: float) -> float:
-        z = a * x + b
-        return float(np.mean(np.logaddexp(0, z) - y * z))
-
-    a, b = 1.0, 0.0
-    current = loss(a, b)
+    b = np.zeros(z.shape[1])
+    current = loss(b)
     for _ in range(steps):
-        p = 1 / (1 + np.exp(-np.clip(a * x + b, -40, 40)))
-        g = np.array([np.mean((p - y) * x), np.mean(p - y)])
-        w = p * (1 - p) + 1e-6
-        h = np.array([[np.mean(w * x * x), np.mean(w * x)], [np.mean(w * x), np.mean(w)]])
-        step = np.linalg.solve(h + 1e-4 * np.eye(2), g)
+        p = 1 / (1 + np.exp(-np.clip(z @ b, -40, 40)))
+        grad = z.T @ (weights * (p - y))
+        hess = (z * (weights * p * (1 - p))[:, None]).T @ z + 1e-6 * np.eye(len(b))
+        step = np.linalg.solve(hess, grad)
         t = 1.0
-        while t > 1e-6 and loss(a - t * step[0], b - t * step[1]) > current:
+        while t > 1e-6 and loss(b - t * step) > current:
             t /= 2
         if t <= 1e-6:
             break
-        a, b = a - t * step[0], b - t * step[1]
-        previous, current = current, loss(a, b)
+        b = b - t * step
+        previous, current = current, loss(b)
         if previous - current < 1e-10:
             break
-    return float(a), float(b)
+    return b[:-1], float(b[-1])
+
+
+def fit_platt(x: np.ndarray, y: np.ndarray, steps: int = 200) -> tuple[float, float]:
+    """Logistic regression of ``y`` on ``x`` (two parameters: scale and shift)."""
+    coef, shift = fit_logistic(x[:, None], y, np.ones(len(x)), steps)
+    return float(coef[0]), shift
 
 
 def ece(p: np.ndarray, y: np.ndarray) -> float:

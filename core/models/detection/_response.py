@@ -3,7 +3,7 @@
 The largest token probability of a calibrated token classifier is a probability for
 answers as long as those it was calibrated on (one or two sentences). A long answer has
 many more tokens, and the largest of many near-misses climbs: before this calibration the
-bundled detector flagged 84% of clean multi-part answers on held-out train-role data.
+bundled detector flagged 83% of clean multi-part answers on held-out train-role data.
 This logistic map reads the largest token probability together with the answer's length
 in sentences::
 
