@@ -24,6 +24,7 @@ from truthlens_integrations.core.models.detection._evidence import (
     split_sentences,
 )
 from truthlens_integrations.core.models.detection._evidence_detector import EvidenceDetector
+from truthlens_integrations.core.models.detection._lexical import absent_word_count
 
 
 def _words(texts: list[str]) -> list[int]:
@@ -283,6 +284,28 @@ def test_bundled_does_not_flag_refusals(bundled: EvidenceDetector, refusal: str)
     ]
     result = bundled.detect(context=context, question="Who is the CEO?", answer=refusal)
     assert not result.detected, result.spans
+
+
+@needs_weights
+def test_bundled_leaves_an_abstention_out_of_the_absent_word_count(
+    bundled: EvidenceDetector,
+) -> None:
+    # The response score reads the answer's absent words; an abstention's "provided
+    # information ... mention" would otherwise count, though its tokens are left unflagged.
+    context = ["Northwind Foods was founded in 1998. Its CFO is Mara Lind."]
+    refusal = DetectionInput.create(
+        context=context,
+        question="Who is the CEO?",
+        answer="The provided information does not mention who the CEO is.",
+    )
+    assert absent_word_count(refusal) > 0
+    assert bundled._absent_words(refusal) == 0
+    named = DetectionInput.create(
+        context=context,
+        question="Who is the CEO?",
+        answer="The passages do not say who the CEO is, but it is John Smith.",
+    )
+    assert bundled._absent_words(named) == absent_word_count(named) > 0
 
 
 @needs_weights

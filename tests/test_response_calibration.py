@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
-from truthlens_integrations.core import DetectionConfig
+from truthlens_integrations.core import DetectionConfig, DetectionInput
 from truthlens_integrations.core._errors import InvalidInputError
 from truthlens_integrations.core.models.detection import (
     LexicalDetector,
@@ -21,6 +21,7 @@ from truthlens_integrations.core.models.detection import (
     TransformerDetector,
     load_detector,
 )
+from truthlens_integrations.core.models.detection._lexical import absent_word_count
 from truthlens_integrations.core.models.detection._response import (
     read_response_calibration,
     sentence_count,
@@ -36,10 +37,28 @@ def test_the_map_is_the_documented_logistic() -> None:
     assert 0.0 < calibration.probability(0.0, 1) < calibration.probability(1.0, 1) < 1.0
     # no sentence counts as one
     assert calibration.probability(0.7, 0) == calibration.probability(0.7, 1)
+    # a calibration without the absent-word term ignores the count
+    assert calibration.probability(p, n, 7) == calibration.probability(p, n)
+    assert not calibration.reads_absent_words
+
+
+def test_the_absent_word_term() -> None:
+    calibration = ResponseCalibration(max_logit=0.8, log_sentences=-0.5, bias=0.2, absent_words=0.6)
+    z = 0.8 * math.log(0.9 / 0.1) - 0.5 * math.log(4) + 0.6 * math.log(1 + 3) + 0.2
+    assert calibration.probability(0.9, 4, 3) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert calibration.probability(0.9, 4, 3) > calibration.probability(0.9, 4, 0)
+    assert calibration.reads_absent_words
 
 
 def test_read_from_a_model_config() -> None:
     entry = ResponseCalibration(1.0, -0.25, 0.5).to_config("test data")
+    config = SimpleNamespace(truthlens={"response_calibration": entry})
+    assert read_response_calibration(config) == ResponseCalibration(1.0, -0.25, 0.5)
+    with_absent = ResponseCalibration(1.0, -0.25, 0.5, absent_words=0.3)
+    config = SimpleNamespace(truthlens={"response_calibration": with_absent.to_config("test")})
+    assert read_response_calibration(config) == with_absent
+    # an entry written before the absent-word term reads as a map without it
+    del entry["absent_words"]
     config = SimpleNamespace(truthlens={"response_calibration": entry})
     assert read_response_calibration(config) == ResponseCalibration(1.0, -0.25, 0.5)
     assert read_response_calibration(SimpleNamespace(truthlens={})) is None
@@ -49,6 +68,21 @@ def test_read_from_a_model_config() -> None:
 def test_sentence_count_follows_the_sentence_rule() -> None:
     assert sentence_count("It opened in 1932. It is 3.5 km long. Cars use it.") == 3
     assert sentence_count("") == 1
+
+
+def test_absent_word_count_counts_what_the_lexical_reference_flags() -> None:
+    item = DetectionInput.create(
+        context=["The Eiffel Tower was built from 1887 to 1889 and is 330 meters tall."],
+        question="When was the tower built?",
+        answer="The tower was built in 1950 by Gustave Eiffel, and it is 330 meters tall.",
+    )
+    flagged = LexicalDetector().detect_batch([item])[0].tokens
+    # 1950 and Gustave: every other content word is in the context
+    assert absent_word_count(item) == sum(t.probability > 0 for t in flagged) == 2
+    supported = DetectionInput.create(
+        context=item.context, question=None, answer="It is 330 meters tall."
+    )
+    assert absent_word_count(supported) == 0
 
 
 def test_calibrated_aggregation_needs_a_calibration() -> None:
@@ -65,7 +99,7 @@ def test_a_model_with_calibration_scores_by_it(tiny_bert_dir: Path, tmp_path: Pa
     folder = tmp_path / "calibrated"
     shutil.copytree(tiny_bert_dir, folder)
     config = json.loads((folder / "config.json").read_text())
-    calibration = ResponseCalibration(max_logit=1.0, log_sentences=-2.0, bias=0.0)
+    calibration = ResponseCalibration(max_logit=1.0, log_sentences=-2.0, bias=0.0, absent_words=0.5)
     config["truthlens"] = {"response_calibration": calibration.to_config("test")}
     (folder / "config.json").write_text(json.dumps(config))
     answer = "It was built in 1950. It is 500 meters tall. It stands in Paris."
@@ -74,7 +108,9 @@ def test_a_model_with_calibration_scores_by_it(tiny_bert_dir: Path, tmp_path: Pa
     calibrated = TransformerDetector(
         folder, config=DetectionConfig(aggregation="calibrated")
     ).detect(**kwargs)
-    assert calibrated.score == pytest.approx(calibration.probability(plain.score, 3))
+    absent = absent_word_count(DetectionInput.create(**kwargs))
+    assert absent > 0
+    assert calibrated.score == pytest.approx(calibration.probability(plain.score, 3, absent))
     assert calibrated.spans == plain.spans  # only the response score changes
     assert calibrated.detected == (calibrated.score >= calibrated.threshold)
 

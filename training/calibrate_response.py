@@ -1,12 +1,14 @@
-"""Fit the length-aware response calibration of a detector folder.
+"""Fit the response calibration of a detector folder.
 
 The token calibration (``training.calibrate_evidence``) makes the largest token
 probability a probability for answers of one or two sentences, the length of most
 labelled train-role answers. RAG answers are often paragraphs, and the largest of many
 token probabilities climbs with length: on held-out multi-part answers the bundled
-detector flagged 83% of the clean ones. This step fits ``score = sigmoid(a * logit(max
-token probability) + b * log(sentences) + c)`` on two kinds of held-out **train-role**
-answers:
+detector flagged 83% of the clean ones. And on real LLM answers that add facts of their
+own (Factcheck-GPT, BEGIN) the lexical reference's count of absent words ranks better
+than the token model. This step fits ``score = sigmoid(a * logit(max token probability)
++ b * log(sentences) + d * log(1 + absent content words) + c)`` on two kinds of held-out
+**train-role** answers:
 
 * single answers: realdata's held-out part, at most ``--per-source`` per source
   (positives and negatives evened out);
@@ -16,8 +18,8 @@ answers:
 
 Both come from the first half of the held-out part (by a hash of the context, as the
 token calibration); the second half gives the report written beside the model
-(``response_calibration_metrics.json``). Each source weighs the same in the fit. Nothing
-eval-only is read.
+(``response_calibration_metrics.json``), per source and beside the map without the
+absent-word count. Each source weighs the same in the fit. Nothing eval-only is read.
 
     python -m training.calibrate_response core/_bundled/detector
 """
@@ -108,7 +110,11 @@ def multi_part_answers(claims: Sequence[Any], per_family: int, rng: random.Rando
 
 
 def largest_probabilities(folder: Path, answers: Sequence[Answer], batch: int = 16) -> np.ndarray:
-    """``(largest token probability, sentences)`` of each answer through the runtime detector."""
+    """``(largest token probability, sentences, absent words)`` of each answer.
+
+    All three are read as the runtime detector reads them (the absent words by the
+    lexical reference's rule, abstention sentences left out).
+    """
     from truthlens_integrations.core import DetectionConfig, DetectionInput
     from truthlens_integrations.core.models.detection import EvidenceDetector
     from truthlens_integrations.core.models.detection._response import sentence_count
@@ -123,15 +129,16 @@ def largest_probabilities(folder: Path, answers: Sequence[Answer], batch: int = 
             DetectionInput.create(context=a.context, question=a.question, answer=a.answer)
             for a in chunk
         ]
-        for a, result in zip(chunk, detector.detect_batch(items), strict=True):
-            rows.append((result.score, sentence_count(a.answer)))
+        results = detector.detect_batch(items)
+        for a, item, result in zip(chunk, items, results, strict=True):
+            rows.append((result.score, sentence_count(a.answer), detector._absent_words(item)))
     return np.array(rows, dtype=float)
 
 
 def features(rows: np.ndarray) -> np.ndarray:
-    """``logit(largest probability)`` and ``log(sentences)`` per row."""
+    """``logit(largest probability)``, ``log(sentences)`` and ``log(1 + absent words)``."""
     p = np.clip(rows[:, 0], 1e-6, 1 - 1e-6)
-    return np.c_[np.log(p / (1 - p)), np.log(np.maximum(rows[:, 1], 1))]
+    return np.c_[np.log(p / (1 - p)), np.log(np.maximum(rows[:, 1], 1)), np.log1p(rows[:, 2])]
 
 
 def source_weights(answers: Sequence[Answer]) -> np.ndarray:
@@ -155,6 +162,74 @@ def report(scores: np.ndarray, y: np.ndarray) -> dict[str, float]:
     }
 
 
+def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, absent: bool) -> Any:
+    """The fitted :class:`ResponseCalibration`, with or without the absent-word count."""
+    from truthlens_integrations.core.models.detection import ResponseCalibration
+
+    x = features(rows) if absent else features(rows)[:, :2]
+    coef, bias = fit_logistic(x, y, weights)
+    if not np.all(np.isfinite([*coef, bias])):
+        raise SystemExit("the fit did not converge; nothing was written")
+    return ResponseCalibration(
+        max_logit=float(coef[0]),
+        log_sentences=float(coef[1]),
+        absent_words=float(coef[2]) if absent else 0.0,
+        bias=bias,
+    )
+
+
+def compare(
+    answers: Sequence[Answer], rows: np.ndarray, y: np.ndarray, maps: dict[str, Any]
+) -> dict[str, Any]:
+    """Half-1 report: the largest token probability and each map, by kind and by source."""
+    scores = {"max": rows[:, 0]}
+    for name, calibration in maps.items():
+        scores[name] = np.array([calibration.probability(p, int(n), int(a)) for p, n, a in rows])
+    out: dict[str, Any] = {}
+    for kind, multi in (("single", False), ("multi_part", True)):
+        mask = np.array([a.multi == multi for a in answers])
+        out[kind] = {name: report(s[mask], y[mask]) for name, s in scores.items()}
+    sources = np.array([_family(a) for a in answers])
+    out["auroc_by_source"] = {
+        source: {
+            name: report(s[sources == source], y[sources == source])["auroc"]
+            for name, s in scores.items()
+        }
+        for source in sorted({str(s) for s in sources})
+        if 0 < y[sources == source].sum() < (sources == source).sum()
+    }
+    return out
+
+
+def _family(answer: Answer) -> str:
+    return "multi" if answer.multi else answer.source.split("/")[0]
+
+
+def leave_one_source_out(
+    sets: dict[int, list[Answer]], rows: dict[int, np.ndarray], y: dict[int, np.ndarray]
+) -> dict[str, dict[str, float]]:
+    """Half-1 AUROC of each source under maps fitted on half 0 *without* that source.
+
+    How the maps do on a kind of data they never saw, the case of every real deployment.
+    """
+    fit_families = np.array([_family(a) for a in sets[0]])
+    test_families = np.array([_family(a) for a in sets[1]])
+    out = {}
+    for family in sorted({str(f) for f in test_families}):
+        keep = fit_families != family
+        fitted = [a for a, k in zip(sets[0], keep, strict=True) if k]
+        weights = source_weights(fitted)
+        test = test_families == family
+        if not 0 < y[1][test].sum() < test.sum():
+            continue
+        out[family] = {}
+        for name, absent in (("length", False), ("length_absent_words", True)):
+            calibration = fit_map(rows[0][keep], y[0][keep], weights, absent=absent)
+            scores = [calibration.probability(p, int(n), int(a)) for p, n, a in rows[1][test]]
+            out[family][name] = round(auroc(y[1][test].astype(bool).tolist(), scores), 4)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     args = folder_args(__doc__, argv, per_source=100, multi_per_family=60)
     started = time.time()
@@ -169,20 +244,16 @@ def main(argv: list[str] | None = None) -> None:
         sets[half] += multi_part_answers(halves[half], args.multi_per_family, rng)
     rows = {half: largest_probabilities(args.folder, sets[half]) for half in (0, 1)}
     y = {half: np.array([a.label for a in sets[half]], dtype=float) for half in (0, 1)}
-    coef, bias = fit_logistic(features(rows[0]), y[0], source_weights(sets[0]))
-    if not np.all(np.isfinite([*coef, bias])):
-        raise SystemExit("the fit did not converge; nothing was written")
-    from truthlens_integrations.core.models.detection import ResponseCalibration
-
-    calibration = ResponseCalibration(
-        max_logit=float(coef[0]), log_sentences=float(coef[1]), bias=bias
-    )
-    after = np.array([calibration.probability(p, int(n)) for p, n in rows[1]])
+    weights = source_weights(sets[0])
+    maps = {
+        "length": fit_map(rows[0], y[0], weights, absent=False),
+        "length_absent_words": fit_map(rows[0], y[0], weights, absent=True),
+    }
+    calibration = maps["length_absent_words"]
     metrics: dict[str, Any] = {"coefficients": calibration.to_config(FITTED_ON)}
-    for kind, multi in (("single", False), ("multi_part", True)):
-        mask = np.array([a.multi == multi for a in sets[1]])
-        metrics[f"report_{kind}_before"] = report(rows[1][mask, 0], y[1][mask])
-        metrics[f"report_{kind}_after"] = report(after[mask], y[1][mask])
+    metrics["without_absent_words"] = maps["length"].to_config(FITTED_ON)
+    metrics["heldout_half_1"] = compare(sets[1], rows[1], y[1], maps)
+    metrics["auroc_leave_one_source_out"] = leave_one_source_out(sets, rows, y)
     metrics["fit_answers"] = len(sets[0])
     metrics["minutes"] = round((time.time() - started) / 60, 1)
     log.info("response calibration: %s", json.dumps(metrics, indent=1))

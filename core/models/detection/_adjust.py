@@ -26,7 +26,7 @@ from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity
 from ..._text import DIGITS, WORD, split_sentences
 from ..._types import TokenScore
 
-__all__ = ["adjust_tokens"]
+__all__ = ["abstentions", "adjust_tokens"]
 
 # Odds multiplier for a number found in the context, and floors for numbers that are not.
 _PRESENT_ODDS = 0.15
@@ -73,10 +73,8 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
     return out
 
 
-def _abstentions(
-    answer: str, context: Sequence[str], question: str | None
-) -> list[tuple[int, int]]:
-    """Sentences of the answer that only say the sources lack something."""
+def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
+    """``(start, end)`` of the answer's sentences that only say the sources lack something."""
     known = {w.lower() for text in (*context, question or "") for w in WORD.findall(text)}
     out = []
     for start, end in split_sentences(answer):
@@ -96,7 +94,7 @@ def adjust_tokens(
 ) -> list[TokenScore]:
     """Token probabilities with the number and abstention rules applied (see the module)."""
     numbers = _number_verdicts(answer, context)
-    quiet = _abstentions(answer, context, question)
+    quiet = abstentions(answer, context, question)
     if not numbers and not quiet:
         return tokens
     out = []

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from ..._text import COMPOUND_WORD, DIGITS, STOP_WORDS
 from ..._types import Coverage, DetectionConfig, DetectionInput, NLILabel, TokenScore
 from ._base import BaseDetector, TokenScoring
 
-__all__ = ["STOPWORDS", "LexicalDetector", "lexical_nli", "normalize_word"]
+__all__ = ["STOPWORDS", "LexicalDetector", "absent_word_count", "lexical_nli", "normalize_word"]
 
 # A whole word that is a number ("2,400", "3.5").
 _NUMBER = re.compile(rf"^{DIGITS.pattern}$")
@@ -64,15 +65,23 @@ def normalize_word(word: str) -> str:
     return _stem(text.replace("'", "").replace(".", "").replace(",", ""))
 
 
+@lru_cache(maxsize=65536)
+def _normalized(word: str) -> str:
+    # Contexts repeat their words: a long one costs one normalisation per distinct word.
+    return normalize_word(word)
+
+
 def _vocabulary(texts: Iterable[str]) -> set[str]:
-    vocab: set[str] = set()
+    distinct: set[str] = set()
     for text in texts:
-        for match in COMPOUND_WORD.finditer(text):
-            word = match.group()
-            vocab.add(normalize_word(word))
-            # Structured records glue words together ("OutdoorSeating"); index the parts.
-            for part in _CAMEL.findall(word):
-                vocab.add(normalize_word(part))
+        distinct.update(COMPOUND_WORD.findall(text))
+    vocab: set[str] = set()
+    for word in distinct:
+        vocab.add(_normalized(word))
+        if word.isalpha() and word.islower():
+            continue  # its only part is itself
+        # Structured records glue words together ("OutdoorSeating"); index the parts.
+        vocab.update(_normalized(part) for part in _CAMEL.findall(word))
     return vocab
 
 
@@ -119,8 +128,7 @@ class LexicalDetector(BaseDetector):
         return [self._score_one(item) for item in inputs]
 
     def _score_one(self, item: DetectionInput) -> TokenScoring:
-        sources = [*item.context, item.question] if item.question else list(item.context)
-        vocab = _vocabulary(sources)
+        vocab = _grounding_vocabulary(item)
         tokens: list[TokenScore] = []
         for match in COMPOUND_WORD.finditer(item.answer):
             word = match.group()
@@ -143,12 +151,42 @@ class LexicalDetector(BaseDetector):
         return tokens, coverage
 
     def _probability(self, word: str, vocab: set[str]) -> float:
-        if word.lower() in STOPWORDS:
-            return 0.0
-        key = normalize_word(word)
-        if key in vocab or key in STOPWORDS or not key:
+        key = _absent_key(word, vocab)
+        if key is None:
             return 0.0
         return self.number_probability if key.startswith("#") else self.word_probability
+
+
+def _grounding_vocabulary(item: DetectionInput) -> set[str]:
+    return _vocabulary([*item.context, item.question] if item.question else item.context)
+
+
+def _absent_key(word: str, vocab: set[str]) -> str | None:
+    """The normalised form of a content word the grounding lacks, else ``None``."""
+    if word.lower() in STOPWORDS:
+        return None
+    key = _normalized(word)
+    if key in vocab or key in STOPWORDS or not key:
+        return None
+    return key
+
+
+def absent_word_count(item: DetectionInput, skip: Sequence[tuple[int, int]] = ()) -> int:
+    """How many of the answer's content words occur nowhere in the context or question.
+
+    The words :class:`LexicalDetector` flags, counted (a repeated word counts each time).
+
+    Args:
+        item: The answer and its grounding.
+        skip: ``(start, end)`` character ranges of the answer whose words are not counted
+            (the sentences the detector's abstention rule leaves unflagged).
+    """
+    vocab = _grounding_vocabulary(item)
+    return sum(
+        _absent_key(match.group(), vocab) is not None
+        for match in COMPOUND_WORD.finditer(item.answer)
+        if not any(start <= match.start() < end for start, end in skip)
+    )
 
 
 _NEGATIONS = frozenset({"not", "no", "never", "nobody", "nothing", "none", "n't", "nt"})

@@ -1,18 +1,23 @@
-"""Length-aware response calibration: the answer's score as a probability at any length.
+"""Response calibration: the answer's score as a probability at any length.
 
 The largest token probability of a calibrated token classifier is a probability for
 answers as long as those it was calibrated on (one or two sentences). A long answer has
 many more tokens, and the largest of many near-misses climbs: before this calibration the
 bundled detector flagged 83% of clean multi-part answers on held-out train-role data.
 This logistic map reads the largest token probability together with the answer's length
-in sentences::
+in sentences and the number of its content words that occur nowhere in the grounding::
 
     score = sigmoid(max_logit * logit(max token probability)
-                    + log_sentences * log(sentences) + bias)
+                    + log_sentences * log(sentences)
+                    + absent_words * log(1 + absent content words) + bias)
 
-Its three numbers are fitted on held-out train-role data, single answers and multi-part
-answers alike (``python -m training.calibrate_response FOLDER``), and stored in the model
-folder's ``config.json`` as ``truthlens.response_calibration``. Token probabilities and
+The absent-word count is the lexical reference's signal
+(:class:`~truthlens_integrations.core.models.detection.LexicalDetector`): on real LLM
+answers that add facts of their own it ranks better than the token model, which was
+trained mostly on short answers; the fit weighs the two. Its numbers are fitted on
+held-out train-role data, single answers and multi-part answers alike (``python -m
+training.calibrate_response FOLDER``), and stored in the model folder's ``config.json``
+as ``truthlens.response_calibration``. Token probabilities and
 spans are not changed: only the response score is.
 """
 
@@ -32,23 +37,36 @@ _EPSILON = 1e-6
 
 @dataclass(frozen=True)
 class ResponseCalibration:
-    """The three coefficients of the response score's logistic map."""
+    """The coefficients of the response score's logistic map.
+
+    ``absent_words`` is 0 for a calibration fitted without the absent-word count (the
+    map then reads only the token model and the length).
+    """
 
     max_logit: float
     log_sentences: float
     bias: float
+    absent_words: float = 0.0
 
-    def probability(self, max_probability: float, sentences: int) -> float:
+    @property
+    def reads_absent_words(self) -> bool:
+        """Whether the map needs the answer's absent-word count."""
+        return self.absent_words != 0.0
+
+    def probability(self, max_probability: float, sentences: int, absent_words: int = 0) -> float:
         """The calibrated response score of an answer.
 
         Args:
             max_probability: The largest token probability of the answer.
             sentences: The answer's sentence count (at least 1 is used).
+            absent_words: How many of the answer's content words occur nowhere in the
+                context or question (:func:`absent_word_count`).
         """
         p = min(max(max_probability, _EPSILON), 1.0 - _EPSILON)
         z = (
             self.max_logit * math.log(p / (1.0 - p))
             + self.log_sentences * math.log(max(sentences, 1))
+            + self.absent_words * math.log1p(max(absent_words, 0))
             + self.bias
         )
         return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
@@ -58,6 +76,7 @@ class ResponseCalibration:
         return {
             "max_logit": round(self.max_logit, 6),
             "log_sentences": round(self.log_sentences, 6),
+            "absent_words": round(self.absent_words, 6),
             "bias": round(self.bias, 6),
             "fitted_on": fitted_on,
         }
@@ -73,6 +92,7 @@ def read_response_calibration(config: Any) -> ResponseCalibration | None:
         max_logit=float(entry["max_logit"]),
         log_sentences=float(entry["log_sentences"]),
         bias=float(entry["bias"]),
+        absent_words=float(entry.get("absent_words", 0.0)),
     )
 
 

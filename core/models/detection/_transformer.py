@@ -18,6 +18,7 @@ from ..._types import (
 )
 from .._loading import LoadedModel, load_token_classifier
 from ._base import BaseDetector, TokenScoring
+from ._lexical import absent_word_count
 from ._prompt import format_prompt
 from ._response import read_response_calibration, sentence_count
 
@@ -141,7 +142,12 @@ class TransformerDetector(BaseDetector):
         if self.config.aggregation != "calibrated" or self._response is None:
             return super()._response_score(item, tokens, spans)
         largest = max((t.probability for t in tokens), default=0.0)
-        return self._response.probability(largest, sentence_count(item.answer))
+        absent = self._absent_words(item) if self._response.reads_absent_words else 0
+        return self._response.probability(largest, sentence_count(item.answer), absent)
+
+    def _absent_words(self, item: DetectionInput) -> int:
+        """The answer's absent-word count, as the response calibration reads it."""
+        return absent_word_count(item)
 
     @property
     def device(self) -> torch.device:
