@@ -75,13 +75,17 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
     """``(start, end)`` of the answer's sentences that only say the sources lack something."""
+    candidates = [
+        (start, end)
+        for start, end in split_sentences(answer)
+        if _ABSTAIN.search(answer[start:end]) and not any(ch.isdigit() for ch in answer[start:end])
+    ]
+    if not candidates:
+        return []  # the common case: no pass over a long context
     known = {w.lower() for text in (*context, question or "") for w in WORD.findall(text)}
     out = []
-    for start, end in split_sentences(answer):
-        sentence = answer[start:end]
-        if not _ABSTAIN.search(sentence) or any(ch.isdigit() for ch in sentence):
-            continue
-        words = [w.lower() for w in WORD.findall(sentence)]
+    for start, end in candidates:
+        words = [w.lower() for w in WORD.findall(answer[start:end])]
         # one unknown word is allowed ("the company", "the firm"); a name that answers the
         # question after all ("..., but it is John Smith") brings more
         if sum(1 for w in words if w not in _ABSTAIN_WORDS and w not in known) <= 1:

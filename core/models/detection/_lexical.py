@@ -78,7 +78,7 @@ def _vocabulary(texts: Iterable[str]) -> set[str]:
     vocab: set[str] = set()
     for word in distinct:
         vocab.add(_normalized(word))
-        if word.isalpha() and word.islower():
+        if word.isalpha() and (word.islower() or word.istitle() or word.isupper()):
             continue  # its only part is itself
         # Structured records glue words together ("OutdoorSeating"); index the parts.
         vocab.update(_normalized(part) for part in _CAMEL.findall(word))
