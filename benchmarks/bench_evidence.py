@@ -70,6 +70,13 @@ def main() -> None:
     ap.add_argument("--contexts", type=int, nargs="+", default=[1000, 8000, 20000])
     ap.add_argument("--answer-tokens", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument(
+        "--evidence-tokens",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also time evidence selection with these budgets (default 192)",
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/detector_evidence.md"))
     args = ap.parse_args()
     root = Path(
@@ -78,13 +85,21 @@ def main() -> None:
     torch.set_num_threads(os.cpu_count() or 1)
     evidence = load_detector(dtype="float32")
     windows = load_detector(dtype="float32", strategy="windows", max_windows=1000)
+    budgets = {
+        f"evidence ({n} tokens)": load_detector(dtype="float32", evidence_tokens=n)
+        for n in args.evidence_tokens
+    }
     tokenizer = evidence._loaded.tokenizer  # type: ignore[attr-defined]
     sentences = _sentences(root)
     rng = random.Random(5)
     rows = []
     for size in args.contexts:
         item = _triple(tokenizer, sentences, size, args.answer_tokens, rng)
-        for name, detector in (("evidence (default)", evidence), ("windows", windows)):
+        for name, detector in [
+            ("evidence (default)", evidence),
+            *budgets.items(),
+            ("windows", windows),
+        ]:
             if name == "windows" and size > 8000:
                 continue  # minutes per call; the point is made at 8k
             detector.detect_batch([item])

@@ -64,6 +64,13 @@ def main() -> None:
     ap.add_argument("--previous", type=Path)
     ap.add_argument("--multi-per-family", type=int, default=30)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/heldout.md"))
+    ap.add_argument(
+        "--evidence-tokens",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also score the bundled detector with these evidence budgets (default 192)",
+    )
     args = ap.parse_args()
     held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
     claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
@@ -74,6 +81,8 @@ def main() -> None:
         groups[c.source.split("/")[0]].append(i)
     groups["all"] = list(range(len(claims)))
     detectors = {"bundled (evidence)": load_detector(), "lexical": load_detector("lexical")}
+    for budget in args.evidence_tokens:
+        detectors[f"bundled, evidence {budget} tokens"] = load_detector(evidence_tokens=budget)
     if args.previous:
         detectors["stage 3 (windows)"] = load_detector(args.previous, max_windows=1000)
     results = {name: _scores(d, items) for name, d in detectors.items()}
