@@ -109,7 +109,7 @@ def multi_part_answers(claims: Sequence[Any], per_family: int, rng: random.Rando
     return out
 
 
-def largest_probabilities(folder: Path, answers: Sequence[Answer], batch: int = 16) -> np.ndarray:
+def response_features(folder: Path, answers: Sequence[Answer], batch: int = 16) -> np.ndarray:
     """``(largest token probability, sentences, absent words)`` of each answer.
 
     All three are read as the runtime detector reads them (the absent words by the
@@ -178,13 +178,18 @@ def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, absent: boo
     )
 
 
+def map_scores(calibration: Any, rows: np.ndarray) -> np.ndarray:
+    """The response score a calibration gives each ``(largest p, sentences, absent words)`` row."""
+    return np.array([calibration.probability(p, int(n), int(a)) for p, n, a in rows])
+
+
 def compare(
     answers: Sequence[Answer], rows: np.ndarray, y: np.ndarray, maps: dict[str, Any]
 ) -> dict[str, Any]:
     """Half-1 report: the largest token probability and each map, by kind and by source."""
     scores = {"max": rows[:, 0]}
     for name, calibration in maps.items():
-        scores[name] = np.array([calibration.probability(p, int(n), int(a)) for p, n, a in rows])
+        scores[name] = map_scores(calibration, rows)
     out: dict[str, Any] = {}
     for kind, multi in (("single", False), ("multi_part", True)):
         mask = np.array([a.multi == multi for a in answers])
@@ -216,16 +221,15 @@ def leave_one_source_out(
     test_families = np.array([_family(a) for a in sets[1]])
     out = {}
     for family in sorted({str(f) for f in test_families}):
-        keep = fit_families != family
-        fitted = [a for a, k in zip(sets[0], keep, strict=True) if k]
-        weights = source_weights(fitted)
         test = test_families == family
         if not 0 < y[1][test].sum() < test.sum():
-            continue
+            continue  # one class only: no AUROC
+        keep = fit_families != family
+        weights = source_weights([a for a, k in zip(sets[0], keep, strict=True) if k])
         out[family] = {}
         for name, absent in (("length", False), ("length_absent_words", True)):
             calibration = fit_map(rows[0][keep], y[0][keep], weights, absent=absent)
-            scores = [calibration.probability(p, int(n), int(a)) for p, n, a in rows[1][test]]
+            scores = map_scores(calibration, rows[1][test]).tolist()
             out[family][name] = round(auroc(y[1][test].astype(bool).tolist(), scores), 4)
     return out
 
@@ -242,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
         rng = random.Random(args.seed + half)
         sets[half] = [_single(c) for c in balanced(halves[half], args.per_source, rng)]
         sets[half] += multi_part_answers(halves[half], args.multi_per_family, rng)
-    rows = {half: largest_probabilities(args.folder, sets[half]) for half in (0, 1)}
+    rows = {half: response_features(args.folder, sets[half]) for half in (0, 1)}
     y = {half: np.array([a.label for a in sets[half]], dtype=float) for half in (0, 1)}
     weights = source_weights(sets[0])
     maps = {

@@ -17,8 +17,8 @@ answers that add facts of their own it ranks better than the token model, which 
 trained mostly on short answers; the fit weighs the two. Its numbers are fitted on
 held-out train-role data, single answers and multi-part answers alike (``python -m
 training.calibrate_response FOLDER``), and stored in the model folder's ``config.json``
-as ``truthlens.response_calibration``. Token probabilities and
-spans are not changed: only the response score is.
+as ``truthlens.response_calibration``. Token probabilities and spans are not changed:
+only the response score is.
 """
 
 from __future__ import annotations
