@@ -144,3 +144,12 @@ def option_samples(
         "verification_llms": [llm()],
         "judge_llm": llm(),
     }
+
+
+def leaks(secret: str, text: str) -> bool:
+    """Whether ``secret`` shows in ``text`` as itself, not among the digits of a number.
+
+    A redaction check on a JSON dump must not fail because a score such as
+    0.2802709997195050 holds "1950" among its digits.
+    """
+    return re.search(rf"(?<!\d){re.escape(secret)}(?!\d)", text) is not None

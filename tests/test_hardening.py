@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tests._fakes import CountingDetector, QuestionWordClassifier, RuleNLI
+from tests._fakes import CountingDetector, QuestionWordClassifier, RuleNLI, leaks
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from tests.test_mitigation import GOOD, Scripted
 from truthlens_integrations.core import (
@@ -280,6 +280,11 @@ def test_ordinary_passages_are_not_flagged() -> None:
 # -- 10. redaction -----------------------------------------------------------------------
 
 
+def test_the_leak_check_ignores_digits_inside_a_number() -> None:
+    assert leaks("1950", '{"answer": "built in 1950."}')
+    assert not leaks("1950", '{"score": 0.2802709997195050}')
+
+
 def test_redaction_keeps_hallucinated_text_from_the_caller_but_not_the_audit(
     detector: Detector, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -298,8 +303,8 @@ def test_redaction_keeps_hallucinated_text_from_the_caller_but_not_the_audit(
     assert verdict.blocked and verdict.redacted
     shown = verdict.model_dump_json()
     for secret in ("1950", "500 meters", EIFFEL_ANSWER):
-        assert secret not in shown
-        assert all(secret not in r.getMessage() for r in caplog.records)
+        assert not leaks(secret, shown)
+        assert not any(leaks(secret, r.getMessage()) for r in caplog.records)
     assert verdict.metadata["x-vsr-hallucination-spans"] == "30-34; 42-52"
     assert verdict.history and all(s.answer in (None, "[redacted]") for s in verdict.history)
     (full,) = audit
