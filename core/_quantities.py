@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Quantity", "QuantityVerdict", "extract_quantities", "judge_quantity"]
+__all__ = ["Quantity", "QuantityVerdict", "extract_quantities", "judge_quantity", "measure"]
 
 QuantityVerdict = Literal["present", "conflict", "unseen"]
 
@@ -31,6 +31,41 @@ class Quantity:
     start: int
     end: int
     is_year: bool
+    decimals: int = 0
+    """Place of the last significant digit: 2 for "2.65", 0 for "7", -1 for "540"."""
+
+
+# Measurement units by dimension, each with its size in the dimension's base unit. Only
+# words that are surely units: the word after a number is often a noun ("420 people"),
+# and a noun must not turn a copied number into a conflict. Scale words ("million") form
+# a dimension of their own, so "4.2 billion" against "4.2 million" is a conflict too.
+_LENGTH = {"km": 1e3, "kilometer": 1e3, "kilometre": 1e3, "m": 1.0, "meter": 1.0,
+           "metre": 1.0, "cm": 1e-2, "centimeter": 1e-2, "centimetre": 1e-2, "mm": 1e-3,
+           "millimeter": 1e-3, "millimetre": 1e-3, "mile": 1609.344, "mi": 1609.344,
+           "ft": 0.3048, "foot": 0.3048, "feet": 0.3048, "yard": 0.9144, "yd": 0.9144,
+           "inch": 0.0254, "inche": 0.0254}  # fmt: skip
+_MASS = {"kg": 1.0, "kilogram": 1.0, "g": 1e-3, "gram": 1e-3, "mg": 1e-6, "milligram": 1e-6,
+         "lb": 0.45359237, "lbs": 0.45359237, "pound": 0.45359237, "oz": 0.028349523,
+         "ounce": 0.028349523, "tonne": 1e3}  # fmt: skip
+_VOLUME = {"l": 1.0, "liter": 1.0, "litre": 1.0, "ml": 1e-3, "milliliter": 1e-3,
+           "millilitre": 1e-3, "gallon": 3.785411784}  # fmt: skip
+_DURATION = {"second": 1.0, "sec": 1.0, "minute": 60.0, "min": 60.0, "hour": 3600.0,
+             "hr": 3600.0, "hrs": 3600.0, "day": 86400.0, "week": 604800.0,
+             "month": 2629800.0, "year": 31557600.0}  # fmt: skip
+_AREA = {"acre": 4046.8564224, "hectare": 1e4, "ha": 1e4}
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_UNITS: dict[str, tuple[str, float]] = {
+    unit: (dimension, size)
+    for dimension, table in (
+        ("length", _LENGTH),
+        ("mass", _MASS),
+        ("volume", _VOLUME),
+        ("duration", _DURATION),
+        ("area", _AREA),
+        ("scale", _SCALE),
+    )
+    for unit, size in table.items()
+}
 
 
 def _unit(word: str | None) -> str | None:
@@ -57,7 +92,11 @@ def extract_quantities(text: str) -> list[Quantity]:
             and len(digits) == 4
             and _YEAR_RANGE[0] <= value <= _YEAR_RANGE[1]
         )
-        found.append(Quantity(value, unit, match.start(1), match.end(), is_year))
+        # The place of the last significant digit: 2 for "2.65", -1 for "540" (tens).
+        decimals = (
+            len(match.group(2)) - 1 if match.group(2) else -(len(digits) - len(digits.rstrip("0")))
+        )
+        found.append(Quantity(value, unit, match.start(1), match.end(), is_year, decimals))
     return found
 
 
@@ -67,14 +106,50 @@ def _comparable(a: Quantity, b: Quantity) -> bool:
     return a.unit is not None and a.unit == b.unit
 
 
+def measure(quantity: Quantity) -> tuple[str, float] | None:
+    """``(dimension, amount in the base unit)`` of a quantity with a known unit, else None."""
+    known = _UNITS.get(quantity.unit or "")
+    return None if known is None else (known[0], quantity.value * known[1])
+
+
+def _same_amount(quantity: Quantity, other: Quantity) -> bool:
+    """Whether ``other`` states ``quantity``'s amount in another unit of its dimension.
+
+    The answer's number is read as written: "2.6 miles" stands for 2.55 to 2.65 miles and
+    "540 kg" for 535 to 545 kg, so a correct conversion of "4.2 km" (2.61 miles) matches
+    and "4.2 miles" does not.
+    Rounding is allowed up to 10% ("3 miles" is not a rounding of 2.61 miles); in the
+    same unit only the same value matches.
+    """
+    mine, theirs = measure(quantity), measure(other)
+    if mine is None or theirs is None or mine[0] != theirs[0]:
+        return False
+    if quantity.unit == other.unit:
+        return quantity.value == other.value
+    size = mine[1] / quantity.value if quantity.value else 0.0
+    slack = min(0.5 * 10.0**-quantity.decimals * size, 0.1 * abs(theirs[1])) * 1.01
+    return abs(mine[1] - theirs[1]) <= slack
+
+
 def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVerdict:
     """A number of an answer against the context's numbers.
 
+    A number with a measurement unit ("4.2 km", "3 million") is judged by amount: it is
+    present when the context states the same amount in any unit of that dimension, and a
+    conflict when the context states only other amounts of that dimension, so "4.2 miles"
+    against "4.2 km" conflicts. Any other number is judged by value.
+
     Returns:
-        ``"present"`` when its value occurs among ``known``; ``"conflict"`` when it does
-        not while a comparable number (both years, or the same unit word) does;
-        ``"unseen"`` when nothing comparable occurs.
+        ``"present"`` when it occurs among ``known``; ``"conflict"`` when it does not
+        while a comparable number (both years, the same unit word, or the same
+        dimension) does; ``"unseen"`` when nothing comparable occurs.
     """
+    dimension = measure(quantity)
+    if dimension is not None:
+        if any(_same_amount(quantity, k) for k in known):
+            return "present"
+        if any((m := measure(k)) is not None and m[0] == dimension[0] for k in known):
+            return "conflict"
     if any(k.value == quantity.value for k in known):
         return "present"
     if any(_comparable(k, quantity) for k in known):

@@ -58,3 +58,25 @@ def test_a_year_is_not_compared_with_a_height() -> None:
     answer = "It opened in 1890."
     start, end = _span(answer, "1890")
     assert align_quantities(["It is 330 meters tall."], answer, start, end) == ("neutral", 1.0)
+
+
+def test_a_unit_of_the_same_dimension_is_compared_by_amount() -> None:
+    context = ["The trail is 4.2 km long and weighs nothing.", "It cost 3 million euros."]
+    for answer, label in [
+        ("It is 4.2 miles long.", ("contradiction", 1.0)),  # the same digits, another unit
+        ("It is 2.6 miles long.", None),  # 4.2 km written in miles
+        ("It is 4200 meters long.", None),
+        ("It is 3 miles long.", ("contradiction", 1.0)),  # 2.61 miles is not "3"
+        ("It cost 3 billion euros.", ("contradiction", 1.0)),
+        ("It cost 3 million euros.", None),
+    ]:
+        number = extract_quantities(answer)[0]
+        assert align_quantities(context, answer, number.start, number.end) == label, answer
+
+
+def test_a_round_number_is_read_with_its_precision() -> None:
+    assert [q.decimals for q in extract_quantities("2.65 m, 7 m, 540 m, 1,200 m")] == [2, 0, -1, -2]
+    context = ["It weighs 1,200 pounds."]
+    answer = "It weighs about 540 kg."  # 544 kg, rounded to tens
+    number = extract_quantities(answer)[0]
+    assert align_quantities(context, answer, number.start, number.end) is None

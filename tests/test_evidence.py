@@ -16,7 +16,11 @@ from truthlens_integrations.core._types import (
     TokenScore,
 )
 from truthlens_integrations.core.models.detection import TransformerDetector, load_detector
-from truthlens_integrations.core.models.detection._adjust import adjust_tokens
+from truthlens_integrations.core.models.detection._adjust import (
+    abstentions,
+    adjust_tokens,
+    negation_verdicts,
+)
 from truthlens_integrations.core.models.detection._evidence import (
     ContextIndex,
     answer_units,
@@ -258,6 +262,32 @@ def test_bundled_catches_an_error_in_a_20000_word_context(bundled: EvidenceDetec
 
 
 @needs_weights
+def test_bundled_catches_a_dropped_negation_and_a_unit_swap(bundled: EvidenceDetector) -> None:
+    context = [
+        "The new trail is 4.2 km long and opened on June 12, 2023.",
+        "The ceramic bowls are not dishwasher safe and should be washed by hand.",
+    ]
+
+    def check(question: str, answer: str) -> tuple[bool, list[str]]:
+        result = bundled.detect(context=context, question=question, answer=answer)
+        return result.detected, [s.text for s in result.spans]
+
+    dishwasher = "Can the bowls go in the dishwasher?"
+    assert check(dishwasher, "The ceramic bowls are dishwasher safe.") == (
+        True,
+        ["dishwasher safe"],
+    )
+    assert check(
+        dishwasher, "No, the ceramic bowls are not dishwasher safe; wash them by hand."
+    ) == (
+        False,
+        [],
+    )
+    assert check("How long is the trail?", "The trail is 4.2 miles long.") == (True, ["4.2 miles"])
+    assert not check("How long is the trail?", "The trail is 4.2 kilometers long.")[0]
+
+
+@needs_weights
 def test_bundled_checks_an_answer_to_a_very_long_question(bundled: EvidenceDetector) -> None:
     question = " ".join(["Tell me everything you know about the history of this bridge."] * 60)
     result = bundled.detect(
@@ -356,6 +386,46 @@ def test_numbers_are_aligned_with_the_context() -> None:
     assert out[-3].text == "7" and out[-3].probability >= 0.6  # nothing comparable: raised
 
 
+def test_a_unit_swap_conflicts_and_a_stated_conversion_is_copied() -> None:
+    context = ["The trail is 4.2 km long. The project cost 3 million dollars."]
+    swapped = "The trail is 4.2 miles long and cost 3 billion dollars."
+    out = adjust_tokens(_tokens(swapped, 0.3), swapped, context, None)
+    # the unit word is the error, so it is raised with the digits
+    for text in ("4.2", "miles", "3", "billion"):
+        assert _probability(out, text) >= 0.85, text
+    converted = "The trail is about 2.6 miles long and cost 3,000,000 dollars."
+    out = adjust_tokens(_tokens(converted, 0.5), converted, context, None)
+    assert _probability(out, "2.6") < 0.5 and _probability(out, "miles") < 0.5
+    # "3,000,000" has no unit word: it is judged by value, and the context says "3 million"
+    assert _probability(out, "3,000,000") >= 0.6
+
+
+def test_a_dropped_or_added_negation_is_raised_and_a_copied_one_lowered() -> None:
+    context = ["Care: the ceramic bowls are not dishwasher safe; wash them by hand."]
+    dropped = "The ceramic bowls are dishwasher safe."
+    out = adjust_tokens(_tokens(dropped, 0.3), dropped, context, None)
+    assert _probability(out, "dishwasher") >= 0.85 and _probability(out, "safe") >= 0.85
+    assert _probability(out, "bowls") == 0.3  # the words that agree are left to the model
+    kept = "No, the ceramic bowls are not dishwasher safe."
+    out = adjust_tokens(_tokens(kept, 0.6), kept, context, None)
+    assert _probability(out, "not") < 0.5 and _probability(out, "No") < 0.5
+    added = "The ceramic bowls are never dishwasher safe or oven safe."
+    positive = ["The ceramic bowls are dishwasher safe and oven safe."]
+    out = adjust_tokens(_tokens(added, 0.3), added, positive, None)
+    assert _probability(out, "never") >= 0.85
+
+
+def test_negation_is_compared_only_with_sentences_that_say_the_same_thing() -> None:
+    # One aligned sentence agrees: no conflict though another one negates.
+    context = ["The bowls are dishwasher safe.", "The lids of the bowls are not dishwasher safe."]
+    answer = "The bowls are dishwasher safe."
+    assert negation_verdicts(answer, context) == []
+    # Too few shared words to align: the rule stays out ("not only" is no negation either).
+    assert negation_verdicts("Bowls are nice.", ["Bowls are not nice."]) == []
+    only = "The bowls are not only dishwasher safe but also oven safe."
+    assert negation_verdicts(only, ["The bowls are dishwasher safe and oven safe."]) == []
+
+
 def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:
     context = ["Northwind Foods was founded in 1998. Its CFO is Mara Lind."]
     refusal = "The provided information does not mention who the CEO is."
@@ -364,3 +434,9 @@ def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:
     named = "The passages do not say who the CEO is, but it is John Smith."
     out = adjust_tokens(_tokens(named, 0.9), named, context, "Who is the CEO?")
     assert max(t.probability for t in out) == 0.9
+
+
+def test_not_listed_is_an_abstention_only_when_it_names_the_sources() -> None:
+    context = ["Northwind Foods was founded in 1998 and is listed on a stock exchange."]
+    assert abstentions("The CEO is not listed in the provided text.", context, None)
+    assert not abstentions("Northwind Foods is not listed on a stock exchange.", context, None)

@@ -13,7 +13,14 @@ Two things the encoder reads badly and a rule reads well:
   other content words come from the question or the context (one other word allowed), is
   not flagged.
 
-Both act on token probabilities before spans and scores are made, so spans, the response
+* **Negation.** "The bowls are dishwasher safe." against "The bowls are not dishwasher
+  safe." differs by one word the encoder barely weighs. An answer sentence whose content
+  words nearly all occur in one context sentence is compared with it (and with every
+  other such sentence) for negation: when all of them disagree, the answer's negation
+  word, or the words the context negates, are raised; when one agrees, the answer's
+  negation word is made less suspicious (it was copied, not invented).
+
+All act on token probabilities before spans and scores are made, so spans, the response
 score and the NLI stage stay consistent.
 """
 
@@ -21,28 +28,57 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
-from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity
-from ..._text import DIGITS, WORD, split_sentences
+from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity, measure
+from ..._text import DIGITS, STOP_WORDS, WORD, split_sentences
 from ..._types import TokenScore
 
-__all__ = ["abstentions", "adjust_tokens"]
+__all__ = ["abstentions", "adjust_tokens", "negation_verdicts"]
 
 # Odds multiplier for a number found in the context, and floors for numbers that are not.
 _PRESENT_ODDS = 0.15
 _CONFLICT_FLOOR = 0.85
 _UNSEEN_FLOOR = 0.6
 _ABSTENTION_CAP = 0.05
+# An answer sentence is compared for negation with the context sentences holding at least
+# this share of its content words (and at least _MIN_ALIGNED of them).
+_ALIGNED_SHARE = 0.8
+_MIN_ALIGNED = 3
+
+_NEGATION = re.compile(
+    r"\b(?:no(?:t(?!\s+only\b)|ne|body|thing|r|)|never|neither|without|cannot)\b|n[’']t\b",
+    re.IGNORECASE,
+)
+# A leading "No," answers the question; it says nothing of the sentence's own polarity.
+_ANSWER_PARTICLE = re.compile(r"^\s*no\b[,.!]?", re.IGNORECASE)
+# Words a negation leaves behind once split into words ("isn't" -> "isn", "t").
+_NEGATION_WORDS = frozenset(
+    """not no never none nobody nothing neither nor without cannot t isn aren wasn weren
+    doesn don didn hasn haven hadn won wouldn shouldn couldn can mustn""".split()
+)
 
 _ABSTAIN = re.compile(
     r"\b(?:(?:does|do|did|is|are|was|were)\s*n[o']t\s+(?:\w+\s+){0,2}?"
-    r"(?:mention|mentioned|specify|specified|say|said|state|stated|provide|provided|include|"
-    r"included|contain|contained|give|given|list|listed|indicate|indicated|available)|"
+    r"(?:mention|mentioned|specify|specified|say|said|state|stated|indicate|indicated)|"
     r"no (?:information|mention|details?|data|indication)|"
     r"(?:cannot|can't|can not|unable to|could not|couldn't) (?:answer|determine|find|tell|say|"
     r"provide|be determined|be answered)|"
     r"not (?:enough|sufficient) information|insufficient information|"
     r"(?:i'm|i am) sorry|unable to answer)\b",
+    re.IGNORECASE,
+)
+# "is not listed", "is not included", "is not available" say the same of the world as of
+# the sources ("Acme is not listed on a stock exchange"): an abstention only when the
+# sentence names the sources.
+_ABSTAIN_IF_SOURCE = re.compile(
+    r"\b(?:does|do|did|is|are|was|were)\s*n[o']t\s+(?:\w+\s+){0,2}?"
+    r"(?:provide|provided|include|included|contain|contained|give|given|list|listed|available)\b",
+    re.IGNORECASE,
+)
+_SOURCE = re.compile(
+    r"\b(?:information|context|passages?|text|documents?|sources?|articles?|data|records?|"
+    r"provided|given|above|excerpts?|snippets?|materials?)\b",
     re.IGNORECASE,
 )
 _ABSTAIN_WORDS = frozenset(
@@ -64,13 +100,22 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
     known = [q for passage in context for q in extract_quantities(passage)]
     out: list[tuple[int, int, QuantityVerdict]] = []
     for q in extract_quantities(answer):
-        # The verdict is about the digits; the unit word after them is scored as it is.
-        # A value found with another "unit" word still counts as copied: the word after a
-        # number is often not a unit ("420 people" / "420 employees"), and treating it as a
-        # conflict lowered held-out AP from 0.781 to 0.748 (benchmarks/results/heldout.md).
+        # The verdict is about the digits, and about the unit word too when it is a
+        # measurement unit ("4.2 miles" against "4.2 km": the unit is the error). Any other
+        # word after a number is scored as it is: it is often not a unit ("420 people" /
+        # "420 employees"), and treating it as a conflict lowered held-out AP from 0.781 to
+        # 0.748 (benchmarks/results/heldout.md).
         digits = DIGITS.match(answer, q.start)
-        out.append((q.start, digits.end() if digits else q.end, judge_quantity(q, known)))
+        end = q.end if measure(q) is not None or digits is None else digits.end()
+        out.append((q.start, end, judge_quantity(q, known)))
     return out
+
+
+def _abstains(sentence: str) -> bool:
+    return bool(
+        _ABSTAIN.search(sentence)
+        or (_ABSTAIN_IF_SOURCE.search(sentence) and _SOURCE.search(sentence))
+    )
 
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
@@ -78,7 +123,7 @@ def abstentions(answer: str, context: Sequence[str], question: str | None) -> li
     candidates = [
         (start, end)
         for start, end in split_sentences(answer)
-        if _ABSTAIN.search(answer[start:end]) and not any(ch.isdigit() for ch in answer[start:end])
+        if _abstains(answer[start:end]) and not any(ch.isdigit() for ch in answer[start:end])
     ]
     if not candidates:
         return []  # the common case: no pass over a long context
@@ -93,22 +138,107 @@ def abstentions(answer: str, context: Sequence[str], question: str | None) -> li
     return out
 
 
+def _content(text: str) -> set[str]:
+    return {
+        w for w in WORD.findall(text.lower()) if w not in STOP_WORDS and w not in _NEGATION_WORDS
+    }
+
+
+def _negations(sentence: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the negation words of a sentence, a leading "No," left out."""
+    particle = _ANSWER_PARTICLE.match(sentence)
+    skip = particle.end() if particle else 0
+    return [m.span() for m in _NEGATION.finditer(sentence) if m.start() >= skip]
+
+
+def _negated_words(sentence: str) -> list[str]:
+    """The first content words after each negation of a context sentence (what it negates)."""
+    out: list[str] = []
+    for _, end in _negations(sentence):
+        clause = re.split(r"[,;:.!?]", sentence[end:], maxsplit=1)[0]
+        out += [w for w in WORD.findall(clause.lower()) if w not in STOP_WORDS][:2]
+    return out
+
+
+def _aligned_sentences(context: Sequence[str], words: set[str]) -> list[tuple[str, set[str], bool]]:
+    """``(text, content words, negated)`` of the context sentences sharing 3+ of ``words``.
+
+    One regex pass finds the passages that hold enough of the words; only those are split
+    into sentences (a 20,000-word context costs a few milliseconds, not a full analysis).
+    """
+    pattern = re.compile(
+        r"\b(?:" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")\b"
+    )
+    out = []
+    for passage in context:
+        if len(set(pattern.findall(passage.lower()))) < _MIN_ALIGNED:
+            continue
+        for start, end in split_sentences(passage):
+            text = passage[start:end]
+            content = _content(text)
+            if len(content & words) >= _MIN_ALIGNED:
+                out.append((text, content, bool(_negations(text))))
+    return out
+
+
+def negation_verdicts(
+    answer: str, context: Sequence[str]
+) -> list[tuple[int, int, Literal["agree", "conflict"]]]:
+    """``(start, end, verdict)`` of answer words whose negation the context confirms or denies.
+
+    ``"agree"`` marks a negation word of the answer (and a leading "No,") that an aligned
+    context sentence shares; ``"conflict"`` marks a negation word no aligned sentence has,
+    or, for an answer sentence without one, the words that every aligned sentence negates.
+    """
+    units = [(start, end, _content(answer[start:end])) for start, end in split_sentences(answer)]
+    units = [u for u in units if len(u[2]) >= _MIN_ALIGNED]
+    if not units:
+        return []
+    sentences = _aligned_sentences(context, set().union(*(u[2] for u in units)))
+    out: list[tuple[int, int, Literal["agree", "conflict"]]] = []
+    for start, end, words in units:
+        text = answer[start:end]
+        need = max(_MIN_ALIGNED, _ALIGNED_SHARE * len(words))
+        aligned = [(t, neg) for t, c, neg in sentences if len(words & c) >= need]
+        if not aligned:
+            continue
+        negated = _negations(text)
+        if any(neg == bool(negated) for _, neg in aligned):
+            particle = _ANSWER_PARTICLE.match(text) if negated else None
+            agreed = negated + ([particle.span()] if particle else [])
+            out += [(start + a, start + b, "agree") for a, b in agreed]
+        elif negated:
+            out += [(start + a, start + b, "conflict") for a, b in negated]
+        else:
+            for word in {w for t, _ in aligned for w in _negated_words(t)}:
+                out += [
+                    (start + m.start(), start + m.end(), "conflict")
+                    for m in re.finditer(rf"\b{re.escape(word)}\b", text, re.IGNORECASE)
+                ]
+    return out
+
+
+def _odds_down(p: float) -> float:
+    odds = _PRESENT_ODDS * p / max(1.0 - p, 1e-9)
+    return odds / (1.0 + odds)
+
+
 def adjust_tokens(
     tokens: list[TokenScore], answer: str, context: Sequence[str], question: str | None
 ) -> list[TokenScore]:
-    """Token probabilities with the number and abstention rules applied (see the module)."""
-    numbers = _number_verdicts(answer, context)
+    """Token probabilities with the number, negation and abstention rules applied."""
+    numbers: list[tuple[int, int, str]] = list(_number_verdicts(answer, context))
+    marks = numbers + list(negation_verdicts(answer, context))
     quiet = abstentions(answer, context, question)
-    if not numbers and not quiet:
+    if not marks and not quiet:
         return tokens
     out = []
     for token in tokens:
         p = token.probability
-        for start, end, verdict in numbers:
+        for start, end, verdict in marks:
             if token.start < end and token.end > start:
-                if verdict == "present":
-                    odds = _PRESENT_ODDS * p / max(1.0 - p, 1e-9)
-                    p = odds / (1.0 + odds)
+                if verdict in ("present", "agree"):
+                    p = _odds_down(p)
                 elif verdict == "conflict":
                     p = max(p, _CONFLICT_FLOOR)
                 else:
