@@ -28,6 +28,9 @@ import torch
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _settings import parse_settings
+
 
 def _sentences(root: Path) -> list[str]:
     path = root / "halueval" / "dataset_halueval_summarization.jsonl"
@@ -77,6 +80,14 @@ def main() -> None:
         default=[],
         help="also time evidence selection with these budgets (default 192)",
     )
+    ap.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="also run the bundled detector with these settings, e.g. "
+        "unit_tokens=96,evidence_tokens=160 (repeatable)",
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/detector_evidence.md"))
     args = ap.parse_args()
     root = Path(
@@ -89,6 +100,8 @@ def main() -> None:
         f"evidence ({n} tokens)": load_detector(dtype="float32", evidence_tokens=n)
         for n in args.evidence_tokens
     }
+    for text in args.config:
+        budgets[f"evidence ({text})"] = load_detector(dtype="float32", **parse_settings(text))
     tokenizer = evidence._loaded.tokenizer  # type: ignore[attr-defined]
     sentences = _sentences(root)
     rng = random.Random(5)

@@ -34,6 +34,9 @@ from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _settings import parse_settings
+
 
 def _inputs(claims: list[Any]) -> list[DetectionInput]:
     return [
@@ -71,6 +74,14 @@ def main() -> None:
         default=[],
         help="also score the bundled detector with these evidence budgets (default 192)",
     )
+    ap.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="also run the bundled detector with these settings, e.g. "
+        "unit_tokens=96,evidence_tokens=160 (repeatable)",
+    )
     args = ap.parse_args()
     held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
     claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
@@ -83,6 +94,8 @@ def main() -> None:
     detectors = {"bundled (evidence)": load_detector(), "lexical": load_detector("lexical")}
     for budget in args.evidence_tokens:
         detectors[f"bundled, evidence {budget} tokens"] = load_detector(evidence_tokens=budget)
+    for text in args.config:
+        detectors[f"bundled, {text}"] = load_detector(**parse_settings(text))
     if args.previous:
         detectors["stage 3 (windows)"] = load_detector(args.previous, max_windows=1000)
     results = {name: _scores(d, items) for name, d in detectors.items()}

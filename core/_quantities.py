@@ -13,7 +13,25 @@ QuantityVerdict = Literal["present", "conflict", "unseen"]
 
 # A number with optional thousands separators and decimals, not glued to letters
 # (so "A320" or "3rd" are not read as quantities), and the word right after it.
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])(?:\s*(%|[A-Za-z]+))?")
+_NUMBER = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])(?:(?:\s*|-)(%|[A-Za-z]+))?"
+)
+# Numbers written as words ("a three-year warranty" against "3-year"); "one" is left out,
+# it is far more often a pronoun ("one of the", "the one") than a count.
+_SMALL = "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+_SMALL += " sixteen seventeen eighteen nineteen"
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
+_WORD_VALUES = {w: i + 2 for i, w in enumerate(_SMALL.split())} | {
+    w: 20 + 10 * i for i, w in enumerate(_TENS.split())
+}
+_DIGIT_WORDS = {
+    w: i + 1 for i, w in enumerate("one two three four five six seven eight nine".split())
+}
+_NUMBER_WORD = re.compile(
+    rf"\b({'|'.join(_WORD_VALUES)})(?:[\s-]({'|'.join(_DIGIT_WORDS)}))?\b"
+    r"(?:(?:\s+|-)([A-Za-z]+))?",
+    re.IGNORECASE,
+)
 _YEAR_RANGE = (1000, 2100)
 # Words after a number that are not its unit.
 _NOT_UNITS = frozenset(
@@ -33,6 +51,8 @@ class Quantity:
     is_year: bool
     decimals: int = 0
     """Place of the last significant digit: 2 for "2.65", 0 for "7", -1 for "540"."""
+    number_end: int = -1
+    """End of the number itself ("4.2" of "4.2 km", "twenty-five" of "twenty-five people")."""
 
 
 # Measurement units by dimension, each with its size in the dimension's base unit. Only
@@ -79,7 +99,7 @@ def _unit(word: str | None) -> str | None:
 
 
 def extract_quantities(text: str) -> list[Quantity]:
-    """Every number of ``text`` with its unit word (``None`` when none follows)."""
+    """Every number of ``text``, in digits or in words, with its unit word (or ``None``)."""
     found = []
     for match in _NUMBER.finditer(text):
         digits = match.group(1).replace(",", "")
@@ -96,8 +116,34 @@ def extract_quantities(text: str) -> list[Quantity]:
         decimals = (
             len(match.group(2)) - 1 if match.group(2) else -(len(digits) - len(digits.rstrip("0")))
         )
-        found.append(Quantity(value, unit, match.start(1), match.end(), is_year, decimals))
-    return found
+        found.append(
+            Quantity(
+                value,
+                unit,
+                match.start(1),
+                match.end(),
+                is_year,
+                decimals,
+                number_end=match.end(2) if match.group(2) else match.end(1),
+            )
+        )
+    for match in _NUMBER_WORD.finditer(text):
+        tens = _WORD_VALUES[match.group(1).lower()]
+        ones = _DIGIT_WORDS[match.group(2).lower()] if match.group(2) and tens >= 20 else 0
+        unit = _unit(match.group(3) if match.group(2) is None or ones else None)
+        number_end = match.end(2) if ones else match.end(1)
+        end = match.end() if unit else number_end
+        found.append(
+            Quantity(
+                float(tens + ones),
+                unit,
+                match.start(1),
+                end,
+                is_year=False,
+                number_end=number_end,
+            )
+        )
+    return sorted(found, key=lambda q: q.start)
 
 
 def _comparable(a: Quantity, b: Quantity) -> bool:

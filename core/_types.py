@@ -293,7 +293,8 @@ class DetectionConfig(_Frozen):
         evidence_tokens: Evidence-selection detectors: token budget of the context
             sentences (and question) each answer unit is judged against.
         unit_tokens: Evidence-selection detectors: most tokens per answer unit (one or
-            a few consecutive sentences).
+            a few consecutive sentences). The bundled model was trained on units of up
+            to 48 tokens; 96 ranks the same on held-out data with half the rows.
         min_coverage: Fewer scored answer characters than this share of the answer's
             non-space characters (text the vocabulary cannot read, e.g. a script it has
             no tokens for) makes the result ``unverifiable``, never ``supported``.
@@ -310,7 +311,7 @@ class DetectionConfig(_Frozen):
     max_windows: int = Field(default=64, ge=1)
     early_exit: bool = True
     evidence_tokens: int = Field(default=192, ge=32)
-    unit_tokens: int = Field(default=48, ge=8)
+    unit_tokens: int = Field(default=96, ge=8)
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
 
 

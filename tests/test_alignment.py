@@ -80,3 +80,20 @@ def test_a_round_number_is_read_with_its_precision() -> None:
     answer = "It weighs about 540 kg."  # 544 kg, rounded to tens
     number = extract_quantities(answer)[0]
     assert align_quantities(context, answer, number.start, number.end) is None
+
+
+def test_numbers_in_words_are_read_and_one_is_not() -> None:
+    found = extract_quantities("A three-year warranty, twenty-five people, one of the best.")
+    assert [(q.value, q.unit) for q in found] == [(3.0, "year"), (25.0, "people")]
+    answer = "It has a three-year warranty."
+    number = extract_quantities(answer)[0]
+    assert (
+        align_quantities(["The 3-year warranty covers parts."], answer, number.start, number.end)
+        is None
+    )
+    assert align_quantities(
+        ["The 2-year warranty covers parts."], answer, number.start, number.end
+    ) == (
+        "contradiction",
+        1.0,
+    )

@@ -386,6 +386,14 @@ def test_numbers_are_aligned_with_the_context() -> None:
     assert out[-3].text == "7" and out[-3].probability >= 0.6  # nothing comparable: raised
 
 
+def test_a_count_in_words_is_aligned_but_not_raised_when_unseen() -> None:
+    context = ["Two engineers founded the firm in 2019. It offers a 3-year warranty."]
+    answer = "The two engineers offer a three-year warranty to four clients."
+    out = adjust_tokens(_tokens(answer, 0.55), answer, context, None)
+    assert _probability(out, "three") < 0.5  # "3-year" in the context
+    assert _probability(out, "four") == 0.55  # nothing to compare: left to the model
+
+
 def test_a_unit_swap_conflicts_and_a_stated_conversion_is_copied() -> None:
     context = ["The trail is 4.2 km long. The project cost 3 million dollars."]
     swapped = "The trail is 4.2 miles long and cost 3 billion dollars."

@@ -48,6 +48,8 @@ log = logging.getLogger("train_evidence")
 
 BUNDLED = Path(__file__).resolve().parents[1] / "core" / "_bundled" / "detector"
 FROZEN_LAYERS = 3
+# The shipped weights were trained with units of up to 48 tokens; the runtime default (96)
+# was chosen later on held-out data (benchmarks/results/heldout_units.md).
 UNIT_TOKENS = 48
 EVIDENCE_TOKENS = 192
 
