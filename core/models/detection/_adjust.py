@@ -1,6 +1,6 @@
 """Explicit checks that adjust token probabilities where a rule knows better than the model.
 
-Two things the encoder reads badly and a rule reads well:
+Three things the encoder reads badly and a rule reads well:
 
 * **Numbers.** A small encoder sees "opened in 1932" and "opened in 1995" as near
   paraphrases. A number in the answer that occurs (by value: "2,400" = "2400", "three" =
@@ -13,7 +13,6 @@ Two things the encoder reads badly and a rule reads well:
   nothing about the world. A sentence that says the sources lack the answer, and whose
   other content words come from the question or the context (one other word allowed), is
   not flagged.
-
 * **Negation.** "The bowls are dishwasher safe." against "The bowls are not dishwasher
   safe." differs by one word the encoder barely weighs. An answer sentence whose content
   words nearly all occur in one context sentence is compared with it (and with every

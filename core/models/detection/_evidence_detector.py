@@ -24,8 +24,9 @@ class EvidenceDetector(TransformerDetector):
     ``[CLS] question + evidence [SEP] unit [SEP]``. The verdict does not depend on the
     order of the passages, the cost grows with the answer and not with the context, and
     facts stated far apart are read side by side. The result's ``coverage`` reports how
-    many context sentences were read. Numbers are also aligned with the context's and
-    answers that only say the sources lack something are not flagged (``_adjust``).
+    many context sentences were read. Numbers and units are also aligned with the
+    context's, negations are compared with the context sentences that say the same thing,
+    and answers that only say the sources lack something are not flagged (``_adjust``).
 
     It takes the same models as :class:`TransformerDetector` (the bundled model is
     trained for this input); LettuceDetect checkpoints were trained on whole windows and
