@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 
 def parse_settings(text: str) -> dict[str, int | float | str]:
     """``"unit_tokens=96,evidence_tokens=160"`` -> ``{"unit_tokens": 96, ...}``.
@@ -24,3 +26,15 @@ def parse_settings(text: str) -> dict[str, int | float | str]:
                 value = raw
         out[key.strip()] = value
     return out
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """``--config KEY=VALUE[,KEY=VALUE]``, repeatable: one more detector per use."""
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="also run the bundled detector with these settings, e.g. "
+        "unit_tokens=96,evidence_tokens=160 (repeatable)",
+    )

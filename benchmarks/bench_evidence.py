@@ -29,7 +29,7 @@ from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _settings import parse_settings
+from _settings import add_config_option, parse_settings
 
 
 def _sentences(root: Path) -> list[str]:
@@ -80,14 +80,7 @@ def main() -> None:
         default=[],
         help="also time evidence selection with these budgets (default 192)",
     )
-    ap.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE[,KEY=VALUE]",
-        help="also run the bundled detector with these settings, e.g. "
-        "unit_tokens=96,evidence_tokens=160 (repeatable)",
-    )
+    add_config_option(ap)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/detector_evidence.md"))
     args = ap.parse_args()
     root = Path(

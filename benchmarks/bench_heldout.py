@@ -35,7 +35,7 @@ from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _settings import parse_settings
+from _settings import add_config_option, parse_settings
 
 
 def _inputs(claims: list[Any]) -> list[DetectionInput]:
@@ -74,14 +74,7 @@ def main() -> None:
         default=[],
         help="also score the bundled detector with these evidence budgets (default 192)",
     )
-    ap.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE[,KEY=VALUE]",
-        help="also run the bundled detector with these settings, e.g. "
-        "unit_tokens=96,evidence_tokens=160 (repeatable)",
-    )
+    add_config_option(ap)
     args = ap.parse_args()
     held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
     claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
