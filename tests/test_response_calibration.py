@@ -15,16 +15,21 @@ import pytest
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import DetectionConfig, DetectionInput
 from truthlens_integrations.core._errors import InvalidInputError
+from truthlens_integrations.core._types import TokenScore
 from truthlens_integrations.core.models.detection import (
     LexicalDetector,
     ResponseCalibration,
     TransformerDetector,
     load_detector,
 )
-from truthlens_integrations.core.models.detection._lexical import absent_word_count
+from truthlens_integrations.core.models.detection._lexical import (
+    absent_word_count,
+    absent_word_starts,
+)
 from truthlens_integrations.core.models.detection._response import (
     read_response_calibration,
     sentence_count,
+    sentence_peak,
 )
 
 
@@ -50,6 +55,37 @@ def test_the_absent_word_term() -> None:
     assert calibration.reads_absent_words
 
 
+def _token(answer: str, word: str, probability: float) -> TokenScore:
+    start = answer.index(word)
+    return TokenScore(start=start, end=start + len(word), text=word, probability=probability)
+
+
+def test_the_sentence_peak_wants_both_signals_in_one_sentence() -> None:
+    answer = "It opened in 1932. It is long. Cars and trams use it."
+    logit = math.log(0.8 / 0.2)
+    tokens = [_token(answer, "1932", 0.8), _token(answer, "Cars", 0.1)]
+    # the suspicious token and the absent words in one sentence
+    together = sentence_peak(answer, tokens, [answer.index("1932"), answer.index("opened")])
+    assert together == pytest.approx(logit + math.log(3))
+    # the same absent words in another sentence: each sentence has only one of the two
+    apart = sentence_peak(answer, tokens, [answer.index("Cars"), answer.index("trams")])
+    assert apart == pytest.approx(max(logit, math.log(0.1 / 0.9) + math.log(3)))
+    assert apart < together
+    # a sentence without scored tokens counts as an unsuspicious one
+    assert sentence_peak("One. Two.", [], []) == pytest.approx(math.log(1e-6 / (1 - 1e-6)))
+
+
+def test_the_sentence_peak_term() -> None:
+    calibration = ResponseCalibration(
+        max_logit=0.0, log_sentences=-0.5, bias=0.2, absent_words=0.3, sentence_peak=0.7
+    )
+    z = 0.7 * 1.5 - 0.5 * math.log(4) + 0.3 * math.log(1 + 3) + 0.2
+    assert calibration.probability(0.9, 4, 3, peak=1.5) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert calibration.probability(0.9, 4, 3, peak=2.0) > calibration.probability(0.9, 4, 3, 1.5)
+    assert calibration.reads_absent_words
+    assert ResponseCalibration(0.0, 0.0, 0.0, sentence_peak=1.0).reads_absent_words
+
+
 def test_read_from_a_model_config() -> None:
     entry = ResponseCalibration(1.0, -0.25, 0.5).to_config("test data")
     config = SimpleNamespace(truthlens={"response_calibration": entry})
@@ -57,8 +93,11 @@ def test_read_from_a_model_config() -> None:
     with_absent = ResponseCalibration(1.0, -0.25, 0.5, absent_words=0.3)
     config = SimpleNamespace(truthlens={"response_calibration": with_absent.to_config("test")})
     assert read_response_calibration(config) == with_absent
-    # an entry written before the absent-word term reads as a map without it
-    del entry["absent_words"]
+    with_peak = ResponseCalibration(0.0, -0.25, 0.5, absent_words=0.3, sentence_peak=0.6)
+    config = SimpleNamespace(truthlens={"response_calibration": with_peak.to_config("test")})
+    assert read_response_calibration(config) == with_peak
+    # an entry written before the absent-word and peak terms reads as a map without them
+    del entry["absent_words"], entry["sentence_peak"]
     config = SimpleNamespace(truthlens={"response_calibration": entry})
     assert read_response_calibration(config) == ResponseCalibration(1.0, -0.25, 0.5)
     assert read_response_calibration(SimpleNamespace(truthlens={})) is None
@@ -95,11 +134,16 @@ def test_a_model_without_calibration_refuses_it(tiny_bert_dir: Path) -> None:
         TransformerDetector(tiny_bert_dir, config=DetectionConfig(aggregation="calibrated"))
 
 
-def test_a_model_with_calibration_scores_by_it(tiny_bert_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("peak", [0.0, 0.8])
+def test_a_model_with_calibration_scores_by_it(
+    tiny_bert_dir: Path, tmp_path: Path, peak: float
+) -> None:
     folder = tmp_path / "calibrated"
     shutil.copytree(tiny_bert_dir, folder)
     config = json.loads((folder / "config.json").read_text())
-    calibration = ResponseCalibration(max_logit=1.0, log_sentences=-2.0, bias=0.0, absent_words=0.5)
+    calibration = ResponseCalibration(
+        max_logit=1.0, log_sentences=-2.0, bias=0.0, absent_words=0.5, sentence_peak=peak
+    )
     config["truthlens"] = {"response_calibration": calibration.to_config("test")}
     (folder / "config.json").write_text(json.dumps(config))
     answer = "It was built in 1950. It is 500 meters tall. It stands in Paris."
@@ -108,9 +152,13 @@ def test_a_model_with_calibration_scores_by_it(tiny_bert_dir: Path, tmp_path: Pa
     calibrated = TransformerDetector(
         folder, config=DetectionConfig(aggregation="calibrated")
     ).detect(**kwargs)
-    absent = absent_word_count(DetectionInput.create(**kwargs))
-    assert absent > 0
-    assert calibrated.score == pytest.approx(calibration.probability(plain.score, 3, absent))
+    item = DetectionInput.create(**kwargs)
+    absent = absent_word_starts(item)
+    assert absent
+    expected_peak = sentence_peak(answer, plain.tokens, absent)
+    assert calibrated.score == pytest.approx(
+        calibration.probability(plain.score, 3, len(absent), expected_peak)
+    )
     assert calibrated.spans == plain.spans  # only the response score changes
     assert calibrated.detected == (calibrated.score >= calibrated.threshold)
 

@@ -110,14 +110,17 @@ def multi_part_answers(claims: Sequence[Any], per_family: int, rng: random.Rando
 
 
 def response_features(folder: Path, answers: Sequence[Answer], batch: int = 16) -> np.ndarray:
-    """``(largest token probability, sentences, absent words)`` of each answer.
+    """``(largest token probability, sentences, absent words, sentence peak)`` of each answer.
 
-    All three are read as the runtime detector reads them (the absent words by the
-    lexical reference's rule, abstention sentences left out).
+    All are read as the runtime detector reads them (the absent words by the lexical
+    reference's rule, abstention sentences left out).
     """
     from truthlens_integrations.core import DetectionConfig, DetectionInput
     from truthlens_integrations.core.models.detection import EvidenceDetector
-    from truthlens_integrations.core.models.detection._response import sentence_count
+    from truthlens_integrations.core.models.detection._response import (
+        sentence_count,
+        sentence_peak,
+    )
 
     detector = EvidenceDetector(
         folder, config=DetectionConfig(aggregation="max"), device="cpu", dtype="float32"
@@ -131,14 +134,29 @@ def response_features(folder: Path, answers: Sequence[Answer], batch: int = 16) 
         ]
         results = detector.detect_batch(items)
         for a, item, result in zip(chunk, items, results, strict=True):
-            rows.append((result.score, sentence_count(a.answer), detector._absent_words(item)))
+            absent = detector._absent_word_starts(item)
+            peak = sentence_peak(a.answer, result.tokens, absent)
+            rows.append((result.score, sentence_count(a.answer), len(absent), peak))
     return np.array(rows, dtype=float)
 
 
 def features(rows: np.ndarray) -> np.ndarray:
-    """``logit(largest probability)``, ``log(sentences)`` and ``log(1 + absent words)``."""
+    """``logit(largest p)``, ``log(sentences)``, ``log(1 + absent words)``, sentence peak."""
     p = np.clip(rows[:, 0], 1e-6, 1 - 1e-6)
-    return np.c_[np.log(p / (1 - p)), np.log(np.maximum(rows[:, 1], 1)), np.log1p(rows[:, 2])]
+    return np.c_[
+        np.log(p / (1 - p)), np.log(np.maximum(rows[:, 1], 1)), np.log1p(rows[:, 2]), rows[:, 3]
+    ]
+
+
+# The map written to the folder: chosen on held-out data (half 1 and leave-one-source-out,
+# multi-part answers above all: RAG answers are paragraphs; see training/README.md).
+SHIPPED = "sentence_peak"
+# The maps compared, by the feature columns they read (``features``):
+MAPS = {
+    "length": (0, 1),  # the token model and the length
+    "length_absent_words": (0, 1, 2),  # ... and the absent-word count
+    "sentence_peak": (3, 1, 2),  # the sentence peak in place of the largest token
+}
 
 
 def source_weights(answers: Sequence[Answer]) -> np.ndarray:
@@ -162,25 +180,27 @@ def report(scores: np.ndarray, y: np.ndarray) -> dict[str, float]:
     }
 
 
-def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, absent: bool) -> Any:
-    """The fitted :class:`ResponseCalibration`, with or without the absent-word count."""
+def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, name: str) -> Any:
+    """The fitted :class:`ResponseCalibration` of one of ``MAPS``."""
     from truthlens_integrations.core.models.detection import ResponseCalibration
 
-    x = features(rows) if absent else features(rows)[:, :2]
-    coef, bias = fit_logistic(x, y, weights)
+    columns = MAPS[name]
+    coef, bias = fit_logistic(features(rows)[:, list(columns)], y, weights)
     if not np.all(np.isfinite([*coef, bias])):
         raise SystemExit("the fit did not converge; nothing was written")
+    by_column = dict(zip(columns, (float(c) for c in coef), strict=True))
     return ResponseCalibration(
-        max_logit=float(coef[0]),
-        log_sentences=float(coef[1]),
-        absent_words=float(coef[2]) if absent else 0.0,
+        max_logit=by_column.get(0, 0.0),
+        log_sentences=by_column[1],
+        absent_words=by_column.get(2, 0.0),
+        sentence_peak=by_column.get(3, 0.0),
         bias=bias,
     )
 
 
 def map_scores(calibration: Any, rows: np.ndarray) -> np.ndarray:
-    """The response score a calibration gives each ``(largest p, sentences, absent words)`` row."""
-    return np.array([calibration.probability(p, int(n), int(a)) for p, n, a in rows])
+    """The response score a calibration gives each row of ``response_features``."""
+    return np.array([calibration.probability(p, int(n), int(a), peak) for p, n, a, peak in rows])
 
 
 def compare(
@@ -227,8 +247,8 @@ def leave_one_source_out(
         keep = fit_families != family
         weights = source_weights([a for a, k in zip(sets[0], keep, strict=True) if k])
         out[family] = {}
-        for name, absent in (("length", False), ("length_absent_words", True)):
-            calibration = fit_map(rows[0][keep], y[0][keep], weights, absent=absent)
+        for name in MAPS:
+            calibration = fit_map(rows[0][keep], y[0][keep], weights, name=name)
             scores = map_scores(calibration, rows[1][test]).tolist()
             out[family][name] = round(auroc(y[1][test].astype(bool).tolist(), scores), 4)
     return out
@@ -249,13 +269,10 @@ def main(argv: list[str] | None = None) -> None:
     rows = {half: response_features(args.folder, sets[half]) for half in (0, 1)}
     y = {half: np.array([a.label for a in sets[half]], dtype=float) for half in (0, 1)}
     weights = source_weights(sets[0])
-    maps = {
-        "length": fit_map(rows[0], y[0], weights, absent=False),
-        "length_absent_words": fit_map(rows[0], y[0], weights, absent=True),
-    }
-    calibration = maps["length_absent_words"]
-    metrics: dict[str, Any] = {"coefficients": calibration.to_config(FITTED_ON)}
-    metrics["without_absent_words"] = maps["length"].to_config(FITTED_ON)
+    maps = {name: fit_map(rows[0], y[0], weights, name=name) for name in MAPS}
+    calibration = maps[SHIPPED]
+    metrics: dict[str, Any] = {"shipped": SHIPPED, "coefficients": calibration.to_config(FITTED_ON)}
+    metrics["maps"] = {name: m.to_config(FITTED_ON) for name, m in maps.items()}
     metrics["heldout_half_1"] = compare(sets[1], rows[1], y[1], maps)
     metrics["auroc_leave_one_source_out"] = leave_one_source_out(sets, rows, y)
     metrics["fit_answers"] = len(sets[0])

@@ -16,7 +16,14 @@ from ..._text import COMPOUND_WORD, DIGITS, STOP_WORDS
 from ..._types import Coverage, DetectionConfig, DetectionInput, NLILabel, TokenScore
 from ._base import BaseDetector, TokenScoring
 
-__all__ = ["STOPWORDS", "LexicalDetector", "absent_word_count", "lexical_nli", "normalize_word"]
+__all__ = [
+    "STOPWORDS",
+    "LexicalDetector",
+    "absent_word_count",
+    "absent_word_starts",
+    "lexical_nli",
+    "normalize_word",
+]
 
 # A whole word that is a number ("2,400", "3.5").
 _NUMBER = re.compile(rf"^{DIGITS.pattern}$")
@@ -171,10 +178,10 @@ def _absent_key(word: str, vocab: set[str]) -> str | None:
     return key
 
 
-def absent_word_count(item: DetectionInput, skip: Sequence[tuple[int, int]] = ()) -> int:
-    """How many of the answer's content words occur nowhere in the context or question.
+def absent_word_starts(item: DetectionInput, skip: Sequence[tuple[int, int]] = ()) -> list[int]:
+    """Where the answer's content words that occur nowhere in the context or question start.
 
-    The words :class:`LexicalDetector` flags, counted (a repeated word counts each time).
+    The words :class:`LexicalDetector` flags (a repeated word counts each time).
 
     Args:
         item: The answer and its grounding.
@@ -182,11 +189,17 @@ def absent_word_count(item: DetectionInput, skip: Sequence[tuple[int, int]] = ()
             (the sentences the detector's abstention rule leaves unflagged).
     """
     vocab = _grounding_vocabulary(item)
-    return sum(
-        _absent_key(match.group(), vocab) is not None
+    return [
+        match.start()
         for match in COMPOUND_WORD.finditer(item.answer)
         if not any(start <= match.start() < end for start, end in skip)
-    )
+        and _absent_key(match.group(), vocab) is not None
+    ]
+
+
+def absent_word_count(item: DetectionInput, skip: Sequence[tuple[int, int]] = ()) -> int:
+    """How many of the answer's content words occur nowhere in the context or question."""
+    return len(absent_word_starts(item, skip))
 
 
 _NEGATIONS = frozenset({"not", "no", "never", "nobody", "nothing", "none", "n't", "nt"})

@@ -4,32 +4,43 @@ The largest token probability of a calibrated token classifier is a probability 
 answers as long as those it was calibrated on (one or two sentences). A long answer has
 many more tokens, and the largest of many near-misses climbs: before this calibration the
 bundled detector flagged 83% of clean multi-part answers on held-out train-role data.
-This logistic map reads the largest token probability together with the answer's length
-in sentences and the number of its content words that occur nowhere in the grounding::
+This logistic map reads the token model together with the answer's length in sentences
+and the number of its content words that occur nowhere in the grounding::
 
     score = sigmoid(max_logit * logit(max token probability)
+                    + sentence_peak * max over sentences of (logit(the sentence's max
+                                      token probability) + log(1 + its absent words))
                     + log_sentences * log(sentences)
                     + absent_words * log(1 + absent content words) + bias)
 
 The absent-word count is the lexical reference's signal
 (:class:`~truthlens_integrations.core.models.detection.LexicalDetector`): on real LLM
 answers that add facts of their own it ranks better than the token model, which was
-trained mostly on short answers; the fit weighs the two. Its numbers are fitted on
-held-out train-role data, single answers and multi-part answers alike (``python -m
-training.calibrate_response FOLDER``), and stored in the model folder's ``config.json``
-as ``truthlens.response_calibration``. Token probabilities and spans are not changed:
-only the response score is.
+trained mostly on short answers; the fit weighs the two. The sentence peak asks for both
+signals in the same sentence: in a long clean answer a lone suspicious token and a few
+new words elsewhere are common, an invented sentence tends to have both. Its numbers are
+fitted on held-out train-role data, single answers and multi-part answers alike
+(``python -m training.calibrate_response FOLDER``), and stored in the model folder's
+``config.json`` as ``truthlens.response_calibration``. Token probabilities and spans are
+not changed: only the response score is.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..._text import split_sentences
+from ..._types import TokenScore
 
-__all__ = ["ResponseCalibration", "read_response_calibration", "sentence_count"]
+__all__ = [
+    "ResponseCalibration",
+    "read_response_calibration",
+    "sentence_count",
+    "sentence_peak",
+]
 
 _KEY = "response_calibration"
 _EPSILON = 1e-6
@@ -40,20 +51,28 @@ class ResponseCalibration:
     """The coefficients of the response score's logistic map.
 
     ``absent_words`` is 0 for a calibration fitted without the absent-word count (the
-    map then reads only the token model and the length).
+    map then reads only the token model and the length), ``sentence_peak`` 0 for one
+    fitted without the sentence peak (a folder written before it).
     """
 
     max_logit: float
     log_sentences: float
     bias: float
     absent_words: float = 0.0
+    sentence_peak: float = 0.0
 
     @property
     def reads_absent_words(self) -> bool:
-        """Whether the map needs the answer's absent-word count."""
-        return self.absent_words != 0.0
+        """Whether the map needs where the answer's absent words are."""
+        return self.absent_words != 0.0 or self.sentence_peak != 0.0
 
-    def probability(self, max_probability: float, sentences: int, absent_words: int = 0) -> float:
+    def probability(
+        self,
+        max_probability: float,
+        sentences: int,
+        absent_words: int = 0,
+        peak: float = 0.0,
+    ) -> float:
         """The calibrated response score of an answer.
 
         Args:
@@ -61,10 +80,11 @@ class ResponseCalibration:
             sentences: The answer's sentence count (at least 1 is used).
             absent_words: How many of the answer's content words occur nowhere in the
                 context or question (:func:`absent_word_count`).
+            peak: The answer's :func:`sentence_peak`.
         """
-        p = min(max(max_probability, _EPSILON), 1.0 - _EPSILON)
         z = (
-            self.max_logit * math.log(p / (1.0 - p))
+            self.max_logit * _logit(max_probability)
+            + self.sentence_peak * peak
             + self.log_sentences * math.log(max(sentences, 1))
             + self.absent_words * math.log1p(max(absent_words, 0))
             + self.bias
@@ -75,11 +95,33 @@ class ResponseCalibration:
         """The ``truthlens.response_calibration`` entry of a model folder's config."""
         return {
             "max_logit": round(self.max_logit, 6),
+            "sentence_peak": round(self.sentence_peak, 6),
             "log_sentences": round(self.log_sentences, 6),
             "absent_words": round(self.absent_words, 6),
             "bias": round(self.bias, 6),
             "fitted_on": fitted_on,
         }
+
+
+def _logit(probability: float) -> float:
+    p = min(max(probability, _EPSILON), 1.0 - _EPSILON)
+    return math.log(p / (1.0 - p))
+
+
+def sentence_peak(answer: str, tokens: Sequence[TokenScore], absent_starts: Sequence[int]) -> float:
+    """The largest ``logit(max token probability) + log(1 + absent words)`` of a sentence.
+
+    Args:
+        answer: The answer.
+        tokens: Its scored tokens.
+        absent_starts: Where its absent words start (:func:`absent_word_starts`).
+    """
+    peak = -math.inf
+    for start, end in split_sentences(answer) or [(0, len(answer))]:
+        largest = max((t.probability for t in tokens if start <= t.start < end), default=0.0)
+        absent = sum(1 for a in absent_starts if start <= a < end)
+        peak = max(peak, _logit(largest) + math.log1p(absent))
+    return peak
 
 
 def read_response_calibration(config: Any) -> ResponseCalibration | None:
@@ -93,6 +135,7 @@ def read_response_calibration(config: Any) -> ResponseCalibration | None:
         log_sentences=float(entry["log_sentences"]),
         bias=float(entry["bias"]),
         absent_words=float(entry.get("absent_words", 0.0)),
+        sentence_peak=float(entry.get("sentence_peak", 0.0)),
     )
 
 

@@ -18,9 +18,9 @@ from ..._types import (
 )
 from .._loading import LoadedModel, load_token_classifier
 from ._base import BaseDetector, TokenScoring
-from ._lexical import absent_word_count
+from ._lexical import absent_word_starts
 from ._prompt import format_prompt
-from ._response import read_response_calibration, sentence_count
+from ._response import read_response_calibration, sentence_count, sentence_peak
 
 if TYPE_CHECKING:
     import torch
@@ -142,12 +142,14 @@ class TransformerDetector(BaseDetector):
         if self.config.aggregation != "calibrated" or self._response is None:
             return super()._response_score(item, tokens, spans)
         largest = max((t.probability for t in tokens), default=0.0)
-        absent = self._absent_words(item) if self._response.reads_absent_words else 0
-        return self._response.probability(largest, sentence_count(item.answer), absent)
+        response = self._response
+        absent = self._absent_word_starts(item) if response.reads_absent_words else []
+        peak = sentence_peak(item.answer, tokens, absent) if response.sentence_peak else 0.0
+        return response.probability(largest, sentence_count(item.answer), len(absent), peak)
 
-    def _absent_words(self, item: DetectionInput) -> int:
-        """The answer's absent-word count, as the response calibration reads it."""
-        return absent_word_count(item)
+    def _absent_word_starts(self, item: DetectionInput) -> list[int]:
+        """Where the answer's absent words start, as the response calibration reads them."""
+        return absent_word_starts(item)
 
     @property
     def device(self) -> torch.device:
