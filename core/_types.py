@@ -276,8 +276,8 @@ class DetectionConfig(_Frozen):
         aggregation: ``noisy_or`` over flagged tokens, ``span_max`` (max span score), or
             ``max`` (the largest token probability, flagged or not: a probability when the
             model is calibrated, and a ranking score for every answer), or ``calibrated``
-            (the model folder's response calibration: that largest probability read with
-            the answer's length and absent-word count; the bundled detector's default, see
+            (the model folder's response calibration: the token probabilities read with
+            the answer's length and absent words; the bundled detector's default, see
             :class:`~truthlens_integrations.core.models.detection.ResponseCalibration`).
         min_span_chars: Spans shorter than this many non-space characters are dropped.
         min_span_confidence: Spans whose confidence is below this are dropped.
