@@ -19,6 +19,7 @@ from truthlens_integrations.core.models.detection import TransformerDetector, lo
 from truthlens_integrations.core.models.detection._adjust import (
     abstentions,
     adjust_tokens,
+    hedge_verdicts,
     negation_verdicts,
 )
 from truthlens_integrations.core.models.detection._evidence import (
@@ -288,6 +289,16 @@ def test_bundled_catches_a_dropped_negation_and_a_unit_swap(bundled: EvidenceDet
 
 
 @needs_weights
+def test_bundled_lets_a_hedge_on_a_correct_answer_through(bundled: EvidenceDetector) -> None:
+    # The demo's corrected answer to the demo's question: "currently" was its only
+    # flagged word.
+    answer = "The Eiffel Tower was built in 1887-1889, and it is currently 330 meters tall."
+    question = "When was the Eiffel Tower built and how tall is it?"
+    result = bundled.detect(context=[EIFFEL_CONTEXT], question=question, answer=answer)
+    assert not result.detected and result.spans == []
+
+
+@needs_weights
 def test_bundled_checks_an_answer_to_a_very_long_question(bundled: EvidenceDetector) -> None:
     question = " ".join(["Tell me everything you know about the history of this bridge."] * 60)
     result = bundled.detect(
@@ -442,6 +453,18 @@ def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:
     named = "The passages do not say who the CEO is, but it is John Smith."
     out = adjust_tokens(_tokens(named, 0.9), named, context, "Who is the CEO?")
     assert max(t.probability for t in out) == 0.9
+
+
+def test_a_hedge_on_a_grounded_claim_is_lowered_and_on_an_invented_one_kept() -> None:
+    context = ['{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters"}']
+    grounded = "The Eiffel Tower is currently 330 meters tall."
+    out = adjust_tokens(_tokens(grounded, 0.6), grounded, context, None)
+    assert _probability(out, "currently") < 0.5
+    assert _probability(out, "tall") == 0.6  # only the hedge is let through
+    invented = "The Eiffel Tower is currently owned by a hotel chain."
+    out = adjust_tokens(_tokens(invented, 0.6), invented, context, None)
+    assert _probability(out, "currently") == 0.6
+    assert hedge_verdicts("No hedge here.", context, None) == []
 
 
 def test_not_listed_is_an_abstention_only_when_it_names_the_sources() -> None:

@@ -34,7 +34,7 @@ from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity, 
 from ..._text import STOP_WORDS, WORD, split_sentences
 from ..._types import TokenScore
 
-__all__ = ["abstentions", "adjust_tokens", "negation_verdicts"]
+__all__ = ["abstentions", "adjust_tokens", "hedge_verdicts", "negation_verdicts"]
 
 # Odds multiplier for a number found in the context, and floors for numbers that are not.
 _PRESENT_ODDS = 0.15
@@ -220,6 +220,41 @@ def negation_verdicts(
     return out
 
 
+# Hedges and frame adverbs: they qualify a claim without adding a fact of their own
+# ("it is currently 330 meters tall"), yet a small encoder flags them as new words.
+_HEDGES = frozenset(
+    """currently presently now today still already also mainly mostly largely primarily
+    chiefly principally predominantly generally typically usually normally commonly often
+    approximately roughly about around nearly almost some overall essentially basically
+    notably especially particularly""".split()
+)
+_HEDGE = re.compile(r"\b(?:" + "|".join(sorted(_HEDGES)) + r")\b", re.IGNORECASE)
+# The rest of the sentence must be this well grounded for its hedge to be let through.
+_HEDGE_GROUNDED_SHARE = 0.75
+
+
+def hedge_verdicts(
+    answer: str, context: Sequence[str], question: str | None
+) -> list[tuple[int, int, Literal["agree"]]]:
+    """``(start, end, "agree")`` of hedges in sentences whose other content words are grounded.
+
+    A hedge in a sentence that is mostly new words is left to the model: there the whole
+    claim may be invented, hedge and all.
+    """
+    sentences = [(a, b) for a, b in split_sentences(answer) if _HEDGE.search(answer[a:b])]
+    if not sentences:
+        return []  # the common case: no pass over the context
+    known = {w.lower() for text in (*context, question or "") for w in WORD.findall(text)}
+    out: list[tuple[int, int, Literal["agree"]]] = []
+    for start, end in sentences:
+        text = answer[start:end]
+        others = [w for w in _content(text) if w not in _HEDGES]
+        if not others or sum(w in known for w in others) < _HEDGE_GROUNDED_SHARE * len(others):
+            continue
+        out += [(start + m.start(), start + m.end(), "agree") for m in _HEDGE.finditer(text)]
+    return out
+
+
 def _odds_down(p: float) -> float:
     odds = _PRESENT_ODDS * p / max(1.0 - p, 1e-9)
     return odds / (1.0 + odds)
@@ -228,9 +263,10 @@ def _odds_down(p: float) -> float:
 def adjust_tokens(
     tokens: list[TokenScore], answer: str, context: Sequence[str], question: str | None
 ) -> list[TokenScore]:
-    """Token probabilities with the number, negation and abstention rules applied."""
+    """Token probabilities with the number, negation, hedge and abstention rules applied."""
     numbers: list[tuple[int, int, str]] = list(_number_verdicts(answer, context))
     marks = numbers + list(negation_verdicts(answer, context))
+    marks += hedge_verdicts(answer, context, question)
     quiet = abstentions(answer, context, question)
     if not marks and not quiet:
         return tokens
