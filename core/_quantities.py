@@ -163,9 +163,8 @@ def _same_amount(quantity: Quantity, other: Quantity) -> bool:
 
     The answer's number is read as written: "2.6 miles" stands for 2.55 to 2.65 miles and
     "540 kg" for 535 to 545 kg, so a correct conversion of "4.2 km" (2.61 miles) matches
-    and "4.2 miles" does not.
-    Rounding is allowed up to 10% ("3 miles" is not a rounding of 2.61 miles); in the
-    same unit only the same value matches.
+    and "4.2 miles" does not. Rounding is allowed up to 10% ("3 miles" is not a rounding
+    of 2.61 miles); in the same unit only the same value matches.
     """
     mine, theirs = measure(quantity), measure(other)
     if mine is None or theirs is None or mine[0] != theirs[0]:

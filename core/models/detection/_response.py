@@ -18,9 +18,10 @@ The absent-word count is the lexical reference's signal
 answers that add facts of their own it ranks better than the token model, which was
 trained mostly on short answers; the fit weighs the two. The sentence peak asks for both
 signals in the same sentence: in a long clean answer a lone suspicious token and a few
-new words elsewhere are common, an invented sentence tends to have both. Its numbers are
-fitted on held-out train-role data, single answers and multi-part answers alike
-(``python -m training.calibrate_response FOLDER``), and stored in the model folder's
+new words elsewhere are common, an invented sentence tends to have both (the bundled
+model's map does not use it: measured and not shipped, see ``training/README.md``). Its
+numbers are fitted on held-out train-role data, single answers and multi-part answers
+alike (``python -m training.calibrate_response FOLDER``), and stored in the model folder's
 ``config.json`` as ``truthlens.response_calibration``. Token probabilities and spans are
 not changed: only the response score is.
 """
