@@ -171,7 +171,7 @@ def _same_amount(quantity: Quantity, other: Quantity) -> bool:
         return False
     if quantity.unit == other.unit:
         return quantity.value == other.value
-    size = mine[1] / quantity.value if quantity.value else 0.0
+    size = _UNITS[quantity.unit or ""][1]  # the answer's unit in the base unit
     slack = min(0.5 * 10.0**-quantity.decimals * size, 0.1 * abs(theirs[1])) * 1.01
     return abs(mine[1] - theirs[1]) <= slack
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..._quantities import QuantityVerdict, extract_quantities, judge_quantity, measure
-from ..._text import STOP_WORDS, WORD, split_sentences
+from ..._text import STOP_WORDS, content_words, split_sentences, words
 from ..._types import TokenScore
 
 __all__ = ["abstentions", "adjust_tokens", "hedge_verdicts", "negation_verdicts"]
@@ -120,6 +120,11 @@ def _abstains(sentence: str) -> bool:
     )
 
 
+def _known_words(context: Sequence[str], question: str | None) -> set[str]:
+    """The lower-cased words of the grounding (context and question)."""
+    return {w for text in (*context, question or "") for w in words(text)}
+
+
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
     """``(start, end)`` of the answer's sentences that only say the sources lack something."""
     candidates = [
@@ -129,21 +134,19 @@ def abstentions(answer: str, context: Sequence[str], question: str | None) -> li
     ]
     if not candidates:
         return []  # the common case: no pass over a long context
-    known = {w.lower() for text in (*context, question or "") for w in WORD.findall(text)}
+    known = _known_words(context, question)
     out = []
     for start, end in candidates:
-        words = [w.lower() for w in WORD.findall(answer[start:end])]
         # one unknown word is allowed ("the company", "the firm"); a name that answers the
         # question after all ("..., but it is John Smith") brings more
-        if sum(1 for w in words if w not in _ABSTAIN_WORDS and w not in known) <= 1:
+        said = words(answer[start:end])
+        if sum(1 for w in said if w not in _ABSTAIN_WORDS and w not in known) <= 1:
             out.append((start, end))
     return out
 
 
 def _content(text: str) -> set[str]:
-    return {
-        w for w in WORD.findall(text.lower()) if w not in STOP_WORDS and w not in _NEGATION_WORDS
-    }
+    return content_words(text) - _NEGATION_WORDS
 
 
 def _negations(sentence: str) -> list[tuple[int, int]]:
@@ -158,18 +161,20 @@ def _negated_words(sentence: str) -> list[str]:
     out: list[str] = []
     for _, end in _negations(sentence):
         clause = re.split(r"[,;:.!?]", sentence[end:], maxsplit=1)[0]
-        out += [w for w in WORD.findall(clause.lower()) if w not in STOP_WORDS][:2]
+        out += [w for w in words(clause) if w not in STOP_WORDS][:2]
     return out
 
 
-def _aligned_sentences(context: Sequence[str], words: set[str]) -> list[tuple[str, set[str], bool]]:
-    """``(text, content words, negated)`` of the context sentences sharing 3+ of ``words``.
+def _aligned_sentences(
+    context: Sequence[str], wanted: set[str]
+) -> list[tuple[str, set[str], bool]]:
+    """``(text, content words, negated)`` of the context sentences sharing 3+ of ``wanted``.
 
     One regex pass finds the passages that hold enough of the words; only those are split
     into sentences (a 20,000-word context costs a few milliseconds, not a full analysis).
     """
     pattern = re.compile(
-        r"\b(?:" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")\b"
+        r"\b(?:" + "|".join(sorted(map(re.escape, wanted), key=len, reverse=True)) + r")\b"
     )
     out = []
     for passage in context:
@@ -178,7 +183,7 @@ def _aligned_sentences(context: Sequence[str], words: set[str]) -> list[tuple[st
         for start, end in split_sentences(passage):
             text = passage[start:end]
             content = _content(text)
-            if len(content & words) >= _MIN_ALIGNED:
+            if len(content & wanted) >= _MIN_ALIGNED:
                 out.append((text, content, bool(_negations(text))))
     return out
 
@@ -198,10 +203,10 @@ def negation_verdicts(
         return []
     sentences = _aligned_sentences(context, set().union(*(u[2] for u in units)))
     out: list[tuple[int, int, Literal["agree", "conflict"]]] = []
-    for start, end, words in units:
+    for start, end, said in units:
         text = answer[start:end]
-        need = max(_MIN_ALIGNED, _ALIGNED_SHARE * len(words))
-        aligned = [(t, neg) for t, c, neg in sentences if len(words & c) >= need]
+        need = max(_MIN_ALIGNED, _ALIGNED_SHARE * len(said))
+        aligned = [(t, neg) for t, c, neg in sentences if len(said & c) >= need]
         if not aligned:
             continue
         negated = _negations(text)
@@ -244,7 +249,7 @@ def hedge_verdicts(
     sentences = [(a, b) for a, b in split_sentences(answer) if _HEDGE.search(answer[a:b])]
     if not sentences:
         return []  # the common case: no pass over the context
-    known = {w.lower() for text in (*context, question or "") for w in WORD.findall(text)}
+    known = _known_words(context, question)
     out: list[tuple[int, int, Literal["agree"]]] = []
     for start, end in sentences:
         text = answer[start:end]
@@ -264,9 +269,11 @@ def adjust_tokens(
     tokens: list[TokenScore], answer: str, context: Sequence[str], question: str | None
 ) -> list[TokenScore]:
     """Token probabilities with the number, negation, hedge and abstention rules applied."""
-    numbers: list[tuple[int, int, str]] = list(_number_verdicts(answer, context))
-    marks = numbers + list(negation_verdicts(answer, context))
-    marks += hedge_verdicts(answer, context, question)
+    marks: list[tuple[int, int, str]] = [
+        *_number_verdicts(answer, context),
+        *negation_verdicts(answer, context),
+        *hedge_verdicts(answer, context, question),
+    ]
     quiet = abstentions(answer, context, question)
     if not marks and not quiet:
         return tokens
