@@ -90,6 +90,25 @@ def test_evidence_combines_sentences_far_apart() -> None:
     assert "weather number" not in rows[0].prompt.split("\n")[0]
 
 
+def test_every_sentence_of_a_unit_gets_its_own_evidence() -> None:
+    # Each "tower" sentence shares three rare words with the first answer sentence, the
+    # museum sentence only one with the second. One query for the whole unit ranked every
+    # tower sentence first and the budget ran out before the museum sentence.
+    extras = [("lift", "shop", "garden"), ("cinema", "library", "bakery"),
+              ("chapel", "gallery", "terrace"), ("pool", "stage", "market")]  # fmt: skip
+    tower = [f"The tower has a {a} and a {b} and a {c}." for a, b, c in extras]
+    museum = ["The museum opened in 1793.", "The museum has many rooms.", "It opened daily."]
+    listed = ", ".join(word for triple in extras for word in triple)
+    answer = f"The tower has a {listed}. The museum opened in 1793."
+    rows = plan_rows(
+        ContextIndex([*tower, *museum]), None, answer,
+        count_many=_words, unit_tokens=48, evidence_tokens=36,
+    )  # fmt: skip
+    assert len(rows) == 1  # one unit of two sentences
+    assert "1793" in rows[0].prompt
+    assert "The tower has" in rows[0].prompt
+
+
 def test_selection_does_not_depend_on_passage_order() -> None:
     passages = [f"The {c} museum opened in {1900 + i} and has {i + 2} floors." for i, c in
                 enumerate(["red", "blue", "green", "white", "black", "old", "new"])]  # fmt: skip

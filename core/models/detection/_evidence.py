@@ -2,8 +2,10 @@
 
 Instead of scanning every window of a long context, the answer is cut into units (one
 or a few consecutive sentences) and each unit is paired with the context sentences most
-relevant to it, ranked by BM25 over the context's own sentences. The detector then reads
-``[CLS] question + evidence [SEP] unit [SEP]``, one short row per unit.
+relevant to it, ranked by BM25 over the context's own sentences: each sentence of the
+unit is a query of its own and their rankings take turns, so every answer sentence gets
+its best evidence. The detector then reads ``[CLS] question + evidence [SEP] unit
+[SEP]``, one short row per unit.
 
 Three properties follow from how it is built, and tests pin them:
 
@@ -205,11 +207,11 @@ class ContextIndex:
         return lines
 
 
-def _query(unit: str, question: str | None, previous: str | None) -> dict[str, float]:
-    # The unit's own words count fully; the question and the previous unit help to find
+def _query(sentence: str, question: str | None, previous: str | None) -> dict[str, float]:
+    # The sentence's own words count fully; the question and the previous sentence help to find
     # what a pronoun or an elided subject refers to, at a lower weight.
     query: dict[str, float] = defaultdict(float)
-    for text, weight in ((unit, 1.0), (question or "", 0.3), (previous or "", 0.3)):
+    for text, weight in ((sentence, 1.0), (question or "", 0.3), (previous or "", 0.3)):
         for term in _terms(text):
             query[term] = max(query[term], weight)
     return dict(query)
@@ -299,7 +301,11 @@ def plan_rows(
     budget = evidence_tokens - (count(f"question: {question}") + 1 if question else 0)
     for start, end in answer_units(answer, count, unit_tokens):
         unit = answer[start:end]
-        chosen = _choose(index, _query(unit, question, previous), count_many, max(budget, 16))
+        queries = []
+        for a, b in split_sentences(unit) or [(0, len(unit))]:
+            queries.append(_query(unit[a:b], question, previous))
+            previous = unit[a:b]
+        chosen = _choose(index, queries, count_many, max(budget, 16))
         rows.append(
             EvidenceRow(
                 prompt=evidence_prompt(question, index.render(chosen)),
@@ -308,7 +314,6 @@ def plan_rows(
                 sentences=len(chosen),
             )
         )
-        previous = unit
     return rows
 
 
@@ -332,11 +337,35 @@ def _clip_question(question: str | None, count: Callable[[str], int], limit: int
     return " ".join(tokens[low:]) or None
 
 
+def _interleave(rankings: Sequence[list[tuple[float, int]]]) -> list[tuple[float, int]]:
+    """The rankings taken in turns (each one's best, then each one's second, ...), once each.
+
+    A unit of several sentences then gets the best evidence of every sentence before the
+    second best of any: one query for the whole unit would rank first the context
+    sentences that share words with most of it, and a sentence about something else could
+    be left with no evidence at all.
+    """
+    merged: list[tuple[float, int]] = []
+    seen: set[int] = set()
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank][1] not in seen:
+                seen.add(ranking[rank][1])
+                merged.append(ranking[rank])
+    return merged
+
+
 def _choose(
-    index: ContextIndex, query: dict[str, float], count_many: CountMany, budget: int
+    index: ContextIndex,
+    queries: Sequence[dict[str, float]],
+    count_many: CountMany,
+    budget: int,
 ) -> dict[int, float]:
-    """Best sentences that fit the budget, then the sentence before each (for its subject)."""
-    ranked = index.rank(query)[:_CANDIDATES]
+    """Best sentences that fit the budget, then the sentence before each (for its subject).
+
+    ``queries`` holds one query per sentence of the unit; their rankings take turns.
+    """
+    ranked = _interleave([index.rank(query)[:_CANDIDATES] for query in queries])
     if not ranked:
         # Nothing shares a word with the unit: show the start of the context, so the
         # model judges against something real instead of an empty prompt.

@@ -19,8 +19,9 @@ class EvidenceDetector(TransformerDetector):
     """Token-level detection over selected evidence instead of every context window.
 
     The answer is cut into units of one or a few sentences (``unit_tokens``); each unit
-    is paired with the context sentences that share most with it (BM25 over the context,
-    ``evidence_tokens`` of them, from anywhere in the context) and the model reads
+    is paired with the context sentences that share most with its sentences (BM25 over the
+    context, one query per sentence, ``evidence_tokens`` of them, from anywhere in the
+    context) and the model reads
     ``[CLS] question + evidence [SEP] unit [SEP]``. The verdict does not depend on the
     order of the passages, the cost grows with the answer and not with the context, and
     facts stated far apart are read side by side. The result's ``coverage`` reports how
