@@ -16,7 +16,8 @@ that *some* token is unsupported: its loss is on the most suspicious token of th
 
 The embeddings and the lower three layers stay frozen: the NLI branch is built on them
 (its fingerprint stays valid) and each step is cheaper. Time-bounded (``--minutes``), so
-it fits the 2-hour CPU budget; ``--init`` continues from a previous run.
+it fits the 2-hour CPU budget; ``--init`` continues from a previous run (with
+``--order-seed``, in another order over the same examples).
 
     python -m training.train_evidence --minutes 60 --out runs/evidence
 """
@@ -79,6 +80,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--init", type=Path, default=BUNDLED)
     p.add_argument("--out", type=Path, default=Path("runs/evidence"))
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument(
+        "--order-seed",
+        type=int,
+        default=None,
+        help="shuffle the batches with this seed instead (same examples, same held-out split): "
+        "a run continued with --init then reads the rows in another order",
+    )
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--max-steps", type=int, default=100_000)
     p.add_argument("--batch-rows", type=int, default=16)
@@ -343,6 +351,8 @@ def main(argv: list[str] | None = None) -> None:
 
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    # --seed also picks the held-out split and the examples; only the order may change.
+    order_rng = rng if args.order_seed is None else random.Random(args.order_seed)
     budget = args.minutes * 60.0
     step = 0
     t0 = time.time()
@@ -350,7 +360,7 @@ def main(argv: list[str] | None = None) -> None:
     done = False
     epoch = 0
     while not done:
-        for group in batches(train, args.batch_rows, rng):
+        for group in batches(train, args.batch_rows, order_rng):
             elapsed = time.time() - t0
             if elapsed > budget or step >= args.max_steps:
                 done = True
