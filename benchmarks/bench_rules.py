@@ -19,15 +19,17 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from training.train_evidence import _hard_cases
-from truthlens_integrations.core import DetectionInput, _quantities
+from truthlens_integrations.core import _quantities
 from truthlens_integrations.core.models.detection import _adjust, load_detector
 from truthlens_integrations.evaluation import auroc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_heldout import _inputs, _scores
 
 
 @contextmanager
@@ -43,26 +45,12 @@ def _rules(units: bool, negation: bool) -> Iterator[None]:
         yield
 
 
-def _scores(detector: Any, items: list[DetectionInput]) -> list[tuple[float, bool]]:
-    out = []
-    for first in range(0, len(items), 16):
-        out += [(r.score, r.detected) for r in detector.detect_batch(items[first : first + 16])]
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/rules_ablation.md"))
     args = ap.parse_args()
     cases = _hard_cases("test")
-    items = [
-        DetectionInput.create(
-            context=[p for p in c.context.split("\n") if p.strip()],
-            question=c.question or None,
-            answer=c.answer,
-        )
-        for c in cases
-    ]
+    items = _inputs(cases)
     gold = [bool(c.label) for c in cases]
     detector = load_detector()
     runs = {}
@@ -74,7 +62,8 @@ def main() -> None:
         ("both (shipped)", True, True),
     ]:
         with _rules(units, negation):
-            runs[name] = _scores(detector, items)
+            scores, flagged, _ = _scores(detector, items)
+            runs[name] = list(zip(scores, flagged, strict=True))
     kinds: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(cases):
         kinds[c.source.split("/")[-1]].append(i)
