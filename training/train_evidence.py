@@ -7,6 +7,8 @@ the context sentences selected for it. This trains the token head on exactly tho
 * real outputs with human labels (``training.realdata``): summaries, dialogue responses,
   claims, QA answers; most labels are per example, some per span or token;
 * the hard cases users hit (``training.hardcases``), exact character labels;
+* with ``--llm-answers N``, paragraph answers a local LLM wrote (``training.llm_answers``),
+  labelled by a planted change, each read N times per pass;
 * a share of the older synthetic perturbations (exact labels), so spans stay sharp.
 
 Labels are used for what they are. A clean answer labels every token supported. A span
@@ -42,7 +44,7 @@ import torch
 from truthlens_integrations.core.models.detection._evidence import ContextIndex, plan_rows
 from truthlens_integrations.evaluation import average_precision, threshold_curve
 
-from . import hardcases, realdata
+from . import hardcases, llm_answers, realdata
 from .data import synthetic_examples
 
 log = logging.getLogger("train_evidence")
@@ -95,6 +97,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--synthetic", type=int, default=3000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--heldout-per-source", type=int, default=300)
+    p.add_argument(
+        "--llm-answers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add the LLM-written paragraph answers (training.llm_answers), each N times; "
+        "their test part joins the held-out report",
+    )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     return p.parse_args(argv)
 
@@ -129,6 +139,12 @@ def load_examples(args: argparse.Namespace, part: str, rng: random.Random) -> li
     claims = balanced(realdata.load_real(part=part, seed=args.seed), per_source, rng)
     examples = [_from_claim(c) for c in claims]
     examples += [_from_claim(c) for c in _hard_cases(part)]
+    if args.llm_answers > 0:
+        llm = [
+            _from_claim(c)
+            for c in llm_answers.load_llm_answers("train" if part == "train" else "test")
+        ]
+        examples += llm * (args.llm_answers if part == "train" else 1)
     if part == "train" and args.synthetic:
         n = 60 if args.quick else args.synthetic
         for ex in synthetic_examples("train", rng, n, long_fraction=0.3):
