@@ -1,15 +1,15 @@
 """Detectors side by side on held-out train-role data: each source's held-out split.
 
 Usage:
-    python benchmarks/bench_heldout.py [--per-source 40] [--previous FOLDER]
+    python benchmarks/bench_heldout.py [--per-source 40] [--previous FOLDER] [--llm-answers]
         [--out benchmarks/results/heldout.md]
 
 Data: the report half of ``training.realdata``'s held-out part (the half the calibration
 did not see; at most ``--per-source`` examples per source, positives and negatives evened
-out), ``training/data/hardcases_test.jsonl`` and ``training/data/llm_answers_test.jsonl``
-(paragraph answers a local LLM wrote over held-out contexts, labelled by a planted change;
-``llm_answers`` in the report). Nothing here was trained on, and nothing
-eval-only is read. Detectors: the bundled detector (evidence selection, the default), the
+out), ``training/data/hardcases_test.jsonl`` and, with ``--llm-answers``,
+``training/data/llm_answers_test.jsonl`` (paragraph answers a local LLM wrote over held-out
+contexts, labelled by a planted change; ``llm_answers`` in the report). Nothing here was
+trained on, and nothing eval-only is read. Detectors: the bundled detector (evidence selection, the default), the
 lexical reference, and with ``--previous`` an older detector folder scanned by windows (the
 stage-3 detector: ``git show e1b9da3:core/_bundled/detector/<file>`` for config.json,
 model.safetensors, tokenizer.json and tokenizer_config.json). Reported per source: AP,
@@ -76,11 +76,17 @@ def main() -> None:
         default=[],
         help="also score the bundled detector with these evidence budgets (default 192)",
     )
+    ap.add_argument(
+        "--llm-answers",
+        action="store_true",
+        help="also the LLM-written paragraph answers over held-out contexts (llm_answers_test)",
+    )
     add_config_option(ap)
     args = ap.parse_args()
     held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
     claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
-    claims += llm_answers.load_llm_answers("test")
+    if args.llm_answers:
+        claims += llm_answers.load_llm_answers("test")
     claims += multi_part_answers(held, args.multi_per_family, random.Random(17))
     items = _inputs(claims)
     groups: dict[str, list[int]] = defaultdict(list)
@@ -104,8 +110,13 @@ def main() -> None:
         f"- command: `python benchmarks/bench_heldout.py {' '.join(sys.argv[1:])}`".rstrip(),
         f"- date: {time.strftime('%Y-%m-%d')}; 2-core CPU, fp32",
         "- data: realdata held-out part, the half the calibration did not see, at most "
-        f"{args.per_source} per source (balanced), plus the 450 hard-case test records, the "
-        "LLM-written paragraph answers over held-out contexts (`llm_answers`) and "
+        f"{args.per_source} per source (balanced), plus the 450 hard-case test records"
+        + (
+            ", the LLM-written paragraph answers over held-out contexts (`llm_answers`)"
+            if args.llm_answers
+            else ""
+        )
+        + " and "
         f"{args.multi_per_family} multi-part answers per data set family (`multi/...`: 3-7 "
         "held-out answers of one data set joined, half with an unsupported part; "
         "`training.calibrate_response`)",
