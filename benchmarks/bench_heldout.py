@@ -4,16 +4,17 @@ Usage:
     python benchmarks/bench_heldout.py [--per-source 40] [--previous FOLDER] [--llm-answers]
         [--out benchmarks/results/heldout.md]
 
-Data: the report half of ``training.realdata``'s held-out part (the half the calibration
-did not see; at most ``--per-source`` examples per source, positives and negatives evened
-out), ``training/data/hardcases_test.jsonl`` and, with ``--llm-answers``,
+Data: the report half of ``training.realdata``'s held-out part (the half the calibration did
+not see; at most ``--per-source`` examples per source, positives and negatives evened out),
+``training/data/hardcases_test.jsonl`` and, with ``--llm-answers``,
 ``training/data/llm_answers_test.jsonl`` (paragraph answers a local LLM wrote over held-out
 contexts, labelled by a planted change; ``llm_answers`` in the report). Nothing here was
-trained on, and nothing eval-only is read. Detectors: the bundled detector (evidence selection, the default), the
-lexical reference, and with ``--previous`` an older detector folder scanned by windows (the
-stage-3 detector: ``git show e1b9da3:core/_bundled/detector/<file>`` for config.json,
-model.safetensors, tokenizer.json and tokenizer_config.json). Reported per source: AP,
-AUROC, and the share of clean answers flagged at the detector's own threshold.
+trained on, and nothing eval-only is read. Detectors: the bundled detector (evidence
+selection, the default), the lexical reference, and with ``--previous`` an older detector
+folder scanned by windows (the stage-3 detector: ``git show
+e1b9da3:core/_bundled/detector/<file>`` for config.json, model.safetensors, tokenizer.json
+and tokenizer_config.json). Reported per source: AP, AUROC, and the share of clean answers
+flagged at the detector's own threshold.
 """
 
 from __future__ import annotations
