@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import data2txt
+from . import data2txt, hardcases
 from .realdata import Claim, _path, _root, split_of_context
 from .spans import split_sentences
 
@@ -139,6 +139,14 @@ def _uid(kind: str, context: str) -> str:
     return f"{kind}-{_sha(context)}"
 
 
+def _task(kind: str, origin: str, context: str, question: str, old: str, new: str) -> Task | None:
+    """The task that changes ``old`` to ``new`` in ``context``; ``None`` when that is not clean."""
+    changed = changed_pair(context, old, new)
+    if changed is None:
+        return None
+    return Task(_uid(kind, context), kind, origin, context, changed, question, old, new)
+
+
 def _want(part: Part) -> str:
     return "train" if part == "train" else "heldout"
 
@@ -169,18 +177,9 @@ def qa_tasks(part: Part, rng: random.Random, root: Path | None = None) -> Iterat
         passages = [knowledge, *others]
         rng.shuffle(passages)
         context = "\n".join(_passage_text(p) for p in passages)
-        changed = changed_pair(context, right, wrong)
-        if changed is not None:
-            yield Task(
-                _uid("qa", context),
-                "qa",
-                "halueval/qa",
-                context,
-                changed,
-                row["question"],
-                right,
-                wrong,
-            )
+        task = _task("qa", "halueval/qa", context, row["question"], right, wrong)
+        if task is not None:
+            yield task
 
 
 def _passage_text(knowledge: str) -> str:
@@ -236,18 +235,9 @@ def summary_tasks(part: Part, rng: random.Random, root: Path | None = None) -> I
             continue
         old = rng.choice(numbers)
         new = _other_number(old, rng)
-        changed = changed_pair(context, old, new)
-        if changed is not None:
-            yield Task(
-                _uid("summary", context),
-                "summary",
-                "halueval/summarization",
-                context,
-                changed,
-                SUMMARY_INSTRUCTION,
-                old,
-                new,
-            )
+        task = _task("summary", "halueval/summarization", context, SUMMARY_INSTRUCTION, old, new)
+        if task is not None:
+            yield task
 
 
 def _first_words(document: str, words: int) -> str:
@@ -287,18 +277,9 @@ def data2txt_tasks(part: Part, rng: random.Random, root: Path | None = None) -> 
         else:
             new = _other_number(old, rng)
         context = json.dumps(record)
-        changed = changed_pair(context, old, new)
-        if changed is not None:
-            yield Task(
-                _uid("data2txt", context),
-                "data2txt",
-                "data2txt",
-                context,
-                changed,
-                data2txt.INSTRUCTION,
-                old,
-                new,
-            )
+        task = _task("data2txt", "data2txt", context, data2txt.INSTRUCTION, old, new)
+        if task is not None:
+            yield task
 
 
 MAKERS: dict[str, Callable[..., Iterator[Task]]] = {
@@ -406,20 +387,8 @@ def load_llm_answers(part: Part = "train", path: Path | None = None) -> list[Cla
     for row in _jsonl(file):
         if row["label"] < 0:  # a dropped answer, kept so a resumed run skips its task
             continue
-        spans = tuple((int(s), int(e)) for s, e in row["spans"])
         text = "\x1f".join((row["source"], row["context"], row["question"], row["answer"]))
-        uid = hashlib.sha1(text.encode()).hexdigest()
-        out.append(
-            Claim(
-                row["source"],
-                row["context"],
-                row["question"],
-                row["answer"],
-                int(row["label"]),
-                spans,
-                uid,
-            )
-        )
+        out.append(hardcases._to_claim({**row, "uid": hashlib.sha1(text.encode()).hexdigest()}))
     return out
 
 
