@@ -27,7 +27,7 @@ document, a number or year changed), ``data2txt`` (a business record from
 
 ``python -m training.llm_answers --model PATH.gguf --part train --n 200`` appends to
 ``training/data/llm_answers_<part>.jsonl`` (it resumes: records already there are skipped by
-their ids). It needs ``pip install llama-cpp-python`` (built from source, about 20 minutes);
+their ids). It needs ``pip install llama-cpp-python`` (built from source: 5 to 23 minutes here);
 training reads the committed files and needs neither.
 """
 
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import data2txt, hardcases
-from .realdata import Claim, _path, _root, split_of_context
+from .realdata import Claim, _jsonl, _path, _root, split_of_context
 from .spans import split_sentences
 
 __all__ = ["Task", "changed_pair", "label_answer", "load_llm_answers", "main"]
@@ -151,16 +151,9 @@ def _want(part: Part) -> str:
     return "train" if part == "train" else "heldout"
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
 def qa_tasks(part: Part, rng: random.Random, root: Path | None = None) -> Iterator[Task]:
     """HaluEval QA: four passages, the right answer in its passage changed to the wrong one."""
-    rows = list(_jsonl(_path("halueval", "dataset_halueval_qa.jsonl", root=_root(root))))
+    rows = _jsonl(_path("halueval", "dataset_halueval_qa.jsonl", root=_root(root)))
     # every passage of a context comes from the part's own contexts, so no held-out
     # knowledge is ever read by training
     rows = [r for r in rows if split_of_context(r["knowledge"]) == _want(part)]
@@ -222,7 +215,7 @@ _STARTERS = set(
 def summary_tasks(part: Part, rng: random.Random, root: Path | None = None) -> Iterator[Task]:
     """HaluEval summarization documents cut to 180-260 words, one number or year changed."""
     path = _path("halueval", "dataset_halueval_summarization.jsonl", root=_root(root))
-    rows = list(_jsonl(path))
+    rows = _jsonl(path)
     rng.shuffle(rows)
     for row in rows:
         document = row["document"]
@@ -320,17 +313,15 @@ def label_answer(task: Task, answer: str) -> list[dict[str, Any]]:
     old_at = [m.span() for m in _word_pattern(task.old).finditer(answer)]
     if new_at and old_at:
         return []  # states both: which one it asserts is not known
-    meta = {"kind": task.kind, "task": task.uid, "old": task.old, "new": task.new}
     if not new_at and not old_at:
-        return [_row(task, task.changed, answer, [], {**meta, "states": "neither"})]
+        return [_row(task, task.changed, answer, [], "neither")]
     stated, spans = ("new", new_at) if new_at else ("old", old_at)
     supporting, contradicting = (
         (task.changed, task.context) if stated == "new" else (task.context, task.changed)
     )
-    meta = {**meta, "states": stated}
     return [
-        _row(task, supporting, answer, [], meta),
-        _row(task, contradicting, answer, spans, meta),
+        _row(task, supporting, answer, [], stated),
+        _row(task, contradicting, answer, spans, stated),
     ]
 
 
@@ -354,8 +345,10 @@ _CLOCK = re.compile(r"\b\d{1,2}(?::\d{1,2})?\s*(?:[AaPp]\.?[Mm]\.?)|\b\d{1,2}:\d
 
 
 def _row(
-    task: Task, context: str, answer: str, spans: list[tuple[int, int]], meta: dict[str, Any]
+    task: Task, context: str, answer: str, spans: list[tuple[int, int]], states: str
 ) -> dict[str, Any]:
+    """One jsonl record; ``states`` says which value the answer gives (``"new"``, ``"old"``,
+    ``"neither"``, or ``"dropped"``)."""
     return {
         "source": f"llm_answers/{task.kind}",
         "context": context,
@@ -363,7 +356,14 @@ def _row(
         "answer": answer,
         "label": int(bool(spans)),
         "spans": [list(s) for s in spans],
-        "meta": {**meta, "origin": task.origin},
+        "meta": {
+            "kind": task.kind,
+            "task": task.uid,
+            "old": task.old,
+            "new": task.new,
+            "states": states,
+            "origin": task.origin,
+        },
     }
 
 
@@ -401,7 +401,7 @@ def _llm(model: Path, threads: int, seed: int) -> Any:
     except ImportError as exc:  # pragma: no cover - the generator's own dependency
         raise SystemExit(
             "training.llm_answers needs llama.cpp: pip install llama-cpp-python "
-            "(it builds from source, about 20 minutes on 2 cores)"
+            "(it builds from source: 5 to 23 minutes on 2 cores)"
         ) from exc
     return Llama(model_path=str(model), n_ctx=2048, n_threads=threads, seed=seed, verbose=False)
 
@@ -469,8 +469,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dropped(task: Task, answer: str) -> dict[str, Any]:
     """A dropped answer is written too (label -1), so a resumed run skips its task."""
-    meta = {"kind": task.kind, "task": task.uid, "old": task.old, "new": task.new}
-    return {**_row(task, task.changed, answer, [], {**meta, "states": "dropped"}), "label": -1}
+    return {**_row(task, task.changed, answer, [], "dropped"), "label": -1}
 
 
 if __name__ == "__main__":
