@@ -2,14 +2,15 @@
 
 Usage:
     python benchmarks/bench_evidence.py [--contexts 1000 8000 20000] [--answer-tokens 100]
-        [--repeats 20] [--out benchmarks/results/detector_evidence.md]
+        [--items 5] [--repeats 20] [--out benchmarks/results/detector_evidence.md]
 
 Contexts are real news sentences (HaluEval summarization documents, train-role data;
 ``$TRUTHLENS_BENCHDATA`` or ``../shared/benchdata``) joined into passages of about 120
 words until the context has the asked number of tokens; the answer restates sentences of
-the context (about ``--answer-tokens`` tokens) with one changed number, so every unit is
-scored. fp32 on the CPU, single calls, p50 / p99 over ``--repeats`` calls after one
-warm-up call.
+the context, cut at a word so that it has at most ``--answer-tokens`` tokens, with one
+changed number, so every unit is scored. Each context size draws ``--items`` such
+inputs (how an answer falls into units changes the cost); fp32 on the CPU, single
+calls, p50 / p99 over ``--repeats`` calls of each input after one warm-up call each.
 """
 
 from __future__ import annotations
@@ -59,8 +60,35 @@ def _triple(tokenizer, sentences: list[str], tokens: int, answer_tokens: int,  #
             rng: random.Random) -> DetectionInput:  # fmt: skip
     chosen = _draw(tokenizer, sentences, tokens, rng)
     passages = [" ".join(chosen[i : i + 5]) for i in range(0, len(chosen), 5)]
-    answer = " ".join(_draw(tokenizer, chosen, answer_tokens, rng)).replace("1", "7", 1)
-    return DetectionInput.create(context=passages, question=None, answer=answer)
+    answer = _cut(tokenizer, " ".join(_draw(tokenizer, chosen, answer_tokens, rng)), answer_tokens)
+    return DetectionInput.create(
+        context=passages, question=None, answer=answer.replace("1", "7", 1)
+    )
+
+
+def _cut(tokenizer, text: str, tokens: int) -> str:  # type: ignore[no-untyped-def]
+    """``text`` without its last words, down to at most ``tokens`` tokens."""
+    words = text.split()
+    while len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) > tokens:
+        words.pop()
+    return " ".join(words)
+
+
+def _time(detector, items: list[DetectionInput], repeats: int):  # type: ignore[no-untyped-def]
+    """Milliseconds of every timed call, and each input's result."""
+    times: list[float] = []
+    results = []
+    for item in items:
+        results.append(detector.detect_batch([item])[0])  # warm-up
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            detector.detect_batch([item])
+            times.append((time.perf_counter() - t0) * 1000)
+    return times, results
+
+
+def _span(values: list[int]) -> str:
+    return str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -72,7 +100,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--contexts", type=int, nargs="+", default=[1000, 8000, 20000])
     ap.add_argument("--answer-tokens", type=int, default=100)
-    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--items", type=int, default=5, help="inputs drawn per context size")
+    ap.add_argument("--repeats", type=int, default=20, help="timed calls per input")
     ap.add_argument(
         "--evidence-tokens",
         type=int,
@@ -100,7 +129,9 @@ def main() -> None:
     rng = random.Random(5)
     rows = []
     for size in args.contexts:
-        item = _triple(tokenizer, sentences, size, args.answer_tokens, rng)
+        items = [
+            _triple(tokenizer, sentences, size, args.answer_tokens, rng) for _ in range(args.items)
+        ]
         for name, detector in [
             ("evidence (default)", evidence),
             *budgets.items(),
@@ -108,20 +139,14 @@ def main() -> None:
         ]:
             if name == "windows" and size > 8000:
                 continue  # minutes per call; the point is made at 8k
-            detector.detect_batch([item])
-            times = []
-            result = None
-            for _ in range(
-                args.repeats if name.startswith("evidence") else max(3, args.repeats // 5)
-            ):
-                t0 = time.perf_counter()
-                result = detector.detect_batch([item])[0]
-                times.append((time.perf_counter() - t0) * 1000)
-            assert result is not None
+            repeats = args.repeats if name.startswith("evidence") else max(3, args.repeats // 5)
+            times, results = _time(detector, items, repeats)
+            pieces = sorted({r.coverage.answer_pieces for r in results})
+            windows_per = sorted({r.coverage.context_windows for r in results})
             rows.append(
                 f"| {size} | {args.answer_tokens} | {name} | {_pct(times, 50):.0f} | "
-                f"{_pct(times, 99):.0f} | {result.coverage.answer_pieces} | "
-                f"{result.coverage.context_windows} | {'yes' if result.detected else 'no'} |"
+                f"{_pct(times, 99):.0f} | {_span(pieces)} | {_span(windows_per)} | "
+                f"{sum(r.detected for r in results)} of {len(results)} |"
             )
             print(rows[-1], flush=True)
     machine = (
@@ -137,10 +162,11 @@ def main() -> None:
             f"- date: {time.strftime('%Y-%m-%d')}",
             "- model: the bundled detector (same weights for both strategies)",
             "- data: news sentences from HaluEval summarization documents (train-role), answer"
-            " restating context sentences with one changed digit",
+            " restating context sentences (cut to at most the answer tokens) with one changed"
+            f" digit; {args.items} inputs per context size, {args.repeats} timed calls each",
             "",
             "| context tokens | answer tokens | strategy | p50 ms | p99 ms | answer units / pieces "
-            "| windows per piece | detected |",
+            "| windows per piece | inputs detected |",
             "|---:|---:|---|---:|---:|---:|---:|---|",
             *rows,
             "",

@@ -26,6 +26,7 @@ from truthlens_integrations.core.models.detection import (
     TransformerDetector,
     load_detector,
 )
+from truthlens_integrations.core.models.detection._transformer import _batches, _Segment
 
 PASSAGES = [f"alice visited {city} in 1920 and bob sold the tower." for city in ("rome", "paris")]
 
@@ -97,6 +98,37 @@ def test_batch_equals_single(fixture: str, request: pytest.FixtureRequest) -> No
         )
         assert got.spans == [s.model_copy() for s in alone.spans] or got.score == pytest.approx(
             alone.score, abs=1e-5
+        )
+
+
+def _rows(*lengths: int) -> list[_Segment]:
+    return [_Segment(0, 0, 0, [1] * n, None, [], []) for n in lengths]
+
+
+def test_cpu_batches_bound_the_padding_of_every_row() -> None:
+    order = _rows(300, 290, 269, 250, 60, 50, 40)
+    sizes = [[len(s.input_ids) for s in batch] for batch in _batches(order, 16, 32)]
+    assert sizes == [[300, 290, 269], [250], [60, 50, 40]]
+    # Without a bound (accelerators) only the batch size splits them.
+    assert [len(b) for b in _batches(order, 16, None)] == [7]
+    assert [len(b) for b in _batches(order, 3, None)] == [3, 3, 1]
+    assert [len(b) for b in _batches(order, 2, 32)] == [2, 2, 2, 1]
+
+
+def test_rows_of_very_different_lengths_score_as_they_do_alone(tiny_bert_dir: Path) -> None:
+    detector = TransformerDetector(tiny_bert_dir, config=DetectionConfig(token_threshold=0.3))
+    long_answer = " ".join(["bob sold the tower in 1950 to carol in rome."] * 8)
+    items = [
+        DetectionInput.create(context=PASSAGES, question=None, answer=long_answer),
+        DetectionInput.create(context=PASSAGES[:1], question="who?", answer="alice."),
+    ]
+    batched = detector.detect_batch(items)
+    for item, got in zip(items, batched, strict=True):
+        alone = detector.detect(
+            context=list(item.context), answer=item.answer, question=item.question
+        )
+        assert [t.probability for t in got.tokens] == pytest.approx(
+            [t.probability for t in alone.tokens], abs=1e-5
         )
 
 
