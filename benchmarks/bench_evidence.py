@@ -2,7 +2,8 @@
 
 Usage:
     python benchmarks/bench_evidence.py [--contexts 1000 8000 20000] [--answer-tokens 100]
-        [--items 5] [--repeats 20] [--out benchmarks/results/detector_evidence.md]
+        [--items 5] [--repeats 20] [--device auto] [--dtype float32]
+        [--out benchmarks/results/detector_evidence.md]
 
 Contexts are real news sentences (HaluEval summarization documents, train-role data;
 ``$TRUTHLENS_BENCHDATA`` or ``../shared/benchdata``) joined into passages of about 120
@@ -11,6 +12,8 @@ the context, cut at a word so that it has at most ``--answer-tokens`` tokens, wi
 changed number, so every unit is scored. Each context size draws ``--items`` such
 inputs (how an answer falls into units changes the cost); fp32 on the CPU, single
 calls, p50 / p99 over ``--repeats`` calls of each input after one warm-up call each.
+``--device`` and ``--dtype`` measure another device or precision (the target is the CPU
+in fp32).
 """
 
 from __future__ import annotations
@@ -109,6 +112,8 @@ def main() -> None:
         default=[],
         help="also time evidence selection with these budgets (default 192)",
     )
+    ap.add_argument("--device", default="auto", help="cpu, cuda, mps or auto (the default)")
+    ap.add_argument("--dtype", default="float32", help="float32 (the default), bfloat16, float16")
     add_config_option(ap)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/detector_evidence.md"))
     args = ap.parse_args()
@@ -116,14 +121,15 @@ def main() -> None:
         os.environ.get("TRUTHLENS_BENCHDATA", Path(__file__).parents[2] / "shared" / "benchdata")
     )
     torch.set_num_threads(os.cpu_count() or 1)
-    evidence = load_detector(dtype="float32")
-    windows = load_detector(dtype="float32", strategy="windows", max_windows=1000)
+    on = {"device": args.device, "dtype": args.dtype}
+    evidence = load_detector(**on)
+    windows = load_detector(**on, strategy="windows", max_windows=1000)
     budgets = {
-        f"evidence ({n} tokens)": load_detector(dtype="float32", evidence_tokens=n)
+        f"evidence ({n} tokens)": load_detector(**on, evidence_tokens=n)
         for n in args.evidence_tokens
     }
     for text in args.config:
-        budgets[f"evidence ({text})"] = load_detector(dtype="float32", **parse_settings(text))
+        budgets[f"evidence ({text})"] = load_detector(**on, **parse_settings(text))
     tokenizer = evidence._loaded.tokenizer  # type: ignore[attr-defined]
     sentences = _sentences(root)
     rng = random.Random(5)
@@ -149,9 +155,12 @@ def main() -> None:
                 f"{sum(r.detected for r in results)} of {len(results)} |"
             )
             print(rows[-1], flush=True)
+    device = evidence.device  # type: ignore[attr-defined]
+    gpu = f", {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""
     machine = (
         f"{platform.platform()}, {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}, "
-        f"torch {torch.__version__}, fp32, {torch.get_num_threads()} threads"
+        f"torch {torch.__version__}, device {device}{gpu}, {args.dtype}, "
+        f"{torch.get_num_threads()} threads"
     )
     text = "\n".join(
         [
