@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/bench_evidence.py [--contexts 1000 8000 20000] [--answer-tokens 100]
-        [--items 5] [--repeats 20] [--device auto] [--dtype float32]
+        [--items 5] [--repeats 20] [--device auto] [--dtype float32] [--gc-freeze]
         [--out benchmarks/results/detector_evidence.md]
 
 Contexts are real news sentences (HaluEval summarization documents, train-role data;
@@ -13,12 +13,14 @@ changed number, so every unit is scored. Each context size draws ``--items`` suc
 inputs (how an answer falls into units changes the cost); fp32 on the CPU, single
 calls, p50 / p99 over ``--repeats`` calls of each input after one warm-up call each.
 ``--device`` and ``--dtype`` measure another device or precision (the target is the CPU
-in fp32).
+in fp32). ``--gc-freeze`` calls ``gc.freeze()`` once the models are loaded, as a service
+replica does: Python's full collections then skip the long-lived objects.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -114,6 +116,7 @@ def main() -> None:
     )
     ap.add_argument("--device", default="auto", help="cpu, cuda, mps or auto (the default)")
     ap.add_argument("--dtype", default="float32", help="float32 (the default), bfloat16, float16")
+    ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after loading")
     add_config_option(ap)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/detector_evidence.md"))
     args = ap.parse_args()
@@ -130,6 +133,8 @@ def main() -> None:
     }
     for text in args.config:
         budgets[f"evidence ({text})"] = load_detector(**on, **parse_settings(text))
+    if args.gc_freeze:
+        gc.freeze()
     tokenizer = evidence._loaded.tokenizer  # type: ignore[attr-defined]
     sentences = _sentences(root)
     rng = random.Random(5)
@@ -161,6 +166,7 @@ def main() -> None:
         f"{platform.platform()}, {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}, "
         f"torch {torch.__version__}, device {device}{gpu}, {args.dtype}, "
         f"{torch.get_num_threads()} threads"
+        + (", gc.freeze() after loading" if args.gc_freeze else "")
     )
     text = "\n".join(
         [
