@@ -36,7 +36,7 @@ _SENTENCE_END = (".", "!", "?", "\n", ";")
 # encoder on the 2-core dev machine), while a separate forward pass costs about 6 ms
 # more (the weights are read again). A row joins a batch only while its padding is
 # cheaper than a pass of its own: a 280-token unit and a 51-token one batched together
-# cost 2 x 280 tokens, apart 331 tokens and one more pass (114 -> 64 ms measured).
+# cost 2 x 280 tokens, apart 331 tokens and one more pass (the call: 114 -> 81 ms).
 _CPU_PAD_SLACK = 32
 
 
