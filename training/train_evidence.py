@@ -44,8 +44,9 @@ import torch
 from truthlens_integrations.core.models.detection._evidence import ContextIndex, plan_rows
 from truthlens_integrations.evaluation import average_precision, threshold_curve
 
-from . import hardcases, llm_answers, realdata
+from . import hardcases, llm_answers, realdata, teacher
 from .data import synthetic_examples
+from .teacher import Soft, soft_target
 
 log = logging.getLogger("train_evidence")
 
@@ -105,6 +106,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="add the LLM-written paragraph answers (training.llm_answers), each N times; "
         "their test part joins the held-out report",
     )
+    p.add_argument(
+        "--teacher",
+        type=Path,
+        default=None,
+        metavar="PREFIX",
+        help="soft targets: a larger model's token probabilities on these training examples "
+        "(PREFIX.json and PREFIX_train_*.npz, written by training.teacher)",
+    )
+    p.add_argument("--teacher-weight", type=float, default=1.0)
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     return p.parse_args(argv)
 
@@ -171,8 +181,13 @@ def _hard_cases(part: str) -> list[Any]:
     return list(hardcases.load_hardcases("train" if part == "train" else "test"))
 
 
-def encode(tokenizer: Any, ex: Example) -> Encoded | None:
-    """The runtime's rows for one example, with token labels (-100 where unknown)."""
+def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | None:
+    """The runtime's rows for one example, with token labels (-100 where unknown).
+
+    With ``soft`` (the teacher's ``(start, end, probability)`` for the example's answer
+    tokens), each answer token also gets the teacher's largest probability among the
+    tokens it overlaps (``-1`` where none does).
+    """
 
     def count_many(texts: list[str]) -> list[int]:
         enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
@@ -210,13 +225,17 @@ def encode(tokenizer: Any, ex: Example) -> Encoded | None:
                 s, e = row.start + a, row.start + b
                 hit = any(s < y and x < e for x, y in ex.spans or ())
                 labels.append(int(hit))
-        rows.append(
-            {
-                "input_ids": enc["input_ids"],
-                "token_type_ids": enc["token_type_ids"],
-                "labels": labels,
-            }
-        )
+        row_data: dict[str, Any] = {
+            "input_ids": enc["input_ids"],
+            "token_type_ids": enc["token_type_ids"],
+            "labels": labels,
+        }
+        if soft is not None:
+            row_data["soft"] = [
+                soft_target(soft, row.start + a, row.start + b) if label != -100 else -1.0
+                for label, (a, b) in zip(labels, enc["offset_mapping"], strict=True)
+            ]
+        rows.append(row_data)
     if not rows:
         return None
     return Encoded(ex.source, ex.label, exact, rows)
@@ -229,12 +248,17 @@ def _pad(rows: list[dict[str, Any]], device: torch.device) -> dict[str, torch.Te
         return torch.tensor([r[key] + [fill] * (width - len(r[key])) for r in rows])
 
     ids = col("input_ids", 0)
-    return {
+    out = {
         "input_ids": ids.to(device),
         "token_type_ids": col("token_type_ids", 0).to(device),
         "attention_mask": (ids != 0).long().to(device),
         "labels": col("labels", -100).to(device),
     }
+    if all("soft" in r for r in rows):
+        out["soft"] = torch.tensor(
+            [r["soft"] + [-1.0] * (width - len(r["soft"])) for r in rows], device=device
+        )
+    return out
 
 
 def batches(data: list[Encoded], rows_per_batch: int, rng: random.Random) -> list[list[int]]:
@@ -257,11 +281,18 @@ def batches(data: list[Encoded], rows_per_batch: int, rng: random.Random) -> lis
     return out
 
 
-def loss_of(model: Any, data: list[Encoded], group: list[int], device: torch.device) -> Any:
+def loss_of(
+    model: Any,
+    data: list[Encoded],
+    group: list[int],
+    device: torch.device,
+    teacher_weight: float = 0.0,
+) -> Any:
     rows = [r for i in group for r in data[i].rows]
     owner = [k for k, i in enumerate(group) for _ in data[i].rows]
     batch = _pad(rows, device)
     labels = batch.pop("labels")
+    soft = batch.pop("soft", None)
     logits = model(**batch).logits.float()
     margin = logits[..., 1] - logits[..., 0]
     bce = torch.nn.functional.binary_cross_entropy_with_logits
@@ -283,7 +314,13 @@ def loss_of(model: Any, data: list[Encoded], group: list[int], device: torch.dev
             mil.append(margin[mask].max())
     if mil:
         losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=device)))
-    return sum(losses) / len(losses)
+    total = sum(losses) / len(losses)
+    if soft is not None and teacher_weight > 0 and (soft >= 0).any():
+        # Distillation: the larger teacher's probability of every answer token, labelled
+        # or not, as a soft target beside the labels.
+        known = soft >= 0
+        total = total + teacher_weight * bce(margin[known], soft[known])
+    return total
 
 
 @torch.inference_mode()
@@ -352,7 +389,15 @@ def main(argv: list[str] | None = None) -> None:
         param.requires_grad = not name.startswith(frozen)
 
     started = time.time()
-    train = [e for e in (encode(tokenizer, x) for x in load_examples(args, "train", rng)) if e]
+    train_examples = load_examples(args, "train", rng)
+    softs: list[Soft | None] = [None] * len(train_examples)
+    if args.teacher is not None:
+        softs = list(teacher.load_soft_targets(args.teacher, train_examples))
+    train = [
+        e
+        for e in (encode(tokenizer, x, s) for x, s in zip(train_examples, softs, strict=True))
+        if e
+    ]
     held = [e for e in (encode(tokenizer, x) for x in load_examples(args, "heldout", rng)) if e]
     log.info(
         "encoded %d train / %d held-out examples in %.0f s",
@@ -386,7 +431,7 @@ def main(argv: list[str] | None = None) -> None:
             scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - frac)
             for g in optim.param_groups:
                 g["lr"] = args.lr * scale
-            loss = loss_of(model, train, group, device)
+            loss = loss_of(model, train, group, device, args.teacher_weight)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optim.step()
