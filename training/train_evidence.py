@@ -9,7 +9,9 @@ the context sentences selected for it. This trains the token head on exactly tho
 * the hard cases users hit (``training.hardcases``), exact character labels;
 * with ``--llm-answers N``, paragraph answers a local LLM wrote (``training.llm_answers``),
   labelled by a planted change, each read N times per pass;
-* a share of the older synthetic perturbations (exact labels), so spans stay sharp.
+* a share of the older synthetic perturbations (exact labels), so spans stay sharp;
+* with ``--teacher PREFIX``, a larger model's token probabilities on these examples as soft
+  targets beside the labels (``training.teacher``: distillation without the teacher).
 
 Labels are used for what they are. A clean answer labels every token supported. A span
 label marks its tokens. An example-level "not supported" label with no span says only
