@@ -70,3 +70,29 @@ def test_committed_targets_match_the_stage5_examples_they_name() -> None:
     assert example.max() < meta["examples"]
     assert ((probs >= 0) & (probs <= 1)).all()
     assert (ends > starts).all()
+
+
+def test_soft_targets_reach_the_training_loss(tiny_bert_dir: Path) -> None:
+    import torch
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    from training.train_evidence import Example, encode, loss_of
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModelForTokenClassification.from_pretrained(tiny_bert_dir)
+    ex = Example(
+        "test", ["alice visited rome in 1920."], None, "alice visited paris in 1920.", 1, None
+    )
+    answer_len = len(ex.answer)
+    soft = ([0], [answer_len], [0.9])  # one teacher token over the whole answer
+    plain, taught = encode(tokenizer, ex), encode(tokenizer, ex, soft)
+    assert plain is not None
+    assert taught is not None
+    row = taught.rows[0]
+    answer = [s for s, label in zip(row["soft"], row["labels"], strict=True) if label != -100]
+    assert answer
+    assert all(s == pytest.approx(0.9) for s in answer)
+    cpu = torch.device("cpu")
+    without = float(loss_of(model, [taught], [0], cpu, teacher_weight=0.0))
+    assert float(loss_of(model, [plain], [0], cpu)) == pytest.approx(without)
+    assert float(loss_of(model, [taught], [0], cpu, teacher_weight=1.0)) > without

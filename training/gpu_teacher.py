@@ -34,9 +34,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from truthlens_integrations.core.models.detection._evidence import ContextIndex, plan_rows
-
-from .train_evidence import EVIDENCE_TOKENS, UNIT_TOKENS, Encoded, Example, batches, report
+from .train_evidence import (
+    Encoded,
+    Example,
+    _pad,
+    batches,
+    example_scores,
+    label_loss,
+    report,
+    row_encodings,
+)
+from .train_evidence import encode as train_encode
 
 _TOKENIZER: Any = None
 
@@ -64,66 +72,16 @@ def _init(path: str) -> None:
     _TOKENIZER = AutoTokenizer.from_pretrained(path)
 
 
-def _rows(ex: Example) -> list[tuple[Any, Any]]:
-    """``(plan row, tokenizer output)`` of each of the example's first six rows."""
-    tok = _TOKENIZER
-
-    def count_many(texts: list[str]) -> list[int]:
-        enc = tok(texts, add_special_tokens=False, return_attention_mask=False)
-        return [len(i) for i in enc["input_ids"]]
-
-    if not ex.answer.strip() or not any(p.strip() for p in ex.context):
-        return []
-    plan = plan_rows(
-        ContextIndex(ex.context),
-        ex.question,
-        ex.answer,
-        count_many=count_many,
-        unit_tokens=UNIT_TOKENS,
-        evidence_tokens=EVIDENCE_TOKENS,
-    )
-    return [
-        (
-            row,
-            tok(
-                row.prompt,
-                ex.answer[row.start : row.end],
-                return_offsets_mapping=True,
-                truncation="only_first",
-                max_length=EVIDENCE_TOKENS + UNIT_TOKENS + 16,
-            ),
-        )
-        for row in plan[:6]
-    ]
-
-
 def encode(ex: Example) -> Encoded | None:
-    """``train_evidence.encode`` for any tokenizer (token type ids only where it has them)."""
-    exact = ex.label == 0 or ex.spans is not None
-    rows = []
-    for row, enc in _rows(ex):
-        seq = enc.sequence_ids()
-        labels = []
-        for i, (a, b) in enumerate(enc["offset_mapping"]):
-            if seq[i] != 1 or b <= a:
-                labels.append(-100)
-            elif not exact:
-                labels.append(-2)
-            else:
-                s, e = row.start + a, row.start + b
-                labels.append(int(any(s < y and x < e for x, y in ex.spans or ())))
-        data = {"input_ids": enc["input_ids"], "labels": labels}
-        if "token_type_ids" in enc:
-            data["token_type_ids"] = enc["token_type_ids"]
-        rows.append(data)
-    return Encoded(ex.source, ex.label, exact, rows) if rows else None
+    """``train_evidence.encode`` with this worker's tokenizer."""
+    return train_encode(_TOKENIZER, ex)
 
 
 def _answer_tokens(item: tuple[int, Example]) -> list[tuple[int, list[int], list[tuple]]]:
     """``(example, input ids, [(position, start, end)])`` of each row's answer tokens."""
     index, ex = item
     out = []
-    for row, enc in _rows(ex):
+    for row, enc in row_encodings(_TOKENIZER, ex):
         seq = enc.sequence_ids()
         spots = [
             (k, row.start + a, row.start + b)
@@ -139,27 +97,6 @@ def _pool_map(path: str, fn: Any, items: list[Any], procs: int) -> list[Any]:
         return pool.map(fn, items, chunksize=64)
 
 
-def pad(
-    rows: list[dict[str, Any]], pad_id: int, device: torch.device
-) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    width = max(len(r["input_ids"]) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    labels = torch.full((len(rows), width), -100, dtype=torch.long)
-    types = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        n = len(r["input_ids"])
-        ids[i, :n] = torch.tensor(r["input_ids"])
-        mask[i, :n] = 1
-        labels[i, :n] = torch.tensor(r["labels"])
-        if "token_type_ids" in r:
-            types[i, :n] = torch.tensor(r["token_type_ids"])
-    batch = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-    if "token_type_ids" in rows[0]:
-        batch["token_type_ids"] = types.to(device)
-    return batch, labels.to(device)
-
-
 def _logits(model: Any, batch: dict[str, torch.Tensor], device: torch.device) -> torch.Tensor:
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
         return model(**batch).logits.float()
@@ -168,48 +105,14 @@ def _logits(model: Any, batch: dict[str, torch.Tensor], device: torch.device) ->
 def loss_of(
     model: Any, data: list[Encoded], group: list[int], pad_id: int, device: torch.device
 ) -> torch.Tensor:
-    """``train_evidence.loss_of``: weighted token BCE and the multiple-instance loss."""
+    """``train_evidence.loss_of`` without the teacher: the labels' loss, in bf16 on a GPU."""
     rows = [r for i in group for r in data[i].rows]
-    owner = torch.tensor([k for k, i in enumerate(group) for _ in data[i].rows], device=device)
-    batch, labels = pad(rows, pad_id, device)
+    owner = [k for k, i in enumerate(group) for _ in data[i].rows]
+    batch = _pad(rows, device, pad_id)
+    labels = batch.pop("labels")
     logits = _logits(model, batch, device)
     margin = logits[..., 1] - logits[..., 0]
-    bce = torch.nn.functional.binary_cross_entropy_with_logits
-    exact = labels >= 0
-    losses = []
-    if exact.any():
-        target = labels[exact].float()
-        losses.append(bce(margin[exact], target, weight=1.0 + 2.0 * target))
-    mil = []
-    for k, i in enumerate(group):
-        if data[i].exact:
-            continue
-        mask = (labels == -2) & (owner[:, None] == k)
-        if mask.any():
-            mil.append(margin[mask].max())
-    if mil:
-        losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=device)))
-    return sum(losses) / len(losses)  # type: ignore[return-value]
-
-
-@torch.inference_mode()
-def scores(model: Any, data: list[Encoded], pad_id: int, device: torch.device) -> np.ndarray:
-    """The largest answer-token probability of each example."""
-    model.eval()
-    out = np.zeros(len(data))
-    order = sorted(range(len(data)), key=lambda i: len(data[i].rows[0]["input_ids"]))
-    for first in range(0, len(order), 32):
-        group = order[first : first + 32]
-        rows = [r for i in group for r in data[i].rows]
-        owner = [i for i in group for _ in data[i].rows]
-        batch, labels = pad(rows, pad_id, device)
-        probs = torch.softmax(_logits(model, batch, device), -1)[..., 1]
-        for row, i in enumerate(owner):
-            answer = labels[row] != -100
-            if answer.any():
-                out[i] = max(out[i], float(probs[row][answer].max()))
-    model.train()
-    return out
+    return label_loss(margin, labels, [data[i].exact for i in group], owner)
 
 
 def ragtruth(folder: Path, data_dir: Path, limit: int | None, device: str) -> dict[str, Any]:
@@ -244,9 +147,10 @@ def write_soft_targets(
     found: list[tuple[int, int, int, float]] = []
     for first in range(0, len(rows), 128):
         chunk = rows[first : first + 128]
-        batch, _ = pad(
-            [{"input_ids": r[1], "labels": [0] * len(r[1])} for r in chunk], pad_id, device
+        batch = _pad(
+            [{"input_ids": r[1], "labels": [0] * len(r[1])} for r in chunk], device, pad_id
         )
+        batch.pop("labels")
         probs = torch.softmax(_logits(model, batch, device), -1)[..., 1].cpu().numpy()
         for j, (index, _, spots) in enumerate(chunk):
             found += [(index, s, e, float(probs[j, k])) for k, s, e in spots]
@@ -330,7 +234,7 @@ def main() -> None:
         model_dir = args.work / "trained"
         model.save_pretrained(model_dir)
         AutoTokenizer.from_pretrained(args.work / "base").save_pretrained(model_dir)
-    result["heldout"] = report(scores(model, held_enc, pad_id, device), held_enc)
+    result["heldout"] = report(example_scores(model, held_enc, device, pad_id), held_enc)
     if args.soft_out:
         args.soft_out.mkdir(parents=True, exist_ok=True)
         write_soft_targets(model, str(model_dir), train, args.soft_out, args.procs)

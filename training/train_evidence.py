@@ -183,20 +183,15 @@ def _hard_cases(part: str) -> list[Any]:
     return list(hardcases.load_hardcases("train" if part == "train" else "test"))
 
 
-def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | None:
-    """The runtime's rows for one example, with token labels (-100 where unknown).
-
-    With ``soft`` (the teacher's ``(start, end, probability)`` for the example's answer
-    tokens), each answer token also gets the teacher's largest probability among the
-    tokens it overlaps (``-1`` where none does).
-    """
+def row_encodings(tokenizer: Any, ex: Example) -> list[tuple[Any, Any]]:
+    """``(plan row, tokenizer output)`` of the example's first six runtime rows."""
 
     def count_many(texts: list[str]) -> list[int]:
         enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     if not ex.answer.strip() or not any(p.strip() for p in ex.context):
-        return None
+        return []
     rows_plan = plan_rows(
         ContextIndex(ex.context),
         ex.question,
@@ -205,17 +200,32 @@ def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | N
         unit_tokens=UNIT_TOKENS,
         evidence_tokens=EVIDENCE_TOKENS,
     )
+    return [
+        (
+            row,
+            tokenizer(
+                row.prompt,
+                ex.answer[row.start : row.end],
+                return_offsets_mapping=True,
+                truncation="only_first",
+                max_length=EVIDENCE_TOKENS + UNIT_TOKENS + 16,
+            ),
+        )
+        for row in rows_plan[:6]
+    ]
+
+
+def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | None:
+    """The runtime's rows for one example, with token labels (-100 where unknown).
+
+    With ``soft`` (the teacher's ``(start, end, probability)`` for the example's answer
+    tokens), each answer token also gets the teacher's largest probability among the
+    tokens it overlaps (``-1`` where none does). Token type ids are kept where the
+    tokenizer gives them.
+    """
     exact = ex.label == 0 or ex.spans is not None
     rows = []
-    for row in rows_plan[:6]:
-        unit = ex.answer[row.start : row.end]
-        enc = tokenizer(
-            row.prompt,
-            unit,
-            return_offsets_mapping=True,
-            truncation="only_first",
-            max_length=EVIDENCE_TOKENS + UNIT_TOKENS + 16,
-        )
+    for row, enc in row_encodings(tokenizer, ex):
         seq = enc.sequence_ids()
         labels = []
         for i, (a, b) in enumerate(enc["offset_mapping"]):
@@ -227,11 +237,9 @@ def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | N
                 s, e = row.start + a, row.start + b
                 hit = any(s < y and x < e for x, y in ex.spans or ())
                 labels.append(int(hit))
-        row_data: dict[str, Any] = {
-            "input_ids": enc["input_ids"],
-            "token_type_ids": enc["token_type_ids"],
-            "labels": labels,
-        }
+        row_data: dict[str, Any] = {"input_ids": enc["input_ids"], "labels": labels}
+        if "token_type_ids" in enc:
+            row_data["token_type_ids"] = enc["token_type_ids"]
         if soft is not None:
             row_data["soft"] = [
                 soft_target(soft, row.start + a, row.start + b) if label != -100 else -1.0
@@ -243,23 +251,26 @@ def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | N
     return Encoded(ex.source, ex.label, exact, rows)
 
 
-def _pad(rows: list[dict[str, Any]], device: torch.device) -> dict[str, torch.Tensor]:
+def _pad(
+    rows: list[dict[str, Any]], device: torch.device, pad_id: int = 0
+) -> dict[str, torch.Tensor]:
+    """The rows as one padded batch; token type ids only where the rows have them."""
     width = max(len(r["input_ids"]) for r in rows)
 
-    def col(key: str, fill: int) -> torch.Tensor:
+    def col(key: str, fill: float) -> torch.Tensor:
         return torch.tensor([r[key] + [fill] * (width - len(r[key])) for r in rows])
 
-    ids = col("input_ids", 0)
     out = {
-        "input_ids": ids.to(device),
-        "token_type_ids": col("token_type_ids", 0).to(device),
-        "attention_mask": (ids != 0).long().to(device),
+        "input_ids": col("input_ids", pad_id).to(device),
+        "attention_mask": torch.tensor(
+            [[1] * len(r["input_ids"]) + [0] * (width - len(r["input_ids"])) for r in rows]
+        ).to(device),
         "labels": col("labels", -100).to(device),
     }
+    if all("token_type_ids" in r for r in rows):
+        out["token_type_ids"] = col("token_type_ids", 0).to(device)
     if all("soft" in r for r in rows):
-        out["soft"] = torch.tensor(
-            [r["soft"] + [-1.0] * (width - len(r["soft"])) for r in rows], device=device
-        )
+        out["soft"] = col("soft", -1.0).to(device)
     return out
 
 
@@ -283,6 +294,39 @@ def batches(data: list[Encoded], rows_per_batch: int, rng: random.Random) -> lis
     return out
 
 
+def label_loss(
+    margin: torch.Tensor, labels: torch.Tensor, exact: list[bool], owner: list[int]
+) -> torch.Tensor:
+    """The loss of the labels: token BCE where they are exact, the MIL loss elsewhere.
+
+    Args:
+        margin: Logit margins, one per row and position.
+        labels: 0 / 1 where known, -2 for answer tokens of an example-level label, -100
+            elsewhere.
+        exact: Per example of the batch, whether its token labels are exact.
+        owner: Per row, the index of its example in ``exact``.
+    """
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    known = labels >= 0
+    losses = []
+    if known.any():
+        target = labels[known].float()
+        # hallucinated tokens are rare: weigh them up so the head does not learn "never"
+        losses.append(bce(margin[known], target, weight=1.0 + 2.0 * target))
+    # multiple-instance loss: an answer labelled unsupported must have one token that is
+    mil = []
+    owners = torch.tensor(owner, device=margin.device)
+    for k, is_exact in enumerate(exact):
+        if is_exact:
+            continue
+        mask = (labels == -2) & (owners[:, None] == k)
+        if mask.any():
+            mil.append(margin[mask].max())
+    if mil:
+        losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=margin.device)))
+    return sum(losses) / len(losses)  # type: ignore[return-value]
+
+
 def loss_of(
     model: Any,
     data: list[Encoded],
@@ -297,26 +341,8 @@ def loss_of(
     soft = batch.pop("soft", None)
     logits = model(**batch).logits.float()
     margin = logits[..., 1] - logits[..., 0]
+    total = label_loss(margin, labels, [data[i].exact for i in group], owner)
     bce = torch.nn.functional.binary_cross_entropy_with_logits
-    exact = labels >= 0
-    losses = []
-    if exact.any():
-        target = labels[exact].float()
-        # hallucinated tokens are rare: weigh them up so the head does not learn "never"
-        weight = 1.0 + 2.0 * target
-        losses.append(bce(margin[exact], target, weight=weight))
-    # multiple-instance loss: an answer labelled unsupported must have one token that is
-    mil = []
-    owners = torch.tensor(owner, device=device)
-    for k, i in enumerate(group):
-        if data[i].exact:
-            continue
-        mask = (labels == -2) & (owners[:, None] == k)
-        if mask.any():
-            mil.append(margin[mask].max())
-    if mil:
-        losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=device)))
-    total = sum(losses) / len(losses)
     if soft is not None and teacher_weight > 0 and (soft >= 0).any():
         # Distillation: the larger teacher's probability of every answer token, labelled
         # or not, as a soft target beside the labels.
@@ -326,7 +352,9 @@ def loss_of(
 
 
 @torch.inference_mode()
-def example_scores(model: Any, data: list[Encoded], device: torch.device) -> np.ndarray:
+def example_scores(
+    model: Any, data: list[Encoded], device: torch.device, pad_id: int = 0
+) -> np.ndarray:
     """Highest token probability of each example (the uncalibrated response score)."""
     model.eval()
     out = np.zeros(len(data))
@@ -335,9 +363,10 @@ def example_scores(model: Any, data: list[Encoded], device: torch.device) -> np.
         group = order[first : first + 16]
         rows = [r for i in group for r in data[i].rows]
         owner = [i for i in group for _ in data[i].rows]
-        batch = _pad(rows, device)
+        batch = _pad(rows, device, pad_id)
         labels = batch.pop("labels")
-        logits = model(**batch).logits.float()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            logits = model(**batch).logits.float()
         probs = torch.softmax(logits, -1)[..., 1]
         for row, i in enumerate(owner):
             answer = labels[row] != -100
