@@ -40,7 +40,8 @@ from .train_evidence import (
     _pad,
     batches,
     example_scores,
-    label_loss,
+    logits_of,
+    loss_of,
     report,
     row_encodings,
 )
@@ -97,24 +98,6 @@ def _pool_map(path: str, fn: Any, items: list[Any], procs: int) -> list[Any]:
         return pool.map(fn, items, chunksize=64)
 
 
-def _logits(model: Any, batch: dict[str, torch.Tensor], device: torch.device) -> torch.Tensor:
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-        return model(**batch).logits.float()
-
-
-def loss_of(
-    model: Any, data: list[Encoded], group: list[int], pad_id: int, device: torch.device
-) -> torch.Tensor:
-    """``train_evidence.loss_of`` without the teacher: the labels' loss, in bf16 on a GPU."""
-    rows = [r for i in group for r in data[i].rows]
-    owner = [k for k, i in enumerate(group) for _ in data[i].rows]
-    batch = _pad(rows, device, pad_id)
-    labels = batch.pop("labels")
-    logits = _logits(model, batch, device)
-    margin = logits[..., 1] - logits[..., 0]
-    return label_loss(margin, labels, [data[i].exact for i in group], owner)
-
-
 def ragtruth(folder: Path, data_dir: Path, limit: int | None, device: str) -> dict[str, Any]:
     """AP and AUROC on the RAGTruth subset (eval-only) through the runtime, ``max`` score."""
     from truthlens_integrations.core.models.detection import load_detector
@@ -147,11 +130,8 @@ def write_soft_targets(
     found: list[tuple[int, int, int, float]] = []
     for first in range(0, len(rows), 128):
         chunk = rows[first : first + 128]
-        batch = _pad(
-            [{"input_ids": r[1], "labels": [0] * len(r[1])} for r in chunk], device, pad_id
-        )
-        batch.pop("labels")
-        probs = torch.softmax(_logits(model, batch, device), -1)[..., 1].cpu().numpy()
+        batch = _pad([{"input_ids": r[1]} for r in chunk], device, pad_id)
+        probs = torch.softmax(logits_of(model, batch, device), -1)[..., 1].cpu().numpy()
         for j, (index, _, spots) in enumerate(chunk):
             found += [(index, s, e, float(probs[j, k])) for k, s, e in spots]
     table = np.array(found)
@@ -222,7 +202,7 @@ def main() -> None:
                 scale = min(1.0, (step + 1) / 100) * max(0.0, 1.0 - step / total)
                 for g in optim.param_groups:
                     g["lr"] = args.lr * scale
-                loss = loss_of(model, train_enc, group, pad_id, device)
+                loss = loss_of(model, train_enc, group, device, pad_id=pad_id)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optim.step()

@@ -265,8 +265,9 @@ def _pad(
         "attention_mask": torch.tensor(
             [[1] * len(r["input_ids"]) + [0] * (width - len(r["input_ids"])) for r in rows]
         ).to(device),
-        "labels": col("labels", -100).to(device),
     }
+    if all("labels" in r for r in rows):
+        out["labels"] = col("labels", -100).to(device)
     if all("token_type_ids" in r for r in rows):
         out["token_type_ids"] = col("token_type_ids", 0).to(device)
     if all("soft" in r for r in rows):
@@ -327,19 +328,26 @@ def label_loss(
     return sum(losses) / len(losses)  # type: ignore[return-value]
 
 
+def logits_of(model: Any, batch: dict[str, torch.Tensor], device: torch.device) -> torch.Tensor:
+    """The model's fp32 logits; the forward pass runs in bf16 autocast on a GPU."""
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        return model(**batch).logits.float()
+
+
 def loss_of(
     model: Any,
     data: list[Encoded],
     group: list[int],
     device: torch.device,
     teacher_weight: float = 0.0,
+    pad_id: int = 0,
 ) -> Any:
     rows = [r for i in group for r in data[i].rows]
     owner = [k for k, i in enumerate(group) for _ in data[i].rows]
-    batch = _pad(rows, device)
+    batch = _pad(rows, device, pad_id)
     labels = batch.pop("labels")
     soft = batch.pop("soft", None)
-    logits = model(**batch).logits.float()
+    logits = logits_of(model, batch, device)
     margin = logits[..., 1] - logits[..., 0]
     total = label_loss(margin, labels, [data[i].exact for i in group], owner)
     bce = torch.nn.functional.binary_cross_entropy_with_logits
@@ -365,9 +373,7 @@ def example_scores(
         owner = [i for i in group for _ in data[i].rows]
         batch = _pad(rows, device, pad_id)
         labels = batch.pop("labels")
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            logits = model(**batch).logits.float()
-        probs = torch.softmax(logits, -1)[..., 1]
+        probs = torch.softmax(logits_of(model, batch, device), -1)[..., 1]
         for row, i in enumerate(owner):
             answer = labels[row] != -100
             if answer.any():
