@@ -2,13 +2,16 @@
 
 Usage:
     python benchmarks/bench_heldout.py [--per-source 40] [--previous FOLDER] [--llm-answers]
-        [--out benchmarks/results/heldout.md]
+        [--removal] [--only GROUP ...] [--folder DIR ...] [--out benchmarks/results/heldout.md]
 
 Data: the report half of ``training.realdata``'s held-out part (the half the calibration did
 not see; at most ``--per-source`` examples per source, positives and negatives evened out),
 ``training/data/hardcases_test.jsonl`` and, with ``--llm-answers``,
 ``training/data/llm_answers_test.jsonl`` (paragraph answers a local LLM wrote over held-out
-contexts, labelled by a planted change; ``llm_answers`` in the report). Nothing here was
+contexts, labelled by a planted change; ``llm_answers`` in the report) and, with
+``--removal``, those answers' evidence-removal pairs (``training.removal``: the clean answer
+beside its whole context, and beside the context without the pieces that back one of its
+sentences; ``removal`` in the report). Nothing here was
 trained on, and nothing eval-only is read. Detectors: the bundled detector (evidence
 selection, the default), the lexical reference, and with ``--previous`` an older detector
 folder scanned by windows (the stage-3 detector: ``git show
@@ -29,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import llm_answers, realdata
+from training import llm_answers, realdata, removal
 from training.calibrate_evidence import _half
 from training.calibrate_response import multi_part_answers
 from training.train_evidence import _hard_cases, balanced
@@ -82,13 +85,38 @@ def main() -> None:
         action="store_true",
         help="also the LLM-written paragraph answers over held-out contexts (llm_answers_test)",
     )
+    ap.add_argument(
+        "--folder",
+        type=Path,
+        action="append",
+        default=[],
+        help="also a detector folder of the bundled format (a training run's output), with "
+        "evidence selection and its calibrated response score, as the bundled one (repeatable)",
+    )
+    ap.add_argument(
+        "--removal",
+        action="store_true",
+        help="also the evidence-removal pairs of the LLM test answers (training.removal)",
+    )
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="GROUP",
+        help="score only these groups (e.g. removal llm_answers); the rest is not read",
+    )
     add_config_option(ap)
     args = ap.parse_args()
     held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
     claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
     if args.llm_answers:
         claims += llm_answers.load_llm_answers("test")
+    if args.removal:
+        clean, unsupported = removal.load_removals("test")
+        claims += clean + unsupported
     claims += multi_part_answers(held, args.multi_per_family, random.Random(17))
+    if args.only:
+        claims = [c for c in claims if c.source.split("/")[0] in args.only]
     items = _inputs(claims)
     groups: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(claims):
@@ -99,6 +127,10 @@ def main() -> None:
         detectors[f"bundled, evidence {budget} tokens"] = load_detector(evidence_tokens=budget)
     for text in args.config:
         detectors[f"bundled, {text}"] = load_detector(**parse_settings(text))
+    for folder in args.folder:
+        detectors[f"{folder} (evidence)"] = load_detector(
+            folder, strategy="evidence", aggregation="calibrated"
+        )
     if args.previous:
         detectors["stage 3 (windows)"] = load_detector(args.previous, max_windows=1000)
     results = {name: _scores(d, items) for name, d in detectors.items()}
@@ -117,6 +149,8 @@ def main() -> None:
             if args.llm_answers
             else ""
         )
+        + (", their evidence-removal pairs (`removal`)" if args.removal else "")
+        + (f" (only {', '.join(args.only)})" if args.only else "")
         + " and "
         f"{args.multi_per_family} multi-part answers per data set family (`multi/...`: 3-7 "
         "held-out answers of one data set joined, half with an unsupported part; "
