@@ -96,3 +96,17 @@ def test_soft_targets_reach_the_training_loss(tiny_bert_dir: Path) -> None:
     without = float(loss_of(model, [taught], [0], cpu, teacher_weight=0.0))
     assert float(loss_of(model, [plain], [0], cpu)) == pytest.approx(without)
     assert float(loss_of(model, [taught], [0], cpu, teacher_weight=1.0)) > without
+
+
+def test_a_temperature_softens_the_targets_and_keeps_their_order() -> None:
+    import torch
+
+    from training.train_evidence import soft_targets
+
+    p = torch.tensor([0.0, 0.02, 0.5, 0.9, 1.0])
+    assert torch.equal(soft_targets(p), p)
+    softened = soft_targets(p, 2.0)
+    assert softened[2] == pytest.approx(0.5)
+    assert softened[3] == pytest.approx(0.75, abs=1e-3)  # sigmoid(logit(0.9) / 2) = 0.75
+    assert bool((softened[1:] > softened[:-1]).all())
+    assert 0.0 < float(softened[0]) < 0.02 and 0.98 < float(softened[-1]) < 1.0

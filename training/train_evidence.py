@@ -117,6 +117,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(PREFIX.json and PREFIX_train_*.npz, written by training.teacher)",
     )
     p.add_argument("--teacher-weight", type=float, default=1.0)
+    p.add_argument(
+        "--teacher-temperature",
+        type=float,
+        default=1.0,
+        help="soften the teacher's probabilities: sigmoid(logit(p) / T). Its outputs on its "
+        "own training examples are nearly 0 or 1; T > 1 keeps their order, not their certainty",
+    )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     return p.parse_args(argv)
 
@@ -328,6 +335,14 @@ def label_loss(
     return sum(losses) / len(losses)  # type: ignore[return-value]
 
 
+def soft_targets(probabilities: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """The teacher's probabilities, softened: ``sigmoid(logit(p) / temperature)``."""
+    if temperature == 1.0:
+        return probabilities
+    clipped = probabilities.clamp(1e-4, 1 - 1e-4)
+    return torch.sigmoid(torch.logit(clipped) / temperature)
+
+
 def logits_of(model: Any, batch: dict[str, torch.Tensor], device: torch.device) -> torch.Tensor:
     """The model's fp32 logits; the forward pass runs in bf16 autocast on a GPU."""
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
@@ -341,6 +356,7 @@ def loss_of(
     device: torch.device,
     teacher_weight: float = 0.0,
     pad_id: int = 0,
+    teacher_temperature: float = 1.0,
 ) -> Any:
     rows = [r for i in group for r in data[i].rows]
     owner = [k for k, i in enumerate(group) for _ in data[i].rows]
@@ -355,7 +371,8 @@ def loss_of(
         # Distillation: the larger teacher's probability of every answer token, labelled
         # or not, as a soft target beside the labels.
         known = soft >= 0
-        total = total + teacher_weight * bce(margin[known], soft[known])
+        target = soft_targets(soft[known], teacher_temperature)
+        total = total + teacher_weight * bce(margin[known], target)
     return total
 
 
@@ -468,7 +485,14 @@ def main(argv: list[str] | None = None) -> None:
             scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - frac)
             for g in optim.param_groups:
                 g["lr"] = args.lr * scale
-            loss = loss_of(model, train, group, device, args.teacher_weight)
+            loss = loss_of(
+                model,
+                train,
+                group,
+                device,
+                args.teacher_weight,
+                teacher_temperature=args.teacher_temperature,
+            )
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optim.step()
