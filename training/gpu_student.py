@@ -1,0 +1,350 @@
+"""Distil the MPNet teacher into the bundled MiniLM on a lent GPU, several recipes in one call.
+
+``train_evidence --teacher`` does the same on the CPU in about 40 minutes a run; a GPU does
+one pass in about a minute, so one short call can train every candidate of a rule written
+beforehand (``benchmarks/results/stage8/RULE.md``). Only 64 MiB travel to the GPU machine
+and it has no copy of the data, so the work is split in three:
+
+``pack`` (here, on the CPU)
+    Builds the training rows exactly as ``train_evidence`` does (same examples, flags,
+    evidence selection and labels, the committed soft targets attached) and writes them to
+    one gzip file, with the held-out rows for the report.
+``train`` (on the GPU)
+    For each ``--variant``, starts from the ``--init`` detector, keeps the embeddings and
+    the lower three layers frozen (the NLI branch is built on them), trains with
+    ``train_evidence.loss_of`` and writes only the trained weights (fp16, about 11 MB),
+    and every variant's held-out report to ``results.json``.
+``unpack`` (here)
+    Joins those weights with the ``--init`` folder into a full detector folder, ready for
+    the refits (``calibrate_evidence``, ``calibrate_response``, ``retrain_prompt_head``).
+
+A variant is ``NAME:WEIGHT:TEMPERATURE:EXTRA`` (teacher weight, teacher temperature, how
+many times the extra rows are read per pass: the evidence-removal pairs and the LLM-written
+answers of the train part, which have no soft targets)::
+
+    python -m training.gpu_student pack --out .gpu/rows.pkl.gz
+    python -m training.gpu_student train --rows .gpu/rows.pkl.gz --out OUT \\
+        --variant t1:1:1:0 --variant t2:1:2:0
+    python -m training.gpu_student unpack --delta OUT/t2.safetensors --out runs/stage8/t2
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import pickle
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .train_evidence import (
+    BUNDLED,
+    FROZEN_LAYERS,
+    Encoded,
+    batches,
+    example_scores,
+    loss_of,
+    report,
+)
+
+log = logging.getLogger("gpu_student")
+
+# the flags of the stage-5 examples, which the committed soft targets belong to
+STAGE5_FLAGS = [
+    "--seed",
+    "13",
+    "--per-source",
+    "1500",
+    "--heldout-per-source",
+    "120",
+    "--synthetic",
+    "2500",
+]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One recipe: teacher weight and temperature, and how often the extra rows are read."""
+
+    name: str
+    weight: float
+    temperature: float
+    extra: int
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        """``NAME:WEIGHT:TEMPERATURE:EXTRA``, e.g. ``t2:1:2:0``."""
+        parts = text.split(":")
+        if len(parts) != 4 or not parts[0].isidentifier():
+            raise argparse.ArgumentTypeError(
+                f"variant {text!r}: expected NAME:WEIGHT:TEMPERATURE:EXTRA, e.g. t2:1:2:0"
+            )
+        return cls(parts[0], float(parts[1]), float(parts[2]), int(parts[3]))
+
+
+def trainable(name: str) -> bool:
+    """Whether a parameter is trained (everything above the frozen lower layers)."""
+    frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(FROZEN_LAYERS)))
+    return not name.startswith(frozen)
+
+
+# ---------------------------------------------------------------------------- pack
+
+
+def pack(out: Path, teacher_prefix: Path) -> None:
+    """Write the stage-5 training rows (with soft targets), the extra rows and the held-out."""
+    from transformers import AutoTokenizer
+
+    from . import llm_answers, removal, teacher
+    from .train_evidence import _from_claim, encode, load_examples, parse_args
+
+    args = parse_args([*STAGE5_FLAGS, "--teacher", str(teacher_prefix)])
+    rng = random.Random(args.seed)
+    tokenizer = AutoTokenizer.from_pretrained(BUNDLED)
+    started = time.time()
+    train_examples = load_examples(args, "train", rng)
+    softs = teacher.load_soft_targets(teacher_prefix, train_examples)
+    train = [
+        e for x, s in zip(train_examples, softs, strict=True) if (e := encode(tokenizer, x, s))
+    ]
+    held = [e for x in load_examples(args, "heldout", rng) if (e := encode(tokenizer, x))]
+    clean, unsupported = removal.load_removals("train")
+    extra_claims = clean + unsupported + llm_answers.load_llm_answers("train")
+    extra = [e for c in extra_claims if (e := encode(tokenizer, _from_claim(c)))]
+    log.info(
+        "encoded %d train, %d extra, %d held-out examples in %.0f s",
+        len(train),
+        len(extra),
+        len(held),
+        time.time() - started,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    blob = {"train": _compact(train), "extra": _compact(extra), "heldout": _compact(held)}
+    with gzip.open(out, "wb", compresslevel=6) as fh:
+        pickle.dump(blob, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    log.info("wrote %s (%.1f MB)", out, out.stat().st_size / 1e6)
+
+
+def _compact(data: list[Encoded]) -> list[tuple[Any, ...]]:
+    """Encoded examples as tuples of small numpy arrays (a quarter of the pickled lists)."""
+    return [(d.source, d.label, d.exact, [_compact_row(r) for r in d.rows]) for d in data]
+
+
+def _compact_row(row: dict[str, Any]) -> tuple[Any, ...]:
+    types = row.get("token_type_ids")
+    soft = row.get("soft")
+    return (
+        np.asarray(row["input_ids"], dtype=np.uint16),  # BERT's vocabulary has 30,522 ids
+        np.asarray(row["labels"], dtype=np.int8),
+        None if types is None else np.asarray(types, dtype=np.int8),
+        None if soft is None else np.asarray(soft, dtype=np.float16),
+    )
+
+
+def _expand(data: list[tuple[Any, ...]]) -> list[Encoded]:
+    out = []
+    for source, label, exact, rows in data:
+        expanded = []
+        for ids, labels, types, soft in rows:
+            row: dict[str, Any] = {
+                "input_ids": ids.astype(np.int64).tolist(),
+                "labels": labels.astype(np.int64).tolist(),
+            }
+            if types is not None:
+                row["token_type_ids"] = types.tolist()
+            if soft is not None:
+                row["soft"] = soft.astype(np.float32).tolist()
+            expanded.append(row)
+        out.append(Encoded(source, label, exact, expanded))
+    return out
+
+
+def _with_soft(data: list[Encoded]) -> list[Encoded]:
+    """Every row with a ``soft`` column (-1: no teacher for that token).
+
+    ``train_evidence._pad`` keeps the teacher's column only when every row of a batch has
+    one, so a single row without it would silently turn distillation off for its batch.
+    """
+    out = []
+    for d in data:
+        rows = [r if "soft" in r else {**r, "soft": [-1.0] * len(r["input_ids"])} for r in d.rows]
+        out.append(Encoded(d.source, d.label, d.exact, rows))
+    return out
+
+
+# ---------------------------------------------------------------------------- train
+
+
+def train_variant(
+    variant: Variant,
+    init: Path,
+    train: list[Encoded],
+    extra: list[Encoded],
+    held: list[Encoded],
+    out: Path,
+    passes: float,
+    lr: float,
+    batch_rows: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Train one variant from ``init`` and write its trained weights to ``out/NAME``."""
+    from safetensors.torch import save_file
+    from transformers import AutoModelForTokenClassification
+
+    torch.manual_seed(seed)
+    order_rng = random.Random(seed)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = AutoModelForTokenClassification.from_pretrained(init, dtype=torch.float32).to(device)
+    for name, param in model.named_parameters():
+        param.requires_grad = trainable(name)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optim = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    data = train + extra * variant.extra
+    total = int(len(batches(data, batch_rows, random.Random(0))) * passes)
+    step, started = 0, time.time()
+    model.train()
+    while step < total:
+        for group in batches(data, batch_rows, order_rng):
+            if step >= total:
+                break
+            # the CPU recipe's schedule, by steps: warm-up over 50, linear decay to 5%
+            scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - step / total)
+            for g in optim.param_groups:
+                g["lr"] = lr * scale
+            loss = loss_of(
+                model,
+                data,
+                group,
+                device,
+                variant.weight,
+                teacher_temperature=variant.temperature,
+            )
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optim.step()
+            optim.zero_grad()
+            step += 1
+            if step % 500 == 0:
+                log.info("%s step %d/%d loss %.4f", variant.name, step, total, loss.item())
+    train_s = time.time() - started
+    scores = example_scores(model, held, device)
+    state = {
+        name: p.detach().to(torch.float16).cpu().contiguous()
+        for name, p in model.named_parameters()
+        if trainable(name)
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(out / f"{variant.name}.safetensors"))
+    result = {
+        "variant": variant.__dict__,
+        "steps": step,
+        "train_s": round(train_s, 1),
+        "passes": passes,
+        "lr": lr,
+        "batch_rows": batch_rows,
+        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "heldout": report(scores, held),
+    }
+    log.info(
+        "%s: %d steps in %.0f s, held-out AP %.3f",
+        variant.name,
+        step,
+        train_s,
+        result["heldout"]["all"]["ap"],
+    )
+    return result
+
+
+def run_training(args: argparse.Namespace) -> None:
+    with gzip.open(args.rows, "rb") as fh:
+        blob = pickle.load(fh)  # our own file, written by ``pack``
+    limit = args.limit or None  # a smoke run on the CPU reads the first few examples only
+    train = _with_soft(_expand(blob["train"][:limit]))
+    extra = _with_soft(_expand(blob["extra"][:limit]))
+    held = _expand(blob["heldout"][:limit])
+    log.info("%d train, %d extra, %d held-out examples", len(train), len(extra), len(held))
+    results = []
+    for variant in args.variant:
+        results.append(
+            train_variant(
+                variant,
+                args.init,
+                train,
+                extra,
+                held,
+                args.out,
+                args.passes,
+                args.lr,
+                args.batch_rows,
+                args.seed,
+            )
+        )
+        # rewritten after each variant, so a call cut short still returns what finished
+        (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+
+
+# ---------------------------------------------------------------------------- unpack
+
+
+def unpack(delta: Path, init: Path, out: Path) -> None:
+    """A full detector folder: ``init``'s files with the trained weights of ``delta``."""
+    from safetensors.torch import load_file, save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    for f in init.iterdir():
+        if f.is_file():
+            shutil.copy(f, out / f.name)
+    state = load_file(str(init / "model.safetensors"))
+    trained = load_file(str(delta))
+    unknown = sorted(set(trained) - set(state))
+    if unknown:
+        raise SystemExit(f"{delta}: weights the detector does not have: {unknown[:3]}")
+    state.update({k: v.to(state[k].dtype) for k, v in trained.items()})
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    results = delta.parent / "results.json"
+    if results.is_file():
+        mine = [r for r in json.loads(results.read_text()) if r["variant"]["name"] == delta.stem]
+        (out / "gpu_student.json").write_text(json.dumps(mine, indent=1))
+    log.info("wrote %s (%d trained tensors from %s)", out, len(trained), delta)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="write the training rows (CPU)")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--teacher", type=Path, default=Path("training/data/teacher_mpnet"))
+    t = sub.add_parser("train", help="train the variants (GPU)")
+    t.add_argument("--rows", type=Path, required=True)
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--init", type=Path, default=BUNDLED)
+    t.add_argument("--variant", type=Variant.parse, action="append", required=True)
+    t.add_argument("--passes", type=float, default=1.0)
+    t.add_argument("--lr", type=float, default=5e-5)
+    t.add_argument("--batch-rows", type=int, default=16)
+    t.add_argument("--seed", type=int, default=16)
+    t.add_argument("--limit", type=int, default=0, help="first N examples of each part (smoke)")
+    u = sub.add_parser("unpack", help="join trained weights with the init folder (CPU)")
+    u.add_argument("--delta", type=Path, required=True)
+    u.add_argument("--init", type=Path, default=BUNDLED)
+    u.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.command == "pack":
+        pack(args.out, args.teacher)
+    elif args.command == "train":
+        run_training(args)
+    else:
+        unpack(args.delta, args.init, args.out)
+
+
+if __name__ == "__main__":
+    main()
