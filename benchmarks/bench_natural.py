@@ -48,22 +48,7 @@ from truthlens_integrations.evaluation import auroc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_heldout import _inputs, _scores
 
-FAMILIES = {
-    "begin": "begin",
-    "true/begin": "begin",
-    "faithdial": "faithdial",
-    "factcheck_gpt": "factcheck_gpt",
-    "wice": "wice",
-    "xsumfaith": "xsumfaith",
-    "true/frank": "summaries",
-    "true/qags_cnndm": "summaries",
-    "true/qags_xsum": "summaries",
-    "true/summeval": "summaries",
-    "summac/polytope": "summaries",
-    "summac/summeval": "summaries",
-    "true/q2": "q2",
-}
-"""Held-out source -> family. Every source not named here has constructed labels."""
+FAMILIES = realdata.NATURAL_FAMILIES
 
 
 def natural_claims() -> list[Any]:

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from training.gpu_student import (
+    Schedule,
     Variant,
     _compact,
     _expand,
     _with_soft,
+    leave_family_out,
     train_variant,
     trainable,
     unpack,
@@ -83,6 +85,9 @@ def test_only_the_layers_above_the_frozen_ones_train() -> None:
     assert not trainable("bert.encoder.layer.2.output.dense.weight")
     assert trainable("bert.encoder.layer.3.output.dense.weight")
     assert trainable("classifier.bias")
+    # a base encoder (leave-one-family-out) trains every layer, never the embeddings
+    assert trainable("bert.encoder.layer.0.output.dense.weight", frozen_layers=0)
+    assert not trainable("bert.embeddings.word_embeddings.weight", frozen_layers=0)
 
 
 def test_trained_weights_join_the_init_folder(tiny_bert_dir: Path, tmp_path: Path) -> None:
@@ -97,10 +102,7 @@ def test_trained_weights_join_the_init_folder(tiny_bert_dir: Path, tmp_path: Pat
         [],
         _encoded(tiny_bert_dir, soft=False),
         tmp_path / "out",
-        passes=3,
-        lr=1e-2,
-        batch_rows=2,
-        seed=1,
+        Schedule(passes=3, lr=1e-2, batch_rows=2, seed=1),
     )
     assert result["steps"] > 0
     assert result["heldout"]["all"]["n"] == 3
@@ -128,3 +130,38 @@ def test_weights_of_another_model_are_refused(tiny_bert_dir: Path, tmp_path: Pat
     save_file({"decoder.weight": torch.zeros(2, 2)}, str(tmp_path / "other.safetensors"))
     with pytest.raises(SystemExit, match="does not have"):
         unpack(tmp_path / "other.safetensors", tiny_bert_dir, tmp_path / "joined")
+
+
+def test_a_left_out_family_is_scored_and_never_trained_on(
+    tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import training.gpu_student as gs
+
+    seen: list[list[str]] = []
+    real_fit = gs.fit
+
+    def spy(model, data, variant, schedule, device):  # type: ignore[no-untyped-def]
+        seen.append(sorted({d.source for d in data}))
+        return real_fit(model, data, variant, schedule, device)
+
+    monkeypatch.setattr(gs, "fit", spy)
+    data = _with_soft(_encoded(tiny_bert_dir, soft=True))
+    data[0].source = data[1].source = "faithdial"  # one clean and one unsupported
+    data[2].source = "begin"
+    held = _encoded(tiny_bert_dir, soft=False)
+    held[0].source = "true/summeval"
+    results = leave_family_out(
+        "faithdial",
+        [Variant("labels", 0.0, 1.0, 0), Variant("t2", 1.0, 2.0, 0)],
+        tiny_bert_dir,
+        data,
+        held,
+        Schedule(passes=1, batch_rows=2),
+    )
+    assert [r["variant"]["name"] for r in results] == ["labels", "t2"]
+    assert all("faithdial" not in sources for sources in seen)  # never trained on
+    for r in results:
+        assert r["family"] == "faithdial"
+        assert r["unseen"]["n"] == 2  # its training rows are scored as unseen
+        assert r["unseen"]["positives"] == 1
+        assert 0.0 <= r["unseen"]["auroc"] <= 1.0

@@ -45,6 +45,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from truthlens_integrations.evaluation import auroc
+
+from . import realdata
 from .train_evidence import (
     BUNDLED,
     FROZEN_LAYERS,
@@ -90,9 +93,9 @@ class Variant:
         return cls(parts[0], float(parts[1]), float(parts[2]), int(parts[3]))
 
 
-def trainable(name: str) -> bool:
-    """Whether a parameter is trained (everything above the frozen lower layers)."""
-    frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(FROZEN_LAYERS)))
+def trainable(name: str, frozen_layers: int = FROZEN_LAYERS) -> bool:
+    """Whether a parameter is trained: never the embeddings, nor the lower layers."""
+    frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(frozen_layers)))
     return not name.startswith(frozen)
 
 
@@ -180,45 +183,70 @@ def _with_soft(data: list[Encoded]) -> list[Encoded]:
     return out
 
 
+def _without_soft(data: list[Encoded]) -> list[Encoded]:
+    """The rows without the teacher's column (scoring passes no extra input to the model)."""
+    return [
+        Encoded(
+            d.source,
+            d.label,
+            d.exact,
+            [{k: v for k, v in r.items() if k != "soft"} for r in d.rows],
+        )
+        for d in data
+    ]
+
+
 # ---------------------------------------------------------------------------- train
 
 
-def train_variant(
-    variant: Variant,
-    init: Path,
-    train: list[Encoded],
-    extra: list[Encoded],
-    held: list[Encoded],
-    out: Path,
-    passes: float,
-    lr: float,
-    batch_rows: int,
-    seed: int,
-) -> dict[str, Any]:
-    """Train one variant from ``init`` and write its trained weights to ``out/NAME``."""
-    from safetensors.torch import save_file
+@dataclass(frozen=True)
+class Schedule:
+    """How long and how fast a student trains (the CPU recipe's settings by default)."""
+
+    passes: float = 1.0
+    lr: float = 5e-5
+    batch_rows: int = 16
+    seed: int = 16
+
+
+def _device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+
+
+def _student(init: Path, frozen_layers: int, device: torch.device) -> Any:
     from transformers import AutoModelForTokenClassification
 
-    torch.manual_seed(seed)
-    order_rng = random.Random(seed)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = AutoModelForTokenClassification.from_pretrained(init, dtype=torch.float32).to(device)
+    model = AutoModelForTokenClassification.from_pretrained(
+        init, dtype=torch.float32, num_labels=2
+    ).to(device)
     for name, param in model.named_parameters():
-        param.requires_grad = trainable(name)
+        param.requires_grad = trainable(name, frozen_layers)
+    return model
+
+
+def fit(
+    model: Any, data: list[Encoded], variant: Variant, schedule: Schedule, device: torch.device
+) -> tuple[int, float]:
+    """Train ``model`` on ``data`` with ``variant``'s loss; returns (steps, seconds)."""
+    torch.manual_seed(schedule.seed)
+    order_rng = random.Random(schedule.seed)
     params = [p for p in model.parameters() if p.requires_grad]
-    optim = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
-    data = train + extra * variant.extra
-    total = int(len(batches(data, batch_rows, random.Random(0))) * passes)
+    optim = torch.optim.AdamW(params, lr=schedule.lr, weight_decay=0.01)
+    total = int(len(batches(data, schedule.batch_rows, random.Random(0))) * schedule.passes)
     step, started = 0, time.time()
     model.train()
     while step < total:
-        for group in batches(data, batch_rows, order_rng):
+        for group in batches(data, schedule.batch_rows, order_rng):
             if step >= total:
                 break
             # the CPU recipe's schedule, by steps: warm-up over 50, linear decay to 5%
             scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - step / total)
             for g in optim.param_groups:
-                g["lr"] = lr * scale
+                g["lr"] = schedule.lr * scale
             loss = loss_of(
                 model,
                 data,
@@ -234,7 +262,24 @@ def train_variant(
             step += 1
             if step % 500 == 0:
                 log.info("%s step %d/%d loss %.4f", variant.name, step, total, loss.item())
-    train_s = time.time() - started
+    return step, time.time() - started
+
+
+def train_variant(
+    variant: Variant,
+    init: Path,
+    train: list[Encoded],
+    extra: list[Encoded],
+    held: list[Encoded],
+    out: Path,
+    schedule: Schedule,
+) -> dict[str, Any]:
+    """Train one variant from ``init`` and write its trained weights to ``out/NAME``."""
+    from safetensors.torch import save_file
+
+    device = _device()
+    model = _student(init, FROZEN_LAYERS, device)
+    steps, seconds = fit(model, train + extra * variant.extra, variant, schedule, device)
     scores = example_scores(model, held, device)
     state = {
         name: p.detach().to(torch.float16).cpu().contiguous()
@@ -245,22 +290,67 @@ def train_variant(
     save_file(state, str(out / f"{variant.name}.safetensors"))
     result = {
         "variant": variant.__dict__,
-        "steps": step,
-        "train_s": round(train_s, 1),
-        "passes": passes,
-        "lr": lr,
-        "batch_rows": batch_rows,
-        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "steps": steps,
+        "train_s": round(seconds, 1),
+        **schedule.__dict__,
+        "device": _device_name(device),
         "heldout": report(scores, held),
     }
-    log.info(
-        "%s: %d steps in %.0f s, held-out AP %.3f",
-        variant.name,
-        step,
-        train_s,
-        result["heldout"]["all"]["ap"],
-    )
+    ap = result["heldout"]["all"]["ap"]
+    log.info("%s: %d steps in %.0f s, held-out AP %.3f", variant.name, steps, seconds, ap)
     return result
+
+
+def leave_family_out(
+    family: str,
+    variants: list[Variant],
+    init: Path,
+    train: list[Encoded],
+    held: list[Encoded],
+    schedule: Schedule,
+) -> list[dict[str, Any]]:
+    """Students trained without one natural family, scored on all of its examples.
+
+    Every layer above the embeddings trains (``init`` is a base encoder, not a detector).
+    The left-out family's training and held-out rows are scored alike: this student never
+    saw either.
+    """
+    device = _device()
+    fit_rows = [d for d in train if realdata.NATURAL_FAMILIES.get(d.source) != family]
+    unseen = _without_soft(
+        [d for d in train + held if realdata.NATURAL_FAMILIES.get(d.source) == family]
+    )
+    seen_held = [d for d in held if realdata.NATURAL_FAMILIES.get(d.source) != family]
+    gold = [bool(d.label) for d in unseen]
+    out = []
+    for variant in variants:
+        model = _student(init, 0, device)
+        steps, seconds = fit(model, fit_rows, variant, schedule, device)
+        scores = example_scores(model, unseen, device)
+        out.append(
+            {
+                "family": family,
+                "variant": variant.__dict__,
+                "steps": steps,
+                "train_s": round(seconds, 1),
+                **schedule.__dict__,
+                "device": _device_name(device),
+                "unseen": {
+                    "n": len(unseen),
+                    "positives": sum(gold),
+                    "auroc": auroc(gold, scores.tolist()),
+                    "ap": report(scores, unseen)["all"]["ap"],
+                },
+                "seen_heldout_ap": report(example_scores(model, seen_held, device), seen_held)[
+                    "all"
+                ]["ap"],
+            }
+        )
+        log.info(
+            "%s without %s: unseen AUROC %.3f", variant.name, family, out[-1]["unseen"]["auroc"]
+        )
+        del model
+    return out
 
 
 def run_training(args: argparse.Namespace) -> None:
@@ -271,24 +361,24 @@ def run_training(args: argparse.Namespace) -> None:
     extra = _with_soft(_expand(blob["extra"][:limit]))
     held = _expand(blob["heldout"][:limit])
     log.info("%d train, %d extra, %d held-out examples", len(train), len(extra), len(held))
-    results = []
-    for variant in args.variant:
-        results.append(
-            train_variant(
-                variant,
-                args.init,
-                train,
-                extra,
-                held,
-                args.out,
-                args.passes,
-                args.lr,
-                args.batch_rows,
-                args.seed,
+    schedule = Schedule(args.passes, args.lr, args.batch_rows, args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: list[dict[str, Any]] = []
+    if args.command == "train":
+        for variant in args.variant:
+            results.append(
+                train_variant(variant, args.init, train, extra, held, args.out, schedule)
             )
-        )
-        # rewritten after each variant, so a call cut short still returns what finished
-        (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+            _write_results(args.out, results)
+    else:
+        for family in args.family:
+            results += leave_family_out(family, args.variant, args.init, train, held, schedule)
+            _write_results(args.out, results)
+
+
+def _write_results(out: Path, results: list[dict[str, Any]]) -> None:
+    # rewritten after each model, so a call cut short still returns what finished
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
 
 
 # ---------------------------------------------------------------------------- unpack
@@ -323,15 +413,23 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--teacher", type=Path, default=Path("training/data/teacher_mpnet"))
     t = sub.add_parser("train", help="train the variants (GPU)")
-    t.add_argument("--rows", type=Path, required=True)
-    t.add_argument("--out", type=Path, required=True)
-    t.add_argument("--init", type=Path, default=BUNDLED)
-    t.add_argument("--variant", type=Variant.parse, action="append", required=True)
-    t.add_argument("--passes", type=float, default=1.0)
-    t.add_argument("--lr", type=float, default=5e-5)
-    t.add_argument("--batch-rows", type=int, default=16)
-    t.add_argument("--seed", type=int, default=16)
-    t.add_argument("--limit", type=int, default=0, help="first N examples of each part (smoke)")
+    lofo = sub.add_parser("lofo", help="students without one natural family, scored on it (GPU)")
+    lofo.add_argument(
+        "--family",
+        action="append",
+        required=True,
+        choices=sorted(set(realdata.NATURAL_FAMILIES.values())),
+    )
+    for q, init in ((t, BUNDLED), (lofo, None)):
+        q.add_argument("--rows", type=Path, required=True)
+        q.add_argument("--out", type=Path, required=True)
+        q.add_argument("--init", type=Path, default=init, required=init is None)
+        q.add_argument("--variant", type=Variant.parse, action="append", required=True)
+        q.add_argument("--passes", type=float, default=1.0)
+        q.add_argument("--lr", type=float, default=5e-5)
+        q.add_argument("--batch-rows", type=int, default=16)
+        q.add_argument("--seed", type=int, default=16)
+        q.add_argument("--limit", type=int, default=0, help="first N examples of each part")
     u = sub.add_parser("unpack", help="join trained weights with the init folder (CPU)")
     u.add_argument("--delta", type=Path, required=True)
     u.add_argument("--init", type=Path, default=BUNDLED)
@@ -340,7 +438,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.command == "pack":
         pack(args.out, args.teacher)
-    elif args.command == "train":
+    elif args.command in ("train", "lofo"):
         run_training(args)
     else:
         unpack(args.delta, args.init, args.out)

@@ -60,6 +60,7 @@ from . import data as _data
 __all__ = [
     "DERIVED_SPAN_SOURCES",
     "HELDOUT_FRACTION",
+    "NATURAL_FAMILIES",
     "SOURCES",
     "Claim",
     "load_real",
@@ -77,6 +78,25 @@ POLYTOPE_FIDELITY_ERRORS = frozenset(
 DERIVED_SPAN_SOURCES = ("summedits/",)
 # SummEdits: inconsistent edits larger than this many changed words get no spans (too coarse).
 SUMMEDITS_MAX_CHANGED_WORDS = 12
+# The sources whose texts a system or person wrote freely and people judged afterwards, by
+# family (the same data seen through two collections is one family). Every other source's
+# labels come from a construction: planted edits (SummEdits, PAWS, FactCC, DialFact's
+# rewritten claims) or hallucinations written on instruction (HaluEval).
+NATURAL_FAMILIES = {
+    "begin": "begin",
+    "true/begin": "begin",
+    "faithdial": "faithdial",
+    "factcheck_gpt": "factcheck_gpt",
+    "wice": "wice",
+    "xsumfaith": "xsumfaith",
+    "true/frank": "summaries",
+    "true/qags_cnndm": "summaries",
+    "true/qags_xsum": "summaries",
+    "true/summeval": "summaries",
+    "summac/polytope": "summaries",
+    "summac/summeval": "summaries",
+    "true/q2": "q2",
+}
 
 Span = tuple[int, int]
 

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Leave one natural family out (training.gpu_student lofo); see benchmarks/results/stage8/RULE.md
+set -uo pipefail
+nvidia-smi --query-gpu=name --format=csv,noheader
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site . 2>&1 | tail -2
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+R=$PWD; cd /tmp  # not the repository root: its truthlens_integrations/ would shadow /tmp/site
+python3 -m training.gpu_student lofo --rows $R/.gpu/rows.pkl.gz --init $R/.gpu/base --out $OUT \
+  --family summaries --family begin --family faithdial --family xsumfaith --family factcheck_gpt \
+  --variant labels:0:1:0 --variant t2:1:2:0 --passes 0.4 2>&1 \
+  | grep -v -E "Loading weights|LOAD REPORT|^Key|^-|pooler|classifier|^Notes|UNEXPECTED|MISSING|^$" | tee $OUT/log.txt
