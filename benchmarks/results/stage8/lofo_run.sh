@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Leave one natural family out (training.gpu_student lofo); see benchmarks/results/stage8/RULE.md
+# Leave one natural family out (training.gpu_student lofo); see benchmarks/results/stage8/RULE.md.
+# Run from the repository root there, with .gpu/rows.pkl.gz (gpu_student pack), .gpu/base
+# (gpu_student base) and .whl/ carried (gpu_run.sh says which wheels); benchmarks/results,
+# training/data, core/_bundled/nli and the detector's model.safetensors were moved aside to fit
+# 64 MiB. One NVIDIA H200: 10 students in 322 s of wall time.
 set -uo pipefail
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
