@@ -2,7 +2,8 @@
 # Stage-8 candidates on the lent GPU (training.gpu_student train); see benchmarks/results/stage8/RULE.md.
 # Run from the repository root there, with .gpu/rows.pkl.gz (python -m training.gpu_student pack)
 # and .whl/ (pydantic, pydantic-core, annotated-types, typing-inspection for Python 3.12) carried;
-# benchmarks/results, training/data and core/_bundled/nli were moved aside to fit 64 MiB.
+# benchmarks/results, training/data and core/_bundled/nli were moved aside to fit 64 MiB
+# (now: bash scripts/device_slim.sh aside, then restore after the call).
 # One NVIDIA H200: 4 variants in 292 s of wall time.
 set -uo pipefail
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

@@ -3,7 +3,7 @@
 # Run from the repository root there, with .gpu/rows.pkl.gz (gpu_student pack), .gpu/base
 # (gpu_student base) and .whl/ carried (gpu_run.sh says which wheels); benchmarks/results,
 # training/data, core/_bundled/nli and the detector's model.safetensors were moved aside to fit
-# 64 MiB. One NVIDIA H200: 10 students in 322 s of wall time.
+# 64 MiB (now: bash scripts/device_slim.sh aside --weights, then restore). One NVIDIA H200: 10 students in 322 s of wall time.
 set -uo pipefail
 nvidia-smi --query-gpu=name --format=csv,noheader
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
