@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,30 @@ def test_a_left_out_family_is_scored_and_never_trained_on(
         assert r["unseen"]["n"] == 2  # its training rows are scored as unseen
         assert r["unseen"]["positives"] == 1
         assert 0.0 <= r["unseen"]["auroc"] <= 1.0
+
+
+def test_a_soup_is_the_weighted_mean_of_two_folders(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from training.gpu_student import soup
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny_bert_dir, other)
+    state = load_file(str(other / "model.safetensors"))
+    state["classifier.bias"] = state["classifier.bias"] + 1.0
+    save_file(state, str(other / "model.safetensors"))
+
+    soup(tiny_bert_dir, other, tmp_path / "mixed", weight=0.25)
+    base = load_file(str(tiny_bert_dir / "model.safetensors"))
+    mixed = load_file(str(tmp_path / "mixed" / "model.safetensors"))
+    assert torch.allclose(mixed["classifier.bias"], base["classifier.bias"] + 0.25)
+    assert all(torch.equal(mixed[k], base[k]) for k in base if k != "classifier.bias")
+    assert (tmp_path / "mixed" / "tokenizer.json").is_file()
+
+    with pytest.raises(SystemExit, match="lie in"):
+        soup(tiny_bert_dir, other, tmp_path / "bad", weight=1.5)
+    state["classifier.bias"] = torch.zeros(3)
+    save_file(state, str(other / "model.safetensors"))
+    with pytest.raises(SystemExit, match="same tensors"):
+        soup(tiny_bert_dir, other, tmp_path / "bad", weight=0.5)

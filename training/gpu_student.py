@@ -17,6 +17,8 @@ and it has no copy of the data, so the work is split in three:
 ``unpack`` (here)
     Joins those weights with the ``--init`` folder into a full detector folder, ready for
     the refits (``calibrate_evidence``, ``calibrate_response``, ``retrain_prompt_head``).
+``soup`` (here)
+    A folder whose weights are a mix of two (a student and the detector it started from).
 ``lofo`` (on the GPU)
     Leave one natural family out: students from a base encoder (``base`` writes the
     bundled model's base, MiniLM-L6, as fp16 for the trip), trained without one family
@@ -408,6 +410,35 @@ def write_base(out: Path) -> None:
     log.info("wrote %s from %s", out, source)
 
 
+def soup(first: Path, second: Path, out: Path, weight: float = 0.5) -> None:
+    """A detector folder whose weights are ``(1 - weight) * first + weight * second``.
+
+    Both folders must hold the same tensors (a student and the detector it started from).
+    The other files come from ``first``; the refits then replace its maps.
+    """
+    from safetensors.torch import load_file, save_file
+
+    if not 0.0 <= weight <= 1.0:
+        raise SystemExit(f"--weight must lie in [0, 1], not {weight}")
+    a = load_file(str(first / "model.safetensors"))
+    b = load_file(str(second / "model.safetensors"))
+    if set(a) != set(b) or any(a[k].shape != b[k].shape for k in a):
+        raise SystemExit(f"{first} and {second} do not hold the same tensors")
+    mixed = {
+        k: ((1 - weight) * a[k].float() + weight * b[k].float()).to(a[k].dtype)
+        if a[k].is_floating_point()
+        else a[k]
+        for k in a
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    for f in first.iterdir():
+        if f.is_file() and f.name != "model.safetensors":
+            shutil.copy(f, out / f.name)
+    save_file(mixed, str(out / "model.safetensors"), metadata={"format": "pt"})
+    changed = sum(not torch.equal(a[k], b[k]) for k in a)
+    log.info("wrote %s: %d of %d tensors mixed at %.2f", out, changed, len(a), weight)
+
+
 def unpack(delta: Path, init: Path, out: Path) -> None:
     """A full detector folder: ``init``'s files with the trained weights of ``delta``."""
     from safetensors.torch import load_file, save_file
@@ -456,6 +487,11 @@ def main(argv: list[str] | None = None) -> None:
         q.add_argument("--limit", type=int, default=0, help="first N examples of each part")
     b = sub.add_parser("base", help="write the base encoder as fp16 for the trip (CPU)")
     b.add_argument("--out", type=Path, required=True)
+    m = sub.add_parser("soup", help="mix two detector folders' weights (CPU)")
+    m.add_argument("--first", type=Path, default=BUNDLED)
+    m.add_argument("--second", type=Path, required=True)
+    m.add_argument("--weight", type=float, default=0.5, help="share of --second")
+    m.add_argument("--out", type=Path, required=True)
     u = sub.add_parser("unpack", help="join trained weights with the init folder (CPU)")
     u.add_argument("--delta", type=Path, required=True)
     u.add_argument("--init", type=Path, default=BUNDLED)
@@ -468,6 +504,8 @@ def main(argv: list[str] | None = None) -> None:
         run_training(args)
     elif args.command == "base":
         write_base(args.out)
+    elif args.command == "soup":
+        soup(args.first, args.second, args.out, args.weight)
     else:
         unpack(args.delta, args.init, args.out)
 
