@@ -193,3 +193,15 @@ def test_a_soup_is_the_weighted_mean_of_two_folders(tiny_bert_dir: Path, tmp_pat
     save_file(state, str(other / "model.safetensors"))
     with pytest.raises(SystemExit, match="same tensors"):
         soup(tiny_bert_dir, other, tmp_path / "bad", weight=0.5)
+
+
+def test_step_groups_run_pass_after_pass_and_stop_at_the_total(tiny_bert_dir: Path) -> None:
+    import random
+
+    from training.train_evidence import step_groups
+
+    data = _encoded(tiny_bert_dir, soft=False)
+    got = list(step_groups(data, 1, random.Random(0), 7))
+    assert [step for step, _ in got] == list(range(7))
+    assert all(len(group) == 1 for _, group in got)
+    assert list(step_groups([], 1, random.Random(0), 5)) == []  # no data, no endless loop

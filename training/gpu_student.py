@@ -66,6 +66,7 @@ from .train_evidence import (
     example_scores,
     optimizer_step,
     report,
+    step_groups,
 )
 
 log = logging.getLogger("gpu_student")
@@ -247,28 +248,25 @@ def fit(
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=schedule.lr, weight_decay=0.01)
     total = int(len(batches(data, schedule.batch_rows, random.Random(0))) * schedule.passes)
-    step, started = 0, time.time()
+    steps, started = 0, time.time()
     model.train()
-    while step < total:
-        for group in batches(data, schedule.batch_rows, order_rng):
-            if step >= total:
-                break
-            # the CPU recipe's schedule, by steps: warm-up over 50, linear decay to 5%
-            scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - step / total)
-            loss = optimizer_step(
-                model,
-                optim,
-                data,
-                group,
-                device,
-                schedule.lr * scale,
-                teacher_weight=variant.weight,
-                teacher_temperature=variant.temperature,
-            )
-            step += 1
-            if step % 500 == 0:
-                log.info("%s step %d/%d loss %.4f", variant.name, step, total, loss.item())
-    return step, time.time() - started
+    for step, group in step_groups(data, schedule.batch_rows, order_rng, total):
+        # the CPU recipe's schedule, by steps: warm-up over 50, linear decay to 5%
+        scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - step / total)
+        loss = optimizer_step(
+            model,
+            optim,
+            data,
+            group,
+            device,
+            schedule.lr * scale,
+            teacher_weight=variant.weight,
+            teacher_temperature=variant.temperature,
+        )
+        steps = step + 1
+        if steps % 500 == 0:
+            log.info("%s step %d/%d loss %.4f", variant.name, steps, total, loss.item())
+    return steps, time.time() - started
 
 
 def train_variant(

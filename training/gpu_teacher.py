@@ -44,6 +44,7 @@ from .train_evidence import (
     optimizer_step,
     report,
     row_encodings,
+    step_groups,
 )
 from .train_evidence import encode as train_encode
 
@@ -194,18 +195,15 @@ def main() -> None:
         total = int(len(batches(train_enc, args.batch_rows, random.Random(0))) * args.epochs)
         step, t1 = 0, time.time()
         model.train()
-        while step < total:
-            for group in batches(train_enc, args.batch_rows, rng):
-                if step >= total:
-                    break
-                # linear warm-up over 100 steps, then linear decay to zero
-                scale = min(1.0, (step + 1) / 100) * max(0.0, 1.0 - step / total)
-                loss = optimizer_step(
-                    model, optim, train_enc, group, device, args.lr * scale, pad_id=pad_id
-                )
-                step += 1
-                if step % 200 == 0:
-                    print(f"step {step}/{total} loss {loss.item():.4f} {time.time() - t1:.0f}s")
+        for done, group in step_groups(train_enc, args.batch_rows, rng, total):
+            # linear warm-up over 100 steps, then linear decay to zero
+            scale = min(1.0, (done + 1) / 100) * max(0.0, 1.0 - done / total)
+            loss = optimizer_step(
+                model, optim, train_enc, group, device, args.lr * scale, pad_id=pad_id
+            )
+            step = done + 1
+            if step % 200 == 0:
+                print(f"step {step}/{total} loss {loss.item():.4f} {time.time() - t1:.0f}s")
         result.update(steps=step, train_s=round(time.time() - t1), epochs=args.epochs)
         model_dir = args.work / "trained"
         model.save_pretrained(model_dir)

@@ -36,6 +36,7 @@ import random
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -300,6 +301,20 @@ def batches(data: list[Encoded], rows_per_batch: int, rng: random.Random) -> lis
         out.append(current)
     rng.shuffle(out)
     return out
+
+
+def step_groups(
+    data: list[Encoded], rows_per_batch: int, rng: random.Random, total: int
+) -> Iterator[tuple[int, list[int]]]:
+    """``(step, example group)`` for ``total`` steps, pass after pass over ``data``."""
+    step = 0
+    while step < total:
+        groups = batches(data, rows_per_batch, rng)
+        if not groups:
+            return
+        for group in groups[: total - step]:
+            yield step, group
+            step += 1
 
 
 def label_loss(
