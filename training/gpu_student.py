@@ -120,7 +120,7 @@ def pack(out: Path, teacher_prefix: Path) -> None:
     from . import llm_answers, removal, teacher
     from .train_evidence import _from_claim, encode, load_examples, parse_args
 
-    args = parse_args([*STAGE5_FLAGS, "--teacher", str(teacher_prefix)])
+    args = parse_args(STAGE5_FLAGS)
     rng = random.Random(args.seed)
     tokenizer = AutoTokenizer.from_pretrained(BUNDLED)
     started = time.time()
@@ -168,10 +168,7 @@ def _expand(data: list[tuple[Any, ...]]) -> list[Encoded]:
     for source, label, exact, rows in data:
         expanded = []
         for ids, labels, types, soft in rows:
-            row: dict[str, Any] = {
-                "input_ids": ids.astype(np.int64).tolist(),
-                "labels": labels.astype(np.int64).tolist(),
-            }
+            row: dict[str, Any] = {"input_ids": ids.tolist(), "labels": labels.tolist()}
             if types is not None:
                 row["token_type_ids"] = types.tolist()
             if soft is not None:
@@ -192,19 +189,6 @@ def _with_soft(data: list[Encoded]) -> list[Encoded]:
         rows = [r if "soft" in r else {**r, "soft": [-1.0] * len(r["input_ids"])} for r in d.rows]
         out.append(Encoded(d.source, d.label, d.exact, rows))
     return out
-
-
-def _without_soft(data: list[Encoded]) -> list[Encoded]:
-    """The rows without the teacher's column (scoring passes no extra input to the model)."""
-    return [
-        Encoded(
-            d.source,
-            d.label,
-            d.exact,
-            [{k: v for k, v in r.items() if k != "soft"} for r in d.rows],
-        )
-        for d in data
-    ]
 
 
 # ---------------------------------------------------------------------------- train
@@ -321,9 +305,7 @@ def leave_family_out(
     """
     device = _device()
     fit_rows = [d for d in train if realdata.NATURAL_FAMILIES.get(d.source) != family]
-    unseen = _without_soft(
-        [d for d in train + held if realdata.NATURAL_FAMILIES.get(d.source) == family]
-    )
+    unseen = [d for d in train + held if realdata.NATURAL_FAMILIES.get(d.source) == family]
     seen_held = [d for d in held if realdata.NATURAL_FAMILIES.get(d.source) != family]
     gold = [bool(d.label) for d in unseen]
     out = []
@@ -362,13 +344,13 @@ def run_training(args: argparse.Namespace) -> None:
         blob = pickle.load(fh)  # our own file, written by ``pack``
     limit = args.limit or None  # a smoke run on the CPU reads the first few examples only
     train = _with_soft(_expand(blob["train"][:limit]))
-    extra = _with_soft(_expand(blob["extra"][:limit]))
     held = _expand(blob["heldout"][:limit])
-    log.info("%d train, %d extra, %d held-out examples", len(train), len(extra), len(held))
+    log.info("%d train, %d held-out examples", len(train), len(held))
     schedule = Schedule(args.passes, args.lr, args.batch_rows, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     if args.command == "train":
+        extra = _with_soft(_expand(blob["extra"][:limit]))  # lofo reads no extra rows
         for variant in args.variant:
             results.append(
                 train_variant(variant, args.init, train, extra, held, args.out, schedule)

@@ -441,6 +441,7 @@ def example_scores(
         owner = [i for i in group for _ in data[i].rows]
         batch = _pad(rows, device, pad_id)
         labels = batch.pop("labels")
+        batch.pop("soft", None)  # the teacher's column is for the loss, never a model input
         probs = torch.softmax(logits_of(model, batch, device), -1)[..., 1]
         for row, i in enumerate(owner):
             answer = labels[row] != -100
