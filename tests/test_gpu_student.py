@@ -13,7 +13,6 @@ from training.gpu_student import (
     Variant,
     _compact,
     _expand,
-    _with_soft,
     leave_family_out,
     train_variant,
     trainable,
@@ -71,14 +70,13 @@ def test_rows_without_a_teacher_keep_the_batch_distilled(tiny_bert_dir: Path) ->
     taught = _encoded(tiny_bert_dir, soft=True)[:1]
     plain = _encoded(tiny_bert_dir, soft=False)[1:]
     mixed = [r for d in taught + plain for r in d.rows]
-    # one row without the column drops it for the whole batch ...
-    assert "soft" not in _pad(mixed, torch.device("cpu"))
-    # ... so every row gets one, -1 (no target) where there was no teacher
-    filled = [r for d in _with_soft(taught + plain) for r in d.rows]
-    batch = _pad(filled, torch.device("cpu"))
+    assert "soft" not in mixed[1]
+    # rows the teacher never saw get -1 (no target); the taught row keeps its targets
+    batch = _pad(mixed, torch.device("cpu"))
     assert "soft" in batch
     assert bool((batch["soft"][1:] == -1).all())
     assert bool((batch["soft"][0] > 0.7).any())
+    assert "soft" not in _pad([r for d in plain for r in d.rows], torch.device("cpu"))
 
 
 def test_only_the_layers_above_the_frozen_ones_train() -> None:
@@ -95,7 +93,7 @@ def test_trained_weights_join_the_init_folder(tiny_bert_dir: Path, tmp_path: Pat
     import torch
     from safetensors.torch import load_file
 
-    data = _with_soft(_encoded(tiny_bert_dir, soft=True))
+    data = _encoded(tiny_bert_dir, soft=True)
     result = train_variant(
         Variant("v", 1.0, 2.0, 0),
         tiny_bert_dir,
@@ -146,7 +144,7 @@ def test_a_left_out_family_is_scored_and_never_trained_on(
         return real_fit(model, data, variant, schedule, device)
 
     monkeypatch.setattr(gs, "fit", spy)
-    data = _with_soft(_encoded(tiny_bert_dir, soft=True))
+    data = _encoded(tiny_bert_dir, soft=True)
     data[0].source = data[1].source = "faithdial"  # one clean and one unsupported
     data[2].source = "begin"
     held = _encoded(tiny_bert_dir, soft=False)

@@ -178,19 +178,6 @@ def _expand(data: list[tuple[Any, ...]]) -> list[Encoded]:
     return out
 
 
-def _with_soft(data: list[Encoded]) -> list[Encoded]:
-    """Every row with a ``soft`` column (-1: no teacher for that token).
-
-    ``train_evidence._pad`` keeps the teacher's column only when every row of a batch has
-    one, so a single row without it would silently turn distillation off for its batch.
-    """
-    out = []
-    for d in data:
-        rows = [r if "soft" in r else {**r, "soft": [-1.0] * len(r["input_ids"])} for r in d.rows]
-        out.append(Encoded(d.source, d.label, d.exact, rows))
-    return out
-
-
 # ---------------------------------------------------------------------------- train
 
 
@@ -343,14 +330,14 @@ def run_training(args: argparse.Namespace) -> None:
     with gzip.open(args.rows, "rb") as fh:
         blob = pickle.load(fh)  # our own file, written by ``pack``
     limit = args.limit or None  # a smoke run on the CPU reads the first few examples only
-    train = _with_soft(_expand(blob["train"][:limit]))
+    train = _expand(blob["train"][:limit])
     held = _expand(blob["heldout"][:limit])
     log.info("%d train, %d held-out examples", len(train), len(held))
     schedule = Schedule(args.passes, args.lr, args.batch_rows, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     if args.command == "train":
-        extra = _with_soft(_expand(blob["extra"][:limit]))  # lofo reads no extra rows
+        extra = _expand(blob["extra"][:limit])  # lofo reads no extra rows
         for variant in args.variant:
             results.append(
                 train_variant(variant, args.init, train, extra, held, args.out, schedule)

@@ -278,8 +278,11 @@ def _pad(
         out["labels"] = col("labels", -100).to(device)
     if all("token_type_ids" in r for r in rows):
         out["token_type_ids"] = col("token_type_ids", 0).to(device)
-    if all("soft" in r for r in rows):
-        out["soft"] = col("soft", -1.0).to(device)
+    if any("soft" in r for r in rows):
+        # A row the teacher did not label (an example it never saw) gets -1, "no target",
+        # at every position: its neighbours in the batch keep their targets.
+        soft = [r.get("soft") or [-1.0] * len(r["input_ids"]) for r in rows]
+        out["soft"] = torch.tensor([s + [-1.0] * (width - len(s)) for s in soft]).to(device)
     return out
 
 
