@@ -25,6 +25,7 @@ from truthlens_integrations.core.models.detection._adjust import (
 from truthlens_integrations.core.models.detection._evidence import (
     ContextIndex,
     answer_units,
+    fill_budget,
     plan_rows,
     split_sentences,
 )
@@ -133,6 +134,22 @@ def test_cost_grows_with_the_answer_not_the_context() -> None:
                          unit_tokens=48, evidence_tokens=64)  # fmt: skip
         assert len(rows) == 1
         assert sum(_words([rows[0].prompt])) <= 64
+
+
+def test_fill_budget_takes_the_best_that_fit_then_the_sentence_before() -> None:
+    index = ContextIndex(["One two. Three four five six. Seven.", "Eight nine ten eleven."])
+    texts = [s.text for s in index.sentences]
+    ranked = [(3.0, texts.index("Three four five six.")), (2.0, texts.index("Eight nine ten eleven.")),
+              (1.0, texts.index("Seven."))]  # fmt: skip
+    # 5 + 5 tokens (a separator each) fill 10; "Seven." no longer fits
+    chosen = fill_budget(index, ranked, _words, 10)
+    assert {texts[i] for i in chosen} == {"Three four five six.", "Eight nine ten eleven."}
+    # with room left, the sentence before a chosen one comes too, at half its score
+    chosen = fill_budget(index, ranked[:1], _words, 9)
+    assert {texts[i]: score for i, score in chosen.items()} == {
+        "Three four five six.": 3.0,
+        "One two.": 1.5,
+    }
 
 
 # -- the detector with the tiny model ----------------------------------------------------

@@ -63,6 +63,7 @@ class Answer:
     answer: str
     label: int
     multi: bool
+    parts: tuple[Any, ...] = ()  # a multi-part answer's held-out records, in answer order
 
 
 def _single(claim: Any) -> Answer:
@@ -104,6 +105,7 @@ def multi_part_answers(claims: Sequence[Any], per_family: int, rng: random.Rando
                     answer=" ".join(p.answer.strip() for p in parts),
                     label=int(bad > 0),
                     multi=True,
+                    parts=tuple(parts),
                 )
             )
     return out

@@ -36,6 +36,7 @@ __all__ = [
     "EvidenceRow",
     "answer_units",
     "evidence_prompt",
+    "fill_budget",
     "plan_rows",
     "split_sentences",
 ]
@@ -372,6 +373,27 @@ def _choose(
         # Nothing shares a word with the unit: show the start of the context, so the
         # model judges against something real instead of an empty prompt.
         ranked = [(0.0, i) for i in range(min(len(index.sentences), 8))]
+    return fill_budget(index, ranked, count_many, budget)
+
+
+def fill_budget(
+    index: ContextIndex,
+    ranked: Sequence[tuple[float, int]],
+    count_many: CountMany,
+    budget: int,
+) -> dict[int, float]:
+    """The ranked sentences, best first, that fit ``budget``, then the sentence before each.
+
+    Args:
+        index: The context, indexed.
+        ranked: ``(score, sentence id)`` pairs, best first.
+        count_many: Token counts of texts.
+        budget: Most tokens of evidence (one more per sentence for its separator).
+
+    Returns:
+        The chosen sentence ids with their scores (half its follower's for a sentence
+        added only because it comes before a chosen one).
+    """
     ids = [i for _, i in ranked]
     before = [index.neighbour(i, -1) for i in ids]
     counts = dict(
