@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/bench_natural.py [--folder DIR ...] [--boot 2000]
-        [--out benchmarks/results/natural.md]
+        [--engine] [--out benchmarks/results/natural.md]
 
 The brief says to train and judge on real outputs. ``bench_heldout.py`` mixes them with
 data whose labels come from a construction: planted edits (SummEdits, PAWS, FactCC,
@@ -20,6 +20,11 @@ system or person wrote freely, judged afterwards by people, in seven families:
 * ``summaries``: system summaries of CNN/DM and XSum articles (TRUE's FRANK, QAGS and
   SummEval, SummaC's Polytope and SummEval);
 * ``q2``: knowledge-grounded dialogue responses (TRUE's Q²).
+
+``--engine`` also runs the guard engine with its defaults (``TruthLens.from_config(None)``:
+the prompt classifier, the bundled detector, then the NLI explainer, which drops a flagged
+span it finds confidently entailed) and compares its decision with the detector's alone at
+the same threshold: what a user of the engine gets.
 
 Every example of the report half (``_half == 1``, the half no calibration saw) of
 ``training.realdata``'s held-out part is scored. The headline is the mean of the seven
@@ -97,6 +102,42 @@ def bootstrap_difference(
     return float(low), float(high)
 
 
+def engine_section(
+    items: list[Any], gold: np.ndarray, families: np.ndarray, detected: list[bool]
+) -> list[str]:
+    """The engine's decision (detector, then NLI) beside the detector's, by family."""
+    from truthlens_integrations import TruthLens
+
+    engine = TruthLens.from_config(None)
+    verdicts = [v for first in range(0, len(items), 16)
+                for v in engine.guard_batch(items[first : first + 16])]  # fmt: skip
+    unchecked = sum(v.score is None for v in verdicts)
+    decisions = {
+        "detector alone": np.array(detected),
+        "engine (detector, then NLI)": np.array([v.decision == "MITIGATE" for v in verdicts]),
+    }
+    dropped = sum(len(v.dropped_spans) for v in verdicts)
+    kept = sum(len(v.spans) for v in verdicts)
+    lines = [
+        "",
+        "## The guard engine's decision (`--engine`)",
+        "",
+        f"Defaults: threshold {verdicts[0].threshold}; {unchecked} answers not checked; the "
+        f"NLI explainer dropped {dropped} of {dropped + kept} flagged spans as entailed.",
+        "",
+        "| family | " + " | ".join(f"{n}: clean flagged / recall" for n in decisions) + " |",
+        "|---|" + "---:|" * len(decisions),
+    ]
+    for f in [*sorted(set(families.tolist())), "all"]:
+        rows = families == f if f != "all" else np.ones_like(gold)
+        cells = [
+            f"{d[rows & ~gold].mean():.0%} / {d[rows & gold].mean():.0%}"
+            for d in decisions.values()
+        ]
+        lines.append(f"| {f} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -108,6 +149,11 @@ def main() -> None:
         "calibrated response score, as the bundled one (repeatable)",
     )
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap resamples")
+    ap.add_argument(
+        "--engine",
+        action="store_true",
+        help="also the guard engine's decision (detector, then NLI) beside the detector's",
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/natural.md"))
     args = ap.parse_args()
     claims = natural_claims()
@@ -157,6 +203,8 @@ def main() -> None:
     for n in names[1:]:
         low, high = bootstrap_difference(gold, scores[names[0]], scores[n], families, args.boot)
         lines.append(f"- {n}: {means[n] - means[names[0]]:+.3f} [{low:+.3f}, {high:+.3f}]")
+    if args.engine:
+        lines += engine_section(items, gold, families, results["bundled"][1])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

@@ -45,6 +45,7 @@ from truthlens_integrations.core.models import (
     TransformersNLIExplainer,
     map_nli_labels,
 )
+from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 
@@ -207,6 +208,23 @@ def test_all_spans_entailed_passes(detector: Detector) -> None:
     assert verdict.decision is Decision.PASS and not verdict.detected
     assert verdict.spans == [] and len(verdict.dropped_spans) == 2
     assert verdict.output == EIFFEL_ANSWER and verdict.action is None
+
+
+def test_a_score_over_the_threshold_flags_without_a_span(keyword_model_dir: Path) -> None:
+    # The response score can reach the threshold with no token over the token threshold
+    # (here: the largest token probability as the score, spans only above 0.999; the
+    # bundled map also reads absent words and length). The engine then agrees with the
+    # detector: the answer is flagged, with no span to show. Only NLI finding every span
+    # the detector marked entailed lets a high score pass (the test above).
+    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+    result = spanless.detect(**EIFFEL)
+    assert result.detected and result.spans == []
+    verdict = make(spanless, action_policy("body")).guard(**EIFFEL)
+    assert verdict.decision is Decision.MITIGATE and verdict.detected
+    assert verdict.score == result.score and verdict.spans == []
+    assert verdict.output != EIFFEL_ANSWER  # the body action's warning
+    clean = "The Eiffel Tower was built from 1887 to 1889 in Paris."
+    assert make(spanless).guard(**{**EIFFEL, "answer": clean}).decision is Decision.PASS
 
 
 def test_weak_entailment_counts_as_neutral_and_neutral_is_severity_two(

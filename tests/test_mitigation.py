@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -47,7 +48,7 @@ from truthlens_integrations.core.mitigation import (
     parse_refined_query,
     retriever_from_callables,
 )
-from truthlens_integrations.core.models.detection import Detector
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.observability import Metrics
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 
@@ -185,6 +186,17 @@ def test_refine_prompt_marks_spans_with_confidence_and_nli_label(detector: Detec
     assert user.index("<context>") < user.index(EIFFEL_CONTEXT) < user.index("</context>")
     for rule in ("contradicts it", "does not mention it", "Do not invent"):
         assert rule in user
+
+
+def test_an_answer_flagged_without_a_span_is_refined_as_a_whole(keyword_model_dir: Path) -> None:
+    # The largest token probability as the score, spans only above 0.999: flagged, no span.
+    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+    llm = Scripted([GOOD])
+    verdict = engine(spanless).guard(**EIFFEL, llm=llm)
+    user = llm.seen[0][1].content
+    assert "the answer as a whole is likely not supported" in user
+    assert f"<answer>\n{EIFFEL_ANSWER}\n</answer>" in user  # no part marked
+    assert verdict.final_answer == GOOD and verdict.original_answer == EIFFEL_ANSWER
 
 
 def test_context_cannot_close_its_block_and_pose_as_instructions() -> None:

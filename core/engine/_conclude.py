@@ -15,7 +15,7 @@ from .._types import Decision, DetectionStatus, HallucinationSpan
 from ..observability import Metrics, StageSpan, log_event
 from ..policy import Action, ResolvedSettings
 from ._options import EngineOptions
-from ._stages import Item
+from ._stages import Item, is_flagged
 from ._verdict import (
     Coverage,
     Findings,
@@ -50,7 +50,7 @@ def _answers(it: Item, settings: ResolvedSettings) -> tuple[_Answer, _Answer]:
     """The original answer and the one to show (the mitigation loop's best, if one ran)."""
     result = it.detection
     score = result.score if result is not None else None
-    detected = bool(result is not None and it.kept and result.score >= settings.threshold)
+    detected = result is not None and is_flagged(result, it.kept, settings.threshold)
     first = _Answer(it.data.answer, it.kept, score, detected)
     if it.mitigation is None:
         return first, first

@@ -38,6 +38,7 @@ from ._stages import (
     classify,
     detect,
     explain,
+    is_flagged,
     model_name,
     needs_detection,
     route,
@@ -345,7 +346,7 @@ class TruthLens:
 
     def _assessment(self, it: Item, result: DetectionResult) -> Assessment:
         assert it.route is not None
-        flagged = bool(it.kept and result.score >= it.route.settings.threshold)
+        flagged = is_flagged(result, it.kept, it.route.settings.threshold)
         return Assessment(answer=result.answer, score=result.score, spans=it.kept, flagged=flagged)
 
     def _assess(self, it: Item, context: Sequence[str], answer: str) -> Assessment:

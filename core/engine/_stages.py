@@ -28,6 +28,7 @@ __all__ = [
     "classify",
     "detect",
     "explain",
+    "is_flagged",
     "model_name",
     "needs_detection",
     "route",
@@ -158,6 +159,21 @@ class NLIStage:
     explainer: NLIExplainer
     threshold: float
     align: bool
+
+
+def is_flagged(
+    result: DetectionResult, kept: Sequence[HallucinationSpan], threshold: float
+) -> bool:
+    """Whether an answer is flagged: its score reaches ``threshold``, as the detector says.
+
+    One exception: when the detector marked spans and NLI found every one of them entailed
+    (none is ``kept``), the answer passes. A score that reaches the threshold with no span
+    at all still flags it (a calibrated score also reads absent words and length, so it
+    can be high while no single token is); the verdict then has no span to show.
+    """
+    if result.score < threshold:
+        return False
+    return bool(kept) or not result.spans
 
 
 def wants_nli(it: Item) -> bool:

@@ -277,8 +277,9 @@ class Verdict(BaseModel, _FlatFields):
         coverage: Whether and against what the answer was checked.
         mitigation: What the mitigation loop did.
         decision: ``PASS`` or ``MITIGATE``. ``MITIGATE`` when the answer was flagged
-            (score at or above the threshold with at least one span surviving the
-            NLI filter), when a factual prompt was answered without grounding, or
+            (score at or above the threshold, unless the NLI filter cleared every
+            span the detector marked; a high score with no span at all is flagged
+            too), when a factual prompt was answered without grounding, or
             when a mitigation loop ran (even if it fixed the answer).
         mode: Operating mode of the route.
         latency_ms: Milliseconds per stage (``classifier``, ``routing``,

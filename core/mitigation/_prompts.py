@@ -135,11 +135,13 @@ def build_refine_messages(
         A system and a user message.
     """
     flagged = "\n".join(f"{i}. {_describe(s)}" for i, s in enumerate(spans, start=1))
+    # A calibrated score can flag an answer without singling out a part of it.
+    flagged = flagged or "(no single part: the answer as a whole is likely not supported)"
     user = (
         f"{format_documents(context)}\n\n"
         f"<question>\n{defuse(question or '(none)')}\n</question>\n\n"
         f"<answer>\n{defuse(mark_spans(answer, spans))}\n</answer>\n\n"
-        f"Flagged parts:\n{flagged or '(none)'}\n\n"
+        f"Flagged parts:\n{flagged}\n\n"
         f"{REFINE_INSTRUCTIONS}\n\nCorrected answer:"
     )
     return [ChatMessage.system(REFINE_SYSTEM), ChatMessage.user(user)]

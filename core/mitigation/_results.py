@@ -71,7 +71,8 @@ class Assessment(_Frozen):
         answer: The candidate answer.
         score: The detector's response score; ``None`` when it could not run.
         spans: Spans that survived the NLI filter, with labels where NLI ran.
-        flagged: Score at or above the route threshold with at least one span.
+        flagged: Score at or above the route threshold, unless NLI cleared every span
+            the detector marked (a high score with no span at all stays flagged).
     """
 
     answer: str
@@ -81,14 +82,15 @@ class Assessment(_Frozen):
 
     @property
     def effective_score(self) -> float:
-        """The score, counted as 0 when the NLI stage cleared every span.
+        """The score, counted as 0 when nothing is left to fix.
 
-        A high score with no surviving span leaves nothing to fix, so loops rank and
-        stop on this value.
+        That is an answer with no span that is not flagged: NLI cleared every span the
+        detector marked, or the score is under the threshold. Loops rank and stop on
+        this value; an answer flagged as a whole keeps its score.
         """
         if self.score is None:
             return 1.0
-        return self.score if self.spans else 0.0
+        return self.score if self.spans or self.flagged else 0.0
 
 
 class ClaimCheck(_Frozen):
