@@ -83,7 +83,8 @@ def route_label(verdict: Verdict) -> Literal["supported", "neutral", "contradict
         ``"contradiction"`` when a span contradicts the context, or spans carry no
         NLI label (the context is there, the answer disagrees with it);
         ``"neutral"`` when the flagged spans are only claims the context does not
-        cover, or when there was no grounding to check against.
+        cover, when the answer is flagged as a whole with no span (the evidence for it
+        may be missing), or when there was no grounding to check against.
     """
     if verdict.unverified or (verdict.context_missing and verdict.fact_check_needed):
         return "neutral"
@@ -107,6 +108,9 @@ def regeneration_feedback(verdict: Verdict, context: Sequence[str], *, limit: in
         Plain text to add to the generation prompt.
     """
     lines = ["A fact check of your previous answer flagged these parts:"]
+    if not verdict.spans:  # a calibrated score can flag an answer as a whole
+        lines = ["A fact check found your previous answer as a whole likely not supported "
+                 "by the sources; no single part stands out."]  # fmt: skip
     for span in verdict.spans:
         label = span.nli_label or "unsupported"
         lines.append(f'- "{span.text}" ({label} by the sources)')

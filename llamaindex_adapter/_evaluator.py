@@ -190,6 +190,12 @@ def _feedback(verdict: Verdict) -> str:
             f"{describe_spans(verdict.spans)}\n"
             "Answer again using only facts stated in the context."
         )
+    if verdict.detected and verdict.score is not None:
+        return (
+            f"The answer as a whole is likely not supported by the context (score "
+            f"{verdict.score:.2f}, threshold {verdict.threshold:.2f}); no single part "
+            "stands out.\nAnswer again using only facts stated in the context."
+        )
     if verdict.unverified:
         return "The question needs a fact check, but no context was retrieved to check against."
     if not verdict.checked:

@@ -111,7 +111,8 @@ def _flagged(spans: Sequence[HallucinationSpan]) -> str:
         lines.append(
             f'{i}. "{defuse(span.text.strip())}" (confidence {span.confidence:.2f}{label})'
         )
-    return "\n".join(lines) or "(none)"
+    # A calibrated score can flag an answer without singling out a part of it.
+    return "\n".join(lines) or "(no single part: the answer as a whole is likely not supported)"
 
 
 def refine_builder(template: BasePromptTemplate) -> Callable[..., list[ChatMessage]]:

@@ -8,6 +8,7 @@ store and an LLM); the guard runs the real bundled models.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +16,16 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
+from tests._fakes import AlwaysFactual
 from tests._scripts import load_example, run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,
     TruthLensGraphGuard,
     TruthLensGraphState,
+    regeneration_feedback,
     rewrite_query,
     route_label,
 )
@@ -167,3 +171,17 @@ def test_policy_knobs_apply_to_a_copy_of_the_engine(base: TruthLens) -> None:
     guard = TruthLensGraphGuard(base, action="block")
     assert guard.engine is not base and guard.engine.detector is base.detector
     assert guard.engine.policy.settings_for(None).hallucination_action == "block"
+
+
+def test_an_answer_flagged_as_a_whole_is_named_so_and_sent_for_evidence(
+    keyword_model_dir: Path,
+) -> None:
+    # The largest token probability as the score, spans only above 0.999: flagged, no span.
+    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+    engine = TruthLens.from_config(None, detector=spanless, fact_checker=AlwaysFactual())
+    verdict = engine.guard(context=[EIFFEL_RECORD], question=QUESTION, answer=WRONG)
+    assert verdict.detected and verdict.spans == []
+    feedback = regeneration_feedback(verdict, [EIFFEL_RECORD])
+    assert "as a whole" in feedback and "flagged these parts" not in feedback
+    assert EIFFEL_RECORD in feedback
+    assert route_label(verdict) == "neutral"  # the evidence for it may be missing
