@@ -107,8 +107,9 @@ def regeneration_feedback(verdict: Verdict, context: Sequence[str], *, limit: in
     Returns:
         Plain text to add to the generation prompt.
     """
-    lines = ["A fact check of your previous answer flagged these parts:"]
-    if not verdict.spans:  # a calibrated score can flag an answer as a whole
+    if verdict.spans:
+        lines = ["A fact check of your previous answer flagged these parts:"]
+    else:  # a calibrated score can flag an answer as a whole
         lines = ["A fact check found your previous answer as a whole likely not supported "
                  "by the sources; no single part stands out."]  # fmt: skip
     for span in verdict.spans:
