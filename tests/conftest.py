@@ -70,6 +70,17 @@ def detector(keyword_model_dir: Path) -> Detector:
 
 
 @pytest.fixture(scope="module")
+def spanless(keyword_model_dir: Path) -> Detector:
+    """The keyword detector flagging the Eiffel answer as a whole, with no span.
+
+    Its score is the largest token probability and a span needs a token above 0.999:
+    the score reaches the threshold while no token reaches the token threshold, as the
+    bundled detector's calibrated score (absent words, length) can.
+    """
+    return load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+
+
+@pytest.fixture(scope="module")
 def index() -> VectorStoreIndex:
     """A LlamaIndex vector index over the Eiffel documents of ``tests/_llamaindex_support``."""
     from tests._llamaindex_support import build_index

@@ -45,7 +45,6 @@ from truthlens_integrations.core.models import (
     TransformersNLIExplainer,
     map_nli_labels,
 )
-from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 
@@ -210,13 +209,12 @@ def test_all_spans_entailed_passes(detector: Detector) -> None:
     assert verdict.output == EIFFEL_ANSWER and verdict.action is None
 
 
-def test_a_score_over_the_threshold_flags_without_a_span(keyword_model_dir: Path) -> None:
+def test_a_score_over_the_threshold_flags_without_a_span(spanless: Detector) -> None:
     # The response score can reach the threshold with no token over the token threshold
     # (here: the largest token probability as the score, spans only above 0.999; the
     # bundled map also reads absent words and length). The engine then agrees with the
     # detector: the answer is flagged, with no span to show. Only NLI finding every span
     # the detector marked entailed lets a high score pass (the test above).
-    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
     result = spanless.detect(**EIFFEL)
     assert result.detected and result.spans == []
     verdict = make(spanless, action_policy("body")).guard(**EIFFEL)

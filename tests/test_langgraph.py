@@ -8,7 +8,6 @@ store and an LLM); the guard runs the real bundled models.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from tests._fakes import AlwaysFactual
 from tests._scripts import load_example, run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,
     TruthLensGraphGuard,
@@ -173,11 +172,7 @@ def test_policy_knobs_apply_to_a_copy_of_the_engine(base: TruthLens) -> None:
     assert guard.engine.policy.settings_for(None).hallucination_action == "block"
 
 
-def test_an_answer_flagged_as_a_whole_is_named_so_and_sent_for_evidence(
-    keyword_model_dir: Path,
-) -> None:
-    # The largest token probability as the score, spans only above 0.999: flagged, no span.
-    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+def test_an_answer_flagged_as_a_whole_is_named_so_and_sent_for_evidence(spanless: Detector) -> None:
     engine = TruthLens.from_config(None, detector=spanless, fact_checker=AlwaysFactual())
     verdict = engine.guard(context=[EIFFEL_RECORD], question=QUESTION, answer=WRONG)
     assert verdict.detected and verdict.spans == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from llama_index.core import Settings
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
@@ -20,7 +18,7 @@ from tests._llamaindex_support import (
     make_engine,
 )
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import TruthLensEvaluator
 
 
@@ -45,9 +43,7 @@ def test_clean_answer_passes(evaluator: TruthLensEvaluator) -> None:
     assert result.feedback == "Every part of the answer is supported by the context."
 
 
-def test_answer_flagged_as_a_whole_fails_and_says_so(keyword_model_dir: Path) -> None:
-    # The largest token probability as the score, spans only above 0.999: flagged, no span.
-    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+def test_answer_flagged_as_a_whole_fails_and_says_so(spanless: Detector) -> None:
     result = TruthLensEvaluator(make_engine(spanless)).evaluate(
         query=QUESTION, response=WRONG_ANSWER, contexts=[VISITOR_DOC]
     )

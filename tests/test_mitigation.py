@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -48,7 +47,7 @@ from truthlens_integrations.core.mitigation import (
     parse_refined_query,
     retriever_from_callables,
 )
-from truthlens_integrations.core.models.detection import Detector, load_detector
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.observability import Metrics
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 
@@ -188,9 +187,7 @@ def test_refine_prompt_marks_spans_with_confidence_and_nli_label(detector: Detec
         assert rule in user
 
 
-def test_an_answer_flagged_without_a_span_is_refined_as_a_whole(keyword_model_dir: Path) -> None:
-    # The largest token probability as the score, spans only above 0.999: flagged, no span.
-    spanless = load_detector(keyword_model_dir, aggregation="max", token_threshold=0.999)
+def test_an_answer_flagged_without_a_span_is_refined_as_a_whole(spanless: Detector) -> None:
     llm = Scripted([GOOD])
     verdict = engine(spanless).guard(**EIFFEL, llm=llm)
     user = llm.seen[0][1].content
