@@ -53,6 +53,7 @@ __all__ = [
     "parse_engine_options",
     "parse_knobs",
     "reject_unknown",
+    "renamed_options",
     "split_options",
 ]
 
@@ -269,6 +270,46 @@ def reject_unknown(given: Iterable[str], known: Iterable[str], where: str) -> No
         f"{where} got unknown argument{'s' if len(unknown) > 1 else ''} "
         f"{', '.join(parts)}; it takes: {', '.join(names)}"
     )
+
+
+#: Adapter argument names of earlier releases and the one name each has now.
+RENAMED: dict[str, str] = {
+    "verification_models": "verification_llms",
+    "judge_model": "judge_llm",
+}
+
+
+def renamed_options(
+    kwargs: Mapping[str, Any], where: str, renamed: Mapping[str, str] = RENAMED
+) -> dict[str, Any]:
+    """``kwargs`` with deprecated argument names replaced by their current ones.
+
+    Each old name still works for one release, with a :class:`DeprecationWarning`.
+
+    Args:
+        kwargs: The keyword arguments a constructor received.
+        where: The constructor, for messages.
+        renamed: Old name to new name.
+
+    Returns:
+        The arguments under their current names.
+
+    Raises:
+        ConfigError: If both the old and the new name are given.
+    """
+    out = dict(kwargs)
+    for old, new in renamed.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise ConfigError(f"{where}: pass {new} only ({old} is its deprecated name)")
+        warnings.warn(
+            f"{where}: {old} is deprecated and will be removed in the next release; use {new}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        out[new] = out.pop(old)
+    return out
 
 
 def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") -> EngineOptions:
