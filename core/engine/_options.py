@@ -231,7 +231,14 @@ class PolicyKnobs(BaseModel):
         return Policy.model_validate(data)
 
 
-ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(EngineOptions.model_fields)
+#: Engine options of earlier releases, still accepted (with a DeprecationWarning).
+_DEPRECATED_OPTIONS: tuple[str, ...] = ("raise_on_block",)
+
+#: Every engine option's current name (deprecated spellings are accepted, not listed).
+ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(
+    n for n in EngineOptions.model_fields if n not in _DEPRECATED_OPTIONS
+)
+_ACCEPTED_NAMES = (*ENGINE_OPTION_NAMES, *_DEPRECATED_OPTIONS)
 POLICY_KNOB_NAMES: tuple[str, ...] = tuple(PolicyKnobs.model_fields)
 
 
@@ -326,7 +333,7 @@ def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") ->
         UnknownArgumentError: For a name that is not an engine option.
         InvalidArgumentError: For a value of the wrong type.
     """
-    reject_unknown(values, ENGINE_OPTION_NAMES, where)
+    reject_unknown(values, _ACCEPTED_NAMES, where)
     values = _block_choice(values, where)
     try:
         return EngineOptions(**values)
@@ -375,11 +382,10 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
         InvalidArgumentError: For an engine option or knob of the wrong type.
     """
     mine = set(own)
-    reject_unknown(kwargs, [*mine, *ENGINE_OPTION_NAMES, *POLICY_KNOB_NAMES], where)
+    reject_unknown(kwargs, [*mine, *_ACCEPTED_NAMES, *POLICY_KNOB_NAMES], where)
     rest = {k: v for k, v in kwargs.items() if k in mine}
-    engine = {k: v for k, v in kwargs.items() if k not in mine and k in ENGINE_OPTION_NAMES}
+    engine = {k: v for k, v in kwargs.items() if k not in mine and k in _ACCEPTED_NAMES}
     knobs = {k: v for k, v in kwargs.items() if k not in mine and k in POLICY_KNOB_NAMES}
-    reject_unknown(engine, ENGINE_OPTION_NAMES, where)
     engine = _block_choice(engine, where)  # warns once, here, for a deprecated spelling
     parse_engine_options(engine, where)
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
