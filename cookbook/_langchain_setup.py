@@ -30,7 +30,7 @@ from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.llm import default_llm
 from truthlens_integrations.langchain_adapter import LLMChatModel
 
@@ -154,7 +154,9 @@ def vector_store() -> InMemoryVectorStore:
 
 
 def show_verdict(verdict: Any) -> None:
-    """Print what the guard found and did."""
+    """Print what the guard found and did (a verdict or its ``to_dict()``)."""
+    if isinstance(verdict, dict):  # what outputs carry under "truthlens"
+        verdict = Verdict.model_validate(verdict)
     score = verdict.original_score if verdict.original_score is not None else verdict.score
     shown = "-" if score is None else f"{score:.3f}"
     print(f"  decision: {verdict.decision.value}  score: {shown}  status: {verdict.status}")

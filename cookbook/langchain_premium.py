@@ -3,8 +3,8 @@
 With an OpenAI-compatible endpoint you would pass real providers, e.g.::
 
     TruthLensRunnable(engine=..., llm=ChatOpenAI(model="gpt-4o-mini"),
-                      verification_models=[ChatOpenAI(model="gpt-4o"), ChatAnthropic(...)],
-                      judge_model=ChatOpenAI(model="gpt-4o"))
+                      verification_llms=[ChatOpenAI(model="gpt-4o"), ChatAnthropic(...)],
+                      judge_llm=ChatOpenAI(model="gpt-4o"))
 
 Offline, both verifiers are the local SmolLM2 at two temperatures (a stand-in for
 two providers); with ``--fake-llm`` they are scripted fake chat models (CI).
@@ -21,6 +21,7 @@ import sys
 import _langchain_setup as shared
 from langchain_core.messages import AIMessage
 
+from truthlens_integrations.core.engine import Verdict
 from truthlens_integrations.langchain_adapter import TruthLensRunnable
 
 SECOND_OPINION = "It was built between 1887 and 1889; it is 330 meters tall."
@@ -32,11 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     guard = TruthLensRunnable(
         engine=shared.engine("premium"),
         llm=shared.chat_model([shared.CORRECT] * 4, fake=fake),
-        verification_models=[
+        verification_llms=[
             shared.chat_model([shared.CORRECT] * 4, fake=fake, temperature=0.0),
             shared.chat_model([SECOND_OPINION] * 4, fake=fake, temperature=0.7),
         ],
-        judge_model=shared.chat_model([shared.CORRECT] * 4, fake=fake),
+        judge_llm=shared.chat_model([shared.CORRECT] * 4, fake=fake),
     )
     out = guard.invoke(
         {
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             "answer": AIMessage(shared.HALLUCINATED),
         }
     )
-    verdict = out["truthlens"]
+    verdict = Verdict.model_validate(out["truthlens"])  # the verdict's to_dict()
     print(f"Q: {shared.EIFFEL_QUESTION}")
     print(f"A: {out['answer'].content}")
     shared.show_verdict(verdict)

@@ -99,8 +99,9 @@ def build(real: bool) -> Any:
     guard = TruthLensGraphGuard(engine_for(hallucination_action="block"), max_attempts=4)
 
     def show(state: RagState) -> dict[str, Any]:
-        verdict = state["truthlens"]
-        spans = ", ".join(f"{s.text!r} ({s.nli_label})" for s in verdict.spans) or "none"
+        verdict = state["truthlens"]  # the verdict's to_dict(), as everywhere
+        spans = ", ".join(f"{s['text']!r} ({s['nli_label']})" for s in verdict["spans"])
+        spans = spans or "none"
         print(f"  guard: spans {spans} -> route {state['truthlens_route']}")
         return {}
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Q: {QUESTION}")
     out = build(real).invoke({"question": QUESTION})
     verdict = out["truthlens"]
-    print(f"action: {verdict.action or 'none'}  attempts: {out['truthlens_attempts']}")
+    print(f"action: {verdict['action'] or 'none'}  attempts: {out['truthlens_attempts']}")
     print(f"final answer: {out['answer']}")
     return 0
 

@@ -81,9 +81,9 @@ async def ask(workflow: Any) -> None:
         if isinstance(event, AgentStream) and event.delta:
             print(f"  stream delta: {event.delta[:70]}")
         if isinstance(event, TruthLensAgentEvent):
-            print(f"  TruthLensAgentEvent: decision {event.verdict['verdict']['decision']}")
+            print(f"  TruthLensAgentEvent: decision {event.verdict['decision']}")
     output = await handler
-    show(output.response.additional_kwargs["truthlens"]["verdict"], output.response.content)
+    show(output.response.additional_kwargs["truthlens"], output.response.content)
 
 
 async def run(real: bool) -> None:

@@ -178,7 +178,7 @@ def show(title: str, response: Any) -> None:
     print(f"shown answer    : {response.response!r}")
     sources = [f"{n.node.metadata['source']} ({n.score:.2f})" for n in response.source_nodes]
     print("sources (score) : " + ", ".join(sources))
-    headers = response.metadata["truthlens"]
+    headers = response.metadata["truthlens"]["metadata"]  # the verdict's x-* headers
     for key in ("x-truthlens-detected", "x-truthlens-iterations", "x-vsr-hallucination-spans"):
         print(f"{key}: {headers[key]}")
 

@@ -31,17 +31,17 @@ from typing_extensions import TypedDict  # LangGraph's state classes use this on
 
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core.engine import (
+    OnBlock,
     TruthLens,
     Verdict,
     engine_from,
-    shown_text,
     split_options,
 )
 from truthlens_integrations.core.mitigation import fallback_query
 
-from ._arguments import check_choice, check_int
-from ._inputs import ParsedInput, message_text, parse_input
-from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, verdict_payload
+from ._arguments import check_int
+from ._inputs import ParsedInput, parse_input
+from ._outputs import TRUTHLENS_EVENT, with_verdict
 
 __all__ = [
     "GraphRoute",
@@ -56,27 +56,50 @@ GraphRoute = Literal["supported", "neutral", "contradiction", "exhausted"]
 
 
 class TruthLensGraphState(TypedDict, total=False):
-    """State keys the guard node writes; add them to your graph's state schema.
+    """The keys the guard node writes: subclass it for your graph's state.
+
+    LangGraph keeps only the keys the state schema declares, so the graph's state
+    must inherit these (a ``TypedDict`` inherits from another)::
+
+        class State(TruthLensGraphState):
+            question: str
+            documents: list[str]
+            answer: str
+
+        graph = StateGraph(State)
 
     Attributes:
-        truthlens: The verdict of the last check.
+        truthlens: The verdict of the last check, as :meth:`Verdict.to_dict`
+            (``Verdict.model_validate`` reads it back; :func:`route_label`,
+            :func:`rewrite_query` and :func:`regeneration_feedback` take it as it
+            is). When the route ends the graph (``supported`` / ``exhausted``) a
+            blocked answer's text is withheld from it; on the ``neutral`` and
+            ``contradiction`` routes, which loop back into the graph, it is the full
+            verdict, so that the next node can name the flagged parts.
         truthlens_route: Where the router sends the graph next.
         truthlens_attempts: Checks made so far in this run.
         truthlens_feedback: For regeneration: the flagged spans and the evidence
             (``None`` on other routes).
     """
 
-    truthlens: Verdict
+    truthlens: dict[str, Any]
     truthlens_route: GraphRoute
     truthlens_attempts: int
     truthlens_feedback: str | None
 
 
-def route_label(verdict: Verdict) -> Literal["supported", "neutral", "contradiction"]:
+def _verdict(value: Verdict | Mapping[str, Any]) -> Verdict:
+    """A verdict, from itself or from its :meth:`Verdict.to_dict` (the graph state's)."""
+    return value if isinstance(value, Verdict) else Verdict.model_validate(value)
+
+
+def route_label(
+    verdict: Verdict | Mapping[str, Any],
+) -> Literal["supported", "neutral", "contradiction"]:
     """The route a verdict asks for, by the NLI labels of its spans.
 
     Args:
-        verdict: A guard verdict.
+        verdict: A guard verdict (or its ``to_dict()``, as the graph state holds it).
 
     Returns:
         ``"supported"`` when nothing was flagged and the answer was grounded;
@@ -86,6 +109,7 @@ def route_label(verdict: Verdict) -> Literal["supported", "neutral", "contradict
         cover, when the answer is flagged as a whole with no span (the evidence for it
         may be missing), or when there was no grounding to check against.
     """
+    verdict = _verdict(verdict)
     if verdict.unverified or (verdict.context_missing and verdict.fact_check_needed):
         return "neutral"
     if not verdict.detected:
@@ -96,17 +120,20 @@ def route_label(verdict: Verdict) -> Literal["supported", "neutral", "contradict
     return "neutral"
 
 
-def regeneration_feedback(verdict: Verdict, context: Sequence[str], *, limit: int = 2000) -> str:
+def regeneration_feedback(
+    verdict: Verdict | Mapping[str, Any], context: Sequence[str], *, limit: int = 2000
+) -> str:
     """A message for the generator naming the flagged spans and the evidence.
 
     Args:
-        verdict: The verdict of the rejected answer.
+        verdict: The verdict of the rejected answer (or its ``to_dict()``).
         context: The passages the answer was checked against.
         limit: Characters of evidence at most.
 
     Returns:
         Plain text to add to the generation prompt.
     """
+    verdict = _verdict(verdict)
     if verdict.spans:
         lines = ["A fact check of your previous answer flagged these parts:"]
     else:  # a calibrated score can flag an answer as a whole
@@ -123,17 +150,18 @@ def regeneration_feedback(verdict: Verdict, context: Sequence[str], *, limit: in
     return "\n".join(lines)
 
 
-def rewrite_query(question: str, verdict: Verdict) -> str:
+def rewrite_query(question: str, verdict: Verdict | Mapping[str, Any]) -> str:
     """A search query for the claims the context did not cover (no model needed).
 
     Args:
         question: The question or the last query.
-        verdict: The verdict whose neutral spans should be looked up.
+        verdict: The verdict whose neutral spans should be looked up (or its
+            ``to_dict()``, as ``state["truthlens"]`` holds it).
 
     Returns:
         The question followed by the unsupported claims.
     """
-    neutral = [s for s in verdict.spans if s.nli_label != "contradiction"]
+    neutral = [s for s in _verdict(verdict).spans if s.nli_label != "contradiction"]
     return fallback_query(question, neutral)
 
 
@@ -144,8 +172,6 @@ _KNOWN = (
     "answer_key",
     "context_key",
     "question_key",
-    "on_block",
-    "blocked_message",
 )
 
 
@@ -155,9 +181,11 @@ class TruthLensGraphGuard:
     The node reads the answer, the context and the question from the state (keys
     ``answer_key`` / ``context_key`` / ``question_key``; or an agent-style
     ``messages`` list, where tool results are the context), checks the answer and
-    writes :class:`TruthLensGraphState`'s keys. When the route ends the graph
-    (``supported`` or ``exhausted``) it also applies the policy's action to the
-    answer: the warning for ``body``, ``blocked_message`` for ``block``.
+    writes :class:`TruthLensGraphState`'s keys (subclass it for the graph's state).
+    When the route ends the graph (``supported`` or ``exhausted``) it also applies
+    the policy's action to the answer: the warning for ``body``, ``blocked_message``
+    for ``block``; an answer message gets the verdict in
+    ``response_metadata["truthlens"]``, as everywhere.
 
     Args:
         engine: The guard engine; ``None`` uses the default policy. With policy knobs
@@ -166,9 +194,10 @@ class TruthLensGraphGuard:
         answer_key: State key of the answer (a string or an ``AIMessage``).
         context_key: State key of the retrieved documents (``Document``s or strings).
         question_key: State key of the question.
-        on_block: ``"message"`` replaces a blocked answer with ``blocked_message``;
-            ``"raise"`` raises ``BlockedResponseError``.
-        blocked_message: Text of a blocked answer.
+        on_block: ``"message"`` (the engine's default) replaces a blocked answer with
+            ``blocked_message``; ``"raise"`` raises ``BlockedResponseError``. An
+            engine option: ``None`` keeps the engine's.
+        blocked_message: Text of a blocked answer (engine option).
         **options: The policy knobs, on every route: ``mode`` (``lightweight``,
             ``standard`` or ``premium``; the node itself does not refine: the graph
             regenerates), ``threshold`` (response score at or above which an answer
@@ -190,26 +219,35 @@ class TruthLensGraphGuard:
         answer_key: str = "answer",
         context_key: str = "documents",
         question_key: str = "question",
-        on_block: Literal["message", "raise"] = "message",
-        blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
+        on_block: OnBlock | None = None,
+        blocked_message: str | None = None,
         **options: Any,
     ) -> None:
         where = "TruthLensGraphGuard"
+        block = {"on_block": on_block, "blocked_message": blocked_message}
+        options.update({k: v for k, v in block.items() if v is not None})
         split = split_options(options, own=_KNOWN, where=where)
         check_int("max_attempts", max_attempts, where)
         if max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
-        check_choice("on_block", on_block, ("message", "raise"))
         self.engine = engine_from(engine, None, split, where)
         self.max_attempts = max_attempts
         self.answer_key = answer_key
         self.context_key = context_key
         self.question_key = question_key
-        self.on_block = on_block
-        self.blocked_message = blocked_message
         self.node: RunnableLambda[Mapping[str, Any], dict[str, Any]] = RunnableLambda(
             self._check, afunc=self._acheck, name="truthlens_guard"
         )
+
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes (the engine's ``on_block``)."""
+        return self.engine.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer (the engine's)."""
+        return self.engine.blocked_message
 
     def route(self, state: Mapping[str, Any]) -> GraphRoute:
         """The router: the route the guard node chose (for ``add_conditional_edges``).
@@ -239,14 +277,14 @@ class TruthLensGraphGuard:
         parsed = self._parse(state)
         verdict = self.engine.guard(**parsed.guard_fields())
         if _in_run():
-            dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+            dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._update(state, parsed, verdict)
 
     async def _acheck(self, state: Mapping[str, Any]) -> dict[str, Any]:
         parsed = self._parse(state)
         verdict = await self.engine.aguard(**parsed.guard_fields())
         if _in_run():
-            await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+            await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._update(state, parsed, verdict)
 
     def _update(
@@ -257,34 +295,32 @@ class TruthLensGraphGuard:
         route: GraphRoute = label
         if label != "supported" and attempts >= self.max_attempts:
             route = "exhausted"
+        ends = route in ("supported", "exhausted")
         update: dict[str, Any] = {
-            "truthlens": verdict,
+            # A looping route feeds the next node (rewrite, regenerate): full verdict.
+            "truthlens": (verdict if ends else verdict.full()).to_dict(),
             "truthlens_route": route,
             "truthlens_attempts": attempts,
             "truthlens_feedback": regeneration_feedback(verdict, parsed.context)
             if route == "contradiction"
             else None,
         }
-        if route in ("supported", "exhausted"):
+        if ends:
             update.update(self._shown(parsed, verdict))
         return update
 
     def _shown(self, parsed: ParsedInput, verdict: Verdict) -> dict[str, Any]:
         """The state update carrying the answer as the policy's action leaves it."""
-        text = shown_text(
-            verdict, raise_blocked=self.on_block == "raise", blocked_message=self.blocked_message
-        )
-        if text == parsed.answer:
-            return {}
+        text = self.engine.shown(verdict)
         if parsed.kind == "state":
             message = parsed.value["messages"][parsed.answer_index]
             assert isinstance(message, BaseMessage)
-            if text == message_text(message):
-                return {}
-            return {"messages": [message.model_copy(update={"content": text})]}
+            return {"messages": [with_verdict(message, text, verdict)]}
         value = parsed.value[self.answer_key]
         if isinstance(value, BaseMessage):
-            return {self.answer_key: value.model_copy(update={"content": text})}
+            return {self.answer_key: with_verdict(value, text, verdict)}
+        if text == parsed.answer:
+            return {}
         return {self.answer_key: text}
 
 

@@ -35,10 +35,11 @@ from pydantic import ValidationError
 
 from truthlens_integrations.core import ConfigError, LLMError
 from truthlens_integrations.core.engine import (
+    OnBlock,
     TruthLens,
     Verdict,
     engine_from,
-    shown_text,
+    renamed_options,
     split_options,
 )
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
@@ -48,7 +49,7 @@ from truthlens_integrations.core.policy import Policy, PolicySource
 from ._arguments import check_choice, check_int
 from ._inputs import dedupe, message_text, passages, tool_passages
 from ._llm import as_llm
-from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, BlockMode, verdict_payload
+from ._outputs import TRUTHLENS_EVENT, with_verdict
 from ._runnable import StreamMode, check_passthrough, passthrough_problems
 
 __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
@@ -108,10 +109,8 @@ def _state_documents(state: Mapping[str, Any], keys: Sequence[str]) -> list[str]
 _OWN = (
     "engine",
     "max_iterations",
-    "on_block",
-    "blocked_message",
-    "verification_models",
-    "judge_model",
+    "verification_llms",
+    "judge_llm",
     "stream_mode",
     "document_keys",
 )
@@ -202,19 +201,20 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     human message. An answer given without any grounding (no tool was called) takes
     the policy's "unverified factual" path: it is never reported as clean.
 
-    **Actions** (the route's ``hallucination_action``): ``header`` puts the verdict in
-    the final message's ``response_metadata["truthlens"]`` (it is there for every
-    action); ``body`` appends the policy's warning to the text; ``block`` replaces the
-    answer with ``blocked_message`` (``on_block="message"``) or raises
-    :class:`~truthlens_integrations.core.BlockedResponseError` (``on_block="raise"``),
-    so the wrong text never becomes the agent's answer. The original answer stays in
-    the verdict (``original_answer``).
+    **Actions** (the route's ``hallucination_action``): ``header`` puts the verdict
+    (:meth:`Verdict.to_dict`) in the final message's ``response_metadata["truthlens"]``
+    (it is there for every action); ``body`` appends the policy's warning to the text;
+    ``block`` replaces the answer with ``blocked_message`` (``on_block="message"``, the
+    default) or raises :class:`~truthlens_integrations.core.BlockedResponseError`
+    (``on_block="raise"``), so the wrong text never becomes the agent's answer. The
+    blocked text is withheld from the verdict too; the application reads it through
+    the engine's ``audit_hook``.
 
     **Modes**: ``standard`` sends the answer back to the agent's own model (same
     conversation, tools and system prompt) with a message naming the flagged spans
     and the evidence, up to ``max_iterations`` rounds; the best answer is kept and
     every round is in the verdict's ``history``. ``premium`` cross-checks with
-    ``verification_models`` (other chat models) and ``judge_model``.
+    ``verification_llms`` (other chat models) and ``judge_llm``.
 
     **Streaming**: when the policy can change or withhold text (``body`` / ``block``,
     a disclaimer, or a refinement mode), the model's tokens are held back
@@ -232,12 +232,13 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             policy knobs or engine options it is copied with them applied (loaded
             models shared).
         max_iterations: Refinement rounds at most (standard and premium), every route.
-        on_block: ``"message"`` or ``"raise"``.
-        blocked_message: Text that replaces a blocked answer.
-        verification_models: Premium-mode verifiers (chat models or core LLMs); also
-            accepted as ``verification_llms``, the engine's name.
-        judge_model: Premium-mode judge (the agent's model when ``None``); also
-            accepted as ``judge_llm``.
+        on_block: ``"message"`` (the engine's default) or ``"raise"``; an engine
+            option, so ``None`` keeps the engine's.
+        blocked_message: Text that replaces a blocked answer (engine option).
+        verification_llms: Premium-mode verifiers (chat models or core LLMs);
+            ``verification_models`` is its deprecated name.
+        judge_llm: Premium-mode judge (the agent's model when ``None``);
+            ``judge_model`` is its deprecated name.
         stream_mode: ``"verified"`` or ``"passthrough"``.
         document_keys: Agent-state keys holding retrieved documents to add to the
             grounding.
@@ -246,7 +247,7 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             which an answer is flagged), ``action`` (``header``, ``body``, ``block``
             or ``none`` for flagged answers); and engine options (``detector``,
             ``nli``, ``fact_checker``, ``metrics``, ``tracer``, ``domain_classifier``,
-            ``raise_on_block``, ``align_quantities``, ``mitigation_options``,
+            ``expose_blocked_text``, ``align_quantities``, ``mitigation_options``,
             ``redact``, ``audit_hook``). Both are defined once, in
             ``core/engine/_options.py``.
 
@@ -262,20 +263,22 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         engine: TruthLens | None = None,
         *,
         max_iterations: int | None = None,
-        on_block: BlockMode = "message",
-        blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
-        verification_models: Sequence[BaseChatModel | BaseLLM] = (),
-        judge_model: BaseChatModel | BaseLLM | None = None,
+        on_block: OnBlock | None = None,
+        blocked_message: str | None = None,
+        verification_llms: Sequence[BaseChatModel | BaseLLM] = (),
+        judge_llm: BaseChatModel | BaseLLM | None = None,
         stream_mode: StreamMode = "verified",
         document_keys: Sequence[str] = ("documents", "context"),
         **options: Any,
     ) -> None:
         where = "TruthLensMiddleware"
-        # The engine's names for the premium models are accepted as the same arguments.
-        verification_models = options.pop("verification_llms", verification_models)
-        judge_model = options.pop("judge_llm", judge_model)
+        options = renamed_options(options, where)
+        verification_llms = options.pop("verification_llms", verification_llms)
+        judge_llm = options.pop("judge_llm", judge_llm)
+        # on_block and blocked_message are engine options: passed on only when given.
+        block = {"on_block": on_block, "blocked_message": blocked_message}
+        options.update({k: v for k, v in block.items() if v is not None})
         split = split_options(options, own=_OWN, where=where)
-        check_choice("on_block", on_block, ("message", "raise"))
         check_choice("stream_mode", stream_mode, ("verified", "passthrough"))
         if max_iterations is not None:
             check_int("max_iterations", max_iterations, where)
@@ -283,10 +286,8 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if max_iterations is not None:
             built = built.derive(policy=_with_max_iterations(built.policy, max_iterations))
         self.engine = built
-        self.on_block: BlockMode = on_block
-        self.blocked_message = blocked_message
-        self.verification_models = list(verification_models)
-        self.judge_model = judge_model
+        self.verification_llms = list(verification_llms)
+        self.judge_llm = judge_llm
         self.stream_mode: StreamMode = stream_mode
         self.document_keys = tuple(document_keys)
         problems = passthrough_problems(self.engine)
@@ -295,6 +296,21 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # Hold the tokens back only where the checked text may differ from them.
         self.holds_tokens = bool(problems)
         self._quiet_models: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}
+
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes (the engine's ``on_block``)."""
+        return self.engine.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer (the engine's)."""
+        return self.engine.blocked_message
+
+    @property
+    def verification_models(self) -> list[BaseChatModel | BaseLLM]:
+        """Deprecated name of :attr:`verification_llms`."""
+        return self.verification_llms
 
     @classmethod
     def from_config(
@@ -333,7 +349,7 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if turn is None:
                 return response
             verdict = self.engine.guard(**self._guard_kwargs(request, turn, handler, None))
-        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+        dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._finish(request, response, turn, verdict)
 
     async def awrap_model_call(
@@ -347,7 +363,7 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if turn is None:
                 return response
             verdict = await self.engine.aguard(**self._guard_kwargs(request, turn, None, handler))
-        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict))
+        await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._finish(request, response, turn, verdict)
 
     # -- one implementation for both ------------------------------------------------
@@ -440,10 +456,10 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "answer": message_text(turn.answer),
             "llm": _AgentModel(request, handler, ahandler),
         }
-        if self.verification_models:
-            found["verification_llms"] = [as_llm(m) for m in self.verification_models]
-        if self.judge_model is not None:
-            found["judge_llm"] = as_llm(self.judge_model)
+        if self.verification_llms:
+            found["verification_llms"] = [as_llm(m) for m in self.verification_llms]
+        if self.judge_llm is not None:
+            found["judge_llm"] = as_llm(self.judge_llm)
         return found
 
     def _finish(
@@ -453,19 +469,10 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         turn: _Turn,
         verdict: Verdict,
     ) -> ModelResponse[Any]:
-        payload = verdict_payload(verdict)
         writer = getattr(request.runtime, "stream_writer", None)
         if callable(writer):
-            writer({"truthlens": payload})
-        text = shown_text(
-            verdict, raise_blocked=self.on_block == "raise", blocked_message=self.blocked_message
-        )
-        answer = turn.answer
-        update: dict[str, Any] = {
-            "response_metadata": {**answer.response_metadata, "truthlens": payload}
-        }
-        if text != message_text(answer):
-            update["content"] = text
+            writer({"truthlens": verdict.to_dict()})
+        text = self.engine.shown(verdict)
         result = list(response.result)
-        result[turn.index] = answer.model_copy(update=update)
+        result[turn.index] = with_verdict(turn.answer, text, verdict)
         return ModelResponse(result=result, structured_response=response.structured_response)

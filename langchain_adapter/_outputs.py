@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage
 
 from truthlens_integrations.core.engine import (
     DEFAULT_BLOCKED_MESSAGE,
+    OnBlock,
     Verdict,
-    shown_text,
     verdict_payload,
 )
 
@@ -24,12 +24,14 @@ __all__ = [
     "render",
     "verdict_chunk",
     "verdict_payload",
+    "with_verdict",
 ]
 
 #: Name of the custom event the runnable dispatches after each detection.
 TRUTHLENS_EVENT = "truthlens_detection"
 
-BlockMode = Literal["raise", "message"]
+#: Deprecated name of :data:`~truthlens_integrations.core.engine.OnBlock`.
+BlockMode = OnBlock
 
 
 class GuardedText(str):
@@ -50,9 +52,13 @@ class GuardedText(str):
         return (GuardedText, (str(self), self.verdict))
 
 
-def _with_verdict(message: BaseMessage, text: str, verdict: Verdict) -> BaseMessage:
+def with_verdict(message: BaseMessage, text: str, verdict: Verdict) -> BaseMessage:
+    """``message`` showing ``text``, its ``response_metadata["truthlens"]`` the verdict.
+
+    The one place a LangChain message gets its verdict (runnable, middleware, graph).
+    """
     update: dict[str, Any] = {
-        "response_metadata": {**message.response_metadata, "truthlens": verdict_payload(verdict)}
+        "response_metadata": {**message.response_metadata, "truthlens": verdict.to_dict()}
     }
     # Keep list-of-blocks content untouched when the text did not change.
     if text != message_text(message):
@@ -63,48 +69,42 @@ def _with_verdict(message: BaseMessage, text: str, verdict: Verdict) -> BaseMess
 def render(
     parsed: ParsedInput,
     verdict: Verdict,
+    text: str,
     *,
     answer_key: str,
     verdict_key: str,
-    on_block: BlockMode,
-    blocked_message: str,
 ) -> Any:
     """The output for one guarded input: same type as the input.
 
     Args:
         parsed: The parsed input.
         verdict: The engine's verdict.
+        text: The text to show (the engine's :meth:`~TruthLens.shown`).
         answer_key: Dict key of the answer.
         verdict_key: Dict key the verdict goes under.
-        on_block: ``"raise"`` raises :class:`BlockedResponseError` for a blocked
-            answer; ``"message"`` replaces its text with ``blocked_message``.
-        blocked_message: Text shown in place of a blocked answer.
 
     Returns:
         A :class:`GuardedText` for a string, an ``AIMessage`` with
-        ``response_metadata["truthlens"]``, a dict with a ``verdict_key`` entry, or a
-        message list / agent state with the last AI message replaced.
-
-    Raises:
-        BlockedResponseError: If the answer was blocked and ``on_block="raise"``.
+        ``response_metadata["truthlens"]``, a dict with ``verdict.to_dict()`` under
+        ``verdict_key``, or a message list / agent state with the last AI message
+        replaced (and ``verdict_key`` in the state).
     """
-    text = shown_text(verdict, raise_blocked=on_block == "raise", blocked_message=blocked_message)
     value = parsed.value
     if parsed.kind == "text":
         return GuardedText(text, verdict)
     if parsed.kind == "message":
-        return _with_verdict(value, text, verdict)
+        return with_verdict(value, text, verdict)
     if parsed.kind == "dict":
         answer = value[answer_key]
         if isinstance(answer, BaseMessage):
-            new_answer: Any = _with_verdict(answer, text, verdict)
+            new_answer: Any = with_verdict(answer, text, verdict)
         else:
             new_answer = GuardedText(text, verdict)
-        return {**value, answer_key: new_answer, verdict_key: verdict}
+        return {**value, answer_key: new_answer, verdict_key: verdict.to_dict()}
     messages = list(value["messages"] if parsed.kind == "state" else value)
-    messages[parsed.answer_index] = _with_verdict(messages[parsed.answer_index], text, verdict)
+    messages[parsed.answer_index] = with_verdict(messages[parsed.answer_index], text, verdict)
     if parsed.kind == "state":
-        return {**value, "messages": messages, verdict_key: verdict}
+        return {**value, "messages": messages, verdict_key: verdict.to_dict()}
     return messages
 
 
@@ -118,10 +118,10 @@ def verdict_chunk(sample: object, verdict: Verdict, verdict_key: str) -> Any:
 
     Returns:
         An empty :class:`GuardedText`, an empty ``AIMessageChunk`` with
-        ``response_metadata["truthlens"]``, or ``{verdict_key: verdict}``.
+        ``response_metadata["truthlens"]``, or ``{verdict_key: verdict.to_dict()}``.
     """
     if isinstance(sample, BaseMessage):
-        return AIMessageChunk(content="", response_metadata={"truthlens": verdict_payload(verdict)})
+        return AIMessageChunk(content="", response_metadata={"truthlens": verdict.to_dict()})
     if isinstance(sample, Mapping):
-        return {verdict_key: verdict}
+        return {verdict_key: verdict.to_dict()}
     return GuardedText("", verdict)

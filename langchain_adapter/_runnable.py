@@ -28,11 +28,23 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import patch_config
 from langchain_core.runnables.passthrough import RunnableAssign
 from langchain_core.runnables.utils import AddableDict
-from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from pydantic import ConfigDict, Field, ValidationError
 
-from truthlens_integrations.core import ConfigError, DetectionInput, InvalidArgumentError
-from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    ConfigError,
+    DetectionInput,
+    InvalidArgumentError,
+)
+from truthlens_integrations.core.engine import (
+    OnBlock,
+    TruthLens,
+    Verdict,
+    engine_from,
+    renamed_options,
+    split_options,
+    verdict_of,
+)
 from truthlens_integrations.core.llm import BaseLLM
 from truthlens_integrations.core.mitigation import (
     GroundedAnswerer,
@@ -46,14 +58,7 @@ from ._arguments import invalid_arguments
 from ._capture import GroundingCapture
 from ._inputs import ParsedInput, dedupe, parse_input, question_of
 from ._llm import as_llm
-from ._outputs import (
-    DEFAULT_BLOCKED_MESSAGE,
-    TRUTHLENS_EVENT,
-    BlockMode,
-    render,
-    verdict_chunk,
-    verdict_payload,
-)
+from ._outputs import TRUTHLENS_EVENT, render, verdict_chunk
 
 __all__ = ["StreamMode", "TruthLensRunnable", "guard_chain"]
 
@@ -124,6 +129,18 @@ def _as_retriever(retriever: BaseRetriever, config: RunnableConfig) -> Retriever
     return retriever_from_callables(retrieve, aretrieve, name=retriever.get_name())
 
 
+def _streams_events(handler: object) -> bool:
+    """Whether ``handler`` feeds ``astream_events`` / ``astream_log``.
+
+    Those handlers tap the output of every run (``tap_output_iter`` and
+    ``tap_output_aiter``); langchain-core names their common base only in a private
+    module, so they are recognised by these two public methods instead.
+    """
+    return callable(getattr(handler, "tap_output_iter", None)) and callable(
+        getattr(handler, "tap_output_aiter", None)
+    )
+
+
 def hide_streaming(config: RunnableConfig) -> RunnableConfig:
     """``config`` without the handlers that stream events to the caller.
 
@@ -136,11 +153,11 @@ def hide_streaming(config: RunnableConfig) -> RunnableConfig:
     if isinstance(callbacks, BaseCallbackManager):
         manager = callbacks.copy()
         for handler in [*manager.handlers, *manager.inheritable_handlers]:
-            if isinstance(handler, _StreamingCallbackHandler):
+            if _streams_events(handler):
                 manager.remove_handler(handler)
         return patch_config(config, callbacks=manager)
     if isinstance(callbacks, list):
-        kept = [h for h in callbacks if not isinstance(h, _StreamingCallbackHandler)]
+        kept = [h for h in callbacks if not _streams_events(h)]
         return cast("RunnableConfig", {**config, "callbacks": kept})
     return config
 
@@ -248,18 +265,20 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
 
     **Output** has the input's type: a string comes back as a string (a
     :class:`GuardedText` carrying ``.verdict``), an ``AIMessage`` with the verdict in
-    ``response_metadata["truthlens"]``, a dict with a ``"truthlens"`` entry holding the
-    :class:`~truthlens_integrations.core.engine.Verdict`, a message list or state
-    with its last AI message replaced. The ``body`` action changes the text; a
-    blocked answer raises :class:`BlockedResponseError` (``on_block="raise"``) or is
-    replaced by ``blocked_message`` (``on_block="message"``); the original answer
-    stays in the verdict.
+    ``response_metadata["truthlens"]``, a dict with a ``"truthlens"`` entry, a
+    message list or state with its last AI message replaced. Wherever it is, the
+    verdict reads the same: :meth:`Verdict.to_dict` under ``"truthlens"``. The
+    ``body`` action changes the text; a blocked answer is replaced by
+    ``blocked_message`` (``on_block="message"``, the default) or raises
+    :class:`BlockedResponseError` (``on_block="raise"``). The blocked text is in none
+    of the output (withheld from the verdict); the application reads it through the
+    engine's ``audit_hook`` or ``GuardedText.verdict.full()``.
 
     **Streaming**: by default (``stream_mode="verified"``) the verified answer comes
     as one chunk after detection. ``stream_mode="passthrough"`` streams the chunks
     as they come and adds a last chunk carrying only the verdict (an empty
     ``GuardedText``, an ``AIMessageChunk`` with ``response_metadata["truthlens"]``, or
-    ``{"truthlens": verdict}``); it needs a policy whose actions leave the text alone
+    ``{"truthlens": verdict.to_dict()}``); it needs a policy whose actions leave the text alone
     (``header`` / ``none``, no disclaimer, lightweight mode).
 
     While the policy can change or withhold the text (any ``body`` / ``block``
@@ -274,10 +293,11 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
 
     **Keyword arguments**: besides the fields below, every engine option of
     :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
-    ``raise_on_block``, ``align_quantities``, ``mitigation_options``, ``redact``,
-    ``audit_hook``, ...) is accepted and builds the engine (or derives one from
-    ``engine``); an unknown keyword raises :class:`UnknownArgumentError` with a
-    suggestion, a wrong type :class:`InvalidArgumentError`.
+    ``on_block``, ``blocked_message``, ``expose_blocked_text``, ``align_quantities``,
+    ``mitigation_options``, ``redact``, ``audit_hook``, ...) is accepted and builds
+    the engine (or derives one from ``engine``); an unknown keyword raises
+    :class:`UnknownArgumentError` with a suggestion, a wrong type
+    :class:`InvalidArgumentError`.
 
     Attributes:
         engine: The guard engine (policy, models).
@@ -290,15 +310,13 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             ``with_fallbacks()`` wrappers accepted); in the wrapper form the
             chain's last chat model is used when unset.
         retriever: Retriever for the retrieval-feedback loop (pipe form).
-        verification_models: Premium-mode verifiers (chat models or core LLMs); also
-            accepted as ``verification_llms``, the engine's name.
-        judge_model: Premium-mode judge; also accepted as ``judge_llm``.
+        verification_llms: Premium-mode verifiers (chat models or core LLMs);
+            ``verification_models`` is its deprecated name.
+        judge_llm: Premium-mode judge; ``judge_model`` is its deprecated name.
         answer_key: Dict key of the answer.
         context_key: Dict key of the context.
         question_key: Dict key of the question.
         verdict_key: Key the verdict is added under in dict outputs.
-        on_block: ``"raise"`` or ``"message"``.
-        blocked_message: Text that replaces a blocked answer with ``on_block="message"``.
         stream_mode: ``"verified"`` or ``"passthrough"``.
         requery_chain: In the wrapper form, let the retrieval-feedback loop re-run
             the chain with the rewritten query.
@@ -319,14 +337,12 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     chain: Runnable[Any, Any] | None = None
     llm: Runnable[Any, Any] | BaseLLM | None = None
     retriever: BaseRetriever | None = None
-    verification_models: list[Runnable[Any, Any] | BaseLLM] = Field(default_factory=list)
-    judge_model: Runnable[Any, Any] | BaseLLM | None = None
+    verification_llms: list[Runnable[Any, Any] | BaseLLM] = Field(default_factory=list)
+    judge_llm: Runnable[Any, Any] | BaseLLM | None = None
     answer_key: str = "answer"
     context_key: str = "context"
     question_key: str = "question"
     verdict_key: str = "truthlens"
-    on_block: BlockMode = "raise"
-    blocked_message: str = DEFAULT_BLOCKED_MESSAGE
     stream_mode: StreamMode = "verified"
     requery_chain: bool = True
 
@@ -382,14 +398,23 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             question_key=self.question_key,
         )
 
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes (the engine's ``on_block``)."""
+        return self.engine.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer (the engine's)."""
+        return self.engine.blocked_message
+
     def _render(self, parsed: ParsedInput, verdict: Verdict) -> Any:
         return render(
             parsed,
             verdict,
+            self.engine.shown(verdict),
             answer_key=self.answer_key,
             verdict_key=self.verdict_key,
-            on_block=self.on_block,
-            blocked_message=self.blocked_message,
         )
 
     def _parse_output(
@@ -422,10 +447,10 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         found: dict[str, Any] = {}
         if llm is not None:
             found["llm"] = as_llm(llm, config)
-        if self.verification_models:
-            found["verification_llms"] = [as_llm(m, config) for m in self.verification_models]
-        if self.judge_model is not None:
-            found["judge_llm"] = as_llm(self.judge_model, config)
+        if self.verification_llms:
+            found["verification_llms"] = [as_llm(m, config) for m in self.verification_llms]
+        if self.judge_llm is not None:
+            found["judge_llm"] = as_llm(self.judge_llm, config)
         if self.retriever is not None:
             found["retriever"] = _as_retriever(self.retriever, config)
         if self.chain is not None and self.requery_chain and chain_input is not _NO_INPUT:
@@ -470,13 +495,22 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         return _Pending(parsed, guard_kwargs)
 
     def _check(self, pending: _Pending, config: RunnableConfig) -> Verdict:
-        verdict = self.engine.guard(**pending.guard_kwargs)
-        dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        try:
+            verdict = self.engine.guard(**pending.guard_kwargs)
+        except BlockedResponseError as exc:  # on_block="raise": the event still goes out
+            dispatch_custom_event(TRUTHLENS_EVENT, verdict_of(exc).to_dict(), config=config)
+            raise
+        dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict(), config=config)
         return verdict
 
     async def _acheck(self, pending: _Pending, config: RunnableConfig) -> Verdict:
-        verdict = await self.engine.aguard(**pending.guard_kwargs)
-        await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=config)
+        try:
+            verdict = await self.engine.aguard(**pending.guard_kwargs)
+        except BlockedResponseError as exc:  # on_block="raise": the event still goes out
+            payload = verdict_of(exc).to_dict()
+            await adispatch_custom_event(TRUTHLENS_EVENT, payload, config=config)
+            raise
+        await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict(), config=config)
         return verdict
 
     def _inner_config(self, config: RunnableConfig) -> tuple[RunnableConfig, GroundingCapture]:
@@ -553,7 +587,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         verdicts = self.engine.guard_batch(items) if items else []
         outputs, events = self._finish_batch(parsed, verdicts, config)
         for cfg, verdict in events:
-            dispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
+            dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict(), config=cfg)
         return outputs
 
     async def abatch(
@@ -583,7 +617,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         verdicts = await self.engine.aguard_batch(items) if items else []
         outputs, events = self._finish_batch(parsed, verdicts, config)
         for cfg, verdict in events:
-            await adispatch_custom_event(TRUTHLENS_EVENT, verdict_payload(verdict), config=cfg)
+            await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict(), config=cfg)
         return outputs
 
     def _batches_alone(self) -> bool:
@@ -725,10 +759,6 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         yield verdict_chunk(output, await self._acheck(pending, config), self.verdict_key)
 
 
-#: The engine's names for two fields, accepted as the same fields.
-_OWN_ALIASES = {"verification_llms": "verification_models", "judge_llm": "judge_model"}
-
-
 def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[str, Any]:
     """The runnable's own keyword arguments, with the engine built from the rest.
 
@@ -736,9 +766,9 @@ def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[s
     ``engine=`` given, a copy of that engine with them applied; nothing is ignored.
     """
     knob_names = ("mode", "threshold", "action")
-    own = [k for k in (*TruthLensRunnable.model_fields, *_OWN_ALIASES) if k not in knob_names]
-    split = split_options(kwargs, own=own, where=where)
-    rest = {_OWN_ALIASES.get(k, k): v for k, v in split.rest.items()}
+    own = [k for k in TruthLensRunnable.model_fields if k not in knob_names]
+    split = split_options(renamed_options(kwargs, where), own=own, where=where)
+    rest = dict(split.rest)
     rest.update(split.knobs.model_dump(exclude_none=True))
     if split.engine or split.knobs.given or config is not None or "engine" in rest:
         rest["engine"] = engine_from(rest.get("engine"), config, split, where)

@@ -34,7 +34,7 @@ from truthlens_integrations.core import (
     ConfigError,
     LLMError,
 )
-from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, shown_text
+from truthlens_integrations.core.engine import OnBlock, TruthLens
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
@@ -65,8 +65,8 @@ class TruthLensAgentEvent(Event):
 
     Attributes:
         agent_name: The agent whose answer was checked.
-        verdict: The verdict, JSON-ready (``x-*`` headers at the top level, the whole
-            verdict under ``"verdict"``).
+        verdict: The verdict, as :meth:`Verdict.to_dict` (a blocked answer's text
+            withheld).
         response: The text the agent answers with after the policy's action.
     """
 
@@ -171,8 +171,6 @@ class _AgentLLM(BaseLLM):
 
 _OWN_OPTIONS = (
     "engine",
-    "on_block",
-    "blocked_message",
     "verification_llms",
     "judge_llm",
     "stream_mode",
@@ -189,11 +187,12 @@ class TruthLensFunctionAgent(FunctionAgent):
         output.response.additional_kwargs["truthlens"]   # the verdict
 
     The final answer's text follows the policy's action (the warning for ``body``,
-    ``blocked_message`` or :class:`BlockedResponseError` for ``block``); the verdict is
-    in ``response.additional_kwargs["truthlens"]`` and, with the original answer, in
-    :class:`TruthLensAgentEvent`. The agent's memory receives the checked text, not
-    the unchecked one. An answer given without calling a tool has no grounding and
-    takes the policy's "unverified factual" path.
+    ``blocked_message`` or :class:`BlockedResponseError` for ``block``); the verdict,
+    as :meth:`Verdict.to_dict`, is in ``response.additional_kwargs["truthlens"]`` and
+    in :class:`TruthLensAgentEvent`. A blocked answer's text is withheld from both;
+    the application reads it through the engine's ``audit_hook``. The agent's memory
+    receives the checked text, not the unchecked one. An answer given without calling
+    a tool has no grounding and takes the policy's "unverified factual" path.
 
     **Streaming**: when the policy can change or withhold text,
     ``stream_mode="verified"`` (the default) asks the LLM without streaming, so no
@@ -202,23 +201,20 @@ class TruthLensFunctionAgent(FunctionAgent):
     LLM's deltas and needs a policy that leaves text alone.
 
     Besides the ``FunctionAgent`` arguments it takes policy knobs (``mode``,
-    ``threshold``, ``action``) and engine options (``detector``, ``redact``, ...;
+    ``threshold``, ``action``) and engine options (``on_block``, ``blocked_message``,
+    ``detector``, ``redact``, ...;
     one definition in ``core/engine/_options.py``): with ``engine=`` they apply to a
     copy of it (loaded models shared). An unknown argument raises
     ``UnknownArgumentError`` with a suggestion.
 
     Attributes:
         engine: The guard engine (default policy when not given).
-        on_block: ``"message"`` or ``"raise"``.
-        blocked_message: Text that replaces a blocked answer.
         verification_llms: Premium-mode verifiers (LlamaIndex LLMs).
         judge_llm: Premium-mode judge; the agent's LLM when ``None``.
         stream_mode: ``"verified"`` or ``"passthrough"``.
     """
 
     engine: TruthLens = Field(default_factory=TruthLens.from_config, exclude=True)
-    on_block: Literal["message", "raise"] = "message"
-    blocked_message: str = DEFAULT_BLOCKED_MESSAGE
     verification_llms: list[li_llms.LLM] = Field(default_factory=list, exclude=True)
     judge_llm: li_llms.LLM | None = Field(default=None, exclude=True)
     stream_mode: Literal["verified", "passthrough"] = "verified"
@@ -243,6 +239,16 @@ class TruthLensFunctionAgent(FunctionAgent):
                 "policy must not change or withhold text (actions header/none, lightweight "
                 "mode, no disclaimer)"
             )
+
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes (the engine's ``on_block``)."""
+        return self.engine.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer (the engine's)."""
+        return self.engine.blocked_message
 
     @property
     def holds_tokens(self) -> bool:
@@ -288,9 +294,7 @@ class TruthLensFunctionAgent(FunctionAgent):
             **self._mitigation(history, tools),
         )
         dispatch_verdict(verdict)
-        text = shown_text(
-            verdict, raise_blocked=self.on_block == "raise", blocked_message=self.blocked_message
-        )
+        text = self.engine.shown(verdict)
         payload = verdict_payload(verdict)
         message = LIChatMessage(
             role=MessageRole.ASSISTANT,

@@ -16,7 +16,6 @@ from truthlens_integrations.core.engine import (
     split_options,
     verdict_of,
 )
-from truthlens_integrations.core.engine import verdict_payload as _verdict_payload
 from truthlens_integrations.core.policy import PolicySource
 
 __all__ = [
@@ -79,9 +78,9 @@ def describe_spans(spans: Sequence[HallucinationSpan]) -> str:
 
 
 def verdict_payload(verdict: Verdict) -> dict[str, Any]:
-    """What goes into ``response.metadata["truthlens"]``.
+    """What goes into ``response.metadata["truthlens"]``: :meth:`Verdict.to_dict`.
 
-    The header values at the top level and the verdict under ``"verdict"`` (see
-    :func:`~truthlens_integrations.core.engine.verdict_payload`).
+    The same shape as everywhere else (LangChain message metadata, agent messages'
+    ``additional_kwargs``); the ``x-*`` header values are its ``"metadata"`` entry.
     """
-    return _verdict_payload(verdict, headers=True)
+    return verdict.to_dict()

@@ -214,5 +214,7 @@ def _result(
         contexts=contexts,
         passing=verdict.passed,
         score=None if verdict.score is None else round(1.0 - verdict.score, 6),
-        feedback=_feedback(verdict),
+        # The evaluator judges the caller's own response: its feedback names the
+        # flagged parts even when the policy withheld them from users.
+        feedback=_feedback(verdict.full()),
     )

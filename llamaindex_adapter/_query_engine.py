@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,11 +31,10 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import (
-    DEFAULT_BLOCKED_MESSAGE,
     REDACTED,
+    OnBlock,
     TruthLens,
     Verdict,
-    shown_text,
 )
 from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
@@ -67,8 +67,6 @@ GUARD_TOOL = ToolMetadata(
     description="Checks the answer against its source nodes and mitigates hallucinations.",
 )
 
-OnBlock = Literal["raise", "response"]
-
 
 def get_verdict(response: object) -> Verdict | None:
     """The verdict a :class:`TruthLensQueryEngine` attached to ``response``.
@@ -81,9 +79,11 @@ def get_verdict(response: object) -> Verdict | None:
     """
     metadata = getattr(response, "metadata", None)
     payload = metadata.get("truthlens") if isinstance(metadata, dict) else None
-    if not isinstance(payload, dict) or "verdict" not in payload:
+    if not isinstance(payload, dict):
         return None
-    return Verdict.model_validate(payload["verdict"])
+    if "verdict" in payload and "decision" not in payload:  # the shape of earlier releases
+        payload = payload["verdict"]
+    return Verdict.model_validate(payload)
 
 
 def _find_llm(query_engine: BaseQueryEngine) -> li_llms.LLM | None:
@@ -113,8 +113,6 @@ _OWN_ARGUMENTS = (
     "retrieval_feedback",
     "node_postprocessor",
     "evidence_filter",
-    "on_block",
-    "blocked_message",
     "refine_prompt",
     "query_rewrite_prompt",
     "context_metadata_mode",
@@ -127,17 +125,27 @@ def _given(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
-def _check_arguments(
-    query_engine: object, on_block: object, **typed: tuple[object, type | tuple[type, ...]]
-) -> None:
-    """Raise at the call for something that is not a query engine, a wrong type or ``on_block``."""
+def _check_arguments(query_engine: object, **typed: tuple[object, type | tuple[type, ...]]) -> None:
+    """Raise at the call for something that is not a query engine or of a wrong type."""
     if not callable(getattr(query_engine, "query", None)):
         raise InvalidArgumentError(
             f"TruthLensQueryEngine wraps a query engine, got {type(query_engine).__name__}"
         )
     _check_types(**typed)
-    if on_block not in ("raise", "response"):
-        raise ConfigError(f"on_block must be 'raise' or 'response', got {on_block!r}")
+
+
+def _block_options(on_block: object, blocked_message: object) -> dict[str, Any]:
+    """The engine's block options the caller gave; ``"response"`` is deprecated."""
+    if on_block == "response":
+        warnings.warn(
+            "TruthLensQueryEngine: on_block='response' is deprecated and will be removed "
+            "in the next release; use on_block='message' (the default)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        on_block = "message"
+    given = {"on_block": on_block, "blocked_message": blocked_message}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _check_types(**values: tuple[object, type | tuple[type, ...]]) -> None:
@@ -204,12 +212,14 @@ class TruthLensQueryEngine(BaseQueryEngine):
     the context from ``response.source_nodes``, and runs the guard pipeline. The
     returned ``Response`` carries the text to show (the answer, the answer with a
     warning, the mitigated answer, or the blocked message), the source nodes (plus
-    any found by re-querying), and ``metadata["truthlens"]``: the ``x-truthlens-*`` /
-    ``x-vsr-*`` header values and, under ``"verdict"``, the whole verdict (see
-    :func:`get_verdict`). The inner response's own metadata is kept.
+    any found by re-querying), and ``metadata["truthlens"]``: the verdict as
+    :meth:`Verdict.to_dict` (the ``x-truthlens-*`` / ``x-vsr-*`` header values are
+    its ``"metadata"`` entry; :func:`get_verdict` reads it back). The inner
+    response's own metadata is kept.
 
-    ``metadata["truthlens"]["verdict"]`` holds the original answer even when it was
-    withheld (for audit); forward only the header keys to end users.
+    A blocked answer's text is withheld from the response and its metadata; the
+    application reads it through the engine's ``audit_hook`` (or builds the engine
+    with ``expose_blocked_text=True``).
 
     Streaming: a streaming inner response is buffered completely, checked, and
     returned as a streaming response of the same kind whose generator yields the
@@ -238,9 +248,11 @@ class TruthLensQueryEngine(BaseQueryEngine):
             re-query's) before the check; with ``evidence_filter`` it also drops or
             demotes, after the check, the nodes that supported nothing in the answer.
         evidence_filter: Apply the postprocessor's evidence step to the sources.
-        on_block: ``"response"`` returns ``blocked_message`` as the response text;
-            ``"raise"`` raises :class:`BlockedResponseError` with the verdict.
-        blocked_message: Text of a blocked response.
+        on_block: ``"message"`` (the engine's default) returns ``blocked_message``
+            as the response text; ``"raise"`` raises :class:`BlockedResponseError`
+            with the verdict. An engine option: ``None`` keeps the engine's.
+            ``"response"`` is the deprecated spelling of ``"message"``.
+        blocked_message: Text of a blocked response (engine option).
         refine_prompt: Overrides the refine prompt (see ``_prompts``: variables
             ``context_str``, ``query_str``, ``answer``, ``spans``); also settable
             with ``update_prompts({"refine_prompt": ...})``.
@@ -253,7 +265,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
             ``function_call`` event of the tool ``truthlens_guard``.
         **options: Engine options (every field of
             :class:`~truthlens_integrations.core.engine.EngineOptions`:
-            ``raise_on_block``, ``align_quantities``, ``mitigation_options``,
+            ``expose_blocked_text``, ``align_quantities``, ``mitigation_options``,
             ``redact``, ``audit_hook``, models, ...); with ``engine`` given they apply
             to a copy of it.
 
@@ -279,8 +291,8 @@ class TruthLensQueryEngine(BaseQueryEngine):
         retrieval_feedback: bool = False,
         node_postprocessor: TruthLensNodePostprocessor | None = None,
         evidence_filter: bool = True,
-        on_block: OnBlock = "response",
-        blocked_message: str = DEFAULT_BLOCKED_MESSAGE,
+        on_block: Literal["message", "raise", "response"] | None = None,
+        blocked_message: str | None = None,
         refine_prompt: BasePromptTemplate | None = None,
         query_rewrite_prompt: BasePromptTemplate | None = None,
         context_metadata_mode: MetadataMode = MetadataMode.NONE,
@@ -289,19 +301,19 @@ class TruthLensQueryEngine(BaseQueryEngine):
     ) -> None:
         _check_arguments(
             query_engine,
-            on_block,
             retrieval_feedback=(retrieval_feedback, bool),
             evidence_filter=(evidence_filter, bool),
             node_postprocessor=(node_postprocessor, (TruthLensNodePostprocessor, type(None))),
-            blocked_message=(blocked_message, str),
+            blocked_message=(blocked_message, (str, type(None))),
             refine_prompt=(refine_prompt, (BasePromptTemplate, type(None))),
             query_rewrite_prompt=(query_rewrite_prompt, (BasePromptTemplate, type(None))),
             context_metadata_mode=(context_metadata_mode, MetadataMode),
         )
         self._query_engine = query_engine
         knobs = _given(mode=mode, threshold=threshold, action=action)
+        options = {**options, **knobs, **_block_options(on_block, blocked_message)}
         self.engine = build_engine(
-            engine, config, {**options, **knobs}, where="TruthLensQueryEngine", own=_OWN_ARGUMENTS
+            engine, config, options, where="TruthLensQueryEngine", own=_OWN_ARGUMENTS
         )
         self._llm = as_core_llm(llm if llm is not None else _find_llm(query_engine))
         self._retriever = _as_retriever(retriever, context_metadata_mode)
@@ -312,8 +324,6 @@ class TruthLensQueryEngine(BaseQueryEngine):
         self.retrieval_feedback = retrieval_feedback
         self.node_postprocessor = node_postprocessor
         self.evidence_filter = evidence_filter
-        self.on_block: OnBlock = on_block
-        self.blocked_message = blocked_message
         self._refine_prompt: BasePromptTemplate = DEFAULT_REFINE_PROMPT
         self._query_rewrite_prompt: BasePromptTemplate = DEFAULT_QUERY_REWRITE_PROMPT
         self._update_prompts(
@@ -321,6 +331,16 @@ class TruthLensQueryEngine(BaseQueryEngine):
         )
         self.context_metadata_mode = context_metadata_mode
         super().__init__(callback_manager or getattr(query_engine, "callback_manager", None))
+
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes (the engine's ``on_block``)."""
+        return self.engine.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer (the engine's)."""
+        return self.engine.blocked_message
 
     # -- prompts ----------------------------------------------------------------------
 
@@ -518,10 +538,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         verdict: Verdict,
         nodes: list[NodeWithScore],
     ) -> RESPONSE_TYPE:
-        raise_blocked = self.on_block == "raise" or self.engine.raise_on_block
-        text = shown_text(
-            verdict, raise_blocked=raise_blocked, blocked_message=self.blocked_message
-        )
+        text = self.engine.shown(verdict)
         metadata = {**(buffered.metadata or {}), "truthlens": verdict_payload(verdict)}
         if isinstance(inner, StreamingResponse):
             return StreamingResponse(

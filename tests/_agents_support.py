@@ -37,8 +37,9 @@ RIGHT = "The Eiffel Tower was built from 1887 to 1889 and is 330 meters tall."
 
 def engine_for(base: TruthLens, **hallucination: Any) -> TruthLens:
     """An engine with its own policy sharing ``base``'s loaded models."""
+    # Header unless a test says otherwise: the tests read the answer as given.
     return TruthLens.from_config(
-        {"hallucination": hallucination},
+        {"hallucination": {"hallucination_action": "header", **hallucination}},
         detector=base.detector,
         nli=base.nli,
         fact_checker=base.fact_checker,

@@ -46,6 +46,10 @@ class FixedRetriever(BaseRetriever):
 def make_engine(detector: Detector, policy: object = None, **kwargs: Any) -> TruthLens:
     kwargs.setdefault("nli", RuleNLI())
     kwargs.setdefault("fact_checker", QuestionWordClassifier())
+    # The tests read the answer as given: header only, unless a test's policy says
+    # otherwise (the default, body, is tested on its own in test_one_vocabulary.py).
+    if policy is None:
+        policy = action_policy("header")
     return TruthLens.from_config(policy, detector=detector, **kwargs)  # type: ignore[arg-type]
 
 

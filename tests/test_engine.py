@@ -9,7 +9,9 @@ the bundled models are exercised by the last test when their weights are install
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import pickle
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,11 +30,13 @@ from truthlens_integrations.core import (
     ConfigError,
     Decision,
     DetectionInput,
+    InvalidArgumentError,
     InvalidInputError,
     ModelLoadError,
     ModelNotAvailableError,
 )
 from truthlens_integrations.core.engine import (
+    REDACTED,
     TruthLens,
     Verdict,
     answer_sentence,
@@ -166,7 +170,8 @@ def test_unverified_factual_block(detector: Detector) -> None:
     engine = make(detector, action_policy("header", unverified_factual_action="block"))
     verdict = engine.guard(context=None, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
     assert verdict.blocked and verdict.output is None
-    assert verdict.original_answer == EIFFEL_ANSWER
+    assert verdict.original_answer == REDACTED  # withheld from the caller's copy
+    assert verdict.full().original_answer == EIFFEL_ANSWER  # kept for the application
 
 
 def test_grounded_factual_prompt_runs_full_detection(detector: Detector) -> None:
@@ -286,7 +291,7 @@ def test_body_action_appends_the_warning_exactly_once(detector: Detector) -> Non
     engine = make(detector, action_policy("body", warning_template=template))
     verdict = engine.guard(**EIFFEL)
     assert verdict.action == "body"
-    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{template}"
+    assert verdict.output == f'{EIFFEL_ANSWER}\n\n{template} Flagged: "1950", "500 meters".'
     assert verdict.original_answer == EIFFEL_ANSWER
     # guarding the already-warned output again does not add a second warning
     again = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=verdict.output)
@@ -299,24 +304,71 @@ def test_block_action_returns_a_blocked_verdict(detector: Detector, details: boo
     verdict = make(detector, policy).guard(**EIFFEL)
     assert verdict.blocked and verdict.output is None and verdict.action == "block"
     assert verdict.decision is Decision.MITIGATE
-    assert verdict.original_answer == EIFFEL_ANSWER  # kept for audit
+    assert verdict.redacted and verdict.original_answer == REDACTED  # withheld by default
+    assert verdict.full().original_answer == EIFFEL_ANSWER  # kept for audit
+    dumped = json.dumps(verdict.to_dict())
+    assert "built in 1950" not in dumped and "built in 1950" not in repr(verdict)
     # the withheld text leaks through no header, even with details on
     assert not any("1950" in v or "meters" in v for v in verdict.metadata.values())
 
 
 def test_block_action_raises_when_configured(detector: Detector) -> None:
-    engine = make(detector, action_policy("block"), raise_on_block=True)
+    engine = make(detector, action_policy("block"), on_block="raise")
     with pytest.raises(BlockedResponseError) as info:
         engine.guard(**EIFFEL)
     verdict = info.value.verdict
     assert isinstance(verdict, Verdict) and verdict.blocked and verdict.output is None
-    assert verdict.original_answer == EIFFEL_ANSWER
+    assert verdict.full().original_answer == EIFFEL_ANSWER
     assert "1950" not in str(info.value)
     # a clean answer is not blocked
     clean = engine.guard(
         context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer="It was built in 1887."
     )
     assert clean.passed and clean.output == "It was built in 1887."
+
+
+def test_expose_blocked_text_keeps_the_blocked_answer_in_the_verdict(detector: Detector) -> None:
+    engine = make(detector, action_policy("block"), expose_blocked_text=True)
+    verdict = engine.guard(**EIFFEL)
+    assert verdict.blocked and not verdict.redacted
+    assert verdict.original_answer == EIFFEL_ANSWER and verdict.full() is verdict
+
+
+def test_the_full_verdict_stays_out_of_every_serialisation(detector: Detector) -> None:
+    seen: list[Verdict] = []
+    engine = make(detector, action_policy("block"), audit_hook=seen.append)
+    verdict = engine.guard(**EIFFEL)
+    assert seen[0].original_answer == EIFFEL_ANSWER == verdict.full().original_answer
+    for text in (json.dumps(verdict.to_dict()), verdict.model_dump_json(), repr(verdict)):
+        assert "built in 1950" not in text and "meters tall" not in text
+    # a pickle (a checkpointer, a process pool) does not carry the withheld text
+    restored = pickle.loads(pickle.dumps(verdict))
+    assert b"built in 1950" not in pickle.dumps(verdict) and restored.full() is restored
+    # a verdict rebuilt from its dict is the withheld one
+    assert Verdict.model_validate(verdict.to_dict()).full().original_answer == REDACTED
+
+
+def test_on_block_is_one_option_and_raise_on_block_a_deprecated_spelling(
+    detector: Detector,
+) -> None:
+    assert TruthLens.from_config(detector=detector).on_block == "message"
+    with pytest.warns(DeprecationWarning, match="on_block='raise'"):
+        engine = make(detector, action_policy("block"), raise_on_block=True)
+    assert engine.on_block == "raise"
+    with pytest.raises(BlockedResponseError):
+        engine.guard(**EIFFEL)
+    with pytest.warns(DeprecationWarning, match="on_block='message'"):
+        quiet = make(detector, action_policy("block"), raise_on_block=False)
+    assert quiet.on_block == "message" and quiet.guard(**EIFFEL).blocked
+    # derived engines keep it, and are not warned about again
+    assert quiet.derive(threshold=0.4).on_block == "message"
+    with pytest.warns(DeprecationWarning, match="deprecated"), pytest.raises(ConfigError):
+        make(detector, raise_on_block=False, on_block="raise")
+    with pytest.raises(InvalidArgumentError, match="on_block"):
+        make(detector, on_block="response")
+    with pytest.raises(InvalidArgumentError, match="blocked_message"):
+        make(detector, blocked_message=None)
+    assert make(detector, blocked_message="Withheld.").blocked_message == "Withheld."
 
 
 def test_none_action_only_logs(detector: Detector, caplog: pytest.LogCaptureFixture) -> None:
@@ -404,7 +456,7 @@ def test_bad_input_is_a_typed_error(detector: Detector) -> None:
 
 def test_guard_batch_mixes_the_three_paths_with_one_nli_call(detector: Detector) -> None:
     nli = RuleNLI()
-    engine = make(detector, action_policy("block"), nli=nli, raise_on_block=True)
+    engine = make(detector, action_policy("block"), nli=nli, on_block="raise")
     inputs = [
         DetectionInput.create(**EIFFEL),
         DetectionInput.create(context=None, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER),
@@ -417,7 +469,7 @@ def test_guard_batch_mixes_the_three_paths_with_one_nli_call(detector: Detector)
     assert [v.blocked for v in verdicts] == [True, False, False, True]  # batch never raises
     assert verdicts[1].unverified and verdicts[2].passed and not verdicts[2].fact_check_needed
     assert len(nli.calls) == 1 and len(nli.calls[0]) == 3
-    assert [v.original_answer for v in verdicts] == [i.answer for i in inputs]
+    assert [v.full().original_answer for v in verdicts] == [i.answer for i in inputs]
     assert engine.guard_batch([]) == []
 
 
@@ -634,7 +686,8 @@ def test_bad_nli_output_is_a_typed_error(detector: Detector) -> None:
 def test_body_and_disclaimer_together_warn_once(detector: Detector) -> None:
     policy = action_policy("body", require_disclaimer=True)
     verdict = make(detector, policy).guard(**EIFFEL)
-    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    assert verdict.output is not None and verdict.output.count(DEFAULT_WARNING_TEMPLATE) == 1
+    assert verdict.output.startswith(f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: ")
 
 
 def test_missing_question_is_treated_as_factual(detector: Detector) -> None:

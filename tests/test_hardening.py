@@ -125,17 +125,18 @@ def test_policy_knobs_hold_on_every_route(detector: Detector) -> None:
 def test_derive_changes_options_and_shares_loaded_models(detector: Detector) -> None:
     nli = RuleNLI()
     engine = make(detector, nli=nli)
-    derived = engine.derive(threshold=0.9, raise_on_block=True)
+    derived = engine.derive(threshold=0.9, on_block="raise")
     assert derived.detector is engine.detector and derived.nli is nli
-    assert derived.raise_on_block and derived.policy.hallucination.threshold == 0.9
-    assert engine.policy.hallucination.threshold == 0.5 and not engine.raise_on_block
+    assert derived.on_block == "raise" and derived.policy.hallucination.threshold == 0.9
+    assert engine.policy.hallucination.threshold == 0.5 and engine.on_block == "message"
     with pytest.raises(UnknownArgumentError):
         engine.derive(treshold=0.9)
 
 
 def test_one_definition_lists_every_engine_option() -> None:
-    assert set(ENGINE_OPTION_NAMES) == set(EngineOptions.model_fields)
-    assert {"raise_on_block", "align_quantities", "mitigation_options", "redact"} <= set(
+    # every current name; the deprecated raise_on_block is accepted but not listed
+    assert set(ENGINE_OPTION_NAMES) == set(EngineOptions.model_fields) - {"raise_on_block"}
+    assert {"on_block", "align_quantities", "mitigation_options", "redact"} <= set(
         ENGINE_OPTION_NAMES
     )
     with pytest.raises(UnknownArgumentError, match="unknown arguments 'a', 'b'"):

@@ -156,7 +156,7 @@ def test_every_option_reaches_every_langchain_adapter(detector: Detector) -> Non
         handler = _accepts(lambda kw: TruthLensCallbackHandler(base, **kw), name, values[name])
         if name in ENGINE_OPTION_NAMES:
             assert getattr(handler.engine.options, name) is values[name]
-    assert TruthLensRunnable(engine=base, verification_llms=[fake()]).verification_models
+    assert TruthLensRunnable(engine=base, verification_llms=[fake()]).verification_llms
 
 
 # -- 6. retries, with_retry / with_fallbacks -------------------------------------------------
@@ -205,7 +205,9 @@ def test_with_retry_and_with_fallbacks_are_accepted_as_the_model(detector: Detec
     broken = Flaky(messages=iter([]), failures=99)
     for model in (fake(FIXED, FIXED).with_retry(), broken.with_fallbacks([fake(FIXED, FIXED)])):
         out = TruthLensRunnable(engine=engine, llm=model).invoke(EIFFEL_DICT)
-        assert out["truthlens"].final_answer == FIXED and out["truthlens"].status == "converged"
+        assert (
+            out["truthlens"]["final_answer"] == FIXED and out["truthlens"]["status"] == "converged"
+        )
 
 
 # -- 7. a ToolMessage nobody asked for is not grounding ---------------------------------------

@@ -9,6 +9,7 @@ exact scores, so they hold across detector retraining.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     UnknownArgumentError,
 )
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
 from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,
     FEEDBACK_NAME,
@@ -71,7 +72,8 @@ def span_texts(payload: dict[str, Any]) -> str:
 
 def test_header_flags_the_1950_answer_against_the_tool_output(base: TruthLens) -> None:
     model = scripted(eiffel_script())
-    agent = create_agent(model, [landmark_record], middleware=[TruthLensMiddleware(base)])
+    middleware = TruthLensMiddleware(base, action="header")
+    agent = create_agent(model, [landmark_record], middleware=[middleware])
     messages = run(agent)
     final = messages[-1]
     payload = verdict_of(final)
@@ -116,9 +118,10 @@ def test_block_replaces_the_answer(base: TruthLens) -> None:
     messages = run(agent)
     payload = verdict_of(messages[-1])
     assert messages[-1].content == DEFAULT_BLOCKED_MESSAGE
-    assert payload["blocked"] and payload["original_answer"] == WRONG
-    # the wrong text never became an agent message
+    assert payload["blocked"] and payload["original_answer"] == REDACTED
+    # the wrong text never became an agent message, nor any message's metadata
     assert not any("1950" in str(m.content) for m in messages if isinstance(m, AIMessage))
+    assert "built in 1950" not in json.dumps(payload)
 
 
 def test_block_can_raise(base: TruthLens) -> None:
@@ -127,8 +130,8 @@ def test_block_can_raise(base: TruthLens) -> None:
     agent = create_agent(scripted(eiffel_script()), [landmark_record], middleware=[middleware])
     with pytest.raises(BlockedResponseError) as info:
         run(agent)
-    assert info.value.verdict is not None
-    assert info.value.verdict.original_answer == WRONG
+    assert isinstance(info.value.verdict, Verdict)
+    assert info.value.verdict.full().original_answer == WRONG
 
 
 # -- refinement -------------------------------------------------------------------------
@@ -180,7 +183,7 @@ def test_standard_mode_is_bounded_and_a_stubborn_answer_stays_blocked(base: Trut
 def test_premium_mode_uses_other_chat_models(base: TruthLens) -> None:
     engine = engine_for(base, default_mode="premium", hallucination_action="body")
     verifier = FakeListChatModel(responses=[RIGHT] * 10)
-    middleware = TruthLensMiddleware(engine, verification_models=[verifier])
+    middleware = TruthLensMiddleware(engine, verification_llms=[verifier])
     agent = create_agent(scripted(eiffel_script()), [landmark_record], middleware=[middleware])
     payload = verdict_of(run(agent)[-1])
     assert payload["strategy"] == "cross_model"
@@ -234,7 +237,7 @@ async def test_concurrent_runs_on_one_agent_keep_their_own_verdicts(base: TruthL
     for question, out in zip(questions, outs, strict=True):
         final = out["messages"][-1]
         payload = verdict_of(final)
-        assert payload["original_answer"] == (RIGHT if "(ok)" in question else WRONG)
+        assert payload["original_answer"] == (RIGHT if "(ok)" in question else REDACTED)
         assert final.content == (RIGHT if "(ok)" in question else DEFAULT_BLOCKED_MESSAGE)
 
 
@@ -283,7 +286,7 @@ def test_a_model_calling_another_model_does_not_leak_under_block(base: TruthLens
 
 
 def test_header_policy_streams_tokens_as_they_come(base: TruthLens) -> None:
-    agent = guarded(base)
+    agent = guarded(engine_for(base, hallucination_action="header"))
     chunks = [
         str(message.content)
         for message, meta in stream_messages(agent)
@@ -311,7 +314,7 @@ def test_engine_with_options_is_a_copy_sharing_the_models(base: TruthLens) -> No
     assert middleware.engine.detector is base.detector
     settings = middleware.engine.policy.settings_for(None)
     assert settings.hallucination_action == "block" and settings.max_iterations == 1
-    assert base.policy.settings_for(None).hallucination_action == "header"
+    assert base.policy.settings_for(None).hallucination_action == "body"
     with pytest.raises(InvalidArgumentError):
         TruthLensMiddleware(base, threshold=True)
 
@@ -330,7 +333,9 @@ def test_from_config_applies_the_options() -> None:
 def test_passthrough_streaming_needs_a_policy_that_keeps_text() -> None:
     with pytest.raises(ConfigError, match="passthrough"):
         TruthLensMiddleware(action="block", stream_mode="passthrough")
-    assert not TruthLensMiddleware(stream_mode="passthrough").holds_tokens
+    assert not TruthLensMiddleware(action="header", stream_mode="passthrough").holds_tokens
+    with pytest.raises(ConfigError, match="body"):  # the default warns in the text
+        TruthLensMiddleware(stream_mode="passthrough")
 
 
 def test_the_adapter_imports_without_langgraph_and_names_the_extra() -> None:

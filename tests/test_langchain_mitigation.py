@@ -34,6 +34,7 @@ from tests._langchain_support import (
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core import llm as core_llm
+from truthlens_integrations.core.engine import Verdict
 from truthlens_integrations.core.llm import LLM, BaseLLM, ChatMessage, LLMResponse, TokenUsage
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
@@ -88,7 +89,7 @@ def test_standard_refines_with_the_given_model_as_a_child_run(detector: Detector
         engine=make_engine(detector, STANDARD), llm=FakeListChatModel(responses=[CLEAN])
     )
     out = runnable.invoke(EIFFEL_DICT, {"callbacks": [recorder], "tags": ["req-7"]})
-    verdict = out["truthlens"]
+    verdict = Verdict.model_validate(out["truthlens"])
     assert out["answer"] == CLEAN and verdict.final_answer == CLEAN
     assert verdict.strategy == "self_refine" and verdict.status in {"converged", "success"}
     assert verdict.original_answer == EIFFEL_ANSWER and verdict.cost.llm_calls == 1
@@ -117,7 +118,7 @@ async def test_standard_async_awaits_the_models_native_async_path(detector: Dete
 def test_lightweight_policy_never_calls_the_model(detector: Detector) -> None:
     model = FakeListChatModel(responses=[])  # would raise if called
     out = TruthLensRunnable(engine=make_engine(detector), llm=model).invoke(EIFFEL_DICT)
-    assert out["answer"] == EIFFEL_ANSWER and out["truthlens"].status == "not_run"
+    assert out["answer"] == EIFFEL_ANSWER and out["truthlens"]["status"] == "not_run"
 
 
 def test_wrapper_refines_with_the_chains_own_model(detector: Detector) -> None:
@@ -146,7 +147,7 @@ def test_model_failure_keeps_the_original_answer(detector: Detector) -> None:
     runnable = TruthLensRunnable(
         engine=make_engine(detector, STANDARD), llm=Broken(messages=iter([]))
     )
-    verdict = runnable.invoke(EIFFEL_DICT)["truthlens"]
+    verdict = Verdict.model_validate(runnable.invoke(EIFFEL_DICT)["truthlens"])
     assert verdict.status == "llm_error" and verdict.final_answer == EIFFEL_ANSWER
     assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
 
@@ -163,11 +164,11 @@ async def test_premium_with_two_verification_models_and_a_judge(detector: Detect
     runnable = TruthLensRunnable(
         engine=make_engine(detector, PREMIUM),
         llm=FakeListChatModel(responses=[CLEAN] * 4),
-        verification_models=verifiers,
-        judge_model=FakeListChatModel(responses=[CLEAN] * 4),
+        verification_llms=verifiers,
+        judge_llm=FakeListChatModel(responses=[CLEAN] * 4),
     )
     out = await runnable.ainvoke(EIFFEL_DICT, {"callbacks": [recorder]})
-    verdict = out["truthlens"]
+    verdict = Verdict.model_validate(out["truthlens"])
     assert verdict.strategy == "cross_model" and verdict.final_answer is not None
     assert "1950" not in verdict.final_answer and out["answer"] == verdict.final_answer
     assert verdict.cost.llm_calls >= 2
@@ -192,7 +193,7 @@ def test_pipe_form_retrieval_feedback_with_a_langchain_retriever(detector: Detec
         retriever=retriever,
     )
     out = (chain | guard).invoke({"question": EIFFEL_QUESTION}, {"callbacks": [recorder]})
-    verdict = out["truthlens"]
+    verdict = Verdict.model_validate(out["truthlens"])
     assert verdict.strategy == "retrieval_feedback"
     assert len(retriever.queries) >= 2 and retriever.queries[0] == EIFFEL_QUESTION
     assert verdict.final_context is not None and EIFFEL_CONTEXT in verdict.final_context

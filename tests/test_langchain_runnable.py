@@ -37,7 +37,7 @@ from truthlens_integrations.core import (
     Decision,
     InvalidInputError,
 )
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.langchain_adapter import (
@@ -60,6 +60,12 @@ def engine(detector: Detector) -> TruthLens:
 
 def guard(engine: TruthLens, **kwargs: Any) -> TruthLensRunnable:
     return TruthLensRunnable(engine=engine, **kwargs)
+
+
+def V(value: Any) -> Verdict:  # noqa: N802 - reads as the type it gives
+    """The verdict an output carries under ``"truthlens"`` (its ``to_dict()``)."""
+    assert isinstance(value, dict), f"expected the verdict's dict, got {type(value)}"
+    return Verdict.model_validate(value)
 
 
 def spans_of(verdict: Verdict) -> list[str]:
@@ -175,16 +181,16 @@ def test_bad_inputs_raise_typed_errors(engine: TruthLens, value: object, message
 
 def test_dict_gains_verdict_and_spans_found(engine: TruthLens) -> None:
     out = guard(engine).invoke(EIFFEL_DICT)
-    verdict = out["truthlens"]
+    verdict = V(out["truthlens"])
     assert isinstance(verdict, Verdict) and verdict.decision is Decision.MITIGATE
     assert spans_of(verdict) == ["1950", "500 meters"]
-    assert out["answer"] == EIFFEL_ANSWER and out["answer"].verdict is verdict
+    assert out["answer"] == EIFFEL_ANSWER and out["answer"].verdict.to_dict() == out["truthlens"]
     assert out["question"] == EIFFEL_QUESTION and out["context"] == [EIFFEL_CONTEXT]
 
 
 def test_clean_grounded_answer_passes(engine: TruthLens) -> None:
     out = guard(engine).invoke({**EIFFEL_DICT, "answer": CLEAN_ANSWER})
-    assert out["truthlens"].passed and out["truthlens"].spans == []
+    assert V(out["truthlens"]).passed and V(out["truthlens"]).spans == []
 
 
 def test_custom_keys(engine: TruthLens) -> None:
@@ -194,7 +200,7 @@ def test_custom_keys(engine: TruthLens) -> None:
     out = runnable.invoke(
         {"result": EIFFEL_ANSWER, "docs": [Document(EIFFEL_CONTEXT)], "query": EIFFEL_QUESTION}
     )
-    assert spans_of(out["check"]) == ["1950", "500 meters"] and "truthlens" not in out
+    assert spans_of(V(out["check"])) == ["1950", "500 meters"] and "truthlens" not in out
 
 
 def test_bare_string_is_unverified_never_clean(engine: TruthLens) -> None:
@@ -234,8 +240,8 @@ def test_message_list_keeps_type(engine: TruthLens) -> None:
 
 def test_header_action_keeps_text(detector: Detector) -> None:
     out = guard(make_engine(detector, action_policy("header"))).invoke(EIFFEL_DICT)
-    assert out["answer"] == EIFFEL_ANSWER and out["truthlens"].action == "header"
-    assert out["truthlens"].metadata["x-vsr-hallucination-detected"] == "true"
+    assert out["answer"] == EIFFEL_ANSWER and V(out["truthlens"]).action == "header"
+    assert V(out["truthlens"]).metadata["x-vsr-hallucination-detected"] == "true"
 
 
 def test_none_action_keeps_text(detector: Detector) -> None:
@@ -246,20 +252,31 @@ def test_none_action_keeps_text(detector: Detector) -> None:
 def test_body_action_changes_text_keeps_original(detector: Detector) -> None:
     runnable = guard(make_engine(detector, action_policy("body")))
     out = runnable.invoke({**EIFFEL_DICT, "answer": AIMessage(EIFFEL_ANSWER)})
-    assert out["answer"].content == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
-    assert out["truthlens"].original_answer == EIFFEL_ANSWER
+    assert out["answer"].content == (
+        f'{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: "1950", "500 meters".'
+    )
+    assert V(out["truthlens"]).original_answer == EIFFEL_ANSWER
     assert out["answer"].response_metadata["truthlens"]["original_answer"] == EIFFEL_ANSWER
     text = runnable.invoke(EIFFEL_ANSWER)  # unverified -> header by default: unchanged
     assert text == EIFFEL_ANSWER
 
 
 def test_block_raises_typed_error_with_verdict(detector: Detector) -> None:
-    runnable = guard(make_engine(detector, action_policy("block")))
+    runnable = guard(make_engine(detector, action_policy("block")), on_block="raise")
+    events = RunRecorder()
     with pytest.raises(BlockedResponseError) as info:
-        runnable.invoke(EIFFEL_DICT)
+        runnable.invoke(EIFFEL_DICT, {"callbacks": [events]})
     verdict = info.value.verdict
     assert isinstance(verdict, Verdict) and verdict.blocked
-    assert verdict.original_answer == EIFFEL_ANSWER
+    assert verdict.full().original_answer == EIFFEL_ANSWER  # the application's channel
+    assert "built in 1950" not in json.dumps(verdict.to_dict())
+    # the event still goes out, withholding the text too
+    [(name, payload, _)] = events.events
+    assert (
+        name == TRUTHLENS_EVENT
+        and payload["blocked"]
+        and payload["original_answer"] != EIFFEL_ANSWER
+    )
 
 
 def test_block_as_message(detector: Detector) -> None:
@@ -269,7 +286,7 @@ def test_block_as_message(detector: Detector) -> None:
     out = guard(engine, on_block="message").invoke(
         {**EIFFEL_DICT, "answer": AIMessage(EIFFEL_ANSWER)}
     )
-    assert out["answer"].content == DEFAULT_BLOCKED_MESSAGE and out["truthlens"].blocked
+    assert out["answer"].content == DEFAULT_BLOCKED_MESSAGE and V(out["truthlens"]).blocked
     out = guard(engine, on_block="message", blocked_message="[withheld]").invoke(
         [
             HumanMessage(EIFFEL_QUESTION),
@@ -279,13 +296,16 @@ def test_block_as_message(detector: Detector) -> None:
         ]
     )
     assert out[-1].content == "[withheld]"
-    assert out[-1].response_metadata["truthlens"]["original_answer"] == EIFFEL_ANSWER
+    # the blocked text is withheld from the message's metadata too
+    assert out[-1].response_metadata["truthlens"]["original_answer"] == REDACTED
+    assert "built in 1950" not in json.dumps([m.model_dump() for m in out])
 
 
 def test_unverified_factual_block(detector: Detector) -> None:
     engine = make_engine(detector, action_policy("header", unverified_factual_action="block"))
     with pytest.raises(BlockedResponseError):
-        guard(engine).invoke(EIFFEL_ANSWER)
+        guard(engine, on_block="raise").invoke(EIFFEL_ANSWER)
+    assert guard(engine).invoke(EIFFEL_ANSWER) == DEFAULT_BLOCKED_MESSAGE  # the default
 
 
 # -- a real LCEL RAG chain with an in-memory vector store ------------------------------------
@@ -297,7 +317,7 @@ def test_rag_chain_pipe_form(engine: TruthLens, retriever: Any) -> None:
     )
     out = (chain | guard(engine)).invoke({"question": EIFFEL_QUESTION})
     assert {d.page_content for d in out["context"]} == {EIFFEL_CONTEXT, LOUVRE}
-    assert spans_of(out["truthlens"]) == ["1950", "500 meters"]
+    assert spans_of(V(out["truthlens"])) == ["1950", "500 meters"]
 
 
 def test_rag_chain_wrapper_form_captures_retrieved_documents(
@@ -346,7 +366,7 @@ def make_agent() -> RunnableLambda[dict[str, Any], dict[str, Any]]:
 def test_tool_loop_pipe_form(engine: TruthLens) -> None:
     out = (make_agent() | guard(engine)).invoke({"messages": [HumanMessage(EIFFEL_QUESTION)]})
     assert isinstance(out["messages"][2], ToolMessage)
-    verdict = out["truthlens"]
+    verdict = V(out["truthlens"])
     assert spans_of(verdict) == ["1950", "500 meters"] and not verdict.unverified
     assert out["messages"][-1].response_metadata["truthlens"]["detected"] is True
 
@@ -369,7 +389,7 @@ async def test_tool_loop_async(engine: TruthLens) -> None:
     out = await guard_chain(make_agent(), engine=engine).ainvoke(
         {"messages": [HumanMessage(EIFFEL_QUESTION)]}
     )
-    assert spans_of(out["truthlens"]) == ["1950", "500 meters"]
+    assert spans_of(V(out["truthlens"])) == ["1950", "500 meters"]
 
 
 # -- async, batch ------------------------------------------------------------------------
@@ -378,7 +398,7 @@ async def test_tool_loop_async(engine: TruthLens) -> None:
 async def test_ainvoke_matches_invoke(engine: TruthLens) -> None:
     sync = guard(engine).invoke(EIFFEL_DICT)["truthlens"]
     out = await guard(engine).ainvoke(EIFFEL_DICT)
-    assert spans_of(out["truthlens"]) == spans_of(sync) and out["truthlens"].score == sync.score
+    assert out["truthlens"]["spans"] == sync["spans"] and out["truthlens"]["score"] == sync["score"]
 
 
 async def test_ainvoke_awaits_the_engine(detector: Detector) -> None:
@@ -418,24 +438,25 @@ def test_batch_one_detector_pass_and_per_item_errors(detector: Detector) -> None
     engine = make_engine(counting, action_policy("block"))  # type: ignore[arg-type]
     recorder = RunRecorder()
     inputs = [EIFFEL_DICT, {**EIFFEL_DICT, "answer": CLEAN_ANSWER}, 42, AIMessage(EIFFEL_ANSWER)]
-    out = guard(engine).batch(inputs, {"callbacks": [recorder]}, return_exceptions=True)
+    runnable = guard(engine, on_block="raise")
+    out = runnable.batch(inputs, {"callbacks": [recorder]}, return_exceptions=True)
     assert counting.batches == 1
     assert isinstance(out[0], BlockedResponseError) and out[0].verdict.blocked  # type: ignore[union-attr]
-    assert out[1]["truthlens"].passed
+    assert V(out[1]["truthlens"]).passed
     assert isinstance(out[2], InvalidInputError)
     assert out[3].response_metadata["truthlens"]["unverified"] is True
     assert [e[0] for e in recorder.events] == [TRUTHLENS_EVENT] * 3
     assert len([r for r in recorder.of("chain") if r["parent"] is None]) == 4
     with pytest.raises(BlockedResponseError):
-        guard(engine).batch(inputs)
+        runnable.batch(inputs)
 
 
 async def test_abatch(engine: TruthLens) -> None:
     out = await guard(engine).abatch(
         [EIFFEL_DICT, {**EIFFEL_DICT, "answer": CLEAN_ANSWER}, EIFFEL_ANSWER]
     )
-    assert spans_of(out[0]["truthlens"]) == ["1950", "500 meters"]
-    assert out[1]["truthlens"].passed and out[2].verdict.unverified
+    assert spans_of(V(out[0]["truthlens"])) == ["1950", "500 meters"]
+    assert V(out[1]["truthlens"]).passed and out[2].verdict.unverified
 
 
 def test_wrapper_batch(engine: TruthLens, retriever: Any) -> None:
@@ -459,7 +480,7 @@ def test_stream_verified_is_one_chunk_after_detection(engine: TruthLens, retriev
     chunks = list((streaming_rag(retriever) | guard(engine)).stream({"question": EIFFEL_QUESTION}))
     assert len(chunks) == 1
     assert chunks[0]["answer"] == EIFFEL_ANSWER
-    assert spans_of(chunks[0]["truthlens"]) == ["1950", "500 meters"]
+    assert spans_of(V(chunks[0]["truthlens"])) == ["1950", "500 meters"]
 
 
 def test_stream_verified_applies_body(detector: Detector) -> None:
@@ -475,7 +496,7 @@ def test_stream_passthrough_dicts(engine: TruthLens, retriever: Any) -> None:
     answer_pieces = [c["answer"] for c in chunks if "answer" in c]
     assert len(answer_pieces) > 3 and "".join(answer_pieces) == EIFFEL_ANSWER
     assert list(chunks[-1]) == ["truthlens"]
-    assert spans_of(chunks[-1]["truthlens"]) == ["1950", "500 meters"]
+    assert spans_of(V(chunks[-1]["truthlens"])) == ["1950", "500 meters"]
     assert all("truthlens" not in c for c in chunks[:-1])
 
 
@@ -507,7 +528,7 @@ async def test_astream_both_modes(engine: TruthLens, retriever: Any) -> None:
             {"question": EIFFEL_QUESTION}
         )
     ]
-    assert len(verified) == 1 and spans_of(verified[0]["truthlens"]) == ["1950", "500 meters"]
+    assert len(verified) == 1 and spans_of(V(verified[0]["truthlens"])) == ["1950", "500 meters"]
     passthrough = guard(engine, stream_mode="passthrough")
     chunks = [
         c
@@ -515,7 +536,7 @@ async def test_astream_both_modes(engine: TruthLens, retriever: Any) -> None:
             {"question": EIFFEL_QUESTION}
         )
     ]
-    assert len(chunks) > 3 and spans_of(chunks[-1]["truthlens"]) == ["1950", "500 meters"]
+    assert len(chunks) > 3 and spans_of(V(chunks[-1]["truthlens"])) == ["1950", "500 meters"]
 
 
 def test_wrapper_stream_passthrough(engine: TruthLens, retriever: Any) -> None:
@@ -608,9 +629,9 @@ def test_config_tags_and_callbacks_reach_inner_runs(engine: TruthLens, retriever
 
 def test_runnable_is_a_native_runnable(engine: TruthLens) -> None:
     runnable = guard(engine).with_config(run_name="guard", tags=["x"])
-    assert runnable.invoke(EIFFEL_DICT)["truthlens"].detected
+    assert V(runnable.invoke(EIFFEL_DICT)["truthlens"]).detected
     retried = guard(engine).with_retry(stop_after_attempt=2)
-    assert retried.invoke(EIFFEL_DICT)["truthlens"].detected
+    assert V(retried.invoke(EIFFEL_DICT)["truthlens"]).detected
     assert not TruthLensRunnable.is_lc_serializable()
 
 

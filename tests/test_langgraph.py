@@ -8,6 +8,7 @@ store and an LLM); the guard runs the real bundled models.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_
 from tests._fakes import AlwaysFactual
 from tests._scripts import load_example, run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine import REDACTED, TruthLens
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,
@@ -79,7 +80,7 @@ def test_contradiction_regenerates_with_the_spans_named(base: TruthLens) -> None
     out = app.invoke({"question": QUESTION, "query": "Eiffel Tower 1887"})
     assert out["routes"] == ["contradiction", "supported"]
     assert out["answer"] == RIGHT
-    assert out["truthlens"].passed
+    assert out["truthlens"]["decision"] == "PASS"
 
 
 def test_feedback_names_spans_and_evidence(base: TruthLens) -> None:
@@ -109,7 +110,8 @@ def test_exhausted_applies_the_block_action(base: TruthLens) -> None:
     out = app.invoke({"question": QUESTION, "query": "Eiffel Tower 1887"})
     assert out["routes"] == ["contradiction", "exhausted"]
     assert out["answer"] == DEFAULT_BLOCKED_MESSAGE
-    assert out["truthlens"].original_answer == WRONG
+    assert out["truthlens"]["blocked"] and out["truthlens"]["original_answer"] == REDACTED
+    assert "built in 1950" not in json.dumps(out, default=str)  # withheld from the state
     assert out["truthlens_attempts"] == 2
 
 
@@ -145,6 +147,7 @@ def test_messages_state_uses_tool_results_as_context(base: TruthLens) -> None:
     final = out["messages"][-1]
     assert final.id == "final" and str(final.content).startswith(WRONG)
     assert str(final.content) != WRONG  # the warning was added in place
+    assert final.response_metadata["truthlens"] == out["truthlens"]
 
 
 def test_router_needs_the_guard_node_and_options_are_checked(base: TruthLens) -> None:

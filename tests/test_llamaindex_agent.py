@@ -22,14 +22,14 @@ from llama_index.core.workflow import Context
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
 from tests._scripts import run_here
 from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, REDACTED, TruthLens
 from truthlens_integrations.llamaindex_adapter import (
     FEEDBACK_KEY,
     TruthLensAgentEvent,
     TruthLensFunctionAgent,
 )
 
-BLOCKED = TruthLensFunctionAgent.model_fields["blocked_message"].default
+BLOCKED = DEFAULT_BLOCKED_MESSAGE
 
 
 def landmark_record(name: str) -> str:
@@ -78,18 +78,18 @@ async def run(agent: Any, question: str = QUESTION) -> tuple[Any, list[Any], Con
 def verdict(output: Any) -> dict[str, Any]:
     payload = output.response.additional_kwargs["truthlens"]
     assert isinstance(payload, dict)
-    return payload["verdict"]  # type: ignore[no-any-return]
+    return payload
 
 
 async def test_header_flags_1950_with_the_tool_output_as_grounding(base: TruthLens) -> None:
-    output, events, _ = await run(make_agent(base))
+    output, events, _ = await run(make_agent(base, action="header"))
     found = verdict(output)
     assert output.response.content == WRONG
     assert found["detected"] and found["action"] == "header"
     assert "1950" in " ".join(s["text"] for s in found["spans"])
     assert not found["unverified"]
     checks = [e for e in events if isinstance(e, TruthLensAgentEvent)]
-    assert len(checks) == 1 and checks[0].verdict["verdict"]["original_answer"] == WRONG
+    assert len(checks) == 1 and checks[0].verdict["original_answer"] == WRONG
     assert output.tool_calls and output.tool_calls[0].tool_name == "landmark_record"
 
 
@@ -110,7 +110,7 @@ async def test_body_adds_the_warning(base: TruthLens) -> None:
 async def test_block_withholds_the_answer_from_output_stream_and_memory(base: TruthLens) -> None:
     output, events, ctx = await run(make_agent(engine_for(base, hallucination_action="block")))
     assert output.response.content == BLOCKED
-    assert verdict(output)["original_answer"] == WRONG
+    assert verdict(output)["original_answer"] == REDACTED  # withheld from the message
     deltas = [e.delta for e in events if isinstance(e, AgentStream)]
     assert BLOCKED in deltas
     assert not any("1950" in d for d in deltas)

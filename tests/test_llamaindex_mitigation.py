@@ -66,8 +66,8 @@ async def test_standard_mode_refines_with_the_inner_engines_llm(
     assert response.response == NO_DATES_ANSWER == verdict.final_answer
     assert verdict.original_answer == WRONG_ANSWER and verdict.original_score is not None
     assert [h.kind for h in verdict.history] == ["initial", "refine"]
-    assert response.metadata["truthlens"]["x-truthlens-iterations"] == "1"
-    assert response.metadata["truthlens"]["x-truthlens-detected"] == "false"
+    headers = response.metadata["truthlens"]["metadata"]
+    assert headers["x-truthlens-iterations"] == "1" and headers["x-truthlens-detected"] == "false"
     # the refinement went through the inner engine's LlamaIndex LLM, after its QA call
     assert len(llm.prompts) == 2 and "Corrected answer" in llm.prompts[1]
     assert VISITOR_DOC in llm.prompts[1] and "[[1950]]" in llm.prompts[1]

@@ -8,6 +8,7 @@ embedding. STAND-INS: the LLM (``ScriptedLLM``) and the prompt classifier.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from typing import Any
@@ -33,8 +34,12 @@ from tests._llamaindex_support import (
     ScriptedLLM,
     make_engine,
 )
-from truthlens_integrations.core import BlockedResponseError, InvalidInputError
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core import (
+    BlockedResponseError,
+    InvalidArgumentError,
+    InvalidInputError,
+)
+from truthlens_integrations.core.engine import REDACTED, TruthLens
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.llamaindex_adapter import (
@@ -43,6 +48,9 @@ from truthlens_integrations.llamaindex_adapter import (
     TruthLensQueryEngine,
     get_verdict,
 )
+
+#: The wrong answer as the body action shows it: the warning names the flagged part.
+WARNED = f'{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: "1950".'
 
 
 def guarded(
@@ -66,7 +74,7 @@ def test_flagged_answer_gets_header_metadata_and_keeps_source_nodes(index, detec
     assert isinstance(response, Response)
     assert response.response == WRONG_ANSWER  # header: text unchanged
     assert [n.node.get_content() for n in response.source_nodes] == [VISITOR_DOC]
-    meta = response.metadata["truthlens"]
+    meta = response.metadata["truthlens"]["metadata"]  # the verdict's x-* headers
     assert meta["x-truthlens-detected"] == "true" and meta["x-vsr-hallucination-detected"] == "true"
     start = WRONG_ANSWER.index("1950")
     assert meta["x-vsr-hallucination-spans"] == f"{start}-{start + 4}"  # offsets: no details
@@ -85,7 +93,8 @@ def test_clean_answer_passes(index, detector) -> None:
     verdict = get_verdict(response)
     assert verdict is not None and verdict.passed and verdict.score is not None
     assert response.response == "The Eiffel Tower was built for a world fair."
-    assert response.metadata["truthlens"]["x-truthlens-detected"] == "false"
+    assert response.metadata["truthlens"] == verdict.to_dict()  # one shape, everywhere
+    assert response.metadata["truthlens"]["metadata"]["x-truthlens-detected"] == "false"
 
 
 def test_question_comes_from_the_bundle_and_context_from_source_nodes(index, detector) -> None:
@@ -121,7 +130,8 @@ def test_unverified_when_nothing_was_retrieved(detector) -> None:
     assert verdict is not None and verdict.unverified and verdict.context_missing
     assert verdict.detection is None  # nothing to check against: not reported as clean
     assert response.response == f"{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
-    assert response.metadata["truthlens"]["x-vsr-unverified-factual-response"] == "true"
+    meta = response.metadata["truthlens"]["metadata"]
+    assert meta["x-vsr-unverified-factual-response"] == "true"
 
 
 # -- actions ------------------------------------------------------------------------------
@@ -130,7 +140,7 @@ def test_unverified_when_nothing_was_retrieved(detector) -> None:
 def test_body_action_appends_the_warning(index, detector) -> None:
     engine = make_engine(detector, hallucination_action="body")
     response = guarded(index, detector, engine=engine).query(QUESTION)
-    assert response.response == f"{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    assert response.response == WARNED
 
 
 def test_none_action_leaves_text(index, detector) -> None:
@@ -146,9 +156,10 @@ def test_block_returns_a_blocked_response_by_default(index, detector) -> None:
     response = qe.query(QUESTION)
     assert response.response == "Withheld."
     assert response.source_nodes  # kept, so the user can read the sources
-    assert not any("1950" in v for k, v in response.metadata["truthlens"].items() if k != "verdict")
+    # the blocked text is nowhere in the response: text, metadata, headers
+    assert "built in 1950" not in json.dumps(response.metadata["truthlens"])
     verdict = get_verdict(response)
-    assert verdict is not None and verdict.blocked and verdict.original_answer == WRONG_ANSWER
+    assert verdict is not None and verdict.blocked and verdict.original_answer == REDACTED
 
 
 @pytest.mark.parametrize("how", ["adapter", "engine"])
@@ -161,18 +172,21 @@ def test_block_can_raise_the_typed_error(index, detector, how: str) -> None:
             {"hallucination": {"use_nli": False, "hallucination_action": "block"}},
             detector=detector,
             fact_checker=AlwaysFactual(),
-            raise_on_block=True,
+            on_block="raise",
         )
         qe = guarded(index, detector, engine=engine)
     with pytest.raises(BlockedResponseError) as info:
         qe.query(QUESTION)
-    assert info.value.verdict.original_answer == WRONG_ANSWER  # type: ignore[attr-defined]
+    assert info.value.verdict.full().original_answer == WRONG_ANSWER  # type: ignore[attr-defined]
     assert "1950" not in str(info.value)
 
 
 def test_on_block_is_validated(index, detector) -> None:
-    with pytest.raises(ValueError, match="on_block"):
+    with pytest.raises(InvalidArgumentError, match="on_block"):
         guarded(index, detector, on_block="ignore")
+    with pytest.warns(DeprecationWarning, match="on_block='response' is deprecated"):
+        qe = guarded(index, detector, on_block="response")
+    assert qe.on_block == "message"
 
 
 def test_engine_or_config_not_both(index, detector) -> None:
@@ -211,7 +225,7 @@ async def test_aquery_awaits_the_inner_engine_and_the_guard(index, detector, mon
     results = await asyncio.gather(qe.aquery(QUESTION), qe.aquery(QUESTION))
     assert sorted(seen) == ["engine.aguard"] * 2 + ["inner.aquery"] * 2
     for response in results:
-        assert response.response == f"{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+        assert response.response == WARNED
         verdict = get_verdict(response)
         assert verdict is not None and verdict.action == "body"
 
@@ -231,7 +245,7 @@ def test_sync_stream_is_buffered_then_checked(index, detector) -> None:
     assert isinstance(response, StreamingResponse)
     assert response.metadata is not None and "truthlens" in response.metadata
     text = "".join(response.response_gen)
-    assert text == f"{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    assert text == WARNED
     assert str(response) == text
 
 

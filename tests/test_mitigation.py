@@ -129,7 +129,12 @@ def engine(
 ) -> TruthLens:
     options = extra.pop("options", None)
     metrics = extra.pop("metrics", None)
-    hallucination: dict[str, object] = {"default_mode": mode, **extra}
+    # These tests read the mitigation loop's text: header, so no warning is appended.
+    hallucination: dict[str, object] = {
+        "default_mode": mode,
+        "hallucination_action": "header",
+        **extra,
+    }
     if iterations is not None:
         hallucination[mode] = {"max_iterations": iterations}
     return TruthLens.from_config(
@@ -255,7 +260,11 @@ def test_block_action_applies_to_an_answer_that_stays_flagged(detector: Detector
     llm = Scripted([WORSE])
     verdict = engine(detector, iterations=1, hallucination_action="block").guard(**EIFFEL, llm=llm)
     assert verdict.blocked and verdict.output is None and verdict.final_answer is None
-    assert verdict.original_answer == EIFFEL_ANSWER
+    full = verdict.full()
+    assert full.original_answer == EIFFEL_ANSWER and full.history[1].answer == WORSE
+    # the rejected round and the original are withheld from the caller's copy
+    assert WORSE not in verdict.model_dump_json()
+    assert "built in 1950" not in verdict.model_dump_json()
 
 
 @pytest.mark.parametrize(

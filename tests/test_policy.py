@@ -122,7 +122,8 @@ def test_defaults_when_none() -> None:
     assert s.mode == "lightweight"
     assert s.max_iterations == 0
     assert s.threshold == 0.5
-    assert s.hallucination_action == "header"
+    assert s.hallucination_action == "body"  # lightweight mode: a visible warning
+    assert s.unverified_factual_action == "header"
     assert s.include_hallucination_details is False
     assert s.warning_template == DEFAULT_WARNING_TEMPLATE
     assert policy.hallucination_mitigation.fact_check_model.threshold == 0.6

@@ -29,9 +29,11 @@ from ._options import (
     ENGINE_OPTION_NAMES,
     POLICY_KNOB_NAMES,
     EngineOptions,
+    OnBlock,
     PolicyKnobs,
     engine_from,
     reject_unknown,
+    renamed_options,
     split_options,
 )
 from ._premise import answer_sentence, select_premise, split_sentences
@@ -63,6 +65,7 @@ __all__ = [
     "GuardTools",
     "MitigationReport",
     "NotCheckedReason",
+    "OnBlock",
     "PolicyKnobs",
     "TruthLens",
     "Verdict",
@@ -73,6 +76,7 @@ __all__ = [
     "extract_quantities",
     "find_instructions",
     "reject_unknown",
+    "renamed_options",
     "select_premise",
     "shown_text",
     "split_options",

@@ -1,8 +1,9 @@
 """What a blocked answer looks like, defined once for the engine and every adapter.
 
-The engine raises :func:`blocked_error` when ``raise_on_block`` is set; the adapters
-show :data:`DEFAULT_BLOCKED_MESSAGE` (or the caller's text) through
-:func:`shown_text`, and attach the verdict as :func:`verdict_payload`.
+The engine raises :func:`blocked_error` when ``on_block="raise"``; otherwise the
+adapters show ``blocked_message`` (:data:`DEFAULT_BLOCKED_MESSAGE` unless the caller
+gives another) through :func:`shown_text`, and attach the verdict as
+:meth:`Verdict.to_dict` (:func:`verdict_payload`).
 """
 
 from __future__ import annotations
@@ -59,25 +60,19 @@ def shown_text(
     return verdict.output if verdict.output is not None else verdict.original_answer
 
 
-def verdict_payload(verdict: Verdict, *, headers: bool = False) -> dict[str, Any]:
-    """The verdict as JSON-friendly data, for message metadata, events and responses.
+def verdict_payload(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as a user reads it: :meth:`Verdict.to_dict`.
 
-    The raw detector result (per-token scores, which can be large) is left out;
-    everything else, the ``x-*`` metadata and the original answer included, is kept.
+    What every adapter puts under the key ``"truthlens"`` (message metadata, response
+    metadata, events). Kept as a function for callers of earlier releases.
 
     Args:
         verdict: The verdict.
-        headers: Put the ``x-truthlens-*`` / ``x-vsr-*`` header values at the top
-            level (so an HTTP layer can copy them unchanged) and the verdict under
-            ``"verdict"``; LlamaIndex response metadata takes this shape.
 
     Returns:
-        The payload.
+        ``verdict.to_dict()``.
     """
-    data = verdict.model_dump(mode="json", exclude={"detection"})
-    if headers:
-        return {**verdict.metadata, "verdict": data}
-    return data
+    return verdict.to_dict()
 
 
 def verdict_of(exc: BlockedResponseError) -> Verdict:

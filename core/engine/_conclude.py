@@ -29,6 +29,7 @@ from ._verdict import (
 __all__ = [
     "build_verdict",
     "deliver",
+    "flagged_note",
     "log_verdict",
     "not_checked",
     "observe",
@@ -88,12 +89,43 @@ def _action(settings: ResolvedSettings, *, detected: bool, unverified: bool) -> 
     return None
 
 
-def _output(settings: ResolvedSettings, action: Action | None, answer: str) -> str | None:
+#: Flagged parts the ``body`` warning names at most, and characters of each.
+_NAMED_SPANS = 3
+_NAMED_CHARS = 60
+
+
+def flagged_note(warning: str, spans: list[HallucinationSpan]) -> str:
+    """The warning line, naming the flagged parts of the answer (lightweight mode).
+
+    Args:
+        warning: The policy's ``warning_template``.
+        spans: The flagged spans of the answer shown (empty: the warning alone).
+
+    Returns:
+        ``warning`` followed by ``Flagged: "..."``, "...".`` for up to three parts.
+    """
+    note = warning.strip()
+    parts = list(dict.fromkeys(" ".join(s.text.split()) for s in spans if s.text.strip()))
+    if not parts:
+        return note
+    quoted = [
+        f'"{p if len(p) <= _NAMED_CHARS else p[: _NAMED_CHARS - 3].rstrip() + "..."}"'
+        for p in parts[:_NAMED_SPANS]
+    ]
+    more = len(parts) - _NAMED_SPANS
+    tail = f" and {more} more" if more > 0 else ""
+    return f"{note} Flagged: {', '.join(quoted)}{tail}."
+
+
+def _output(settings: ResolvedSettings, action: Action | None, answer: _Answer) -> str | None:
     if action == "block":
         return None
-    if action == "body" or (settings.enabled and settings.require_disclaimer):
-        return with_warning(answer, settings.warning_template)
-    return answer
+    if action == "body":
+        spans = answer.kept if answer.detected else []
+        return with_warning(answer.text, flagged_note(settings.warning_template, spans))
+    if settings.enabled and settings.require_disclaimer:
+        return with_warning(answer.text, settings.warning_template)
+    return answer.text
 
 
 def _findings(it: Item, shown: _Answer, settings: ResolvedSettings) -> Findings:
@@ -189,7 +221,7 @@ def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) 
         route=it.route.decision,
         latency_ms={**it.latency_ms, "total": total_ms},
         original_answer=it.data.answer,
-        output=_output(settings, action, shown.text),
+        output=_output(settings, action, shown),
         blocked=blocked,
         action=action,
     )
@@ -223,10 +255,16 @@ def log_verdict(logger: logging.Logger, verdict: Verdict, *, dropped: int) -> No
 
 
 def deliver(verdict: Verdict, options: EngineOptions) -> Verdict:
-    """Hand the full verdict to the audit hook; redact it for the caller if asked."""
+    """Hand the full verdict to the audit hook; withhold text from the caller's copy.
+
+    A blocked answer's text is withheld unless ``expose_blocked_text`` is set; with
+    ``redact`` every hallucinated text is. The caller's copy keeps the full verdict
+    for :meth:`Verdict.full`, out of every serialisation.
+    """
     if options.audit_hook is not None:
         options.audit_hook(verdict)
-    if not options.redact:
+    withhold = options.redact or (verdict.blocked and not options.expose_blocked_text)
+    if not withhold:
         return verdict
     return redact_verdict(verdict, verdict.metadata)
 

@@ -23,12 +23,13 @@ from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, StageSpan, Tracer
 from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
-from ._blocked import blocked_error
+from ._blocked import blocked_error, shown_text
 from ._conclude import build_verdict, deliver, log_verdict, observe
 from ._injection import split_instructions
 from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineOptions,
+    OnBlock,
     parse_engine_options,
     split_options,
 )
@@ -88,8 +89,9 @@ class TruthLens:
         **options: Engine options, all defined once in
             :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
             ``nli``, ``fact_checker``, ``metrics``, ``tracer``, ``domain_classifier``,
-            ``raise_on_block``, ``align_quantities``, ``mitigation_options``,
-            ``redact``, ``audit_hook``); see there for each.
+            ``on_block``, ``blocked_message``, ``expose_blocked_text``,
+            ``align_quantities``, ``mitigation_options``, ``redact``,
+            ``audit_hook``); see there for each.
 
     Raises:
         UnknownArgumentError: For an option that does not exist (with a suggestion).
@@ -105,7 +107,6 @@ class TruthLens:
         self.options: EngineOptions = parse_engine_options(options, "TruthLens")
         opts = self.options
         self.policy = policy
-        self.raise_on_block = opts.raise_on_block
         self.align_quantities = opts.align_quantities
         self.mitigation_options = opts.mitigation_options or MitigationOptions()
         self.metrics: Metrics = opts.metrics or Metrics(enabled=False)
@@ -164,6 +165,39 @@ class TruthLens:
         loaded = {"detector": self._detector, "nli": self._nli, "fact_checker": self._fact_checker}
         current.update({k: v for k, v in loaded.items() if v is not None})
         return type(self)(split.knobs.apply(policy or self.policy), **{**current, **split.engine})
+
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes: ``"message"`` or ``"raise"``."""
+        return self.options.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer."""
+        return self.options.blocked_message
+
+    def shown(self, verdict: Verdict) -> str:
+        """The text to show the user for ``verdict``, by this engine's ``on_block``.
+
+        Args:
+            verdict: A verdict of this engine.
+
+        Returns:
+            ``blocked_message`` for a blocked answer, else the verdict's output.
+
+        Raises:
+            BlockedResponseError: If the answer was blocked and ``on_block="raise"``.
+        """
+        return shown_text(
+            verdict,
+            raise_blocked=self.options.on_block == "raise",
+            blocked_message=self.options.blocked_message,
+        )
+
+    @property
+    def raise_on_block(self) -> bool:
+        """Deprecated: ``on_block == "raise"``."""
+        return self.options.on_block == "raise"
 
     # -- models, loaded once on first use -------------------------------------------
 
@@ -240,8 +274,8 @@ class TruthLens:
         Raises:
             InvalidInputError: If the answer is empty or the context is not text.
             InvalidArgumentError: For a tool of the wrong type or an unknown one.
-            BlockedResponseError: If the answer was blocked and ``raise_on_block``
-                is set; the verdict is attached as ``error.verdict``.
+            BlockedResponseError: If the answer was blocked and ``on_block`` is
+                ``"raise"``; the verdict is attached as ``error.verdict``.
         """
         given = ToolSet.of(tools, "TruthLens.guard")
         item = DetectionInput.create(context=context, question=question, answer=answer)
@@ -249,14 +283,14 @@ class TruthLens:
         return self._raise_if_blocked(verdict)
 
     def _raise_if_blocked(self, verdict: Verdict) -> Verdict:
-        if verdict.blocked and self.raise_on_block:
+        if verdict.blocked and self.options.on_block == "raise":
             raise blocked_error(verdict)
         return verdict
 
     def guard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
         """Guard many answers with one classifier, detector and NLI pass each.
 
-        Blocked answers come back as blocked verdicts even with ``raise_on_block``,
+        Blocked answers come back as blocked verdicts even with ``on_block="raise"``,
         so that one blocked answer does not discard the others.
 
         Args:

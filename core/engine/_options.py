@@ -18,8 +18,9 @@ neither torch nor any framework.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,11 +30,13 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from .._errors import ConfigError, InvalidArgumentError, UnknownArgumentError
 from ..mitigation import MitigationOptions
 from ..policy import Action, Mode, Policy
+from ._blocked import DEFAULT_BLOCKED_MESSAGE
 
 if TYPE_CHECKING:
     from ._engine import TruthLens
@@ -42,6 +45,7 @@ __all__ = [
     "ENGINE_OPTION_NAMES",
     "POLICY_KNOB_NAMES",
     "EngineOptions",
+    "OnBlock",
     "PolicyKnobs",
     "SplitOptions",
     "engine_from",
@@ -49,6 +53,7 @@ __all__ = [
     "parse_engine_options",
     "parse_knobs",
     "reject_unknown",
+    "renamed_options",
     "split_options",
 ]
 
@@ -70,6 +75,40 @@ _NEEDS: dict[str, tuple[str, str]] = {
 }
 
 
+OnBlock = Literal["message", "raise"]
+"""What happens to a blocked answer: ``"message"`` shows ``blocked_message`` in its
+place, ``"raise"`` raises :class:`~truthlens_integrations.core.BlockedResponseError`."""
+
+
+def _block_choice(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``values`` with the deprecated ``raise_on_block`` turned into ``on_block``.
+
+    ``raise_on_block=True`` is ``on_block="raise"``, ``False`` is ``"message"`` (never
+    overridden later: adapters pass ``on_block`` only when their caller did).
+
+    Raises:
+        ConfigError: If ``on_block`` is given too and says otherwise.
+    """
+    old = values.get("raise_on_block")
+    if not isinstance(old, bool):  # absent, None, or mistyped (StrictBool rejects it)
+        return dict(values)
+    warnings.warn(
+        f"{where}: raise_on_block is deprecated and will be removed in the next "
+        f"release; use on_block={'raise' if old else 'message'!r}",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    mapped = "raise" if old else "message"
+    given = values.get("on_block")
+    if given is not None and given != mapped:
+        raise ConfigError(
+            f"{where}: raise_on_block={old} and on_block={given!r} disagree; "
+            "pass on_block only (raise_on_block is deprecated)"
+        )
+    rest = {k: v for k, v in values.items() if k != "raise_on_block"}
+    return {**rest, "on_block": mapped}
+
+
 class EngineOptions(BaseModel):
     """How a guard engine is built; every field is also an adapter keyword argument.
 
@@ -81,7 +120,19 @@ class EngineOptions(BaseModel):
         metrics: Prometheus metrics (``Metrics``); ``None`` records nothing.
         tracer: OpenTelemetry tracer (``Tracer``); ``None`` only times stages.
         domain_classifier: Domain classifier for ``domain`` conditions.
-        raise_on_block: ``guard`` raises :class:`BlockedResponseError` for a blocked answer.
+        on_block: What a blocked answer becomes: ``"message"`` (default) shows
+            ``blocked_message`` in its place (adapters) and ``guard`` returns the
+            blocked verdict; ``"raise"`` raises :class:`BlockedResponseError`, the
+            verdict attached. Every adapter takes this one option.
+        blocked_message: The text shown in place of a blocked answer.
+        expose_blocked_text: Leave a blocked answer's text (original answer, span
+            texts, rejected mitigation rounds) in the verdict the caller gets. Off by
+            default: the verdict of a blocked answer withholds it from every
+            serialisation, and the application reads it through
+            :meth:`Verdict.full` or the ``audit_hook``.
+        raise_on_block: Deprecated spelling of ``on_block``: ``True`` is
+            ``"raise"``, ``False`` is ``"message"``; both given and disagreeing is a
+            :class:`ConfigError`.
         align_quantities: Numbers and units of a flagged span decide its NLI label.
         mitigation_options: Tuning of the mitigation loops.
         redact: Keep hallucinated text (the original answer when it is not shown,
@@ -99,11 +150,21 @@ class EngineOptions(BaseModel):
     metrics: Any = None
     tracer: Any = None
     domain_classifier: Any = None
-    raise_on_block: StrictBool = False
+    on_block: OnBlock = "message"
+    blocked_message: str = Field(default=DEFAULT_BLOCKED_MESSAGE, min_length=1, strict=True)
+    expose_blocked_text: StrictBool = False
+    raise_on_block: StrictBool | None = None
     align_quantities: StrictBool = True
     mitigation_options: MitigationOptions | None = None
     redact: StrictBool = False
     audit_hook: Callable[[Any], object] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return _block_choice(data, "EngineOptions")
+        return data
 
     @field_validator(*_NEEDS)
     @classmethod
@@ -170,7 +231,14 @@ class PolicyKnobs(BaseModel):
         return Policy.model_validate(data)
 
 
-ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(EngineOptions.model_fields)
+#: Engine options of earlier releases, still accepted (with a DeprecationWarning).
+_DEPRECATED_OPTIONS: tuple[str, ...] = ("raise_on_block",)
+
+#: Every engine option's current name (deprecated spellings are accepted, not listed).
+ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(
+    n for n in EngineOptions.model_fields if n not in _DEPRECATED_OPTIONS
+)
+_ACCEPTED_NAMES = (*ENGINE_OPTION_NAMES, *_DEPRECATED_OPTIONS)
 POLICY_KNOB_NAMES: tuple[str, ...] = tuple(PolicyKnobs.model_fields)
 
 
@@ -211,6 +279,46 @@ def reject_unknown(given: Iterable[str], known: Iterable[str], where: str) -> No
     )
 
 
+#: Adapter argument names of earlier releases and the one name each has now.
+RENAMED: dict[str, str] = {
+    "verification_models": "verification_llms",
+    "judge_model": "judge_llm",
+}
+
+
+def renamed_options(
+    kwargs: Mapping[str, Any], where: str, renamed: Mapping[str, str] = RENAMED
+) -> dict[str, Any]:
+    """``kwargs`` with deprecated argument names replaced by their current ones.
+
+    Each old name still works for one release, with a :class:`DeprecationWarning`.
+
+    Args:
+        kwargs: The keyword arguments a constructor received.
+        where: The constructor, for messages.
+        renamed: Old name to new name.
+
+    Returns:
+        The arguments under their current names.
+
+    Raises:
+        ConfigError: If both the old and the new name are given.
+    """
+    out = dict(kwargs)
+    for old, new in renamed.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise ConfigError(f"{where}: pass {new} only ({old} is its deprecated name)")
+        warnings.warn(
+            f"{where}: {old} is deprecated and will be removed in the next release; use {new}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        out[new] = out.pop(old)
+    return out
+
+
 def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") -> EngineOptions:
     """Validate engine options.
 
@@ -225,7 +333,8 @@ def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") ->
         UnknownArgumentError: For a name that is not an engine option.
         InvalidArgumentError: For a value of the wrong type.
     """
-    reject_unknown(values, ENGINE_OPTION_NAMES, where)
+    reject_unknown(values, _ACCEPTED_NAMES, where)
+    values = _block_choice(values, where)
     try:
         return EngineOptions(**values)
     except ValidationError as exc:
@@ -273,10 +382,11 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
         InvalidArgumentError: For an engine option or knob of the wrong type.
     """
     mine = set(own)
-    reject_unknown(kwargs, [*mine, *ENGINE_OPTION_NAMES, *POLICY_KNOB_NAMES], where)
+    reject_unknown(kwargs, [*mine, *_ACCEPTED_NAMES, *POLICY_KNOB_NAMES], where)
     rest = {k: v for k, v in kwargs.items() if k in mine}
-    engine = {k: v for k, v in kwargs.items() if k not in mine and k in ENGINE_OPTION_NAMES}
+    engine = {k: v for k, v in kwargs.items() if k not in mine and k in _ACCEPTED_NAMES}
     knobs = {k: v for k, v in kwargs.items() if k not in mine and k in POLICY_KNOB_NAMES}
+    engine = _block_choice(engine, where)  # warns once, here, for a deprecated spelling
     parse_engine_options(engine, where)
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
 

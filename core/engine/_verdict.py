@@ -8,6 +8,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializationInfo,
     SerializerFunctionWrapHandler,
     model_serializer,
@@ -293,8 +294,13 @@ class Verdict(BaseModel, _FlatFields):
         route: Name of the policy decision that matched, ``None`` for global
             settings.
         metadata: The ``x-truthlens-*`` / ``x-vsr-*`` headers as a plain dict.
-        redacted: Hallucinated text was removed from this verdict (engine option
-            ``redact``); the audit hook got the full one.
+        redacted: Text was withheld from this verdict: the blocked answer (by
+            default, for every blocked answer) or, with the engine option
+            ``redact``, all hallucinated text. The full verdict is
+            :meth:`full` and what the audit hook got.
+
+    A verdict reads the same everywhere a user can see it: :meth:`to_dict` (JSON-safe)
+    under the key ``"truthlens"`` in message metadata, responses and events.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -312,6 +318,10 @@ class Verdict(BaseModel, _FlatFields):
     route: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     redacted: bool = False
+
+    # The unredacted verdict, for the application only: never serialised, copied into
+    # a dump, a repr or a pickle (see ``full``).
+    _full: Verdict | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -351,6 +361,42 @@ class Verdict(BaseModel, _FlatFields):
     def passed(self) -> bool:
         """Whether the verdict is ``PASS``."""
         return self.decision is Decision.PASS
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as a user reads it: flat, JSON-safe, withholding applied.
+
+        This is what every adapter puts under the key ``"truthlens"`` (message
+        ``response_metadata``, LlamaIndex ``Response.metadata``, agent messages'
+        ``additional_kwargs``, events). The raw detector output (per-token scores,
+        large) is left out; a redacted verdict holds no withheld text.
+
+        Returns:
+            The :data:`VERDICT_FIELDS` but ``detection``, as JSON-ready values.
+        """
+        return self.model_dump(mode="json", exclude={"detection"})
+
+    def full(self) -> Verdict:
+        """The full verdict, withheld text included, for the application.
+
+        A blocked answer's verdict withholds the blocked text (original answer, span
+        texts, rejected mitigation rounds) from every serialisation; so does every
+        verdict of an engine built with ``redact=True``. This accessor is the
+        explicit channel to what was withheld (the audit hook gets the same). It is
+        kept out of :meth:`to_dict`, ``model_dump``, ``repr`` and pickles: a verdict
+        that crossed a process boundary or was rebuilt from its dict returns itself.
+
+        Returns:
+            The unredacted verdict (``self`` when nothing was withheld).
+        """
+        return self._full if self._full is not None else self
+
+    def __getstate__(self) -> dict[Any, Any]:
+        # A pickle (a checkpointer, a process pool) must not carry the withheld text.
+        state = dict(super().__getstate__())
+        private = state.get("__pydantic_private__")
+        if private:
+            state["__pydantic_private__"] = {**private, "_full": None}
+        return state
 
     def __getattr__(self, name: str) -> Any:
         # The groups' fields read flat (``verdict.score``); typed by ``_FlatFields``.
@@ -412,7 +458,8 @@ def _hide_spans(spans: list[HallucinationSpan]) -> list[HallucinationSpan]:
 def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
     """``verdict`` without hallucinated text, for callers that must not see it.
 
-    Text that is not the shown answer goes: the original answer (when it is not what
+    The copy's :meth:`Verdict.full` returns ``verdict``. Text that is not the shown
+    answer goes: the original answer (when it is not what
     is shown), every span text (offsets stay), the answers, spans and claims of the
     mitigation rounds, the answer diff and the raw detector output.
 
@@ -434,7 +481,7 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
         )
         for step in verdict.history
     ]
-    return verdict.replace(
+    redacted = verdict.replace(
         original_answer=_hide(verdict.original_answer, shown),
         spans=_hide_spans(verdict.spans),
         dropped_spans=_hide_spans(verdict.dropped_spans),
@@ -444,3 +491,5 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
         metadata=metadata,
         redacted=True,
     )
+    redacted._full = verdict.full()
+    return redacted

@@ -139,7 +139,10 @@ class HallucinationSettings(_Strict):
         standard: Standard mode settings.
         premium: Premium mode settings.
         use_nli: Whether flagged spans are explained by the NLI model.
-        hallucination_action: What to do with a flagged answer.
+        hallucination_action: What to do with a flagged answer. ``body`` by default
+            (the design's lightweight mode: the answer is shown with a warning line
+            naming the flagged parts); ``header`` only annotates the metadata,
+            ``none`` passes it through, ``block`` withholds it.
         unverified_factual_action: What to do when a factual prompt has no grounding.
         include_hallucination_details: Whether span texts go into metadata and traces.
         require_disclaimer: Whether the warning is added even to clean answers.
@@ -162,7 +165,7 @@ class HallucinationSettings(_Strict):
     standard: StandardSettings = Field(default_factory=StandardSettings)
     premium: PremiumSettings = Field(default_factory=PremiumSettings)
     use_nli: Flag = True
-    hallucination_action: Action = "header"
+    hallucination_action: Action = "body"
     unverified_factual_action: Action = "header"
     include_hallucination_details: Flag = False
     require_disclaimer: Flag = False
