@@ -140,7 +140,11 @@ class HallucinationSettings(_Strict):
         premium: Premium mode settings.
         use_nli: Whether flagged spans are explained by the NLI model.
         hallucination_action: What to do with a flagged answer.
-        unverified_factual_action: What to do when a factual prompt has no grounding.
+        unverified_factual_action: What to do with a factual answer that could not be
+            checked (no grounding, or the detector could not read it). Unset: ``block``
+            where the hallucination action is ``block`` (an answer that could not be
+            checked is never shown where a wrong one would be withheld), ``header``
+            elsewhere. Set it to choose otherwise.
         include_hallucination_details: Whether span texts go into metadata and traces.
         require_disclaimer: Whether the warning is added even to clean answers.
         skip_non_factual_grounded: Skip detection of a grounded answer when the prompt
@@ -163,7 +167,7 @@ class HallucinationSettings(_Strict):
     premium: PremiumSettings = Field(default_factory=PremiumSettings)
     use_nli: Flag = True
     hallucination_action: Action = "header"
-    unverified_factual_action: Action = "header"
+    unverified_factual_action: Action | None = None
     include_hallucination_details: Flag = False
     require_disclaimer: Flag = False
     skip_non_factual_grounded: Flag = False
@@ -322,7 +326,9 @@ class PluginConfiguration(_Strict):
         require_disclaimer: Add the warning even to answers that pass.
         use_nli: Explain flagged spans with the NLI model.
         hallucination_action: header, body, block or none.
-        unverified_factual_action: Action for a factual prompt without grounding.
+        unverified_factual_action: Action for a factual answer that could not be
+            checked (unset: the global value, else ``block`` when this decision's
+            hallucination action is ``block``, else ``header``).
         include_hallucination_details: Put span texts in metadata and traces.
         warning_template: Overrides the global warning text (extension).
         skip_non_factual_grounded: Overrides the global setting (extension).
@@ -385,7 +391,7 @@ class ResolvedSettings(_Strict):
         require_disclaimer: Add the warning even to answers that pass.
         use_nli: Explain flagged spans with the NLI model.
         hallucination_action: header, body, block or none.
-        unverified_factual_action: Action for a factual prompt without grounding.
+        unverified_factual_action: Action for a factual answer that could not be checked.
         include_hallucination_details: Put span texts in metadata and traces.
         warning_template: Warning text for ``body`` and disclaimers.
         verification_models: Premium verifiers.
@@ -576,6 +582,7 @@ class Policy(_Strict):
             iterations = g.premium.max_iterations
         else:
             iterations = 0
+        action = p.hallucination_action or g.hallucination_action
         return ResolvedSettings(
             enabled=g.enabled if p.enabled is None else p.enabled,
             mode=chosen,
@@ -584,8 +591,8 @@ class Policy(_Strict):
             convergence_threshold=g.standard.convergence_threshold,
             require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),
             use_nli=_pick(p.use_nli, g.use_nli),
-            hallucination_action=p.hallucination_action or g.hallucination_action,
-            unverified_factual_action=p.unverified_factual_action or g.unverified_factual_action,
+            hallucination_action=action,
+            unverified_factual_action=_unverified_action(p, g, action),
             include_hallucination_details=_pick(
                 p.include_hallucination_details, g.include_hallucination_details
             ),
@@ -598,6 +605,21 @@ class Policy(_Strict):
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
         )
+
+
+def _unverified_action(
+    plugin: PluginConfiguration, settings: HallucinationSettings, action: Action
+) -> Action:
+    """The action for an answer that could not be checked.
+
+    Set explicitly (on the decision, then globally) it holds; unset, it follows a
+    ``block`` hallucination action, because an answer nobody could check must not be
+    shown where a wrong one would be withheld ("not checked is never clean").
+    """
+    chosen = plugin.unverified_factual_action or settings.unverified_factual_action
+    if chosen is not None:
+        return chosen
+    return "block" if action == "block" else "header"
 
 
 def _pick(value: bool | None, fallback: bool) -> bool:
