@@ -6,13 +6,26 @@ real detector reads); LLMs are SCRIPTED FAKES.
 
 from __future__ import annotations
 
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
+from truthlens_integrations.core import (
+    ConfigError,
+    InvalidArgumentError,
+    ModelLoadError,
+    UnknownArgumentError,
+)
 from truthlens_integrations.core._normalize import normalize
 from truthlens_integrations.core._quantities import ContextQuantities, extract_quantities
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.engine._injection import find_instructions
+from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.policy import load_policy
 
 FACT = "The Eiffel Tower was built in 1950 and is 500 meters tall."
@@ -206,3 +219,152 @@ def test_numbers_are_judged_against_statements_about_the_same_thing() -> None:
     year = extract_quantities(RIGHT)[0]
     assert about.judge(year, RIGHT) == "present"
 
+
+# -- model folders and loader options ---------------------------------------------------------
+
+
+def _folder_with(source: Path, target: Path, truthlens: dict[str, object]) -> Path:
+    shutil.copytree(source, target)
+    config = json.loads((target / "config.json").read_text())
+    config["truthlens"] = truthlens
+    (target / "config.json").write_text(json.dumps(config))  # NaN is written as NaN
+    return target
+
+
+BAD_NUMBERS = {
+    "NaN calibration scale": ({"calibration": {"scale": math.nan, "shift": 0.0}}, "scale"),
+    "infinite shift": ({"calibration": {"scale": 1.0, "shift": math.inf}}, "shift"),
+    "zero scale": ({"calibration": {"scale": 0.0}}, "above 0"),
+    "scale as text": ({"calibration": {"scale": "0.3"}}, "expected a number"),
+    "NaN response map": (
+        {"response_calibration": {"max_logit": 0.6, "log_sentences": 0.1, "bias": math.nan}},
+        "bias",
+    ),
+    "missing response weight": (
+        {"response_calibration": {"max_logit": 0.6, "bias": 0.0}},
+        "log_sentences is missing",
+    ),
+}
+
+
+@pytest.mark.parametrize(("truthlens", "message"), BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
+def test_a_model_folder_with_an_impossible_number_is_refused(
+    keyword_model_dir: Path, tmp_path: Path, truthlens: dict[str, object], message: str
+) -> None:
+    folder = _folder_with(keyword_model_dir, tmp_path / "model", truthlens)
+    with pytest.raises(ModelLoadError, match=r"config\.json") as caught:
+        load_detector(folder)
+    assert message in str(caught.value) and "truthlens." in str(caught.value)
+
+
+def test_a_model_folder_with_sound_numbers_still_loads(
+    keyword_model_dir: Path, tmp_path: Path
+) -> None:
+    truthlens = {"calibration": {"scale": 1.0, "shift": 0.0, "method": "platt"}}
+    detector = load_detector(_folder_with(keyword_model_dir, tmp_path / "model", truthlens))
+    result = detector.detect(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=FACT)
+    assert result.detected
+
+
+BAD_OPTIONS = {
+    "bool threshold": ({"threshold": True}, InvalidArgumentError, "threshold=True"),
+    "NaN token threshold": (
+        {"token_threshold": math.nan},
+        InvalidArgumentError,
+        "token_threshold=nan: Input should be a finite number",
+    ),
+    "unknown aggregation": ({"aggregation": "mean"}, InvalidArgumentError, "aggregation='mean'"),
+    "text threshold": ({"threshold": "0.3"}, InvalidArgumentError, "threshold='0.3'"),
+    "misspelt option": (
+        {"token_treshold": 0.3},
+        UnknownArgumentError,
+        "did you mean 'token_threshold'",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"), BAD_OPTIONS.values(), ids=BAD_OPTIONS.keys()
+)
+def test_load_detector_checks_options_as_strictly_as_the_engine(
+    keyword_model_dir: Path, options: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        load_detector(keyword_model_dir, **options)
+    with pytest.raises(error, match=re.escape(message)):
+        load_detector("lexical", **options)
+    with pytest.raises(InvalidArgumentError, match="DetectionConfig"):
+        load_detector("lexical", config={"threshold": 0.5})  # type: ignore[arg-type]
+
+
+# -- policy files -------------------------------------------------------------------------------
+
+COERCED = {
+    "timeout_s: true": ("timeout_s: true", "service.timeout_s: must be a number, got bool"),
+    "retries: true": ("retries: true", "service.retries: must be an integer, got bool"),
+    "max_inputs: '10'": ("max_inputs: '10'", "service.max_inputs: must be an integer, got str"),
+    "replicas: 2.0": ("replicas: 2.0", "service.replicas: must be an integer, got float"),
+    "port: 8000.0": ("port: 8000.0", "service.port: must be an integer"),
+    "num_cpus: '1'": ("num_cpus: '1'", "service.num_cpus: must be a number"),
+    "unknown autoscaling key": (
+        "autoscaling: {min_replicas: 1, max_replica: 4}",
+        "unknown key 'max_replica'; did you mean 'max_replicas'?",
+    ),
+    "autoscaling value as text": (
+        "autoscaling: {max_replicas: '4'}",
+        "service.autoscaling.max_replicas: must be an integer",
+    ),
+    "autoscaling bounds": (
+        "autoscaling: {min_replicas: 5, max_replicas: 2}",
+        "min_replicas (5) is above max_replicas (2)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("line", "message"), COERCED.values(), ids=COERCED.keys())
+def test_the_service_block_is_as_strict_as_the_rest_of_the_policy(line: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_policy(f"service:\n  {line}\n")
+
+
+def test_autoscaling_passes_only_the_keys_that_were_set() -> None:
+    policy = load_policy(
+        "service:\n  autoscaling: {min_replicas: 1, max_replicas: 4, target_ongoing_requests: 2}\n"
+    )
+    assert policy.service.autoscaling is not None
+    assert policy.service.autoscaling.as_ray_config() == {
+        "min_replicas": 1,
+        "max_replicas": 4,
+        "target_ongoing_requests": 2.0,
+    }
+
+
+def test_a_huge_integer_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="more than 4,300 digits"):
+        load_policy("service:\n  port: " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError, match=r"service\.port: .*an integer of about 5,001 digits"):
+        load_policy({"service": {"port": 10**5000}})
+
+
+def test_a_nan_is_reported_as_not_a_number() -> None:
+    for text in ("hallucination:\n  time_budget_s: .nan\n", "service:\n  timeout_s: .inf\n"):
+        with pytest.raises(ConfigError, match="must be a finite number"):
+            load_policy(text)
+
+
+def test_a_large_policy_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    rules = "".join(f"  - name: r{i}\n    keywords: [a{i}, b{i}]\n" for i in range(3000))
+    text = "keyword_rules:\n" + rules  # about 100 KiB of valid YAML
+    assert 65_536 < len(text) < 1 << 20
+    with pytest.raises(ConfigError, match="too large"):
+        load_policy(text)
+    path = tmp_path / "big.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="too large"):
+        load_policy(path)
+
+
+def test_a_folder_as_policy_path_says_so(tmp_path: Path) -> None:
+    for source in (tmp_path, str(tmp_path)):
+        with pytest.raises(ConfigError, match="is a folder, not a policy file"):
+            load_policy(source)

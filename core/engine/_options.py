@@ -17,7 +17,6 @@ neither torch nor any framework.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,8 @@ from pydantic import (
     field_validator,
 )
 
-from .._errors import ConfigError, InvalidArgumentError, UnknownArgumentError
+from .._arguments import describe_error, kind, reject_unknown
+from .._errors import ConfigError, InvalidArgumentError
 from ..mitigation import MitigationOptions
 from ..policy import Action, Mode, Policy
 
@@ -174,43 +174,6 @@ ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(EngineOptions.model_fields)
 POLICY_KNOB_NAMES: tuple[str, ...] = tuple(PolicyKnobs.model_fields)
 
 
-def _describe(error: ValidationError, where: str) -> str:
-    parts = []
-    for problem in error.errors():
-        field = ".".join(str(p) for p in problem["loc"]) or "value"
-        value = repr(problem.get("input"))
-        if len(value) > 60:
-            value = value[:57] + "..."
-        parts.append(f"{field}={value}: {problem['msg']}")
-    return f"{where}: " + "; ".join(parts)
-
-
-def reject_unknown(given: Iterable[str], known: Iterable[str], where: str) -> None:
-    """Raise for keyword arguments ``where`` does not take, suggesting the closest ones.
-
-    Args:
-        given: The keyword arguments received.
-        known: Every keyword ``where`` takes.
-        where: The constructor, for the message (``"TruthLensRunnable"``).
-
-    Raises:
-        UnknownArgumentError: If any name in ``given`` is not in ``known``.
-    """
-    names = sorted(set(known))
-    unknown = [k for k in given if k not in names]
-    if not unknown:
-        return
-    parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        parts.append(f"{name!r}{hint}")
-    raise UnknownArgumentError(
-        f"{where} got unknown argument{'s' if len(unknown) > 1 else ''} "
-        f"{', '.join(parts)}; it takes: {', '.join(names)}"
-    )
-
-
 def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") -> EngineOptions:
     """Validate engine options.
 
@@ -229,7 +192,7 @@ def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") ->
     try:
         return EngineOptions(**values)
     except ValidationError as exc:
-        raise InvalidArgumentError(_describe(exc, where)) from None
+        raise InvalidArgumentError(describe_error(exc, where)) from None
 
 
 def parse_knobs(values: Mapping[str, Any], where: str) -> PolicyKnobs:
@@ -238,7 +201,7 @@ def parse_knobs(values: Mapping[str, Any], where: str) -> PolicyKnobs:
     try:
         return PolicyKnobs(**values)
     except ValidationError as exc:
-        raise InvalidArgumentError(_describe(exc, where)) from None
+        raise InvalidArgumentError(describe_error(exc, where)) from None
 
 
 class SplitOptions(BaseModel):
@@ -279,12 +242,6 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
     knobs = {k: v for k, v in kwargs.items() if k not in mine and k in POLICY_KNOB_NAMES}
     parse_engine_options(engine, where)
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
-
-
-def kind(value: object) -> str:
-    """A short description of ``value`` for error messages: type, and repr when short."""
-    text = repr(value)
-    return f"{type(value).__name__} {text[:40]}" if len(text) <= 40 else type(value).__name__
 
 
 def engine_from(engine: object, config: object, split: SplitOptions, where: str) -> TruthLens:
