@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
+from tests.test_mitigation import Scripted
 from truthlens_integrations.core import (
     ConfigError,
     InvalidArgumentError,
@@ -25,7 +27,7 @@ from truthlens_integrations.core._normalize import normalize
 from truthlens_integrations.core._quantities import ContextQuantities, extract_quantities
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.engine._injection import find_instructions
-from truthlens_integrations.core.models.detection import load_detector
+from truthlens_integrations.core.models.detection import Detector, load_detector
 from truthlens_integrations.core.policy import load_policy
 
 FACT = "The Eiffel Tower was built in 1950 and is 500 meters tall."
@@ -368,3 +370,71 @@ def test_a_folder_as_policy_path_says_so(tmp_path: Path) -> None:
     for source in (tmp_path, str(tmp_path)):
         with pytest.raises(ConfigError, match="is a folder, not a policy file"):
             load_policy(source)
+
+
+# -- mitigation: a bad LLM reply is a mitigation error ----------------------------------------
+
+SURROGATE = "The Eiffel Tower was built in 18\udc8089."
+
+
+def _engine(detector: Detector, mode: str) -> TruthLens:
+    policy = {"hallucination": {"default_mode": mode, "hallucination_action": "block"}}
+    return TruthLens.from_config(
+        policy, detector=detector, nli=RuleNLI(), fact_checker=QuestionWordClassifier()
+    )
+
+
+def test_a_refinement_with_a_lone_surrogate_keeps_the_verdict(detector: Detector) -> None:
+    verdict = _engine(detector, "standard").guard(
+        context=EIFFEL_CONTEXT,
+        question=EIFFEL_QUESTION,
+        answer=EIFFEL_ANSWER,
+        llm=Scripted([SURROGATE] * 4),
+    )
+    assert verdict.detected and verdict.blocked and verdict.action == "block"
+    assert verdict.status == "llm_error"
+    assert verdict.original_answer == EIFFEL_ANSWER
+    failed = verdict.history[-1]
+    assert failed.kind == "refine" and "not valid Unicode" in (failed.error or "")
+    assert "lone surrogate" in (verdict.mitigation_error or "")
+
+
+def test_a_judge_reply_that_is_no_answer_never_converges(detector: Detector) -> None:
+    verdict = _engine(detector, "premium").guard(
+        context=EIFFEL_CONTEXT,
+        question=EIFFEL_QUESTION,
+        answer=EIFFEL_ANSWER,
+        llm=Scripted([EIFFEL_ANSWER] * 4),
+        verification_llms=[Scripted(["It was built in 1950, 500 meters tall."] * 6, model="v")],
+        judge_llm=Scripted(["not json"] * 6, model="judge"),
+    )
+    assert not verdict.converged and verdict.blocked and verdict.output is None
+    judged = [h for h in verdict.history if h.kind == "judge"]
+    assert judged and all(h.answer == "not json" and not h.accepted for h in judged)
+    assert all("unrelated" in (h.error or "") for h in judged)
+
+
+def test_a_short_related_judge_answer_and_an_abstention_are_still_usable(
+    detector: Detector,
+) -> None:
+    for reply in ("It was built in 1889.", "The context does not mention it."):
+        verdict = _engine(detector, "premium").guard(
+            context=EIFFEL_CONTEXT,
+            question=EIFFEL_QUESTION,
+            answer=EIFFEL_ANSWER,
+            llm=Scripted([EIFFEL_ANSWER] * 4),
+            verification_llms=[Scripted(["It was built in 1950, 500 meters."] * 6, model="v")],
+            judge_llm=Scripted([reply] * 6, model="judge"),
+        )
+        assert verdict.converged and verdict.final_answer == reply
+
+
+def test_a_refinement_nobody_can_read_is_not_a_fixed_answer(detector: Detector) -> None:
+    verdict = _engine(detector, "standard").guard(
+        context=EIFFEL_CONTEXT,
+        question=EIFFEL_QUESTION,
+        answer=EIFFEL_ANSWER,
+        llm=Scripted([f"Eiffel {RUNES}"] * 4),
+    )
+    assert not verdict.converged and verdict.blocked
+    assert all(not h.accepted for h in verdict.history[1:])

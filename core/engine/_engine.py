@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, Unpack
 
-from .._errors import InvalidArgumentError
+from .._errors import InvalidArgumentError, InvalidInputError
 from .._types import DetectionInput, DetectionResult, DetectionStatus, NLILabel
 from ..mitigation import (
     Assessment,
@@ -61,7 +61,12 @@ class _Runtime:
         self._item = item
 
     def assess(self, context: Sequence[str], answer: str) -> Assessment:
-        return self._engine._assess(self._item, context, answer)
+        try:
+            return self._engine._assess(self._item, context, answer)
+        except InvalidInputError:
+            # A model's reply the detector cannot take (no readable character) is an
+            # unusable candidate, never the caller's error and never a fixed answer.
+            return Assessment(answer=answer, score=None, flagged=True)
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
         explainer = self._engine.nli
