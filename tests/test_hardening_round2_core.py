@@ -438,3 +438,18 @@ def test_a_refinement_nobody_can_read_is_not_a_fixed_answer(detector: Detector) 
     )
     assert not verdict.converged and verdict.blocked
     assert all(not h.accepted for h in verdict.history[1:])
+
+
+def test_mitigation_prompts_see_the_callers_text_not_the_normalised_one(
+    detector: Detector,
+) -> None:
+    passage = f"{EIFFEL_CONTEXT} Érigée à Paris, la tour mesure 330 mètres."
+    answer = _every(EIFFEL_ANSWER, "\u00ad")
+    llm = Scripted(["The Eiffel Tower was built in 1889 and is 330 meters tall."] * 4)
+    verdict = _engine(detector, "standard").guard(
+        context=passage, question=EIFFEL_QUESTION, answer=answer, llm=llm
+    )
+    assert verdict.converged and verdict.original_answer == answer
+    prompt = "\n".join(m.content for m in llm.seen[0])
+    assert "Érigée à Paris" in prompt  # accents are folded for detection only
+    assert "\u00ad" in prompt  # the answer to refine is the caller's (spans marked in it)

@@ -51,31 +51,38 @@ class Item:
     latency_ms: dict[str, float] = field(default_factory=dict)
     mitigation: MitigationResult | None = None
     instructions: list[ContextFlag] = field(default_factory=list)
+    original: DetectionInput | None = None
+    """The caller's text while ``data`` holds its normalised form (see :meth:`restore`)."""
     source: Normalized | None = None
-    """The caller's answer while ``data`` holds its normalised form (see :meth:`restore`)."""
+    """How the normalised answer maps back to the caller's, when normalising changed it."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
-        """An item the checks can read: normalised text, no passage that carries instructions.
+        """An item the checks can read: no passage that carries instructions, normalised text.
 
         The answer, question and passages are normalised (invisible characters dropped,
-        compatibility forms folded; see :mod:`.._normalize`) so that text dressed up to
-        look unreadable is checked like the plain text; :meth:`restore` maps what the
-        checks found back onto the caller's answer.
+        compatibility forms folded; see ``core/_normalize.py``) so that text dressed up
+        to look unreadable is checked like the plain text; :meth:`restore` puts the
+        caller's text back and maps what the checks found onto the caller's answer.
         """
-        data, source = _normalized(data)
         evidence, flags = split_instructions(data.context)
         if flags:
             data = data.model_copy(update={"context": evidence})
-        return cls(data=data, instructions=flags, source=source)
+        checked, source = _normalized(data)
+        original = None if checked is data else data
+        return cls(data=checked, instructions=flags, original=original, source=source)
 
     def restore(self) -> None:
-        """Put the caller's answer back; spans and token offsets then point into it."""
-        source = self.source
+        """Put the caller's text back; spans and token offsets then point into its answer.
+
+        Mitigation prompts and the verdict see the caller's text, never the normalised one.
+        """
+        if self.original is None:
+            return
+        self.data, self.original = self.original, None
+        source, self.source = self.source, None
         if source is None:
             return
-        self.source = None
-        self.data = self.data.model_copy(update={"answer": source.original})
         self.kept = [_span_back(s, source) for s in self.kept]
         self.dropped = [_span_back(s, source) for s in self.dropped]
         if self.detection is not None:
