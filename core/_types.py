@@ -300,6 +300,10 @@ class DetectionConfig(_Frozen):
             no tokens for) makes the result ``unverifiable``, never ``supported``.
     """
 
+    # Strict: `threshold=True` is not 1.0 and `"0.3"` is not 0.3; NaN and infinities
+    # are refused (a NaN threshold compares false with every score).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
     token_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     aggregation: Aggregation = "noisy_or"

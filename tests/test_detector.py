@@ -18,6 +18,7 @@ from truthlens_integrations.core import (
     InvalidInputError,
     ModelLoadError,
     ModelNotAvailableError,
+    UnknownArgumentError,
     resolve_device,
     resolve_dtype,
 )
@@ -250,7 +251,7 @@ def test_wrong_label_count_is_rejected(tiny_bert_dir: Path, tmp_path: Path) -> N
 
 
 def test_unknown_option_is_rejected(tiny_bert_dir: Path) -> None:
-    with pytest.raises(InvalidInputError, match=r"unknown detector option"):
+    with pytest.raises(UnknownArgumentError, match=r"'thresh' \(did you mean 'threshold'\?\)"):
         load_detector(tiny_bert_dir, thresh=0.3)
 
 

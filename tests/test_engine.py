@@ -466,7 +466,8 @@ def test_guard_batch_mixes_the_three_paths_with_one_nli_call(detector: Detector)
         ),
     ]
     verdicts = engine.guard_batch(inputs)
-    assert [v.blocked for v in verdicts] == [True, False, False, True]  # batch never raises
+    # Batch never raises; the unverified factual answer is withheld on a block route too.
+    assert [v.blocked for v in verdicts] == [True, True, False, True]
     assert verdicts[1].unverified and verdicts[2].passed and not verdicts[2].fact_check_needed
     assert len(nli.calls) == 1 and len(nli.calls[0]) == 3
     assert [v.full().original_answer for v in verdicts] == [i.answer for i in inputs]

@@ -282,7 +282,10 @@ def test_block_raises_typed_error_with_verdict(detector: Detector) -> None:
 def test_block_as_message(detector: Detector) -> None:
     engine = make_engine(detector, action_policy("block"))
     out = guard(engine, on_block="message").invoke(AIMessage(EIFFEL_ANSWER))
-    assert out.content == EIFFEL_ANSWER  # unverified uses unverified_factual_action=header
+    # Unverified (no grounding): on a block route it is withheld too, unless the policy
+    # sets unverified_factual_action.
+    assert out.content == DEFAULT_BLOCKED_MESSAGE
+    assert out.response_metadata["truthlens"]["unverified"] is True
     out = guard(engine, on_block="message").invoke(
         {**EIFFEL_DICT, "answer": AIMessage(EIFFEL_ANSWER)}
     )
@@ -444,7 +447,7 @@ def test_batch_one_detector_pass_and_per_item_errors(detector: Detector) -> None
     assert isinstance(out[0], BlockedResponseError) and out[0].verdict.blocked  # type: ignore[union-attr]
     assert V(out[1]["truthlens"]).passed
     assert isinstance(out[2], InvalidInputError)
-    assert out[3].response_metadata["truthlens"]["unverified"] is True
+    assert isinstance(out[3], BlockedResponseError) and out[3].verdict.unverified  # type: ignore[union-attr]
     assert [e[0] for e in recorder.events] == [TRUTHLENS_EVENT] * 3
     assert len([r for r in recorder.of("chain") if r["parent"] is None]) == 4
     with pytest.raises(BlockedResponseError):

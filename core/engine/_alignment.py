@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._quantities import Quantity, extract_quantities, judge_quantity
+from .._quantities import ContextQuantities, Quantity, extract_quantities
 from .._types import NLILabel
 
 __all__ = ["Quantity", "align_quantities", "extract_quantities"]
@@ -33,7 +33,8 @@ def align_quantities(
 
     Returns:
         ``("contradiction", 1.0)`` when a number of the span differs from every
-        comparable number in the context while at least one exists; ``("neutral",
+        comparable number of the context statements about the same thing (see
+        :class:`ContextQuantities`) while at least one exists; ``("neutral",
         1.0)`` when the context holds no comparable number at all; ``None`` when the
         span holds no number or all its numbers occur in the context, leaving the
         decision to the NLI model.
@@ -41,10 +42,10 @@ def align_quantities(
     inside = [q for q in extract_quantities(answer) if q.start < end and q.end > start]
     if not inside:
         return None
-    known = [q for passage in context for q in extract_quantities(passage)]
+    known = ContextQuantities(context)
     labels: list[NLILabel] = []
     for quantity in inside:
-        verdict = judge_quantity(quantity, known)
+        verdict = known.judge(quantity, answer)
         if verdict != "present":
             labels.append("contradiction" if verdict == "conflict" else "neutral")
     if not labels:

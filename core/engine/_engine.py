@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, Unpack
 
-from .._errors import InvalidArgumentError
-from .._types import DetectionInput, DetectionResult, NLILabel
+from .._errors import InvalidArgumentError, InvalidInputError
+from .._types import DetectionInput, DetectionResult, DetectionStatus, NLILabel
 from ..mitigation import (
     Assessment,
     MitigationOptions,
@@ -25,7 +25,6 @@ from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
 from ._blocked import blocked_error, shown_text
 from ._conclude import build_verdict, deliver, log_verdict, observe
-from ._injection import split_instructions
 from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineOptions,
@@ -63,7 +62,12 @@ class _Runtime:
         self._item = item
 
     def assess(self, context: Sequence[str], answer: str) -> Assessment:
-        return self._engine._assess(self._item, context, answer)
+        try:
+            return self._engine._assess(self._item, context, answer)
+        except InvalidInputError:
+            # A model's reply the detector cannot take (no readable character) is an
+            # unusable candidate, never the caller's error and never a fixed answer.
+            return Assessment(answer=answer, score=None, flagged=True)
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
         explainer = self._engine.nli
@@ -389,11 +393,16 @@ class TruthLens:
         Passages carrying instructions never count as evidence, also when a retrieval
         round brought them in.
         """
-        evidence, _ = split_instructions(context)
-        data = DetectionInput.create(context=evidence, question=it.data.question, answer=answer)
-        probe = Item(data=data, fact_check=it.fact_check, route=it.route, factual=it.factual)
+        data = DetectionInput.create(context=context, question=it.data.question, answer=answer)
+        probe = Item.of(data)
+        probe.fact_check, probe.route, probe.factual = it.fact_check, it.route, it.factual
         self._check([probe])
+        probe.restore()
         assert probe.detection is not None
+        if probe.detection.status is DetectionStatus.UNVERIFIABLE:
+            # A candidate the detector cannot read is not a fixed answer: it stays
+            # flagged, with no score, so no loop converges on it.
+            return Assessment(answer=probe.data.answer, score=None, flagged=True)
         return self._assessment(probe, probe.detection)
 
     def _analyse(self, items: list[Item]) -> None:
@@ -403,6 +412,8 @@ class TruthLens:
             items, self.router, tracer=self.tracer, fact_check_threshold=self.fact_check_threshold
         )
         self._check([it for it in items if needs_detection(it)])
+        for it in items:
+            it.restore()
 
     def _check(self, items: list[Item]) -> None:
         """Detect, then NLI-explain the spans of routes that ask for it."""

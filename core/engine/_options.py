@@ -17,7 +17,6 @@ neither torch nor any framework.
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,7 +32,8 @@ from pydantic import (
     model_validator,
 )
 
-from .._errors import ConfigError, InvalidArgumentError, UnknownArgumentError
+from .._arguments import describe_error, kind, reject_unknown
+from .._errors import ConfigError, InvalidArgumentError
 from ..mitigation import MitigationOptions
 from ..policy import Action, Mode, Policy
 from ._blocked import DEFAULT_BLOCKED_MESSAGE
@@ -242,43 +242,6 @@ _ACCEPTED_NAMES = (*ENGINE_OPTION_NAMES, *_DEPRECATED_OPTIONS)
 POLICY_KNOB_NAMES: tuple[str, ...] = tuple(PolicyKnobs.model_fields)
 
 
-def _describe(error: ValidationError, where: str) -> str:
-    parts = []
-    for problem in error.errors():
-        field = ".".join(str(p) for p in problem["loc"]) or "value"
-        value = repr(problem.get("input"))
-        if len(value) > 60:
-            value = value[:57] + "..."
-        parts.append(f"{field}={value}: {problem['msg']}")
-    return f"{where}: " + "; ".join(parts)
-
-
-def reject_unknown(given: Iterable[str], known: Iterable[str], where: str) -> None:
-    """Raise for keyword arguments ``where`` does not take, suggesting the closest ones.
-
-    Args:
-        given: The keyword arguments received.
-        known: Every keyword ``where`` takes.
-        where: The constructor, for the message (``"TruthLensRunnable"``).
-
-    Raises:
-        UnknownArgumentError: If any name in ``given`` is not in ``known``.
-    """
-    names = sorted(set(known))
-    unknown = [k for k in given if k not in names]
-    if not unknown:
-        return
-    parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        parts.append(f"{name!r}{hint}")
-    raise UnknownArgumentError(
-        f"{where} got unknown argument{'s' if len(unknown) > 1 else ''} "
-        f"{', '.join(parts)}; it takes: {', '.join(names)}"
-    )
-
-
 #: Adapter argument names of earlier releases and the one name each has now.
 RENAMED: dict[str, str] = {
     "verification_models": "verification_llms",
@@ -338,7 +301,7 @@ def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") ->
     try:
         return EngineOptions(**values)
     except ValidationError as exc:
-        raise InvalidArgumentError(_describe(exc, where)) from None
+        raise InvalidArgumentError(describe_error(exc, where)) from None
 
 
 def parse_knobs(values: Mapping[str, Any], where: str) -> PolicyKnobs:
@@ -347,7 +310,7 @@ def parse_knobs(values: Mapping[str, Any], where: str) -> PolicyKnobs:
     try:
         return PolicyKnobs(**values)
     except ValidationError as exc:
-        raise InvalidArgumentError(_describe(exc, where)) from None
+        raise InvalidArgumentError(describe_error(exc, where)) from None
 
 
 class SplitOptions(BaseModel):
@@ -389,12 +352,6 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
     engine = _block_choice(engine, where)  # warns once, here, for a deprecated spelling
     parse_engine_options(engine, where)
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
-
-
-def kind(value: object) -> str:
-    """A short description of ``value`` for error messages: type, and repr when short."""
-    text = repr(value)
-    return f"{type(value).__name__} {text[:40]}" if len(text) <= 40 else type(value).__name__
 
 
 def engine_from(engine: object, config: object, split: SplitOptions, where: str) -> TruthLens:

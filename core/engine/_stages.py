@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TypeVar, cast
 
 from .._errors import ModelLoadError
-from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel
+from .._normalize import Normalized, normalize
+from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel, TokenScore
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
@@ -50,18 +51,79 @@ class Item:
     latency_ms: dict[str, float] = field(default_factory=dict)
     mitigation: MitigationResult | None = None
     instructions: list[ContextFlag] = field(default_factory=list)
+    original: DetectionInput | None = None
+    """The caller's text while ``data`` holds its normalised form (see :meth:`restore`)."""
+    source: Normalized | None = None
+    """How the normalised answer maps back to the caller's, when normalising changed it."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
-        """An item whose evidence leaves out passages that carry instructions."""
+        """An item the checks can read: no passage that carries instructions, normalised text.
+
+        The answer, question and passages are normalised (invisible characters dropped,
+        compatibility forms folded; see ``core/_normalize.py``) so that text dressed up
+        to look unreadable is checked like the plain text; :meth:`restore` puts the
+        caller's text back and maps what the checks found onto the caller's answer.
+        """
         evidence, flags = split_instructions(data.context)
         if flags:
             data = data.model_copy(update={"context": evidence})
-        return cls(data=data, instructions=flags)
+        checked, source = _normalized(data)
+        original = None if checked is data else data
+        return cls(data=checked, instructions=flags, original=original, source=source)
+
+    def restore(self) -> None:
+        """Put the caller's text back; spans and token offsets then point into its answer.
+
+        Mitigation prompts and the verdict see the caller's text, never the normalised one.
+        """
+        if self.original is None:
+            return
+        self.data, self.original = self.original, None
+        source, self.source = self.source, None
+        if source is None:
+            return
+        self.kept = [_span_back(s, source) for s in self.kept]
+        self.dropped = [_span_back(s, source) for s in self.dropped]
+        if self.detection is not None:
+            result = self.detection
+            self.detection = result.model_copy(
+                update={
+                    "answer": source.original,
+                    "spans": [_span_back(s, source) for s in result.spans],
+                    "tokens": [_span_back(t, source) for t in result.tokens],
+                }
+            )
 
     @property
     def question(self) -> str:
         return self.data.question or ""
+
+
+def _normalized(data: DetectionInput) -> tuple[DetectionInput, Normalized | None]:
+    """``data`` as the checks read it, and the answer's offset map when it changed."""
+    answer = normalize(data.answer)
+    if not answer.text.strip():
+        return data, None  # nothing readable left: the detector says it cannot check
+    context = tuple(normalize(p).text for p in data.context)
+    question = normalize(data.question).text if data.question is not None else None
+    if not answer.changed and context == data.context and question == data.question:
+        return data, None
+    update = {
+        "answer": answer.text,
+        "context": context,
+        "question": question if question and question.strip() else None,
+    }
+    return data.model_copy(update=update), answer if answer.changed else None
+
+
+_Located = TypeVar("_Located", HallucinationSpan, TokenScore)
+
+
+def _span_back(span: _Located, source: Normalized) -> _Located:
+    """``span`` (over the normalised answer) over the caller's answer."""
+    start, end = source.span(span.start, span.end)
+    return span.model_copy(update={"start": start, "end": end, "text": source.original[start:end]})
 
 
 def model_name(obj: object, fallback: str) -> str:

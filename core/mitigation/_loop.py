@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import LLMError, LLMTimeoutError
+from .._text import content_words
 from ..llm import LLM, ChatMessage
 from ._ops import Generate, Ledger, Op, generate
 from ._prompts import absurd_reason, clean_output
@@ -84,9 +85,21 @@ class Recorder:
         goal: ``convergence_threshold``: an effective score below it has converged.
     """
 
-    def __init__(self, initial: Assessment, ledger: Ledger, goal: float) -> None:
+    def __init__(
+        self,
+        initial: Assessment,
+        ledger: Ledger,
+        goal: float,
+        *,
+        grounding: Sequence[str | None] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.goal = goal
+        # What a usable reply must talk about (see ``absurd_reason``); None: no check.
+        self.topic: frozenset[str] | None = None
+        if grounding is not None:
+            texts = [initial.answer, *(t for t in grounding if t)]
+            self.topic = frozenset(w for t in texts for w in content_words(t))
         self.best = initial
         self.rounds = 0
         self.history: list[Iteration] = [
@@ -144,7 +157,7 @@ class Recorder:
             query: The retrieval query of the step, for the record.
         """
         text = clean_output(raw)
-        reason = absurd_reason(text, reference=reference)
+        reason = absurd_reason(text, reference=reference, topic=self.topic)
         if reason is None:
             return text
         self.record(kind, None, error=reason, answer=raw, query=query)

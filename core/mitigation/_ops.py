@@ -249,11 +249,17 @@ def _as_llm_error(exc: Exception, llm: LLM) -> LLMError:
 
 
 def _checked(response: object, llm: LLM) -> LLMResponse:
+    """``response``, if usable: a bad reply is the model's failure, not the caller's."""
+    name = getattr(llm, "model", "llm")
     if not isinstance(response, LLMResponse):
+        raise LLMError(f"LLM {name!r} returned {type(response).__name__}, not an LLMResponse")
+    try:
+        response.text.encode("utf-8")
+    except UnicodeEncodeError as exc:
         raise LLMError(
-            f"LLM {getattr(llm, 'model', 'llm')!r} returned {type(response).__name__}, "
-            "not an LLMResponse"
-        )
+            f"LLM {name!r} replied with text that is not valid Unicode (a lone surrogate "
+            f"at position {exc.start}); the reply was discarded"
+        ) from None
     return response
 
 

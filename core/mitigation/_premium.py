@@ -276,7 +276,7 @@ def cross_model(
     Returns:
         The loop, to run with ``drive`` / ``adrive``.
     """
-    rec = Recorder(initial, ledger, settings.convergence_threshold)
+    rec = Recorder(initial, ledger, settings.convergence_threshold, grounding=[question, *context])
     status, error = yield from _rounds(rec, context, question, verifiers, judge, settings)
     return rec.result("cross_model", status, context=context, error=error, success="converged")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .._text import WORD
+from .._text import WORD, content_words
 from .._types import HallucinationSpan
 from ..llm import ChatMessage
 
@@ -230,15 +230,29 @@ def clean_output(text: str) -> str:
     return out
 
 
-def absurd_reason(text: str, *, reference: str) -> str | None:
+# Replies that say the sources lack the answer: related to the question whatever their words.
+_ABSTAINS = re.compile(
+    r"\b(?:not (?:mention|say|state|specify|provide|contain|include|give)\w*|no (?:information|"
+    r"mention|details?)|cannot|can't|unable|do not know|don't know|unknown|not enough "
+    r"information|insufficient)\b",
+    re.IGNORECASE,
+)
+
+
+def absurd_reason(text: str, *, reference: str, topic: frozenset[str] | None = None) -> str | None:
     """Why ``text`` cannot be an answer (``None`` when it can).
 
-    Empty output, output without a single word, degenerate repetition, or output
-    wildly longer than the answer it replaces are failed iterations, not answers.
+    Empty output, output without a single word, degenerate repetition, output wildly
+    longer than the answer it replaces, and (given ``topic``) output that shares no
+    content word with the question, the answer it replaces or the context ("not
+    json", an error message, a reply to some other prompt) are failed iterations,
+    not answers.
 
     Args:
         text: The cleaned model output.
         reference: The answer being replaced, for the length check.
+        topic: Content words of the question, the original answer and the context;
+            ``None`` skips the check (the retrieval loop brings new passages).
 
     Returns:
         A short reason, or ``None``.
@@ -254,4 +268,6 @@ def absurd_reason(text: str, *, reference: str) -> str | None:
             return "degenerate repetition"
     if len(text) > 4 * len(reference) + 2000:
         return "output far longer than the answer"
+    if topic is not None and not content_words(text) & topic and not _ABSTAINS.search(text):
+        return "output unrelated to the question, the answer and the context"
     return None

@@ -46,7 +46,7 @@ def self_refine(
     Returns:
         The loop, to run with ``drive`` / ``adrive``; it returns a ``MitigationResult``.
     """
-    rec = Recorder(initial, ledger, settings.convergence_threshold)
+    rec = Recorder(initial, ledger, settings.convergence_threshold, grounding=[question, *context])
     status, error = yield from _rounds(rec, context, question, llm, settings)
     return rec.result("self_refine", status, context=context, error=error, success="converged")
 

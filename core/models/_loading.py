@@ -9,6 +9,7 @@ fix in seconds, not after a minute of retries), one validation of the tokenizer.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import socket
@@ -29,6 +30,7 @@ __all__ = [
     "HFSequenceClassifier",
     "LoadedModel",
     "Task",
+    "check_config_numbers",
     "clear_model_cache",
     "load_pretrained",
     "load_sequence_classifier",
@@ -197,6 +199,7 @@ def _load(
 ) -> LoadedModel:
     is_local = Path(source).is_dir()
     tokenizer, model, info = _from_pretrained(source, task, dtype, revision, local_files_only)
+    check_config_numbers(source, model.config.to_dict())
     if task == "token":
         _check_model(source, model, info)
     else:
@@ -253,6 +256,74 @@ def _from_pretrained(
             hint = " (config.json does not match the weights' shapes: it belongs to another model)"
         raise ModelLoadError(f"could not load the model in {source}{hint}: {exc}") from exc
     return tokenizer, model, info
+
+
+# Numbers of the ``truthlens`` block with a range beyond "finite": a Platt scale or a
+# response map weight of 0 or below would flatten or invert every score.
+_POSITIVE = {("calibration", "scale"), ("response_calibration", "max_logit")}
+_REQUIRED = {"calibration": (), "response_calibration": ("max_logit", "log_sentences", "bias")}
+_OPTIONAL = {
+    "calibration": ("scale", "shift"),
+    "response_calibration": ("absent_words", "sentence_peak"),
+}
+
+
+def _numbers(value: object, path: str) -> list[tuple[str, object]]:
+    """Every number (and the path to it) inside a config value."""
+    if isinstance(value, dict):
+        return [n for k, v in value.items() for n in _numbers(v, f"{path}.{k}" if path else k)]
+    if isinstance(value, list):
+        return [n for i, v in enumerate(value) for n in _numbers(v, f"{path}[{i}]")]
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return [(path, value)]
+    return []
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, float | int) and not isinstance(value, bool)
+
+
+def check_config_numbers(source: str, config: dict[str, Any]) -> None:
+    """Refuse a model whose ``config.json`` carries a number that cannot be right.
+
+    Every number must be finite (a NaN calibration made every answer "supported" with
+    score 0); the ``truthlens`` calibrations must hold their numbers, as numbers, with
+    the Platt scale and the response map's token weight above 0.
+
+    Args:
+        source: The model folder or hub id, for the message.
+        config: The model's configuration as a dict.
+
+    Raises:
+        ModelLoadError: Naming the file and the key.
+    """
+    where = f"{source}/config.json" if Path(source).is_dir() else f"config.json of {source}"
+    for path, value in _numbers(config, ""):
+        if not math.isfinite(float(value)):  # type: ignore[arg-type]
+            raise ModelLoadError(f"{where}: {path} is {value}; expected a finite number")
+    extra = config.get("truthlens")
+    if not isinstance(extra, dict):
+        return
+    for block, required in _REQUIRED.items():
+        entry = extra.get(block)
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            raise ModelLoadError(f"{where}: truthlens.{block} must be a mapping of numbers")
+        for key in (*required, *_OPTIONAL.get(block, ())):
+            if key not in entry:
+                if key in required:
+                    raise ModelLoadError(f"{where}: truthlens.{block}.{key} is missing")
+                continue
+            value = entry[key]
+            if not _is_number(value):
+                raise ModelLoadError(
+                    f"{where}: truthlens.{block}.{key} is {value!r}; expected a number"
+                )
+            if (block, key) in _POSITIVE and value <= 0:
+                raise ModelLoadError(
+                    f"{where}: truthlens.{block}.{key} is {value}; expected a number above 0"
+                )
 
 
 def _offline(local_files_only: bool | None) -> bool:

@@ -6,6 +6,7 @@ from ._adaptive import ModeSelector
 from ._config import (
     DEFAULT_WARNING_TEMPLATE,
     Action,
+    AutoscalingSettings,
     Condition,
     ConditionType,
     DecisionPolicy,
@@ -54,6 +55,7 @@ __all__ = [
     "FACT_CHECK_SIGNALS",
     "GENERAL_DOMAIN",
     "Action",
+    "AutoscalingSettings",
     "Condition",
     "ConditionType",
     "DecisionPolicy",

@@ -30,6 +30,7 @@ from ._defaults import (
 __all__ = [
     "DEFAULT_WARNING_TEMPLATE",
     "Action",
+    "AutoscalingSettings",
     "Condition",
     "ConditionType",
     "DecisionPolicy",
@@ -87,7 +88,10 @@ Flag = Annotated[bool, Strict()]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # NaN and infinities are refused everywhere: `time_budget_s: .nan` is not a budget.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
 
 
 class StandardSettings(_Strict):
@@ -143,7 +147,11 @@ class HallucinationSettings(_Strict):
             (the design's lightweight mode: the answer is shown with a warning line
             naming the flagged parts); ``header`` only annotates the metadata,
             ``none`` passes it through, ``block`` withholds it.
-        unverified_factual_action: What to do when a factual prompt has no grounding.
+        unverified_factual_action: What to do with a factual answer that could not be
+            checked (no grounding, or the detector could not read it). Unset: ``block``
+            where the hallucination action is ``block`` (an answer that could not be
+            checked is never shown where a wrong one would be withheld), ``header``
+            elsewhere. Set it to choose otherwise.
         include_hallucination_details: Whether span texts go into metadata and traces.
         require_disclaimer: Whether the warning is added even to clean answers.
         skip_non_factual_grounded: Skip detection of a grounded answer when the prompt
@@ -166,7 +174,7 @@ class HallucinationSettings(_Strict):
     premium: PremiumSettings = Field(default_factory=PremiumSettings)
     use_nli: Flag = True
     hallucination_action: Action = "body"
-    unverified_factual_action: Action = "header"
+    unverified_factual_action: Action | None = None
     include_hallucination_details: Flag = False
     require_disclaimer: Flag = False
     skip_non_factual_grounded: Flag = False
@@ -325,7 +333,9 @@ class PluginConfiguration(_Strict):
         require_disclaimer: Add the warning even to answers that pass.
         use_nli: Explain flagged spans with the NLI model.
         hallucination_action: header, body, block or none.
-        unverified_factual_action: Action for a factual prompt without grounding.
+        unverified_factual_action: Action for a factual answer that could not be
+            checked (unset: the global value, else ``block`` when this decision's
+            hallucination action is ``block``, else ``header``).
         include_hallucination_details: Put span texts in metadata and traces.
         warning_template: Overrides the global warning text (extension).
         skip_non_factual_grounded: Overrides the global setting (extension).
@@ -388,7 +398,7 @@ class ResolvedSettings(_Strict):
         require_disclaimer: Add the warning even to answers that pass.
         use_nli: Explain flagged spans with the NLI model.
         hallucination_action: header, body, block or none.
-        unverified_factual_action: Action for a factual prompt without grounding.
+        unverified_factual_action: Action for a factual answer that could not be checked.
         include_hallucination_details: Put span texts in metadata and traces.
         warning_template: Warning text for ``body`` and disclaimers.
         verification_models: Premium verifiers.
@@ -435,6 +445,46 @@ def _service_url(value: str | None) -> str | None:
     return value
 
 
+Seconds = Annotated[float, Strict(), Field(ge=0.0)]
+Factor = Annotated[float, Strict(), Field(gt=0.0)]
+Count = Annotated[int, Strict(), Field(ge=0)]
+
+
+class AutoscalingSettings(_Strict):
+    """The ``service.autoscaling`` block: Ray Serve's ``autoscaling_config`` keys.
+
+    Only the keys Ray Serve reads, each with its type: a misspelt key would be ignored
+    by nobody and a wrong type would fail only when the service starts.
+    """
+
+    min_replicas: Count | None = None
+    initial_replicas: Count | None = None
+    max_replicas: Annotated[int, Strict(), Field(ge=1)] | None = None
+    target_ongoing_requests: Factor | None = None
+    metrics_interval_s: Factor | None = None
+    look_back_period_s: Factor | None = None
+    smoothing_factor: Factor | None = None
+    upscale_smoothing_factor: Factor | None = None
+    downscale_smoothing_factor: Factor | None = None
+    upscaling_factor: Factor | None = None
+    downscaling_factor: Factor | None = None
+    downscale_delay_s: Seconds | None = None
+    downscale_to_zero_delay_s: Seconds | None = None
+    upscale_delay_s: Seconds | None = None
+    aggregation_function: Literal["mean", "max", "min"] | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AutoscalingSettings:
+        low, high = self.min_replicas, self.max_replicas
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_replicas ({low}) is above max_replicas ({high})")
+        return self
+
+    def as_ray_config(self) -> dict[str, float | int | str]:
+        """The keys that were set, as Ray Serve's ``autoscaling_config``."""
+        return self.model_dump(exclude_none=True)
+
+
 class ServiceSettings(_Strict):
     """The ``service:`` block (extension): the guard's models as a Ray Serve service.
 
@@ -455,7 +505,8 @@ class ServiceSettings(_Strict):
         port: Port the service listens on.
         replicas: Replicas of the model deployment (ignored when ``autoscaling`` is set).
         autoscaling: Ray Serve ``autoscaling_config`` (``min_replicas``,
-            ``max_replicas``, ``target_ongoing_requests``, ...), passed as written.
+            ``max_replicas``, ``target_ongoing_requests``, ...; see
+            :class:`AutoscalingSettings` for the keys).
         num_cpus: CPUs Ray reserves for each replica.
         num_gpus: GPUs Ray reserves for each replica.
         max_ongoing_requests: Requests one replica takes at once before Ray queues.
@@ -466,20 +517,22 @@ class ServiceSettings(_Strict):
     """
 
     url: Annotated[str | None, AfterValidator(_service_url)] = None
-    timeout_s: Annotated[float, Field(gt=0.0, le=3600.0)] = 30.0
-    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    # Strict like every number of the policy: `retries: true` is not 1 retry,
+    # `replicas: 2.0` is not 2 replicas and `max_inputs: '10'` is not a number.
+    timeout_s: Annotated[float, Strict(), Field(gt=0.0, le=3600.0)] = 30.0
+    retries: Annotated[int, Strict(), Field(ge=0, le=10)] = 2
     on_error: Literal["raise", "unverifiable"] = "raise"
     host: Name = "127.0.0.1"
-    port: Annotated[int, Field(ge=1, le=65535)] = 8000
-    replicas: Annotated[int, Field(ge=1)] = 1
-    autoscaling: dict[str, float | int | str] | None = None
-    num_cpus: Annotated[float, Field(gt=0)] = 1.0
-    num_gpus: Annotated[float, Field(ge=0)] = 0.0
-    max_ongoing_requests: Annotated[int, Field(ge=1)] = 64
-    max_batch_size: Annotated[int, Field(ge=1, le=1024)] = 16
-    batch_wait_timeout_s: Annotated[float, Field(ge=0.0, le=10.0)] = 0.01
-    max_request_bytes: Annotated[int, Field(ge=1024)] = 4_000_000
-    max_inputs: Annotated[int, Field(ge=1)] = 256
+    port: Annotated[int, Strict(), Field(ge=1, le=65535)] = 8000
+    replicas: Annotated[int, Strict(), Field(ge=1)] = 1
+    autoscaling: AutoscalingSettings | None = None
+    num_cpus: Annotated[float, Strict(), Field(gt=0)] = 1.0
+    num_gpus: Annotated[float, Strict(), Field(ge=0)] = 0.0
+    max_ongoing_requests: Annotated[int, Strict(), Field(ge=1)] = 64
+    max_batch_size: Annotated[int, Strict(), Field(ge=1, le=1024)] = 16
+    batch_wait_timeout_s: Annotated[float, Strict(), Field(ge=0.0, le=10.0)] = 0.01
+    max_request_bytes: Annotated[int, Strict(), Field(ge=1024)] = 4_000_000
+    max_inputs: Annotated[int, Strict(), Field(ge=1)] = 256
 
 
 class Policy(_Strict):
@@ -579,6 +632,7 @@ class Policy(_Strict):
             iterations = g.premium.max_iterations
         else:
             iterations = 0
+        action = p.hallucination_action or g.hallucination_action
         return ResolvedSettings(
             enabled=g.enabled if p.enabled is None else p.enabled,
             mode=chosen,
@@ -587,8 +641,8 @@ class Policy(_Strict):
             convergence_threshold=g.standard.convergence_threshold,
             require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),
             use_nli=_pick(p.use_nli, g.use_nli),
-            hallucination_action=p.hallucination_action or g.hallucination_action,
-            unverified_factual_action=p.unverified_factual_action or g.unverified_factual_action,
+            hallucination_action=action,
+            unverified_factual_action=_unverified_action(p, g, action),
             include_hallucination_details=_pick(
                 p.include_hallucination_details, g.include_hallucination_details
             ),
@@ -601,6 +655,21 @@ class Policy(_Strict):
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
         )
+
+
+def _unverified_action(
+    plugin: PluginConfiguration, settings: HallucinationSettings, action: Action
+) -> Action:
+    """The action for an answer that could not be checked.
+
+    Set explicitly (on the decision, then globally) it holds; unset, it follows a
+    ``block`` hallucination action, because an answer nobody could check must not be
+    shown where a wrong one would be withheld ("not checked is never clean").
+    """
+    chosen = plugin.unverified_factual_action or settings.unverified_factual_action
+    if chosen is not None:
+        return chosen
+    return "block" if action == "block" else "header"
 
 
 def _pick(value: bool | None, fallback: bool) -> bool:

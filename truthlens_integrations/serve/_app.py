@@ -335,7 +335,7 @@ def deployment_options(policy: Policy) -> dict[str, Any]:
         "health_check_timeout_s": 60,
     }
     if service.autoscaling is not None:
-        options["autoscaling_config"] = dict(service.autoscaling)
+        options["autoscaling_config"] = service.autoscaling.as_ray_config()
     else:
         options["num_replicas"] = service.replicas
     return options

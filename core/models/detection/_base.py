@@ -161,8 +161,6 @@ class BaseDetector(SingleAnswerCalls, ABC):
             )
             return self._unverifiable(item, no_context, latency_ms)
         tokens, coverage = scoring
-        if not _covered(item.answer, coverage, cfg.min_coverage):
-            return self._unverifiable(item, coverage, latency_ms)
         spans = merge_spans(
             item.answer,
             tokens,
@@ -172,6 +170,11 @@ class BaseDetector(SingleAnswerCalls, ABC):
         )
         score = self._response_score(item, tokens, spans)
         detected = score >= cfg.threshold
+        # Too little of the answer was read to clear it; what was read can still flag
+        # it (a wrong sentence followed by a paragraph in a script the model cannot
+        # read is hallucinated, not unverifiable).
+        if not _covered(item.answer, coverage, cfg.min_coverage) and not detected:
+            return self._unverifiable(item, coverage, latency_ms)
         return DetectionResult(
             answer=item.answer,
             spans=spans,

@@ -6,7 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..._errors import InvalidInputError, ModelNotAvailableError
+from pydantic import ValidationError
+
+from ..._arguments import describe_error, kind, reject_unknown
+from ..._errors import InvalidArgumentError, InvalidInputError, ModelNotAvailableError
 from ..._types import DetectionConfig
 from .._service import is_service_url
 from ._base import Detector
@@ -50,14 +53,19 @@ def load_detector(
         A detector; transformer weights are loaded once per process and shared.
 
     Raises:
-        InvalidInputError: For an unknown option.
+        UnknownArgumentError: For an unknown option (with the closest known one).
+        InvalidArgumentError: For an option of the wrong type or out of range
+            (``threshold=True``, ``token_threshold=nan``, ``aggregation="mean"``).
+        InvalidInputError: For an unknown ``strategy``.
         ModelNotAvailableError: If the model cannot be found or downloaded.
     """
+    if config is not None and not isinstance(config, DetectionConfig):
+        raise InvalidArgumentError(
+            f"load_detector: config must be a DetectionConfig, got {kind(config)}"
+        )
     if model is not None and is_service_url(os.fspath(model)):
         return _remote(os.fspath(model), config, options)
-    unknown = set(options) - _CONFIG_FIELDS - _LOAD_FIELDS
-    if unknown:
-        raise InvalidInputError(f"unknown detector option(s): {', '.join(sorted(unknown))}")
+    reject_unknown(options, _CONFIG_FIELDS | _LOAD_FIELDS, "load_detector")
     config = _with_overrides(config, {k: v for k, v in options.items() if k in _CONFIG_FIELDS})
     load_options = {k: v for k, v in options.items() if k in _LOAD_FIELDS}
     name = os.fspath(model) if model is not None else "bundled"
@@ -74,7 +82,20 @@ def _with_overrides(
     if not overrides:
         return config
     base = config.model_dump() if config else {}
-    return DetectionConfig(**{**base, **overrides})
+    return _config({**base, **overrides})
+
+
+def _config(values: dict[str, Any]) -> DetectionConfig:
+    """A detection config from ``values``, checked as strictly as the engine's options.
+
+    Raises:
+        InvalidArgumentError: Naming the option and what is wrong with its value
+            (``threshold=True``, ``token_threshold=nan``, ``aggregation='mean'``).
+    """
+    try:
+        return DetectionConfig(**values)
+    except ValidationError as exc:
+        raise InvalidArgumentError(describe_error(exc, "load_detector")) from None
 
 
 def _transformer(
@@ -117,9 +138,14 @@ def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -
     """A :class:`RemoteDetector`; model-loading options belong to the service."""
     from ._remote import RemoteDetector
 
-    unknown = set(options) - _CONFIG_FIELDS - _REMOTE_FIELDS
     # The engine passes device=None / dtype="auto" when nothing was asked for.
-    unknown -= {k for k in ("device", "dtype") if options.get(k) in (None, "auto")}
+    unset = {k for k in ("device", "dtype") if options.get(k) in (None, "auto")}
+    reject_unknown(
+        [k for k in options if k not in _LOAD_FIELDS and k not in unset],
+        _CONFIG_FIELDS | _REMOTE_FIELDS,
+        "load_detector",
+    )
+    unknown = set(options) - _CONFIG_FIELDS - _REMOTE_FIELDS - unset
     if unknown:
         raise InvalidInputError(
             f"option(s) {', '.join(sorted(unknown))} do not apply to a service URL: the "
@@ -129,7 +155,7 @@ def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -
     if overrides:
         # Only the fields asked for are checked against the service's settings.
         base = config.model_dump(exclude_unset=True) if config else {}
-        config = DetectionConfig(**{**base, **overrides})
+        config = _config({**base, **overrides})
     client_options = {k: v for k, v in options.items() if k in _REMOTE_FIELDS}
     return RemoteDetector(url, config=config, **client_options)
 

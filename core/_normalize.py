@@ -1,0 +1,181 @@
+"""The text the checks read: invisible characters gone, compatibility forms folded.
+
+An answer with a soft hyphen, a word joiner, a NUL or a combining grapheme joiner after
+every character, or a combining mark on every letter, reads the same to a person as the
+plain answer, yet the detector's vocabulary sees no word of it: the answer came out
+``unverifiable`` and slipped past a ``block`` route. The checks therefore read a
+normalised copy, and every offset they find is mapped back to the caller's text, so spans
+still point into the original answer (``answer[start:end] == text``).
+
+What normalisation does, character cluster by character cluster (a base character and
+the combining marks after it):
+
+- drops format characters (Unicode category ``Cf``: soft hyphen, zero-width space and
+  joiners, word joiner, BOM, tags), other default-ignorable code points (combining
+  grapheme joiner, variation selectors, Hangul fillers) and control characters that are
+  not white space (NUL);
+- folds compatibility forms with NFKC (full-width digits, ligatures, styled letters),
+  except superscripts, subscripts and vulgar fractions, whose NFKC form changes what the
+  text says ("m²" is not "m2");
+- drops combining marks that sit on a Latin letter, a digit, a space or punctuation
+  (stray marks, and Latin diacritics: "café" reads "cafe", in the answer and the context
+  alike, so nothing is lost for matching); marks of other scripts (Devanagari vowel
+  signs, Arabic vowels) are kept, at most four per character.
+
+The normalised text is what the detector, the NLI model, the number check and the
+instruction filter read; it is never shown to anyone.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["Normalized", "fold_confusables", "normalize"]
+
+# Default-ignorable code points outside category Cf (Unicode DerivedCoreProperties).
+_IGNORABLE_RANGES = (
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x115F, 0x1160),  # Hangul fillers
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180B, 0x180F),  # Mongolian free variation selectors
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors
+    (0xFFA0, 0xFFA0),  # half-width Hangul filler
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0xE0000, 0xE0FFF),  # tags and variation selectors supplement
+)
+# Most marks kept on one character of a script whose marks are kept (stacked "Zalgo"
+# marks beyond this are noise, not text).
+_MAX_MARKS = 4
+_UNSAFE_NFKC = ("<super>", "<sub>", "<fraction>")
+
+
+def _ignorable(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    if category == "Cf" or (category == "Cc" and not ch.isspace()):
+        return True
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _IGNORABLE_RANGES)
+
+
+def _is_mark(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Mn", "Me", "Mc")
+
+
+def _folds_marks(base: str) -> bool:
+    """Whether marks on ``base`` are dropped: Latin letters and anything not a letter."""
+    if not base.isalpha():
+        return True
+    return unicodedata.name(base, "").startswith("LATIN")
+
+
+def _fold(ch: str) -> str:
+    """NFKC of one character, unless that changes what it says (superscripts, fractions)."""
+    if ch.isascii():
+        return ch
+    if unicodedata.decomposition(ch).startswith(_UNSAFE_NFKC):
+        return ch
+    return unicodedata.normalize("NFKC", ch)
+
+
+def _cluster(base: str, marks: list[str]) -> str:
+    """The normalised text of one base character and its marks."""
+    if _folds_marks(base):
+        stripped = "".join(c for c in unicodedata.normalize("NFD", _fold(base)) if not _is_mark(c))
+        return unicodedata.normalize("NFC", stripped)
+    return unicodedata.normalize("NFC", _fold(base) + "".join(marks[:_MAX_MARKS]))
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A text as the checks read it, with the way back to the caller's text.
+
+    Attributes:
+        text: The normalised text.
+        original: The caller's text.
+        starts: For each character of ``text``, where its source starts in ``original``.
+        ends: For each character of ``text``, where its source ends in ``original``.
+    """
+
+    text: str
+    original: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    @property
+    def changed(self) -> bool:
+        """Whether normalisation changed anything."""
+        return self.text != self.original
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """``text[start:end]`` as offsets into ``original``."""
+        if not self.changed:
+            return start, end
+        n = len(self.text)
+        if n == 0:
+            return 0, 0
+        start = min(max(start, 0), n)
+        end = min(max(end, start), n)
+        if end == start:
+            at = self.starts[start] if start < n else len(self.original)
+            return at, at
+        return self.starts[start], self.ends[end - 1]
+
+
+def normalize(text: str) -> Normalized:
+    """``text`` as the checks read it (see the module docstring), with its offset map.
+
+    Args:
+        text: The caller's text.
+
+    Returns:
+        The normalised text and, per character, the range of ``text`` it came from.
+    """
+    if text.isascii() and all(c.isprintable() or c.isspace() for c in text):
+        return Normalized(text, text, (), ())
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if _ignorable(ch) or _is_mark(ch):
+            i += 1  # invisible, or a mark with no base: nothing to read
+            continue
+        start, end = i, i + 1
+        marks: list[str] = []
+        j = i + 1
+        while j < n and (_is_mark(text[j]) or _ignorable(text[j])):
+            if _is_mark(text[j]):
+                marks.append(text[j])
+                end = j + 1
+            j += 1
+        for piece in _cluster(ch, marks):
+            out.append(piece)
+            starts.append(start)
+            ends.append(end)
+        i = j
+    return Normalized("".join(out), text, tuple(starts), tuple(ends))
+
+
+# Letters of other scripts that look like Latin ones (Unicode confusables, the common
+# Cyrillic and Greek ones): "Ignоre" with a Cyrillic "о" reads "Ignore".
+_CONFUSABLES = str.maketrans(
+    dict(
+        zip(
+            "АВЕЅІЈКМНОРСТХУаеорсухѕіјһԁԛԝӏɡΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχ",
+            "ABESIJKMHOPCTXYaeopcyxsijhdqwlgABEZHIKMNOPTYXaeiknoptux",
+            strict=True,
+        )
+    )
+)
+
+
+def fold_confusables(text: str) -> str:
+    """``text`` with Cyrillic and Greek look-alikes of Latin letters read as Latin.
+
+    For pattern matching only (a Russian text comes out as nonsense); the length and
+    offsets of ``text`` are kept.
+    """
+    return text.translate(_CONFUSABLES)
