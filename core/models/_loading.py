@@ -355,12 +355,14 @@ def model_module(model: Any, input_names: Sequence[str], task: Task) -> Any:
             self.inner = model
 
         def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            out = self.inner(
-                **dict(zip(names, tensors, strict=True)), output_hidden_states=with_states
-            )
-            if with_states:
+            feeds = dict(zip(names, tensors, strict=True))
+            out = self.inner(**feeds, output_hidden_states=with_states)
+            if not with_states:
+                return (out.logits,)
+            if out.hidden_states:
                 return out.logits, out.hidden_states[-1]
-            return (out.logits,)
+            # a model without transformer layers reports no hidden states
+            return out.logits, self.inner.base_model(**feeds).last_hidden_state
 
     return _Export().eval()
 
@@ -623,7 +625,9 @@ def sequence_probabilities(
     """
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
     rows: list[list[float]] = [[] for _ in texts]
-    onnx = loaded.backend == "onnx"
+    onnx = loaded.graph is not None
+    if loaded.graph is not None and loaded.graph.rows_per_run is not None:
+        batch_size = min(batch_size, loaded.graph.rows_per_run)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         seconds = [texts[i][1] for i in idx]

@@ -387,7 +387,11 @@ class TransformerDetector(BaseDetector):
         out: dict[int, list[float]] = {}
         on_cpu = self._loaded.device.type == "cpu"
         slack = _CPU_PAD_SLACK if on_cpu else None
-        for batch in _batches(order, self.config.batch_size, slack):
+        graph = self._loaded.graph
+        size = self.config.batch_size
+        if graph is not None and graph.rows_per_run is not None:
+            size = min(size, graph.rows_per_run)
+        for batch in _batches(order, size, slack):
             margin = self._margins(self._pad(batch))
             # A calibrated model maps its logit margin to a probability that means
             # what it says (Platt scaling fitted on held-out data, see the model card).
