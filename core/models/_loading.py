@@ -43,6 +43,7 @@ __all__ = [
     "LoadedModel",
     "Task",
     "clear_model_cache",
+    "export_onnx",
     "load_pretrained",
     "load_sequence_classifier",
     "load_token_classifier",
@@ -121,7 +122,7 @@ def load_pretrained(
             prompt classifier; the caller checks its labels).
         device: Where to run; ``None`` picks CUDA, then MPS, then the CPU.
         dtype: Precision; ``None`` picks bf16/fp16 on GPUs and fp32 on the CPU (the
-            int8 graph on the ONNX backend); ``"int8"`` asks for the ONNX int8 graph.
+            fp32 graph on the ONNX backend); ``"int8"`` asks for the ONNX int8 graph.
         revision: Hub revision (branch, tag or commit) for hub ids.
         local_files_only: Only use the local Hugging Face cache for hub ids.
         backend: ``"auto"`` (ONNX Runtime on the CPU when it is installed and the model
@@ -166,14 +167,18 @@ def load_pretrained(
 
 def _model_type(source: str) -> str | None:
     """``config.json``'s ``model_type`` for a local folder (``None`` for hub ids)."""
-    config = Path(source) / "config.json"
+    value = _config_field(Path(source), "model_type")
+    return value if isinstance(value, str) else None
+
+
+def _config_field(folder: Path, name: str) -> Any:
+    config = folder / "config.json"
     if not config.is_file():
         return None
     try:
-        value = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+        return json.loads(config.read_text(encoding="utf-8")).get(name)
     except (OSError, ValueError, AttributeError):
         return None
-    return value if isinstance(value, str) else None
 
 
 def load_token_classifier(
@@ -340,6 +345,57 @@ def _load_onnx(
         backend="onnx",
         graph=graph,
     )
+
+
+def export_onnx(
+    folder: str | os.PathLike[str], quantizations: Sequence[Quantization] = ("fp32", "int8")
+) -> list[Path]:
+    """Build a model folder's ONNX graphs beside its weights (``FOLDER/onnx/``).
+
+    A graph already there is replaced, so running this after retraining refreshes it.
+    Graphs carry the fingerprint of the weights they were built from; the loaders
+    refuse one that does not match the folder's weights.
+
+    Args:
+        folder: A local token- or sequence-classification model folder.
+        quantizations: Which graphs to build.
+
+    Returns:
+        The graph files written.
+
+    Raises:
+        ModelLoadError: If the folder is not a usable model or a graph cannot be built.
+        ConfigError: If ``folder`` is not a local folder.
+        MissingDependencyError: Without onnxruntime and onnx installed.
+    """
+    import torch
+
+    from .._errors import ConfigError
+    from ._onnx import graph_path
+
+    source = _resolve_source(folder)
+    if not Path(source).is_dir():
+        raise ConfigError(f"{source!r} is not a local model folder; ONNX graphs are built from one")
+    path = Path(source)
+    architectures = _config_field(path, "architectures") or []
+    task: Task = "token"
+    if any(str(a).endswith("ForSequenceClassification") for a in architectures):
+        task = "sequence"
+    fingerprint = weights_fingerprint(*_weight_files(path))
+    tokenizer, model, info = _from_pretrained(source, task, torch.float32, None, None)
+    _check_weights(source, task, model, info)
+    names = tuple(tokenizer.model_input_names)
+    return [
+        export_graph(
+            model_module(model.eval(), names, task),
+            graph_path(path, quantization),
+            inputs=names,
+            outputs=graph_outputs(task),
+            fingerprint=fingerprint,
+            quantization=quantization,
+        )
+        for quantization in quantizations
+    ]
 
 
 def model_module(model: Any, input_names: Sequence[str], task: Task) -> Any:

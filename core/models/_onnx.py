@@ -54,9 +54,11 @@ logger = logging.getLogger(__name__)
 Backend = Literal["auto", "torch", "onnx"]
 Quantization = Literal["fp32", "int8"]
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
-#: The graph ``backend="onnx"`` runs when no precision is asked for. int8 keeps the
-#: torch fp32 verdicts on the measured sets (benchmarks/results/onnx_backend.md).
-DEFAULT_QUANTIZATION: Quantization = "int8"
+#: The graph ``backend="onnx"`` runs when no precision is asked for. fp32: int8 dynamic
+#: quantization moved the detector's spans on most real answers (per-tensor and
+#: per-channel, with and without fp32 first/last layers; benchmarks/results/onnx_backend.md),
+#: so it is only used when asked for (``dtype="int8"``).
+DEFAULT_QUANTIZATION: Quantization = "fp32"
 # Model families whose export is checked against torch (tests, the onnx benchmark).
 # ``backend="auto"`` uses ONNX only for them; others can still be forced.
 _VERIFIED_TYPES = frozenset({"bert"})
@@ -96,7 +98,7 @@ def resolve_backend(
     Args:
         backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
         device: The resolved device.
-        dtype: The precision asked for: ``None``/``"auto"`` (int8 graph for ONNX),
+        dtype: The precision asked for: ``None``/``"auto"`` (:data:`DEFAULT_QUANTIZATION`),
             ``"float32"`` (fp32 graph), ``"int8"`` (ONNX only), or a torch dtype.
         model_type: The model's ``config.model_type``.
         local: Whether the model is a local folder (graphs are built from its files).
@@ -346,7 +348,20 @@ def clear_sessions() -> None:
 
 
 def _threads() -> int:
-    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    """Intra-op threads: ``$TRUTHLENS_ONNX_THREADS``, else the cores this process may use.
+
+    The cores come from the process's CPU set (a container's share, not the host's
+    count); a server running several replicas on one machine sets the variable.
+    """
+    asked = os.environ.get("TRUTHLENS_ONNX_THREADS", "").strip()
+    if asked:
+        try:
+            value = int(asked)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ConfigError(f"TRUTHLENS_ONNX_THREADS must be a positive integer, got {asked!r}")
+        return value
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not on Linux

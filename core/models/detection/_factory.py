@@ -120,8 +120,8 @@ def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -
     from ._remote import RemoteDetector
 
     unknown = set(options) - _CONFIG_FIELDS - _REMOTE_FIELDS
-    # The engine passes device=None / dtype="auto" when nothing was asked for.
-    unknown -= {k for k in ("device", "dtype") if options.get(k) in (None, "auto")}
+    # The engine passes device=None / dtype="auto" / backend="auto" when nothing was asked for.
+    unknown -= {k for k in ("device", "dtype", "backend") if options.get(k) in (None, "auto")}
     if unknown:
         raise InvalidInputError(
             f"option(s) {', '.join(sorted(unknown))} do not apply to a service URL: the "
