@@ -154,12 +154,7 @@ def load_pretrained(
                 cached = _load_onnx(source, task, resolved_device, quantization)
             else:
                 cached = _load(
-                    source,
-                    task,
-                    resolved_device,
-                    resolved_dtype,
-                    revision,
-                    local_files_only,
+                    source, task, resolved_device, resolved_dtype, revision, local_files_only
                 )
             _cache[key] = cached
     return cached

@@ -123,18 +123,7 @@ def resolve_backend(
         quantization = "int8"
     onnx_precision = name in {"auto", "float32", "int8"}
     if wants_onnx:
-        if device.type != "cpu":
-            raise ConfigError(
-                f"the onnx backend runs on the CPU, not {device}; use backend='torch' there"
-            )
-        if not onnx_precision:
-            raise ConfigError(f"the onnx backend runs fp32 or int8 graphs, not {name}")
-        if not local:
-            raise ConfigError(
-                "the onnx backend builds its graph from a local model folder; download the "
-                "model (`hf download ID --local-dir ./model`) and pass the folder"
-            )
-        _require_onnx("backend='onnx'")
+        _check_forced(device, name, local=local)
         return "onnx", quantization
     use_onnx = (
         device.type == "cpu"
@@ -144,6 +133,22 @@ def resolve_backend(
         and onnx_available()
     )
     return ("onnx", quantization) if use_onnx else ("torch", "fp32")
+
+
+def _check_forced(device: torch.device, precision: str, *, local: bool) -> None:
+    """Why a forced ONNX backend cannot run here, as a typed error."""
+    if device.type != "cpu":
+        raise ConfigError(
+            f"the onnx backend runs on the CPU, not {device}; use backend='torch' there"
+        )
+    if precision not in {"auto", "float32", "int8"}:
+        raise ConfigError(f"the onnx backend runs fp32 or int8 graphs, not {precision}")
+    if not local:
+        raise ConfigError(
+            "the onnx backend builds its graph from a local model folder; download the "
+            "model (`hf download ID --local-dir ./model`) and pass the folder"
+        )
+    _require_onnx("backend='onnx'")
 
 
 def _dtype_name(dtype: str | torch.dtype | None) -> str:
@@ -215,12 +220,11 @@ def export_graph(
 ) -> Path:
     """Export a torch module to ONNX at ``target`` (fp32, or int8 dynamic quantization).
 
-    The module takes ``inputs`` (int64 ``[batch, tokens]`` tensors, in that order) and
-    returns ``outputs`` (a tuple). The file is written beside ``target`` and renamed into
-    place, so a reader never sees half a graph.
+    The file is written beside ``target`` and renamed into place (no half graphs).
 
     Args:
-        module: A torch module in eval mode, in fp32, on the CPU.
+        module: A torch module in eval mode, in fp32, on the CPU, taking ``inputs``
+            (int64 ``[batch, tokens]``) in order and returning a tuple of ``outputs``.
         target: The graph file to write.
         inputs: Input names, e.g. ``("input_ids", "attention_mask", "token_type_ids")``.
         outputs: Output names, e.g. ``("logits", "last_hidden_state")``.
@@ -234,8 +238,6 @@ def export_graph(
         ModelLoadError: If the export or the quantization fails, or ``target`` cannot be
             written.
     """
-    import torch
-
     _require_onnx("building an ONNX graph")
     import onnx
 
@@ -245,23 +247,8 @@ def export_graph(
         raise ModelLoadError(f"cannot write ONNX graphs to {target.parent}: {exc}") from exc
     fp32 = target.with_name(f".{target.stem}.{os.getpid()}.fp32.tmp.onnx")
     partial = target.with_name(f".{target.stem}.{os.getpid()}.tmp.onnx")
-    example = torch.ones((2, 16), dtype=torch.long)
-    axes = {n: {0: "batch", 1: "tokens"} for n in (*inputs, *outputs)}
     try:
-        # The tracer warns about every Python-level branch it freezes; the shapes that
-        # matter are dynamic (checked against torch by the tests), so the noise is muted.
-        with torch.no_grad(), warnings.catch_warnings(), _quiet_root_logger():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                module,
-                tuple(example for _ in inputs),
-                str(fp32),
-                input_names=list(inputs),
-                output_names=list(outputs),
-                dynamic_axes=axes,
-                opset_version=_OPSET,
-                dynamo=False,
-            )
+        _trace(module, fp32, inputs, outputs)
         if quantization == "int8":
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -279,11 +266,31 @@ def export_graph(
     except Exception as exc:
         for leftover in (fp32, partial):
             leftover.unlink(missing_ok=True)
-        if isinstance(exc, ModelLoadError):
-            raise
         raise ModelLoadError(f"could not build the ONNX graph {target}: {exc}") from exc
     logger.info("built ONNX graph %s (%s)", target, quantization)
     return target
+
+
+def _trace(module: Any, path: Path, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+    """The fp32 graph of ``module``, with batch and token axes left dynamic."""
+    import torch
+
+    example = torch.ones((2, 16), dtype=torch.long)
+    axes = {n: {0: "batch", 1: "tokens"} for n in (*inputs, *outputs)}
+    # The tracer warns about every Python-level branch it freezes; the shapes that
+    # matter are dynamic (checked against torch by the tests), so the noise is muted.
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_root_logger():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            tuple(example for _ in inputs),
+            str(path),
+            input_names=list(inputs),
+            output_names=list(outputs),
+            dynamic_axes=axes,
+            opset_version=_OPSET,
+            dynamo=False,
+        )
 
 
 @contextlib.contextmanager
