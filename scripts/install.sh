@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install truthlens-integrations (editable) with every extra and the local SmolLM2 weights.
 #   bash scripts/install.sh        # runtime: core + LangChain + LlamaIndex + observability
+#                                  # + ONNX Runtime (the fast extra: the encoders' CPU path)
 #   bash scripts/install.sh dev    # the same plus Ray Serve (the serve extra), test and lint tooling
 # torch is pinned to the CPU build first: an unpinned torch would pull a multi-GB CUDA build.
 set -euo pipefail

@@ -36,6 +36,15 @@ except ModelNotAvailableError:
 needs_weights = pytest.mark.skipif(BUNDLED is None, reason="bundled weights are not here")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """ONNX graphs built during the tests go to a temporary cache, not the user's."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TRUTHLENS_CACHE_DIR", str(tmp_path_factory.mktemp("truthlens-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model("bert", tmp_path_factory.mktemp("tiny-bert"))

@@ -81,6 +81,7 @@ def load_policy_detector(policy: Policy) -> Detector:
         token_threshold=token_threshold,
         device="cpu" if policy.hallucination.use_cpu else None,
         dtype=policy.hallucination.precision,
+        backend=policy.hallucination.backend,
     )
 
 
@@ -98,10 +99,11 @@ def _build(policy: Policy, settings: ModelSettings, kinds: _Kinds[_Model]) -> _M
         return remote(_client(policy), on_error=policy.service.on_error)
     device = "cpu" if settings.use_cpu else None
     dtype = policy.hallucination.precision
+    backend = policy.hallucination.backend
     if settings.model_id is not None:
-        return named(settings.model_id, device=device, dtype=dtype)
+        return named(settings.model_id, device=device, dtype=dtype, backend=backend)
     try:
-        return bundled(device=device, dtype=dtype)
+        return bundled(device=device, dtype=dtype, backend=backend)
     except (ModelNotAvailableError, ImportError):
         return None
 

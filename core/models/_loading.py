@@ -4,10 +4,15 @@ The detector's token classifiers and the NLI and prompt classifiers' sequence cl
 go through :func:`load_pretrained`: one cache per (source, task, device, dtype, revision),
 one fail-fast check of the hub (an offline machine gets a clear error with the local-path
 fix in seconds, not after a minute of retries), one validation of the tokenizer.
+
+On the CPU a model may run on ONNX Runtime instead of torch (``backend``, see
+:mod:`._onnx`): its graph is built from the folder's weights once and cached, and the
+torch weights are then not loaded at all.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -22,6 +27,14 @@ from urllib.parse import urlsplit
 
 from .._device import resolve_device, resolve_dtype
 from .._errors import ModelLoadError, ModelNotAvailableError
+from ._onnx import (
+    OnnxModel,
+    Quantization,
+    export_graph,
+    load_graph,
+    resolve_backend,
+    weights_fingerprint,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -32,6 +45,7 @@ __all__ = [
     "Task",
     "check_config_numbers",
     "clear_model_cache",
+    "export_onnx",
     "load_pretrained",
     "load_sequence_classifier",
     "load_token_classifier",
@@ -58,7 +72,10 @@ Task = Literal["token", "sequence"]
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A model and tokenizer loaded once and shared by every user that names them."""
+    """A model and tokenizer loaded once and shared by every user that names them.
+
+    With ``backend == "onnx"`` the model runs as ``graph`` and ``model`` is ``None``.
+    """
 
     model_id: str
     model: Any
@@ -67,18 +84,24 @@ class LoadedModel:
     dtype: torch.dtype
     max_length: int
     input_names: tuple[str, ...]
+    config: Any
+    backend: Literal["torch", "onnx"] = "torch"
+    graph: OnnxModel | None = None
     # Fast tokenizers are not safe to call from several threads at once.
     tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
 
-_cache: dict[tuple[str, Task, str, str, str | None], LoadedModel] = {}
+_cache: dict[tuple[str, Task, str, str, str | None, str], LoadedModel] = {}
 _cache_lock = threading.Lock()
 
 
 def clear_model_cache() -> None:
     """Forget every loaded model, e.g. to free memory in a long-running process."""
+    from ._onnx import clear_sessions
+
     with _cache_lock:
         _cache.clear()
+    clear_sessions()
 
 
 def load_pretrained(
@@ -89,6 +112,7 @@ def load_pretrained(
     dtype: str | torch.dtype | None = None,
     revision: str | None = None,
     local_files_only: bool | None = None,
+    backend: str = "auto",
 ) -> LoadedModel:
     """Load (or reuse) a classification model and its tokenizer.
 
@@ -99,9 +123,12 @@ def load_pretrained(
             classifier with a fast tokenizer) or ``"sequence"`` (an NLI model or a
             prompt classifier; the caller checks its labels).
         device: Where to run; ``None`` picks CUDA, then MPS, then the CPU.
-        dtype: Precision; ``None`` picks bf16/fp16 on GPUs and fp32 on the CPU.
+        dtype: Precision; ``None`` picks bf16/fp16 on GPUs and fp32 on the CPU (the
+            fp32 graph on the ONNX backend); ``"int8"`` asks for the ONNX int8 graph.
         revision: Hub revision (branch, tag or commit) for hub ids.
         local_files_only: Only use the local Hugging Face cache for hub ids.
+        backend: ``"auto"`` (ONNX Runtime on the CPU when it is installed and the model
+            is a local BERT-family folder, torch otherwise), ``"torch"`` or ``"onnx"``.
 
     Returns:
         The shared, loaded model, in eval mode on ``device``.
@@ -110,24 +137,45 @@ def load_pretrained(
         ModelNotAvailableError: If the folder does not exist and the hub cannot provide
             the id (offline, blocked, unknown repository).
         ModelLoadError: If the files exist but are not a usable model for ``task``.
+        ConfigError: For an unknown backend, or ``"onnx"`` where it cannot run.
+        MissingDependencyError: ``backend="onnx"`` without onnxruntime installed.
     """
     resolved_device = resolve_device(device)
-    resolved_dtype = resolve_dtype(resolved_device, dtype)
     source = _resolve_source(name)
-    key = (source, task, str(resolved_device), str(resolved_dtype), revision)
+    local = Path(source).is_dir()
+    chosen, quantization = resolve_backend(
+        backend, resolved_device, dtype, model_type=_model_type(source), local=local
+    )
+    resolved_dtype = resolve_dtype(resolved_device, "float32" if chosen == "onnx" else dtype)
+    variant = f"onnx-{quantization}" if chosen == "onnx" else "torch"
+    key = (source, task, str(resolved_device), str(resolved_dtype), revision, variant)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is None:
-            cached = _load(
-                source,
-                task,
-                resolved_device,
-                resolved_dtype,
-                revision,
-                local_files_only,
-            )
+            if chosen == "onnx":
+                cached = _load_onnx(source, task, resolved_device, quantization)
+            else:
+                cached = _load(
+                    source, task, resolved_device, resolved_dtype, revision, local_files_only
+                )
             _cache[key] = cached
     return cached
+
+
+def _model_type(source: str) -> str | None:
+    """``config.json``'s ``model_type`` for a local folder (``None`` for hub ids)."""
+    value = _config_field(Path(source), "model_type")
+    return value if isinstance(value, str) else None
+
+
+def _config_field(folder: Path, name: str) -> Any:
+    config = folder / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get(name)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def load_token_classifier(
@@ -137,6 +185,7 @@ def load_token_classifier(
     dtype: str | torch.dtype | None = None,
     revision: str | None = None,
     local_files_only: bool | None = None,
+    backend: str = "auto",
 ) -> LoadedModel:
     """A two-class token classifier (a detector): :func:`load_pretrained` with ``task="token"``."""
     return load_pretrained(
@@ -146,6 +195,7 @@ def load_token_classifier(
         dtype=dtype,
         revision=revision,
         local_files_only=local_files_only,
+        backend=backend,
     )
 
 
@@ -155,10 +205,16 @@ def load_sequence_classifier(
     device: str | torch.device | None = None,
     dtype: str | torch.dtype | None = None,
     local_files_only: bool | None = None,
+    backend: str = "auto",
 ) -> LoadedModel:
     """A sequence classifier (NLI, prompt classifier): ``load_pretrained(task="sequence")``."""
     return load_pretrained(
-        name, task="sequence", device=device, dtype=dtype, local_files_only=local_files_only
+        name,
+        task="sequence",
+        device=device,
+        dtype=dtype,
+        local_files_only=local_files_only,
+        backend=backend,
     )
 
 
@@ -200,11 +256,8 @@ def _load(
     is_local = Path(source).is_dir()
     tokenizer, model, info = _from_pretrained(source, task, dtype, revision, local_files_only)
     check_config_numbers(source, model.config.to_dict())
-    if task == "token":
-        _check_model(source, model, info)
-    else:
-        _check_sequence_model(source, model)
-    _check_tokenizer(source, tokenizer, model, is_local=is_local, task=task)
+    _check_weights(source, task, model, info)
+    _check_tokenizer(source, tokenizer, model.config, is_local=is_local, task=task)
     model.to(device).eval()
     logger.info("loaded %s classifier %s on %s (%s)", task, source, device, dtype)
     return LoadedModel(
@@ -215,7 +268,158 @@ def _load(
         dtype=dtype,
         max_length=_window(model.config, tokenizer),
         input_names=tuple(tokenizer.model_input_names),
+        config=model.config,
     )
+
+
+def _check_weights(source: str, task: Task, model: Any, info: dict[str, Any]) -> None:
+    if task == "token":
+        _check_model(source, model, info)
+    else:
+        _check_sequence_model(source, model.config)
+
+
+def graph_outputs(task: Task) -> tuple[str, ...]:
+    """What a task's ONNX graph returns: a detector's graph also gives the encoder states."""
+    return ("logits", "last_hidden_state") if task == "token" else ("logits",)
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    files = sorted(folder.glob("model*.safetensors")) or sorted(folder.glob("pytorch_model*.bin"))
+    if not files:
+        raise ModelLoadError(f"{folder} holds no model weights (model.safetensors)")
+    return [*files, folder / "config.json"]
+
+
+def _load_onnx(
+    source: str, task: Task, device: torch.device, quantization: Quantization
+) -> LoadedModel:
+    """The ONNX Runtime twin of :func:`_load`: tokenizer, config and a shared graph.
+
+    The torch weights are read only when the graph has to be built; the checks they
+    pass (labels, missing parameters) run then, and the graph is only ever used with
+    the weights it was built from.
+    """
+    import torch
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = Path(source)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source)
+    except Exception as exc:
+        raise ModelLoadError(f"could not load the model in {source}: {exc}") from exc
+    input_names = tuple(tokenizer.model_input_names)
+
+    def build(path: Path) -> Path:
+        _, model, info = _from_pretrained(source, task, torch.float32, None, None)
+        _check_weights(source, task, model, info)
+        return export_graph(
+            model_module(model.eval(), input_names, task),
+            path,
+            inputs=input_names,
+            outputs=graph_outputs(task),
+            fingerprint=fingerprint,
+            quantization=quantization,
+        )
+
+    check_config_numbers(source, config.to_dict())
+    if task == "token":
+        _check_config(source, config)
+    else:
+        _check_sequence_model(source, config)
+    fingerprint = weights_fingerprint(*_weight_files(folder))
+    graph = load_graph(folder, fingerprint, quantization, build)
+    _check_tokenizer(source, tokenizer, config, is_local=True, task=task)
+    logger.info("loaded %s classifier %s on ONNX Runtime (%s)", task, source, quantization)
+    return LoadedModel(
+        model_id=source,
+        model=None,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=torch.float32,
+        max_length=_window(config, tokenizer),
+        input_names=input_names,
+        config=config,
+        backend="onnx",
+        graph=graph,
+    )
+
+
+def export_onnx(
+    folder: str | os.PathLike[str], quantizations: Sequence[Quantization] = ("fp32", "int8")
+) -> list[Path]:
+    """Build a model folder's ONNX graphs beside its weights (``FOLDER/onnx/``).
+
+    A graph already there is replaced, so running this after retraining refreshes it.
+    Graphs carry the fingerprint of the weights they were built from; the loaders
+    refuse one that does not match the folder's weights.
+
+    Args:
+        folder: A local token- or sequence-classification model folder.
+        quantizations: Which graphs to build.
+
+    Returns:
+        The graph files written.
+
+    Raises:
+        ModelLoadError: If the folder is not a usable model or a graph cannot be built.
+        ConfigError: If ``folder`` is not a local folder.
+        MissingDependencyError: Without onnxruntime and onnx installed.
+    """
+    import torch
+
+    from .._errors import ConfigError
+    from ._onnx import graph_path
+
+    source = _resolve_source(folder)
+    if not Path(source).is_dir():
+        raise ConfigError(f"{source!r} is not a local model folder; ONNX graphs are built from one")
+    path = Path(source)
+    architectures = _config_field(path, "architectures") or []
+    task: Task = "token"
+    if any(str(a).endswith("ForSequenceClassification") for a in architectures):
+        task = "sequence"
+    fingerprint = weights_fingerprint(*_weight_files(path))
+    tokenizer, model, info = _from_pretrained(source, task, torch.float32, None, None)
+    _check_weights(source, task, model, info)
+    names = tuple(tokenizer.model_input_names)
+    return [
+        export_graph(
+            model_module(model.eval(), names, task),
+            graph_path(path, quantization),
+            inputs=names,
+            outputs=graph_outputs(task),
+            fingerprint=fingerprint,
+            quantization=quantization,
+        )
+        for quantization in quantizations
+    ]
+
+
+def model_module(model: Any, input_names: Sequence[str], task: Task) -> Any:
+    """A torch module with positional inputs and a tuple of outputs, for the ONNX export."""
+    import torch
+
+    names = tuple(input_names)
+    with_states = task == "token"
+
+    class _Export(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            feeds = dict(zip(names, tensors, strict=True))
+            out = self.inner(**feeds, output_hidden_states=with_states)
+            if not with_states:
+                return (out.logits,)
+            if out.hidden_states:
+                return out.logits, out.hidden_states[-1]
+            # a model without transformer layers reports no hidden states
+            return out.logits, self.inner.base_model(**feeds).last_hidden_state
+
+    return _Export().eval()
 
 
 def _from_pretrained(
@@ -383,6 +587,21 @@ def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
     names match nothing in the weights) loaded and answered at random.
     """
     config = model.config
+    _check_config(source, config)
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        shown = ", ".join(missing[:3]) + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
+        raise ModelLoadError(
+            f"{source}: the weights do not match config.json ({config.model_type}); "
+            f"{len(missing)} parameters are missing from the checkpoint ({shown}). "
+            "config.json probably belongs to another model"
+        )
+
+
+def _check_config(source: str, config: Any) -> None:
+    """The checks a token classifier's config must pass (architecture, labels)."""
     architectures = getattr(config, "architectures", None) or []
     if architectures and not any(a.endswith("ForTokenClassification") for a in architectures):
         raise ModelLoadError(
@@ -395,16 +614,6 @@ def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
             "(0 = supported, 1 = hallucinated)"
         )
     _check_labels(source, config)
-    missing = sorted(info.get("missing_keys") or ())
-    if missing:
-        shown = ", ".join(missing[:3]) + (
-            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        )
-        raise ModelLoadError(
-            f"{source}: the weights do not match config.json ({config.model_type}); "
-            f"{len(missing)} parameters are missing from the checkpoint ({shown}). "
-            "config.json probably belongs to another model"
-        )
 
 
 # Label names that say which class is which, normalised (lower case, letters only).
@@ -442,9 +651,9 @@ def _check_labels(source: str, config: Any) -> None:
         )
 
 
-def _check_sequence_model(source: str, model: Any) -> None:
+def _check_sequence_model(source: str, config: Any) -> None:
     """Refuse a checkpoint saved as something other than a sequence classifier."""
-    architectures = getattr(model.config, "architectures", None) or []
+    architectures = getattr(config, "architectures", None) or []
     if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
         raise ModelLoadError(
             f"{source} was saved as {', '.join(architectures)}, not a sequence classifier "
@@ -453,7 +662,7 @@ def _check_sequence_model(source: str, model: Any) -> None:
 
 
 def _check_tokenizer(
-    source: str, tokenizer: Any, model: Any, *, is_local: bool, task: Task
+    source: str, tokenizer: Any, config: Any, *, is_local: bool, task: Task
 ) -> None:
     """Refuse a missing or foreign tokenizer (it would map every word wrongly).
 
@@ -467,7 +676,7 @@ def _check_tokenizer(
                 f"{source} holds no tokenizer files (expected one of "
                 f"{', '.join(sorted(names))}); copy the tokenizer saved with the model"
             )
-    _check_vocabulary(source, tokenizer, model)
+    _check_vocabulary(source, tokenizer, config)
     if task != "token":
         return
     if not getattr(tokenizer, "is_fast", False):
@@ -481,8 +690,10 @@ def _check_tokenizer(
         )
 
 
-def _check_vocabulary(source: str, tokenizer: Any, model: Any) -> None:
-    rows = model.get_input_embeddings().num_embeddings
+def _check_vocabulary(source: str, tokenizer: Any, config: Any) -> None:
+    rows = getattr(config, "vocab_size", None)
+    if not isinstance(rows, int) or rows <= 0:
+        return
     tokens = len(tokenizer)
     if tokens > rows or tokens < _MIN_VOCAB_SHARE * rows:
         raise ModelLoadError(
@@ -528,16 +739,18 @@ def sequence_probabilities(
         batch_size: Inputs per forward pass.
         max_length: Token limit per input.
         truncation: The tokenizer's truncation rule (``"only_first"`` cuts premises).
-        logits: Maps a batch's encoding (on the model's device) to class logits;
-            ``None`` uses the model's own head.
+        logits: Maps a batch's encoding (torch tensors on the model's device, or
+            int64 numpy arrays on the ONNX backend) to class logits; ``None`` uses the
+            model's own head.
 
     Returns:
         One probability row per input.
     """
-    import torch
-
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
     rows: list[list[float]] = [[] for _ in texts]
+    onnx = loaded.graph is not None
+    if loaded.graph is not None and loaded.graph.rows_per_run is not None:
+        batch_size = min(batch_size, loaded.graph.rows_per_run)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         seconds = [texts[i][1] for i in idx]
@@ -548,15 +761,42 @@ def sequence_probabilities(
                 truncation=truncation,
                 max_length=max_length,
                 padding=True,
-                return_tensors="pt",
+                return_tensors="np" if onnx else "pt",
             )
-        with torch.inference_mode():
-            encoded = encoded.to(loaded.device)
-            scores = logits(encoded) if logits else loaded.model(**encoded).logits
-        probs = torch.softmax(scores.float(), dim=-1).cpu().tolist()
+        probs = (
+            _onnx_probabilities(loaded, encoded, logits)
+            if onnx
+            else _torch_probabilities(loaded, encoded, logits)
+        )
         for i, row in zip(idx, probs, strict=True):
             rows[i] = row
     return rows
+
+
+def _torch_probabilities(
+    loaded: LoadedModel, encoded: Any, logits: Callable[[Any], Any] | None
+) -> list[list[float]]:
+    import torch
+
+    with torch.inference_mode():
+        encoded = encoded.to(loaded.device)
+        scores = logits(encoded) if logits else loaded.model(**encoded).logits
+    result: list[list[float]] = torch.softmax(scores.float(), dim=-1).cpu().tolist()
+    return result
+
+
+def _onnx_probabilities(
+    loaded: LoadedModel, encoded: Any, logits: Callable[[Any], Any] | None
+) -> list[list[float]]:
+    import numpy as np
+
+    assert loaded.graph is not None  # an onnx LoadedModel always has one
+    feeds = {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items()}
+    scores = logits(feeds) if logits else loaded.graph.run(feeds, ["logits"])[0]
+    scores = np.asarray(scores, dtype=np.float64)
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    result: list[list[float]] = (scores / scores.sum(axis=-1, keepdims=True)).tolist()
+    return result
 
 
 class HFSequenceClassifier:
@@ -573,6 +813,7 @@ class HFSequenceClassifier:
             class's ``default_batch_size``.
         max_length: Token limit per input; longer inputs are cut.
         local_files_only: Only use the local Hugging Face cache for hub ids.
+        backend: ``"auto"``, ``"torch"`` or ``"onnx"`` (see :func:`load_pretrained`).
 
     Raises:
         ModelNotAvailableError: If the model cannot be found or downloaded.
@@ -591,15 +832,20 @@ class HFSequenceClassifier:
         batch_size: int | None = None,
         max_length: int = 256,
         local_files_only: bool | None = None,
+        backend: str = "auto",
     ) -> None:
         self._loaded = load_sequence_classifier(
-            model, device=device, dtype=dtype, local_files_only=local_files_only
+            model,
+            device=device,
+            dtype=dtype,
+            local_files_only=local_files_only,
+            backend=backend,
         )
         self.device = self._loaded.device
         self.model_id = os.fspath(model)
         self.batch_size = batch_size or self.default_batch_size
         self.max_length = max_length
-        self._read_labels(dict(self._loaded.model.config.id2label))
+        self._read_labels(dict(self._loaded.config.id2label))
 
     def _read_labels(self, id2label: dict[int, str]) -> None:
         """Check and keep what the model's class names mean (raises ModelLoadError)."""

@@ -56,7 +56,8 @@ __all__ = [
 Mode = Literal["lightweight", "standard", "premium"]
 Action = Literal["header", "body", "block", "none"]
 Operator = Literal["AND", "OR"]
-Precision = Literal["auto", "float32", "bfloat16", "float16"]
+Precision = Literal["auto", "float32", "bfloat16", "float16", "int8"]
+Backend = Literal["auto", "torch", "onnx"]
 ConditionType = Literal["domain", "keyword", "fact_check"]
 
 DEFAULT_WARNING_TEMPLATE = (
@@ -137,6 +138,11 @@ class HallucinationSettings(_Strict):
             ``auto``: bf16/fp16 on GPUs, fp32 on the CPU. ``bfloat16`` on a CPU with
             native bf16 (AVX512-BF16, AMX) about halves the detector's latency with
             near-identical scores (see ``benchmarks/results/detector_bf16.md``).
+            ``int8``: the ONNX int8 graph (CPU only; it moves spans, see
+            ``benchmarks/results/onnx_backend.md``).
+        backend: What runs the encoder models. ``auto``: ONNX Runtime on the CPU when
+            the ``fast`` extra is installed (fp32 graph, same verdicts as torch), torch
+            on GPUs and otherwise; ``torch`` or ``onnx`` force one.
         default_mode: Mode for decisions that do not set one.
         threshold: Response score at or above which an answer is flagged.
         warning_template: Text the ``body`` action and disclaimers add.
@@ -167,6 +173,7 @@ class HallucinationSettings(_Strict):
     model_id: str | None = None
     use_cpu: Flag = False
     precision: Precision = "auto"
+    backend: Backend = "auto"
     default_mode: Mode = "lightweight"
     threshold: Unit = 0.5
     warning_template: Name = DEFAULT_WARNING_TEMPLATE

@@ -36,6 +36,8 @@ class BundledPromptClassifier:
         path: A bundled model folder; ``None`` uses the one shipped in the package.
         device: Where to run; ``None`` picks automatically.
         dtype: Precision (see :func:`resolve_dtype`); ``None`` is fp32 on the CPU.
+        backend: ``"auto"`` (ONNX Runtime on the CPU when installed), ``"torch"`` or
+            ``"onnx"``.
         threshold: Probability at or above which a prompt needs a fact check.
         batch_size: Prompts per forward pass.
         max_length: Token limit per prompt; longer prompts are cut.
@@ -54,10 +56,11 @@ class BundledPromptClassifier:
         threshold: float = 0.5,
         batch_size: int = 32,
         max_length: int = 128,
+        backend: str = "auto",
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise InvalidInputError(f"threshold must be within [0, 1], got {threshold}")
-        self._shared = load_shared(path, device, dtype)
+        self._shared = load_shared(path, device, dtype, backend)
         self.threshold = threshold
         self.batch_size = batch_size
         self.max_length = max_length

@@ -18,7 +18,7 @@ __all__ = ["load_detector"]
 
 _CONFIG_FIELDS = frozenset(DetectionConfig.model_fields)
 _LOAD_FIELDS = frozenset(
-    {"device", "dtype", "revision", "local_files_only", "model_id", "strategy"}
+    {"device", "dtype", "revision", "local_files_only", "model_id", "strategy", "backend"}
 )
 _STRATEGIES = ("evidence", "windows")
 _REMOTE_FIELDS = frozenset({"timeout_s", "retries", "on_error", "chunk_size"})
@@ -40,7 +40,9 @@ def load_detector(
         config: Thresholds and limits. Alternatively pass its fields as keyword
             arguments (``token_threshold=0.8``, ``threshold=0.6``, ...).
         **options: :class:`DetectionConfig` fields, and for transformer models
-            ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id`` and
+            ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``,
+            ``backend`` (``"auto"``: ONNX Runtime on the CPU when the ``fast`` extra is
+            installed, torch elsewhere; ``"torch"`` or ``"onnx"`` to force one) and
             ``strategy``: ``"evidence"`` (judge each answer sentence against the context
             sentences selected for it; the default for the bundled model) or
             ``"windows"`` (scan every context window; the default for other models,
@@ -138,8 +140,8 @@ def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -
     """A :class:`RemoteDetector`; model-loading options belong to the service."""
     from ._remote import RemoteDetector
 
-    # The engine passes device=None / dtype="auto" when nothing was asked for.
-    unset = {k for k in ("device", "dtype") if options.get(k) in (None, "auto")}
+    # The engine passes device=None / dtype="auto" / backend="auto" when nothing was asked for.
+    unset = {k for k in ("device", "dtype", "backend") if options.get(k) in (None, "auto")}
     reject_unknown(
         [k for k in options if k not in _LOAD_FIELDS and k not in unset],
         _CONFIG_FIELDS | _REMOTE_FIELDS,

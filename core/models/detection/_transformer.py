@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..._errors import ContextTooLongError
 from ..._text import words
 from ..._types import (
@@ -104,6 +106,7 @@ class TransformerDetector(BaseDetector):
         revision: str | None = None,
         local_files_only: bool | None = None,
         model_id: str | None = None,
+        backend: str = "auto",
     ) -> None:
         """Load the model (once per process) and prepare the detector.
 
@@ -115,10 +118,13 @@ class TransformerDetector(BaseDetector):
             revision: Hub revision for hub ids.
             local_files_only: Use only the local Hugging Face cache for hub ids.
             model_id: Name reported in results; defaults to ``model``.
+            backend: ``"auto"`` runs ONNX Runtime on the CPU when it is installed (the
+                ``fast`` extra) and torch elsewhere; ``"torch"`` or ``"onnx"`` force one.
 
         Raises:
             ModelNotAvailableError: The model is neither local nor reachable.
             ModelLoadError: The files are not a two-class token classifier.
+            ConfigError: An unknown backend, or ``"onnx"`` where it cannot run.
         """
         self._loaded: LoadedModel = load_token_classifier(
             model,
@@ -126,9 +132,10 @@ class TransformerDetector(BaseDetector):
             dtype=dtype,
             revision=revision,
             local_files_only=local_files_only,
+            backend=backend,
         )
         # Read before the base class checks that ``aggregation="calibrated"`` can be met.
-        self._response = read_response_calibration(self._loaded.model.config)
+        self._response = read_response_calibration(self._loaded.config)
         super().__init__(model_id=model_id or os.fspath(model), config=config)
         window = self.config.max_length or self._loaded.max_length
         self._window = min(window, self._loaded.max_length)
@@ -137,7 +144,7 @@ class TransformerDetector(BaseDetector):
         self._uses_type_ids = "token_type_ids" in self._loaded.input_names
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._unk_id = tokenizer.unk_token_id
-        self._scale, self._shift = _calibration(self._loaded.model.config)
+        self._scale, self._shift = _calibration(self._loaded.config)
 
     def _calibrates_responses(self) -> bool:
         return self._response is not None
@@ -161,6 +168,12 @@ class TransformerDetector(BaseDetector):
     def device(self) -> torch.device:
         """The device the model runs on."""
         return self._loaded.device
+
+    @property
+    def backend(self) -> str:
+        """What runs the model: ``"torch"``, ``"onnx-int8"`` or ``"onnx-fp32"``."""
+        graph = self._loaded.graph
+        return f"onnx-{graph.quantization}" if graph is not None else "torch"
 
     @property
     def max_length(self) -> int:
@@ -370,41 +383,54 @@ class TransformerDetector(BaseDetector):
 
     def _forward(self, segments: list[_Segment]) -> dict[int, list[float]]:
         """Hallucination probability of each segment's answer tokens, keyed by ``id``."""
-        import torch
-
         order = sorted(segments, key=lambda s: len(s.input_ids), reverse=True)
         out: dict[int, list[float]] = {}
         on_cpu = self._loaded.device.type == "cpu"
         slack = _CPU_PAD_SLACK if on_cpu else None
-        with torch.inference_mode():
-            for batch in _batches(order, self.config.batch_size, slack):
-                logits = self._loaded.model(**self._pad(batch)).logits.float()
-                margin = logits[..., 1] - logits[..., 0]
-                # A calibrated model maps its logit margin to a probability that means
-                # what it says (Platt scaling fitted on held-out data, see the model card).
-                probs = torch.sigmoid(self._scale * margin + self._shift).cpu()
-                for row, segment in enumerate(batch):
-                    out[id(segment)] = probs[row, segment.answer_positions].tolist()
+        graph = self._loaded.graph
+        size = self.config.batch_size
+        if graph is not None and graph.rows_per_run is not None:
+            size = min(size, graph.rows_per_run)
+        for batch in _batches(order, size, slack):
+            margin = self._margins(self._pad(batch))
+            # A calibrated model maps its logit margin to a probability that means
+            # what it says (Platt scaling fitted on held-out data, see the model card).
+            probs = 1.0 / (1.0 + np.exp(-(self._scale * margin + self._shift)))
+            for row, segment in enumerate(batch):
+                out[id(segment)] = probs[row, segment.answer_positions].tolist()
         return out
 
-    def _pad(self, batch: list[_Segment]) -> dict[str, torch.Tensor]:
-        import torch
+    def _margins(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """Logit of class 1 minus class 0 per token, ``[rows, tokens]`` in float64."""
+        graph = self._loaded.graph
+        if graph is not None:
+            logits = graph.run(feeds, ["logits"])[0].astype(np.float64)
+        else:
+            import torch
 
+            device = self._loaded.device
+            with torch.inference_mode():
+                tensors = {k: torch.from_numpy(v).to(device) for k, v in feeds.items()}
+                logits = self._loaded.model(**tensors).logits.float().cpu().numpy()
+            logits = logits.astype(np.float64)
+        margin: np.ndarray = logits[..., 1] - logits[..., 0]
+        return margin
+
+    def _pad(self, batch: list[_Segment]) -> dict[str, np.ndarray]:
         width = max(len(s.input_ids) for s in batch)
-        ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        types = torch.zeros((len(batch), width), dtype=torch.long)
+        ids = np.full((len(batch), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        types = np.zeros((len(batch), width), dtype=np.int64)
         for row, segment in enumerate(batch):
             n = len(segment.input_ids)
-            ids[row, :n] = torch.tensor(segment.input_ids)
+            ids[row, :n] = segment.input_ids
             mask[row, :n] = 1
             if segment.type_ids is not None:
-                types[row, :n] = torch.tensor(segment.type_ids)
-        device = self._loaded.device
-        tensors = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+                types[row, :n] = segment.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask}
         if self._uses_type_ids:
-            tensors["token_type_ids"] = types.to(device)
-        return tensors
+            feeds["token_type_ids"] = types
+        return feeds
 
     def _assemble(
         self, item: DetectionInput, plan: _Plan, probabilities: dict[int, list[float]]

@@ -49,6 +49,8 @@ class BundledNLI:
             the shipped one. A folder named here must hold a branch that fits ``path``.
         device: Where to run (see :func:`resolve_device`); ``None`` picks automatically.
         dtype: Precision (see :func:`resolve_dtype`); ``None`` is fp32 on the CPU.
+        backend: ``"auto"`` (ONNX Runtime on the CPU when installed), ``"torch"`` or
+            ``"onnx"``.
         batch_size: Pairs per forward pass.
         max_length: Token limit of one (premise, hypothesis) pair; premises are cut.
 
@@ -67,8 +69,9 @@ class BundledNLI:
         dtype: str | torch.dtype | None = None,
         batch_size: int = 32,
         max_length: int = 256,
+        backend: str = "auto",
     ) -> None:
-        self._shared = load_shared(path, device, dtype)
+        self._shared = load_shared(path, device, dtype, backend)
         self._branch = self._find_branch(branch_path)
         self.batch_size = batch_size
         self.max_length = max_length

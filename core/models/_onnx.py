@@ -1,0 +1,454 @@
+"""The ONNX Runtime backend: encoder graphs built from the shipped weights, run on the CPU.
+
+A graph is exported from a model folder's weights (``torch.onnx.export``), optionally
+quantized to int8 (ONNX Runtime dynamic quantization), and stored with the fingerprint of
+the weights it was built from (SHA-256 of ``model.safetensors`` and ``config.json``, in
+the graph's metadata). Graphs live beside the weights (``FOLDER/onnx/``, written by
+``truthlens export-onnx FOLDER``) or in the user cache (``~/.cache/truthlens/onnx``, keyed
+by the fingerprint, written at first use). A graph whose fingerprint does not match the
+weights beside it is refused (the error names the command that rebuilds it); one in the
+cache is rebuilt. A graph is never used for weights it was not built from.
+
+Sessions are created once per process per graph and shared; their intra-op threads are
+the cores this process may run on.
+
+onnxruntime and onnx are imported lazily, only when the backend is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._errors import ConfigError, MissingDependencyError, ModelLoadError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_QUANTIZATION",
+    "Backend",
+    "OnnxModel",
+    "Quantization",
+    "cache_dir",
+    "export_graph",
+    "graph_path",
+    "load_graph",
+    "onnx_available",
+    "resolve_backend",
+    "weights_fingerprint",
+]
+
+logger = logging.getLogger(__name__)
+
+Backend = Literal["auto", "torch", "onnx"]
+Quantization = Literal["fp32", "int8"]
+BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
+#: The graph ``backend="onnx"`` runs when no precision is asked for. fp32: int8 dynamic
+#: quantization moved the detector's spans on most real answers (per-tensor and
+#: per-channel, with and without fp32 first/last layers; benchmarks/results/onnx_backend.md),
+#: so it is only used when asked for (``dtype="int8"``).
+DEFAULT_QUANTIZATION: Quantization = "fp32"
+# Model families whose export is checked against torch (tests, the onnx benchmark).
+# ``backend="auto"`` uses ONNX only for them; others can still be forced.
+_VERIFIED_TYPES = frozenset({"bert"})
+# Bumped when the export recipe changes, so graphs from an older recipe are rebuilt.
+_RECIPE = "truthlens-onnx-1"
+_OPSET = 17
+_FINGERPRINT_KEY = "truthlens.weights_sha256"
+_QUANT_KEY = "truthlens.quantization"
+
+
+def onnx_available() -> bool:
+    """Whether onnxruntime and onnx can be imported (checked without importing them)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
+
+
+def _require_onnx(feature: str) -> None:
+    for module in ("onnxruntime", "onnx"):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(module, "fast", feature)
+
+
+def resolve_backend(
+    backend: str,
+    device: torch.device,
+    dtype: str | torch.dtype | None,
+    *,
+    model_type: str | None,
+    local: bool,
+) -> tuple[Literal["torch", "onnx"], Quantization]:
+    """Which backend runs a model, and which graph when it is ONNX.
+
+    ``"auto"`` picks ONNX on the CPU when onnxruntime is installed, the precision is
+    fp32 (``None``/``"auto"``/``"float32"``) or ``"int8"``, the model is a local folder
+    and its family's export is verified; torch otherwise (GPUs, half precision, hub
+    ids, training).
+
+    Args:
+        backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
+        device: The resolved device.
+        dtype: The precision asked for: ``None``/``"auto"`` (:data:`DEFAULT_QUANTIZATION`),
+            ``"float32"`` (fp32 graph), ``"int8"`` (ONNX only), or a torch dtype.
+        model_type: The model's ``config.model_type``.
+        local: Whether the model is a local folder (graphs are built from its files).
+
+    Returns:
+        ``("torch", ...)`` or ``("onnx", quantization)``.
+
+    Raises:
+        ConfigError: For an unknown backend, or a forced one that cannot run here.
+        MissingDependencyError: ``backend="onnx"`` (or ``int8``) without onnxruntime.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
+    name = _dtype_name(dtype)
+    if backend == "torch":
+        if name == "int8":
+            raise ConfigError("precision 'int8' runs on the onnx backend, not torch")
+        return "torch", "fp32"
+    wants_onnx = backend == "onnx" or name == "int8"
+    quantization: Quantization = "fp32" if name == "float32" else DEFAULT_QUANTIZATION
+    if name == "int8":
+        quantization = "int8"
+    onnx_precision = name in {"auto", "float32", "int8"}
+    if wants_onnx:
+        _check_forced(device, name, local=local)
+        return "onnx", quantization
+    use_onnx = (
+        device.type == "cpu"
+        and onnx_precision
+        and local
+        and model_type in _VERIFIED_TYPES
+        and onnx_available()
+    )
+    return ("onnx", quantization) if use_onnx else ("torch", "fp32")
+
+
+def _check_forced(device: torch.device, precision: str, *, local: bool) -> None:
+    """Why a forced ONNX backend cannot run here, as a typed error."""
+    if device.type != "cpu":
+        raise ConfigError(
+            f"the onnx backend runs on the CPU, not {device}; use backend='torch' there"
+        )
+    if precision not in {"auto", "float32", "int8"}:
+        raise ConfigError(f"the onnx backend runs fp32 or int8 graphs, not {precision}")
+    if not local:
+        raise ConfigError(
+            "the onnx backend builds its graph from a local model folder; download the "
+            "model (`hf download ID --local-dir ./model`) and pass the folder"
+        )
+    _require_onnx("backend='onnx'")
+
+
+def _dtype_name(dtype: str | torch.dtype | None) -> str:
+    if dtype is None:
+        return "auto"
+    if isinstance(dtype, str):
+        return dtype
+    return str(dtype).removeprefix("torch.")
+
+
+# -- fingerprints and where graphs live ---------------------------------------------------
+
+
+def weights_fingerprint(*files: Path) -> str:
+    """SHA-256 over the export recipe and the bytes of ``files`` (weights and config).
+
+    Args:
+        files: The files a graph is built from, e.g. ``model.safetensors`` and
+            ``config.json``.
+
+    Returns:
+        The hex digest.
+
+    Raises:
+        ModelLoadError: If a file cannot be read.
+    """
+    digest = hashlib.sha256(_RECIPE.encode())
+    for file in files:
+        digest.update(file.name.encode())
+        try:
+            with file.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as exc:
+            raise ModelLoadError(f"cannot read {file} to fingerprint it: {exc}") from exc
+    return digest.hexdigest()
+
+
+def cache_dir() -> Path:
+    """The user cache for built graphs: ``$TRUTHLENS_CACHE_DIR`` or ``~/.cache/truthlens``."""
+    root = os.environ.get("TRUTHLENS_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "onnx"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "truthlens" / "onnx"
+
+
+def graph_path(folder: Path, quantization: Quantization, name: str = "model") -> Path:
+    """Where ``truthlens export-onnx`` writes a folder's graph: ``FOLDER/onnx/NAME.Q.onnx``."""
+    return folder / "onnx" / f"{name}.{quantization}.onnx"
+
+
+def _cached_path(fingerprint: str, quantization: Quantization, name: str) -> Path:
+    return cache_dir() / fingerprint[:32] / f"{name}.{quantization}.onnx"
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+def export_graph(
+    module: Any,
+    target: Path,
+    *,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    fingerprint: str,
+    quantization: Quantization,
+) -> Path:
+    """Export a torch module to ONNX at ``target`` (fp32, or int8 dynamic quantization).
+
+    The file is written beside ``target`` and renamed into place (no half graphs).
+
+    Args:
+        module: A torch module in eval mode, in fp32, on the CPU, taking ``inputs``
+            (int64 ``[batch, tokens]``) in order and returning a tuple of ``outputs``.
+        target: The graph file to write.
+        inputs: Input names, e.g. ``("input_ids", "attention_mask", "token_type_ids")``.
+        outputs: Output names, e.g. ``("logits", "last_hidden_state")``.
+        fingerprint: The weights' fingerprint, stored in the graph's metadata.
+        quantization: ``"fp32"`` or ``"int8"``.
+
+    Returns:
+        ``target``.
+
+    Raises:
+        ModelLoadError: If the export or the quantization fails, or ``target`` cannot be
+            written.
+    """
+    _require_onnx("building an ONNX graph")
+    import onnx
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelLoadError(f"cannot write ONNX graphs to {target.parent}: {exc}") from exc
+    fp32 = target.with_name(f".{target.stem}.{os.getpid()}.fp32.tmp.onnx")
+    partial = target.with_name(f".{target.stem}.{os.getpid()}.tmp.onnx")
+    try:
+        _trace(module, fp32, inputs, outputs)
+        if quantization == "int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            with _quiet_root_logger():
+                quantize_dynamic(str(fp32), str(partial), weight_type=QuantType.QInt8)
+            fp32.unlink()
+        else:
+            fp32.replace(partial)
+        graph = onnx.load(str(partial))
+        onnx.helper.set_model_props(
+            graph, {_FINGERPRINT_KEY: fingerprint, _QUANT_KEY: quantization}
+        )
+        onnx.save(graph, str(partial))
+        partial.replace(target)
+    except Exception as exc:
+        for leftover in (fp32, partial):
+            leftover.unlink(missing_ok=True)
+        raise ModelLoadError(f"could not build the ONNX graph {target}: {exc}") from exc
+    logger.info("built ONNX graph %s (%s)", target, quantization)
+    return target
+
+
+def _trace(module: Any, path: Path, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+    """The fp32 graph of ``module``, with batch and token axes left dynamic."""
+    import torch
+
+    example = torch.ones((2, 16), dtype=torch.long)
+    axes = {n: {0: "batch", 1: "tokens"} for n in (*inputs, *outputs)}
+    # The tracer warns about every Python-level branch it freezes; the shapes that
+    # matter are dynamic (checked against torch by the tests), so the noise is muted.
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_root_logger():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            tuple(example for _ in inputs),
+            str(path),
+            input_names=list(inputs),
+            output_names=list(outputs),
+            dynamic_axes=axes,
+            opset_version=_OPSET,
+            dynamo=False,
+        )
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """Mute the root logger (the quantizer logs advice there with ``logging.warning``)."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+class OnnxModel:
+    """One ONNX Runtime session over a graph, shared by every user in the process.
+
+    Args:
+        path: The graph file.
+        session: The ONNX Runtime ``InferenceSession``.
+        quantization: Which graph it is.
+    """
+
+    def __init__(self, path: Path, session: Any, quantization: Quantization) -> None:
+        self.path = path
+        self.session = session
+        self.quantization = quantization
+        self.input_names = tuple(i.name for i in session.get_inputs())
+        self.output_names = tuple(o.name for o in session.get_outputs())
+
+    @property
+    def rows_per_run(self) -> int | None:
+        """At most this many rows per run; ``None``: no limit.
+
+        Dynamic int8 quantization scales each activation tensor by its own range, over
+        every row and padded position in the run: a row's result would depend on the
+        rows batched with it. The int8 graph therefore runs one row at a time (without
+        padding), which on the CPU is also faster than a padded batch.
+        """
+        return 1 if self.quantization == "int8" else None
+
+    def run(self, feeds: Mapping[str, np.ndarray], outputs: Sequence[str]) -> list[np.ndarray]:
+        """Run the graph; ``feeds`` may hold more inputs than the graph reads."""
+        return list(
+            self.session.run(
+                list(outputs), {k: v for k, v in feeds.items() if k in self.input_names}
+            )
+        )
+
+
+_sessions: dict[str, OnnxModel] = {}
+_sessions_lock = threading.Lock()
+
+
+def clear_sessions() -> None:
+    """Forget every ONNX session (``clear_model_cache`` calls this)."""
+    with _sessions_lock:
+        _sessions.clear()
+
+
+def _threads() -> int:
+    """Intra-op threads: ``$TRUTHLENS_ONNX_THREADS``, else the cores this process may use.
+
+    The cores come from the process's CPU set (a container's share, not the host's
+    count); a server running several replicas on one machine sets the variable.
+    """
+    asked = os.environ.get("TRUTHLENS_ONNX_THREADS", "").strip()
+    if asked:
+        try:
+            value = int(asked)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ConfigError(f"TRUTHLENS_ONNX_THREADS must be a positive integer, got {asked!r}")
+        return value
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _session(path: Path) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = _threads()
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ModelLoadError(f"could not open the ONNX graph {path}: {exc}") from exc
+
+
+def _stamp(session: Any) -> tuple[str | None, str | None]:
+    meta = session.get_modelmeta().custom_metadata_map
+    return meta.get(_FINGERPRINT_KEY), meta.get(_QUANT_KEY)
+
+
+def load_graph(
+    folder: Path,
+    fingerprint: str,
+    quantization: Quantization,
+    build: Callable[[Path], Path],
+    *,
+    name: str = "model",
+) -> OnnxModel:
+    """The shared session of ``folder``'s graph, built into the user cache if missing.
+
+    A graph beside the weights (``FOLDER/onnx/``) is used when its fingerprint matches
+    and refused when it does not; otherwise the user cache's graph for this fingerprint
+    is used, and built with ``build(path)`` when it is missing or does not match.
+
+    Args:
+        folder: The model folder.
+        fingerprint: The weights' fingerprint (:func:`weights_fingerprint`).
+        quantization: Which graph.
+        build: Writes the graph to the path it is given (see :func:`export_graph`).
+        name: The graph's name inside the folder (``model``, ``nli``).
+
+    Returns:
+        The shared model.
+
+    Raises:
+        ModelLoadError: If the graph beside the weights was built from other weights,
+            or a graph cannot be built or opened.
+    """
+    beside = graph_path(folder, quantization, name)
+    key = f"{beside}:{fingerprint}"
+    with _sessions_lock:
+        cached = _sessions.get(key)
+        if cached is not None:
+            return cached
+        if beside.is_file():
+            session = _session(beside)
+            stamp = _stamp(session)
+            if stamp != (fingerprint, quantization):
+                raise ModelLoadError(
+                    f"the ONNX graph {beside} was built from other weights than those in "
+                    f"{folder} (or by another exporter version); rebuild it with "
+                    f"`truthlens export-onnx {folder}` or delete it"
+                )
+            path = beside
+        else:
+            path = _cached_path(fingerprint, quantization, name)
+            session = _session(path) if path.is_file() else None
+            if session is None or _stamp(session) != (fingerprint, quantization):
+                if session is not None:
+                    logger.warning("ONNX graph %s does not match its key; rebuilding", path)
+                build(path)
+                session = _session(path)
+                if _stamp(session) != (fingerprint, quantization):
+                    raise ModelLoadError(f"the ONNX graph built at {path} carries no fingerprint")
+        model = OnnxModel(path, session, quantization)
+        _sessions[key] = model
+        logger.info("ONNX Runtime session for %s (%d threads)", path, _threads())
+        return model

@@ -1,0 +1,331 @@
+"""The ONNX Runtime backend: which backend runs, graphs tied to their weights, same verdicts."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import BUNDLED, needs_weights
+from truthlens_integrations._cli import main
+from truthlens_integrations.core._errors import (
+    ConfigError,
+    MissingDependencyError,
+    ModelLoadError,
+)
+from truthlens_integrations.core.models import _onnx
+from truthlens_integrations.core.models._loading import (
+    clear_model_cache,
+    export_onnx,
+    load_token_classifier,
+)
+from truthlens_integrations.core.models.detection import load_detector
+
+pytestmark = pytest.mark.skipif(not _onnx.onnx_available(), reason="the fast extra is missing")
+
+CPU = torch.device("cpu")
+
+
+def _no_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name in {"onnxruntime", "onnx"} else real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_onnx.importlib.util, "find_spec", find_spec)
+
+
+# -- which backend runs ----------------------------------------------------------------------
+
+
+def test_auto_picks_onnx_on_the_cpu_for_a_local_bert() -> None:
+    assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True) == (
+        "onnx",
+        "fp32",
+    )
+    assert _onnx.resolve_backend("auto", CPU, "int8", model_type="bert", local=True) == (
+        "onnx",
+        "int8",
+    )
+
+
+@pytest.mark.parametrize(
+    ("device", "dtype", "model_type", "local"),
+    [
+        (torch.device("cuda"), None, "bert", True),  # GPUs stay on torch
+        (CPU, "bfloat16", "bert", True),  # half precision is torch's
+        (CPU, None, "modernbert", True),  # export not verified for this family
+        (CPU, None, "bert", False),  # hub id: no folder to build from
+    ],
+)
+def test_auto_stays_on_torch(
+    device: torch.device, dtype: str | None, model_type: str, local: bool
+) -> None:
+    assert _onnx.resolve_backend("auto", device, dtype, model_type=model_type, local=local)[0] == (
+        "torch"
+    )
+
+
+def test_forced_torch_and_bad_values_are_typed_errors(tiny_bert_dir: Path) -> None:
+    assert _onnx.resolve_backend("torch", CPU, None, model_type="bert", local=True)[0] == "torch"
+    with pytest.raises(ConfigError, match="unknown backend 'fast'"):
+        load_detector(tiny_bert_dir, backend="fast")
+    with pytest.raises(ConfigError, match="int8"):
+        load_detector(tiny_bert_dir, backend="torch", dtype="int8")
+    with pytest.raises(ConfigError, match="runs on the CPU"):
+        _onnx.resolve_backend("onnx", torch.device("cuda"), None, model_type="bert", local=True)
+    with pytest.raises(ConfigError, match="fp32 or int8"):
+        _onnx.resolve_backend("onnx", CPU, "float16", model_type="bert", local=True)
+    assert load_detector(tiny_bert_dir, backend="torch").backend == "torch"  # type: ignore[attr-defined]
+    assert load_detector(tiny_bert_dir).backend == "onnx-fp32"  # type: ignore[attr-defined]
+
+
+def test_a_missing_extra_names_the_install_when_onnx_is_forced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_onnxruntime(monkeypatch)
+    # auto quietly keeps torch ...
+    assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True)[0] == "torch"
+    # ... a forced onnx says what to install
+    with pytest.raises(
+        MissingDependencyError, match=r"pip install 'truthlens-integrations\[fast\]'"
+    ):
+        _onnx.resolve_backend("onnx", CPU, None, model_type="bert", local=True)
+
+
+def test_importing_the_package_does_not_import_onnxruntime() -> None:
+    code = (
+        "import sys, truthlens_integrations, truthlens_integrations.core;"
+        "print(any(m.startswith(('onnxruntime', 'onnx')) for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_threads_follow_the_cpu_set_or_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.delenv("TRUTHLENS_ONNX_THREADS", raising=False)
+    assert _onnx._threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "3")
+    assert _onnx._threads() == 3
+    monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "zero")
+    with pytest.raises(ConfigError):
+        _onnx._threads()
+
+
+# -- graphs belong to their weights ----------------------------------------------------------
+
+
+def _retrain(folder: Path) -> None:
+    """Change the weights in place, as a retrained detector saved over the old one would."""
+    from safetensors.torch import load_file, save_file
+
+    file = folder / "model.safetensors"
+    tensors = load_file(file)
+    name = next(k for k in tensors if k.startswith("classifier.weight"))
+    tensors[name] = tensors[name] + 0.5
+    save_file(tensors, file, metadata={"format": "pt"})
+
+
+def test_cached_graph_is_rebuilt_when_the_weights_change(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, folder)
+    clear_model_cache()
+    first = load_token_classifier(folder, backend="onnx")
+    assert first.graph is not None
+    assert first.model is None  # the torch weights are not kept
+    assert first.graph.path.is_relative_to(_onnx.cache_dir())
+    _retrain(folder)
+    clear_model_cache()
+    second = load_token_classifier(folder, backend="onnx")
+    assert second.graph is not None
+    assert second.graph.path != first.graph.path
+    # the new graph computes with the new weights: torch on the same folder agrees with it
+    detector = load_detector(folder, backend="onnx")
+    reference = load_detector(folder, backend="torch")
+    item = {"context": ["alice visited the tower in paris"], "answer": "bob built the bridge"}
+    a = detector.detect(**item, question=None)
+    b = reference.detect(**item, question=None)
+    assert [t.probability for t in a.tokens] == pytest.approx(
+        [t.probability for t in b.tokens], abs=1e-5
+    )
+
+
+def test_a_foreign_graph_in_the_cache_is_rebuilt(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, folder)
+    clear_model_cache()
+    graph = load_token_classifier(folder, backend="onnx").graph
+    assert graph is not None
+    path = graph.path
+    # another model's graph lands at this key (a copied cache, a collision)
+    other = tmp_path / "other"
+    shutil.copytree(tiny_bert_dir, other)
+    _retrain(other)
+    foreign = export_onnx(other, ["fp32"])[0]
+    shutil.copyfile(foreign, path)
+    clear_model_cache()
+    rebuilt = load_token_classifier(folder, backend="onnx").graph
+    assert rebuilt is not None
+    assert rebuilt.path == path
+    assert _onnx._stamp(rebuilt.session)[0] == _onnx.weights_fingerprint(
+        *sorted(folder.glob("model*.safetensors")), folder / "config.json"
+    )
+
+
+def test_a_stale_graph_beside_the_weights_is_refused(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, folder)
+    assert main(["export-onnx", str(folder)]) == 0
+    assert {p.name for p in (folder / "onnx").iterdir()} == {"model.fp32.onnx", "model.int8.onnx"}
+    clear_model_cache()
+    loaded = load_token_classifier(folder, backend="onnx")
+    assert loaded.graph is not None
+    assert loaded.graph.path == folder / "onnx" / "model.fp32.onnx"
+    _retrain(folder)
+    clear_model_cache()
+    with pytest.raises(ModelLoadError, match="export-onnx"):
+        load_token_classifier(folder, backend="onnx")
+    # rebuilding fixes it
+    assert main(["export-onnx", str(folder), "--precision", "fp32"]) == 0
+    clear_model_cache()
+    assert load_token_classifier(folder, backend="onnx").graph is not None
+
+
+def test_int8_rows_do_not_depend_on_their_batch(tiny_bert_dir: Path) -> None:
+    detector = load_detector(tiny_bert_dir, backend="onnx", dtype="int8", batch_size=8)
+    items = [
+        {"context": ["alice visited the tower in paris"], "answer": "bob built the bridge"},
+        {
+            "context": ["the old castle in rome was painted red by carol in 1920"] * 3,
+            "answer": "carol painted the castle blue in 1950 and sold the garden",
+        },
+    ]
+    from truthlens_integrations.core import DetectionInput
+
+    inputs = [DetectionInput.create(question=None, **i) for i in items]
+    together = detector.detect_batch(inputs)
+    alone = [detector.detect_batch([x])[0] for x in inputs]
+    for a, b in zip(together, alone, strict=True):
+        assert [t.probability for t in a.tokens] == [t.probability for t in b.tokens]
+
+
+# -- the bundled models: same verdicts -------------------------------------------------------
+
+# Fixed answers with known character: a changed year, a changed height, a supported
+# restatement, an unsupported addition, a summary of a longer context.
+_CASES = [
+    (
+        ["The Eiffel Tower was built from 1887 to 1889 in Paris. It is 330 metres tall."],
+        "When was the Eiffel Tower built?",
+        "It was built in 1950 and is 330 metres tall.",
+    ),
+    (
+        ["The Eiffel Tower was built from 1887 to 1889 in Paris. It is 330 metres tall."],
+        "How tall is the Eiffel Tower?",
+        "The tower is 500 metres tall.",
+    ),
+    (
+        ["Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911."],
+        "Which prizes did Marie Curie win?",
+        "She won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911.",
+    ),
+    (
+        ["The river Thames flows through London and reaches the North Sea."],
+        "Where does the Thames flow?",
+        "The Thames flows through London, past Oxford's famous copper mines, to the North Sea.",
+    ),
+    (
+        [
+            "The company reported revenue of 4.2 billion dollars for 2023, up 8 percent. "
+            "Its chief executive, Ana Silva, said growth came from cloud services. "
+            "The firm employs 12,000 people in 30 countries.",
+            "Analysts had expected revenue of 4.0 billion dollars.",
+        ],
+        "Summarize the report.",
+        "Revenue rose 8 percent to 4.2 billion dollars, beating the 4.0 billion analysts "
+        "expected. CEO Ana Silva credited cloud services; the firm has 15,000 staff in "
+        "30 countries.",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def bundled_results() -> dict[str, list[object]]:
+    out: dict[str, list[object]] = {}
+    for name, options in {
+        "torch": {"backend": "torch"},
+        "fp32": {"backend": "onnx", "dtype": "float32"},
+        "int8": {"backend": "onnx", "dtype": "int8"},
+    }.items():
+        detector = load_detector(**options)  # type: ignore[arg-type]
+        out[name] = [detector.detect(context=c, question=q, answer=a) for c, q, a in _CASES]
+    return out
+
+
+@needs_weights
+def test_onnx_fp32_gives_the_torch_verdicts(bundled_results: dict[str, list[object]]) -> None:
+    for ref, got in zip(bundled_results["torch"], bundled_results["fp32"], strict=True):
+        assert [(s.start, s.end) for s in got.spans] == [(s.start, s.end) for s in ref.spans]  # type: ignore[attr-defined]
+        assert got.score == pytest.approx(ref.score, abs=1e-4)  # type: ignore[attr-defined]
+        assert [t.probability for t in got.tokens] == pytest.approx(  # type: ignore[attr-defined]
+            [t.probability for t in ref.tokens],
+            abs=1e-4,  # type: ignore[attr-defined]
+        )
+    # the set is not trivial: torch flags some answers and passes others
+    assert {r.detected for r in bundled_results["torch"]} == {True, False}  # type: ignore[attr-defined]
+
+
+@needs_weights
+def test_onnx_int8_stays_close(bundled_results: dict[str, list[object]]) -> None:
+    # int8 moves token probabilities (why fp32 is the default) but not far: a broken
+    # graph (wrong inputs, wrong head, wrong quantization) lands far outside this.
+    for ref, got in zip(bundled_results["torch"], bundled_results["int8"], strict=True):
+        assert got.score == pytest.approx(ref.score, abs=0.15)  # type: ignore[attr-defined]
+        assert got.detected == ref.detected  # type: ignore[attr-defined]
+
+
+@needs_weights
+def test_bundled_nli_and_prompt_head_agree_on_onnx() -> None:
+    from truthlens_integrations.core.models import BundledNLI, BundledPromptClassifier
+
+    pairs = [(c[0], a) for c, _, a in _CASES]
+    prompts = [q for _, q, _ in _CASES] + ["Write a poem about the sea.", "Fix this SQL query."]
+    torch_nli = BundledNLI(backend="torch").predict(pairs)
+    onnx_nli = BundledNLI(backend="onnx").predict(pairs)
+    assert BundledNLI(backend="onnx").uses_branch
+    for ref, got in zip(torch_nli, onnx_nli, strict=True):
+        assert got.label == ref.label
+        assert got.confidence == pytest.approx(ref.confidence, abs=1e-4)
+    torch_heads = BundledPromptClassifier(backend="torch").predict(prompts)
+    onnx_heads = BundledPromptClassifier(backend="onnx").predict(prompts)
+    for ref, got in zip(torch_heads, onnx_heads, strict=True):
+        assert got.probability == pytest.approx(ref.probability, abs=1e-4)
+
+
+@needs_weights
+def test_the_policy_backend_reaches_every_model() -> None:
+    from truthlens_integrations.core.engine._models import (
+        load_classifier,
+        load_nli,
+        load_policy_detector,
+    )
+    from truthlens_integrations.core.policy import load_policy
+
+    assert BUNDLED is not None
+    policy = load_policy("hallucination:\n  backend: torch\n")
+    assert load_policy_detector(policy).backend == "torch"  # type: ignore[attr-defined]
+    assert load_nli(policy)._shared.loaded.backend == "torch"  # type: ignore[union-attr]
+    assert load_classifier(policy)._shared.loaded.backend == "torch"  # type: ignore[attr-defined]
+    default = load_policy(None)
+    assert load_policy_detector(default).backend == "onnx-fp32"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError):
+        load_policy("hallucination:\n  backend: fast\n")
