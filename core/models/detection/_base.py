@@ -20,7 +20,14 @@ from ..._types import (
     TokenScore,
 )
 
-__all__ = ["BaseDetector", "Detector", "SingleAnswerCalls", "TokenScoring", "unverifiable_result"]
+__all__ = [
+    "BaseDetector",
+    "Detector",
+    "SingleAnswerCalls",
+    "TokenScoring",
+    "covered",
+    "unverifiable_result",
+]
 
 
 @runtime_checkable
@@ -161,7 +168,7 @@ class BaseDetector(SingleAnswerCalls, ABC):
             )
             return self._unverifiable(item, no_context, latency_ms)
         tokens, coverage = scoring
-        if not _covered(item.answer, coverage, cfg.min_coverage):
+        if not covered(item.answer, coverage, cfg.min_coverage):
             return self._unverifiable(item, coverage, latency_ms)
         spans = merge_spans(
             item.answer,
@@ -235,7 +242,7 @@ def unverifiable_result(
     )
 
 
-def _covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:
+def covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:
     """Whether enough of the answer was scored to call it supported or not."""
     readable = sum(1 for ch in answer if not ch.isspace())
     if readable == 0:
