@@ -24,7 +24,15 @@ MAX_INT_DIGITS = 64
 
 
 class JSONFormatError(ValueError):
-    """Text that is not acceptable JSON; the message says why."""
+    """Text that is not acceptable JSON; the message says why.
+
+    Attributes:
+        line: The line of a syntax error (1-based), when there is one.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def loads_strict(data: bytes | str, *, allow_bom: bool = False) -> Any:
@@ -55,7 +63,7 @@ def loads_strict(data: bytes | str, *, allow_bom: bool = False) -> Any:
         )
     except json.JSONDecodeError as exc:
         raise JSONFormatError(
-            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", line=exc.lineno
         ) from None
     except RecursionError:
         raise JSONFormatError(f"not valid JSON: nested deeper than {MAX_DEPTH} levels") from None
