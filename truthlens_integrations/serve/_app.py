@@ -184,7 +184,8 @@ def _bind_replica_grpc_to_loopback(host: str) -> None:
         return original(server, address)
 
     loopback_only._truthlens_loopback = True  # type: ignore[attr-defined]
-    ray_replica.add_port_to_grpc_server = loopback_only
+    # setattr: the name is private to Ray (and not exported for the type checker).
+    setattr(ray_replica, "add_port_to_grpc_server", loopback_only)  # noqa: B010
 
 
 class _Metrics:
