@@ -831,3 +831,36 @@ def test_a_proxys_413_follows_on_error(fake: Any) -> None:
     bad = fake({"/healthz": [_healthz()], "/v1/detect": [(422, b'{"message": "x"}', 0.0)]})
     with pytest.raises(ServiceError, match="422"):  # not shaped like the service's refusal
         _detect(load_detector(bad.url), CLEAN)
+
+
+def test_client_splits_batches_to_fit_the_services_totals(fake: Any) -> None:
+    answers = [f"Answer number {n} is the right one, said the service." for n in range(3)]
+    health = {
+        "status": "ok",
+        "model_id": "fake",
+        "config": {"token_threshold": 0.5},
+        "limits": {"max_request_answer_chars": 100},
+    }
+    server = fake(
+        {
+            "/healthz": [(200, json.dumps(health).encode(), 0.0)],
+            "/v1/detect": [
+                (200, json.dumps({"results": [_result(a)]}).encode(), 0.0) for a in answers
+            ],
+        }
+    )
+    inputs = [DetectionInput.create(context="x", question=None, answer=a) for a in answers]
+    results = load_detector(server.url).detect_batch(inputs)
+    # 3 answers of 53 characters, at most 100 per request: one request each.
+    assert server.hits["/v1/detect"] == 3
+    assert [r.answer for r in results] == answers
+
+
+def test_service_limits_and_redact_in_the_policy_are_strict() -> None:
+    from truthlens_integrations.core.policy import load_policy
+
+    service = load_policy({"service": {"max_answer_chars": 100, "redact": True}}).service
+    assert service.input_limits().max_answer_chars == 100 and service.redact is True
+    for bad in ({"redact": "yes"}, {"max_answer_chars": 0}, {"max_context_chars": -1}):
+        with pytest.raises(ConfigError):
+            load_policy({"service": bad})

@@ -29,6 +29,7 @@ with Ray Serve's own on every node's metrics port for Prometheus.
 # (`request: Request`) at runtime, and Serve's ingress wrapper cannot resolve strings.
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import time
@@ -265,6 +266,11 @@ class TruthLensService:
             "classifier_model_id": getattr(self.classifier, "model_id", None),
             "batching": self.batching,
             "max_batch_size": self.settings.max_batch_size,
+            # Clients split their batches to fit (a request over them gets 413).
+            "limits": {
+                "max_inputs": self.settings.max_inputs,
+                **dataclasses.asdict(self.limits),
+            },
         }
 
     @api.post("/v1/detect")

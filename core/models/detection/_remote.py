@@ -101,7 +101,7 @@ class RemoteDetector(SingleAnswerCalls):
             if self._info is None:
                 self._accept_info(self.client.get("/healthz"))
             results: list[DetectionResult] = []
-            for chunk in _chunks(items, self.chunk_size):
+            for chunk in _chunks(items, self.chunk_size, self._limits()):
                 reply = self.client.post("/v1/detect", _payload(chunk))
                 results.extend(self._parse(reply, chunk))
         except (ServiceError, InputTooLargeError) as exc:
@@ -116,7 +116,7 @@ class RemoteDetector(SingleAnswerCalls):
         try:
             if self._info is None:
                 self._accept_info(await self.client.aget("/healthz"))
-            chunks = list(_chunks(items, self.chunk_size))
+            chunks = _chunks(items, self.chunk_size, self._limits())
             replies = await asyncio.gather(
                 *(self.client.apost("/v1/detect", _payload(c)) for c in chunks)
             )
@@ -172,6 +172,17 @@ class RemoteDetector(SingleAnswerCalls):
                 raise ServiceError(f"malformed reply from {self.url}/v1/detect: {problem}")
         return results
 
+    def _limits(self) -> dict[str, int]:
+        """The service's request totals from ``/healthz`` (older services send none)."""
+        limits = (self._info or {}).get("limits")
+        if not isinstance(limits, dict):
+            return {}
+        return {
+            key: value
+            for key, value in limits.items()
+            if isinstance(key, str) and type(value) is int and value > 0
+        }
+
     def _failed(
         self, items: list[DetectionInput], exc: ServiceError | InputTooLargeError
     ) -> list[DetectionResult]:
@@ -214,8 +225,30 @@ def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | No
     return None
 
 
-def _chunks(items: list[DetectionInput], size: int) -> list[list[DetectionInput]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+def _chunks(
+    items: list[DetectionInput], size: int, limits: dict[str, int]
+) -> list[list[DetectionInput]]:
+    """Consecutive inputs, at most ``size`` per request and within the service's totals.
+
+    An input too large on its own still goes alone: the service's 413 names the limit.
+    """
+    most_answer = limits.get("max_request_answer_chars")
+    most_context = limits.get("max_request_context_chars")
+    chunks: list[list[DetectionInput]] = []
+    answers = contexts = 0
+    for item in items:
+        answer = len(item.answer)
+        context = sum(len(p) for p in item.context) + len(item.question or "")
+        full = not chunks or len(chunks[-1]) >= size
+        full = full or (most_answer is not None and answers + answer > most_answer)
+        full = full or (most_context is not None and contexts + context > most_context)
+        if full:
+            chunks.append([])
+            answers = contexts = 0
+        chunks[-1].append(item)
+        answers += answer
+        contexts += context
+    return chunks
 
 
 def _payload(items: list[DetectionInput]) -> dict[str, Any]:
