@@ -15,7 +15,8 @@ import json
 import math
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "JSONFormatError", "loads_strict"]
+# Public through the core package: the service, the client and the command line use it.
+__all__ = ["JSONFormatError", "loads_strict"]
 
 #: Deepest nesting accepted; every shape the package reads is a few levels deep.
 MAX_DEPTH = 32

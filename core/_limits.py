@@ -19,15 +19,8 @@ from dataclasses import dataclass
 from ._errors import InputTooLargeError
 from ._types import DetectionInput
 
-__all__ = [
-    "MAX_ANSWER_CHARS",
-    "MAX_CONTEXT_CHARS",
-    "MAX_REQUEST_ANSWER_CHARS",
-    "MAX_REQUEST_CONTEXT_CHARS",
-    "InputLimits",
-    "check_input_sizes",
-    "check_text_size",
-]
+# Public through the core package: the service and the command line share these.
+__all__ = ["InputLimits", "check_input_sizes"]
 
 #: Characters of one answer.
 MAX_ANSWER_CHARS = 12_000
@@ -77,7 +70,8 @@ def check_input_sizes(
     answers = contexts = 0
     for n, item in enumerate(items, start=1):
         name = where if len(items) == 1 else f"{where} {n}"
-        check_text_size(item.answer, limits.max_answer_chars, what=f"the answer of {name}")
+        if len(item.answer) > limits.max_answer_chars:
+            raise _too_large(f"the answer of {name}", len(item.answer), limits.max_answer_chars)
         size = _context_chars(item)
         if size > limits.max_context_chars:
             raise _too_large(f"the context and question of {name}", size, limits.max_context_chars)
@@ -89,16 +83,6 @@ def check_input_sizes(
         raise _too_large(
             "the contexts and questions of this request", contexts, limits.max_request_context_chars
         )
-
-
-def check_text_size(text: str, limit: int, *, what: str) -> None:
-    """Refuse one text over ``limit`` characters.
-
-    Raises:
-        InputTooLargeError: Naming ``what``, its size and the limit.
-    """
-    if len(text) > limit:
-        raise _too_large(what, len(text), limit)
 
 
 def _too_large(what: str, size: int, limit: int) -> InputTooLargeError:

@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from truthlens_integrations.core import DetectionInput, DetectionResult, TruthLensError
-from truthlens_integrations.core._json import JSONFormatError, loads_strict
-from truthlens_integrations.core._limits import InputLimits, check_input_sizes
+from truthlens_integrations.core import (
+    DetectionInput,
+    DetectionResult,
+    InputLimits,
+    JSONFormatError,
+    TruthLensError,
+    check_input_sizes,
+    loads_strict,
+)
 
 __all__ = ["main"]
 
@@ -101,8 +107,9 @@ def _add_detect(sub: Any) -> None:
             "Check one answer given with flags, or many from a JSON / JSONL file whose "
             'records hold "context" (string or list), "question", "answer" and optionally '
             '"id" (echoed in the output); any other key is an error. A record over the '
-            "service's size limits (answer 12,000 characters, context 200,000) is refused "
-            "before any model runs. Exit status: 0 every record checked, 1 some "
+            f"service's size limits (answer {_LIMITS.max_answer_chars:,} characters, context "
+            f"and question {_LIMITS.max_context_chars:,}) is refused before any model runs. "
+            "Exit status: 0 every record checked, 1 some "
             "skipped (--on-error skip), 2 an error (also: a file with no records)."
         ),
     )

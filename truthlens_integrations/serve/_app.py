@@ -54,12 +54,10 @@ from truthlens_integrations.core import (  # noqa: E402
     DetectionResult,
     InputTooLargeError,
     InvalidInputError,
+    JSONFormatError,
     TruthLensError,
-)
-from truthlens_integrations.core._json import JSONFormatError, loads_strict  # noqa: E402
-from truthlens_integrations.core._limits import (  # noqa: E402
     check_input_sizes,
-    check_text_size,
+    loads_strict,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict  # noqa: E402
 from truthlens_integrations.core.engine._conclude import _metadata  # noqa: E402
@@ -139,8 +137,12 @@ def _error(status: int, exc: BaseException) -> JSONResponse:
 # the class, with the module globals it names, as soon as it is decorated.
 
 
-def _check_text(text: str, what: str) -> None:
-    """Text a tokenizer can read: UTF-8 encodable (no lone surrogates)."""
+def _check_text(text: str, what: str, limit: int) -> None:
+    """Text a model may read: at most ``limit`` characters, UTF-8 encodable."""
+    if len(text) > limit:
+        raise InputTooLargeError(
+            f"{what}: {len(text):,} characters; the limit is {limit:,}", limit=limit, size=len(text)
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -406,12 +408,8 @@ class TruthLensService:
         if len(pairs) > self.settings.max_inputs:
             raise _HTTPError(413, f"{len(pairs)} pairs; at most {self.settings.max_inputs}")
         for n, (premise, hypothesis) in enumerate(pairs, start=1):
-            _check_text(premise, f"the premise of pair {n}")
-            _check_text(hypothesis, f"the hypothesis of pair {n}")
-            check_text_size(premise, self.limits.max_context_chars, what=f"the premise of pair {n}")
-            check_text_size(
-                hypothesis, self.limits.max_answer_chars, what=f"the hypothesis of pair {n}"
-            )
+            _check_text(premise, f"the premise of pair {n}", self.limits.max_context_chars)
+            _check_text(hypothesis, f"the hypothesis of pair {n}", self.limits.max_answer_chars)
         explainer = self.explainer
         if explainer is None:
             raise _HTTPError(503, "this service has no NLI explainer")
@@ -425,8 +423,7 @@ class TruthLensService:
         if len(prompts) > self.settings.max_inputs:
             raise _HTTPError(413, f"{len(prompts)} prompts; at most {self.settings.max_inputs}")
         for n, prompt in enumerate(prompts, start=1):
-            _check_text(prompt, f"prompt {n}")
-            check_text_size(prompt, self.limits.max_context_chars, what=f"prompt {n}")
+            _check_text(prompt, f"prompt {n}", self.limits.max_context_chars)
         results = await asyncio.to_thread(self.classifier.classify, prompts) if prompts else []
         self.metrics.batch.observe(len(prompts), tags={"stage": "classify"})
         return {
