@@ -12,6 +12,7 @@ __all__ = [
     "BlockedResponseError",
     "ConfigError",
     "ContextTooLongError",
+    "InputTooLargeError",
     "InvalidArgumentError",
     "InvalidInputError",
     "LLMError",
@@ -37,6 +38,21 @@ class InvalidInputError(TruthLensError, ValueError):
 
 class ContextTooLongError(InvalidInputError):
     """The input cannot be scored within the configured limits, even after windowing."""
+
+
+class InputTooLargeError(InvalidInputError):
+    """The input is larger than a configured limit (the service answers it with 413).
+
+    Attributes:
+        limit: The limit, in the unit the message names (characters, bytes, inputs);
+            ``None`` when unknown (a service's reply that did not say).
+        size: The size of what was given, in the same unit (or ``None``).
+    """
+
+    def __init__(self, message: str, *, limit: int | None = None, size: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.size = size
 
 
 class InvalidArgumentError(TruthLensError, TypeError):

@@ -173,3 +173,137 @@ def test_malformed_json_file_names_the_line(
     path.write_text('[\n  {"answer": "x"},\n  {"answer": }\n]\n', encoding="utf-8")
     assert run_detect(keyword_model_dir, path) == 2
     assert f"{path}:3: not valid JSON" in capsys.readouterr().err
+
+
+# -- bad records and bad runs (issue 29) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"), [("anwser", "did you mean 'answer'"), ("contxt", "did you mean 'context'")]
+)
+def test_misspelt_key_is_an_error_with_a_suggestion(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, hint: str
+) -> None:
+    record = {**GOOD, key: GOOD["answer"] if key == "anwser" else EIFFEL_CONTEXT}
+    if key == "contxt":
+        record.pop("context")
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps(record)])
+    assert run_detect(keyword_model_dir, path, "--json") == 2
+    captured = capsys.readouterr()
+    assert f"{path}:1: unknown key '{key}' ({hint}?)" in captured.err
+    assert captured.out == ""  # not checked as if the field were absent
+
+
+def test_utf8_byte_order_mark_is_accepted(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bom = "\ufeff".encode()
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_bytes(bom + json.dumps(GOOD).encode() + b"\n")
+    single = tmp_path / "in.json"
+    single.write_bytes(bom + json.dumps(GOOD).encode())
+    for path in (jsonl, single):
+        assert run_detect(keyword_model_dir, path, "--json") == 0
+        assert json.loads(capsys.readouterr().out)["status"] == "hallucinated"
+
+
+@pytest.mark.parametrize(
+    ("name", "content"), [("in.jsonl", b""), ("in.jsonl", b"\n  \n"), ("in.json", b"[]")]
+)
+def test_empty_input_is_an_error_not_a_clean_run(
+    keyword_model_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    content: bytes,
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert run_detect(keyword_model_dir, path) == 2
+    assert "holds no records: nothing was checked" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"id": ' + "7" * 5000 + ', "answer": "x"}', "5000 digits is too long"),
+        ('{"answer": "a", "answer": "b"}', "the key 'answer' appears twice"),
+        ('{"answer": "x", "id": NaN}', "NaN is not a JSON number"),
+        ('{"answer": "It was built in \\ud800."}', "lone surrogate"),
+    ],
+    ids=["5000-digit-id", "duplicate-key", "nan", "surrogate"],
+)
+def test_malformed_values_are_bad_records_not_tracebacks(
+    keyword_model_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    line: str,
+    message: str,
+) -> None:
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps(GOOD), line])
+    assert run_detect(keyword_model_dir, path, "--json", "--on-error", "skip") == 1
+    captured = capsys.readouterr()
+    out = [json.loads(x) for x in captured.out.splitlines()]
+    assert [x["status"] for x in out] == ["hallucinated", "skipped"]
+    assert message in out[1]["error"] and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--threshold", "2"),
+        ("--threshold", "nan"),
+        ("--token-threshold", "-0.1"),
+        ("--threshold", "high"),
+        ("--batch-size", "0"),
+    ],
+)
+def test_out_of_range_options_exit_2_with_a_message(
+    keyword_model_dir: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*eiffel_detect(keyword_model_dir), flag, value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and value in err and "Traceback" not in err
+
+
+def test_record_over_the_service_limits_is_refused_before_the_model_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from truthlens_integrations.core._limits import MAX_ANSWER_CHARS, MAX_CONTEXT_CHARS
+
+    huge = "The tower was built in 1950. " * 36000  # about 1 MB
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps({**GOOD, "answer": huge})])
+    # No model folder exists at this path: the record is refused before any load.
+    assert run_detect(tmp_path / "no-model", path) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1: the answer of the record: {len(huge):,} characters" in err
+    assert f"the limit is {MAX_ANSWER_CHARS:,}" in err
+    long_context = json.dumps({**GOOD, "context": ["x" * (MAX_CONTEXT_CHARS + 1)]})
+    path = write_lines(tmp_path / "ctx.jsonl", [long_context])
+    assert run_detect(tmp_path / "no-model", path) == 2
+    assert "the context and question of the record" in capsys.readouterr().err
+    assert main(["detect", "--model", "lexical", "--answer", huge]) == 2
+    assert "the answer of --answer" in capsys.readouterr().err
+
+
+def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`truthlens detect --input big.jsonl --json | head -n 1`: no traceback."""
+    import subprocess
+    import sys
+
+    row = json.dumps({"context": EIFFEL_CONTEXT, "answer": "It is in Paris."})
+    path = write_lines(tmp_path / "in.jsonl", [row] * 3000)
+    cmd = [sys.executable, "-m", "truthlens_integrations._cli", "detect", "--model", "lexical"]
+    proc = subprocess.Popen(
+        [*cmd, "--input", str(path), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["status"] == "supported"
+    proc.stdout.close()  # what `head -n 1` does after its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err

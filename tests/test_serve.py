@@ -32,6 +32,7 @@ from truthlens_integrations.core import (
     DetectionInput,
     DetectionResult,
     DetectionStatus,
+    InputTooLargeError,
     InvalidInputError,
     ServiceError,
     ServiceTimeoutError,
@@ -52,7 +53,15 @@ CLEAN = "The Eiffel Tower was built between 1887 and 1889 and is 330 meters tall
 OTHER_CONTEXT = "The Statue of Liberty was dedicated in 1886 in New York Harbor."
 OTHER = "The Statue of Liberty was dedicated in 1920 in Boston."
 # Small limits so the 413 paths are cheap to reach.
-SERVICE = {"max_request_bytes": 65536, "max_inputs": 8, "max_batch_size": 8}
+SERVICE = {
+    "max_request_bytes": 65536,
+    "max_inputs": 8,
+    "max_batch_size": 8,
+    "max_answer_chars": 4000,
+    "max_context_chars": 20000,
+    "max_request_answer_chars": 8000,
+    "max_request_context_chars": 40000,
+}
 
 
 def _free_port() -> int:
@@ -236,6 +245,117 @@ def test_prometheus_metrics_count_requests(service: Any) -> None:
     assert any(line.startswith("ray_truthlens_serve_batch_size_") for line in text.splitlines())
 
 
+# -- issue 29: the service under attack (bodies, sizes, binding, start-up) ---------------
+
+RECORD = {"context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
+ENDPOINTS = ("/v1/detect", "/v1/guard", "/v1/nli", "/v1/classify")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 20000 + b"]" * 20000,  # nested far deeper than any request
+        b'{"answer": "caf\xe9"}',  # Latin-1, not UTF-8
+        b'{"answer": ' + b"9" * 5000 + b"}",  # Python refuses to read it as an int
+        b'{"answer": "a", "answer": "b"}',  # duplicate key: which one was checked?
+        b'{"answer": NaN}',
+    ],
+    ids=["deep", "not-utf8", "5000-digits", "duplicate-key", "nan"],
+)
+def test_bad_json_is_400_on_every_endpoint(service: Any, body: bytes) -> None:
+    with httpx.Client(base_url=service.url, timeout=60) as http:
+        for path in ENDPOINTS:
+            reply = http.post(path, content=body, headers={"content-type": "application/json"})
+            assert reply.status_code == 400, (path, reply.text[:200])
+            assert reply.json()["error"] == "JSONFormatError"
+
+
+def test_lone_surrogates_are_refused_by_every_endpoint(service: Any) -> None:
+    bodies = {
+        "/v1/detect": b'{"context": "x", "answer": "It was built in \\ud800."}',
+        "/v1/guard": b'{"context": "x", "answer": "It was built in \\udc00."}',
+        "/v1/nli": b'{"pairs": [["The tower is tall.", "It is \\ud800 tall."]]}',
+        "/v1/classify": b'{"prompts": ["When was it \\udfff built?"]}',
+    }
+    with httpx.Client(base_url=service.url, timeout=60) as http:
+        for path, body in bodies.items():
+            reply = http.post(path, content=body, headers={"content-type": "application/json"})
+            assert reply.status_code == 400, (path, reply.text[:200])
+            assert "surrogate" in reply.json()["message"]
+
+
+def test_text_over_the_character_limits_is_413_naming_limit_and_size(service: Any) -> None:
+    long_answer = "The tower was built in 1950. " * 160  # 4,640 characters
+    cases = [
+        ("/v1/detect", {**RECORD, "answer": long_answer}, "the answer of input: 4,640", 4000),
+        ("/v1/guard", {**RECORD, "answer": long_answer}, "the answer of input: 4,640", 4000),
+        (
+            "/v1/detect",
+            {"inputs": [{**RECORD, "answer": long_answer[:3000]}] * 3},
+            "the answers of this request: 9,000",
+            8000,
+        ),
+        (
+            "/v1/detect",
+            {**RECORD, "context": ["x" * 21000]},
+            "the context and question of input",
+            20000,
+        ),
+        (
+            "/v1/nli",
+            {"pairs": [["x" * 21000, "It was built in 1950."]]},
+            "premise of pair 1",
+            20000,
+        ),
+        ("/v1/classify", {"prompts": ["When? " * 4000]}, "prompt 1: 24,000", 20000),
+    ]
+    with httpx.Client(base_url=service.url, timeout=60) as http:
+        for path, body, message, limit in cases:
+            reply = http.post(path, json=body)
+            assert reply.status_code == 413, (path, reply.text[:200])
+            got = reply.json()
+            assert message in got["message"] and f"the limit is {limit:,}" in got["message"]
+            assert got["limit"] == limit and got["size"] > limit
+    # The client: a typed error with the numbers, or an unverifiable answer if asked.
+    with pytest.raises(InputTooLargeError, match="4,000") as info:
+        _detect(load_detector(service.url), long_answer)
+    assert info.value.limit == 4000 and info.value.size == len(long_answer)
+    lenient = _detect(load_detector(service.url, on_error="unverifiable"), long_answer)
+    assert lenient.status is DetectionStatus.UNVERIFIABLE and "4,000" in (lenient.error or "")
+
+
+def test_large_request_is_split_into_chunks_in_order(service: Any, local_engine: TruthLens) -> None:
+    # Two answers of 3,000 characters: over the 4,000-character chunk, so two batches;
+    # results still come back in input order and equal the in-process ones.
+    inputs = [
+        _eiffel(EIFFEL_ANSWER + " " + "It is in Paris. " * 185),
+        _eiffel(CLEAN + " " + "It is in Paris. " * 185),
+    ]
+    got = load_detector(service.url).detect_batch(inputs)
+    want = local_engine.detector.detect_batch(inputs)
+    assert [r.answer for r in got] == [i.answer for i in inputs]
+    assert [_spans(r) for r in got] == [_spans(r) for r in want]
+
+
+def test_guard_redact_option_withholds_span_texts(service: Any) -> None:
+    with httpx.Client(base_url=service.url, timeout=60) as http:
+        plain = http.post("/v1/guard", json=RECORD).json()
+        assert any(s["text"] == "1950" for s in plain["spans"])
+        hidden = http.post("/v1/guard", json={**RECORD, "redact": True})
+        assert hidden.status_code == 200
+        body = hidden.json()
+        assert body["redacted"] is True and body["spans"]
+        # The answer is shown (header action), so it stays; the span texts go.
+        assert [s["text"] for s in body["spans"]] == ["[redacted]"] * len(plain["spans"])
+        assert not any("1950" in v for v in hidden.headers.values())
+        batch = http.post("/v1/guard", json={"inputs": [RECORD], "redact": True})
+        assert batch.status_code == 200
+        assert {s["text"] for s in batch.json()["verdicts"][0]["spans"]} == {"[redacted]"}
+        # A mistyped or misplaced option is refused, never ignored.
+        assert http.post("/v1/guard", json={**RECORD, "redact": "yes"}).status_code == 422
+        assert http.post("/v1/detect", json={**RECORD, "redact": True}).status_code == 422
+
+
 def test_stopped_service_fails_closed(service: Any) -> None:
     raising = load_detector(service.url, retries=1, timeout_s=5)
     lenient = load_detector(service.url, retries=0, timeout_s=5, on_error="unverifiable")
@@ -269,6 +389,9 @@ def test_cli_serve_answers_and_stops_on_sigterm() -> None:
         assert proc.stdout is not None
         lines = _read_until(proc.stdout, "ready at", timeout_s=150)
         assert any(f"http://127.0.0.1:{port}" in line for line in lines), lines
+        # Told 127.0.0.1, nothing it started listens on all interfaces (issue 29: the
+        # Serve replica's own gRPC server did, on [::]).
+        assert _wildcard_listeners(proc.pid) == []
         remote = load_detector(f"http://127.0.0.1:{port}", retries=0, timeout_s=30)
         assert remote.detect(context=[EIFFEL_CONTEXT], question=None, answer=EIFFEL_ANSWER).spans
         proc.send_signal(signal.SIGTERM)
@@ -279,6 +402,25 @@ def test_cli_serve_answers_and_stops_on_sigterm() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
+
+
+def _wildcard_listeners(pid: int) -> list[tuple[str, str, int]]:
+    """Sockets listening on all interfaces, of ``pid`` and every process it started."""
+    import psutil
+
+    root = psutil.Process(pid)
+    found = []
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            conns, name = proc.net_connections(kind="inet"), proc.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        found += [
+            (name, c.laddr.ip, c.laddr.port)
+            for c in conns
+            if c.status == psutil.CONN_LISTEN and c.laddr.ip in {"0.0.0.0", "::"}
+        ]
+    return found
 
 
 def _read_until(stream: Any, marker: str, *, timeout_s: float) -> list[str]:
@@ -357,7 +499,11 @@ def _result(answer: str, status: str = "supported") -> dict[str, Any]:
         "threshold": 0.5,
         "detected": False,
         "status": status,
-        "coverage": {"answer_chars": len(answer), "answer_chars_scored": 0, "max_length": 512},
+        "coverage": {
+            "answer_chars": len(answer),
+            "answer_chars_scored": len(answer),
+            "max_length": 512,
+        },
         "model_id": "fake",
         "latency_ms": 1.0,
     }
@@ -464,3 +610,257 @@ def test_refused_connection_and_bad_options() -> None:
         load_detector(f"http://{HOST}:{port}", on_error="pass")
     with pytest.raises(ConfigError):
         TruthLens.from_config({"service": {"url": "127.0.0.1:8000"}})
+
+
+# -- issue 29: start-up and what the service sends ---------------------------------------
+
+
+def test_withheld_verdict_of_a_blocked_answer(detector: Any) -> None:
+    from tests._fakes import QuestionWordClassifier, RuleNLI
+    from truthlens_integrations.serve._app import _withheld
+
+    engine = TruthLens.from_config(
+        {"hallucination": {"hallucination_action": "block"}},
+        detector=detector,
+        nli=RuleNLI(),
+        fact_checker=QuestionWordClassifier(),
+    )
+    verdict = engine.guard(context=[EIFFEL_CONTEXT], question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
+    assert verdict.blocked and "1950" in verdict.model_dump_json()  # the engine's full verdict
+    shown = _withheld(verdict, redact=False)
+    dumped = shown.model_dump_json()
+    assert shown.blocked and shown.redacted and shown.spans
+    assert "1950" not in dumped and "500 meters" not in dumped and EIFFEL_ANSWER not in dumped
+    assert _withheld(shown, redact=True) is shown  # idempotent
+    passed = engine.guard(context=[EIFFEL_CONTEXT], question=None, answer=CLEAN)
+    assert _withheld(passed, redact=False) is passed  # nothing to withhold
+
+
+def test_port_in_use_is_an_error_before_ray_starts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from truthlens_integrations._cli import main
+    from truthlens_integrations.serve import _runner
+
+    started: list[str] = []
+    monkeypatch.setattr(_runner, "_init_local_ray", lambda *a, **k: started.append("ray"))
+    with socket.socket() as other:
+        other.bind((HOST, 0))
+        other.listen()
+        port = other.getsockname()[1]
+        assert main(["serve", "--host", HOST, "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"port {port} on {HOST} is already in use" in err and "Traceback" not in err
+    assert started == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--replicas", "0"], "service.replicas"),
+        (["--port", "70000"], "service.port"),
+        (["--port", "0"], "service.port"),
+        (["--max-batch-size", "0"], "service.max_batch_size"),
+    ],
+)
+def test_bad_start_options_fail_before_ray_starts(
+    flags: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tempfile
+
+    from truthlens_integrations._cli import main
+    from truthlens_integrations.serve import _runner
+
+    made: list[str] = []
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append("dir") or "/nonexistent")
+    monkeypatch.setattr(_runner, "_init_local_ray", lambda *a, **k: made.append("ray"))
+    assert main(["serve", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert made == []
+
+
+def test_failed_start_stops_ray_and_removes_its_folder(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ray
+
+    from truthlens_integrations.serve import _runner
+
+    folder = tmp_path / "tlray-x"
+    folder.mkdir()
+    calls: list[str] = []
+    monkeypatch.setattr(_runner.tempfile, "mkdtemp", lambda *a, **k: str(folder))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(_runner, "_init_local_ray", lambda *a, **k: calls.append("init"))
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("serve.run failed")
+
+    monkeypatch.setattr(_runner, "_run", broken)
+    with pytest.raises(RuntimeError, match=r"serve\.run failed"):
+        _runner.start_local(None, host=HOST, port=_free_port())
+    assert calls == ["init", "shutdown"] and not folder.exists()
+
+
+# -- issue 29: the remote client against hostile servers --------------------------------
+
+
+class _Trickle:
+    """Sends a valid reply one byte every ``gap_s`` seconds (headers included)."""
+
+    def __init__(self, reply: bytes, gap_s: float = 0.5) -> None:
+        self.reply, self.gap_s = reply, gap_s
+        self.sock = socket.socket()
+        self.sock.bind((HOST, 0))
+        self.sock.listen()
+        self.url = f"http://{HOST}:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            for byte in self.reply:  # bounded: the reply's length
+                if self.stop.wait(self.gap_s):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+def test_timeout_bounds_the_whole_call_against_a_trickling_server() -> None:
+    body = json.dumps({"status": "ok", "model_id": "fake", "config": {}}).encode()
+    reply = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+    server = _Trickle(reply)  # would take about 50 s to finish
+    try:
+        detector = load_detector(server.url, timeout_s=1, retries=2)
+        started = time.perf_counter()
+        with pytest.raises(ServiceTimeoutError, match="within 1 s"):
+            _detect(detector)
+        assert time.perf_counter() - started < 5
+        lenient = load_detector(server.url, timeout_s=1, on_error="unverifiable")
+
+        async def run() -> DetectionResult:
+            return await lenient.adetect(context=[EIFFEL_CONTEXT], question=None, answer=CLEAN)
+
+        started = time.perf_counter()
+        result = asyncio.run(run())
+        assert time.perf_counter() - started < 5
+        assert result.status is DetectionStatus.UNVERIFIABLE
+    finally:
+        server.close()
+
+
+def _contradicting(answer: str) -> dict[str, dict[str, Any]]:
+    ok = _result(answer)
+    span = {"start": 0, "end": 4, "text": answer[:4], "confidence": 0.9}
+    scored_nothing = {**ok["coverage"], "answer_chars_scored": 0}
+    return {
+        "supported-but-over-threshold": {**ok, "score": 0.99},
+        "supported-nothing-scored": {**ok, "coverage": scored_nothing},
+        "span-outside-answer": {
+            **ok,
+            "status": "hallucinated",
+            "detected": True,
+            "score": 0.9,
+            "spans": [{**span, "start": len(answer), "end": len(answer) + 5, "text": "xxxxx"}],
+        },
+        "span-text-mismatch": {
+            **ok,
+            "status": "hallucinated",
+            "detected": True,
+            "score": 0.9,
+            "spans": [{**span, "text": "Eiff"}],
+        },
+        "hallucinated-under-threshold": {**ok, "status": "hallucinated", "detected": True},
+    }
+
+
+@pytest.mark.parametrize("case", list(_contradicting(CLEAN)))
+def test_self_contradicting_reply_is_malformed(fake: Any, case: str) -> None:
+    body = json.dumps({"results": [_contradicting(CLEAN)[case]]}).encode()
+    server = fake({"/healthz": [_healthz()], "/v1/detect": [(200, body, 0.0)]})
+    with pytest.raises(ServiceError, match="malformed"):
+        _detect(load_detector(server.url), CLEAN)
+    result = _detect(load_detector(server.url, on_error="unverifiable"), CLEAN)
+    assert result.status is DetectionStatus.UNVERIFIABLE and "malformed" in (result.error or "")
+
+
+def test_deeply_nested_reply_is_a_service_error(fake: Any) -> None:
+    deep = b'{"results": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+    server = fake({"/healthz": [_healthz()], "/v1/detect": [(200, deep, 0.0)]})
+    with pytest.raises(ServiceError, match="not JSON"):
+        _detect(load_detector(server.url), CLEAN)
+    result = _detect(load_detector(server.url, on_error="unverifiable"), CLEAN)
+    assert result.status is DetectionStatus.UNVERIFIABLE
+
+
+def test_a_proxys_413_follows_on_error(fake: Any) -> None:
+    page = b"<html><body>413 Request Entity Too Large</body></html>"
+    server = fake({"/healthz": [_healthz()], "/v1/detect": [(413, page, 0.0)]})
+    with pytest.raises(ServiceError, match="413"):
+        _detect(load_detector(server.url), CLEAN)
+    result = _detect(load_detector(server.url, on_error="unverifiable"), CLEAN)
+    assert result.status is DetectionStatus.UNVERIFIABLE and "413" in (result.error or "")
+    # The service's own refusal stays a typed input error (with its numbers).
+    own = json.dumps(
+        {"error": "InputTooLargeError", "message": "too long", "limit": 10, "size": 20}
+    ).encode()
+    service = fake({"/healthz": [_healthz()], "/v1/detect": [(413, own, 0.0)]})
+    with pytest.raises(InputTooLargeError, match="too long") as info:
+        _detect(load_detector(service.url), CLEAN)
+    assert (info.value.limit, info.value.size) == (10, 20)
+    bad = fake({"/healthz": [_healthz()], "/v1/detect": [(422, b'{"message": "x"}', 0.0)]})
+    with pytest.raises(ServiceError, match="422"):  # not shaped like the service's refusal
+        _detect(load_detector(bad.url), CLEAN)
+
+
+def test_client_splits_batches_to_fit_the_services_totals(fake: Any) -> None:
+    answers = [f"Answer number {n} is the right one, said the service." for n in range(3)]
+    health = {
+        "status": "ok",
+        "model_id": "fake",
+        "config": {"token_threshold": 0.5},
+        "limits": {"max_request_answer_chars": 100},
+    }
+    server = fake(
+        {
+            "/healthz": [(200, json.dumps(health).encode(), 0.0)],
+            "/v1/detect": [
+                (200, json.dumps({"results": [_result(a)]}).encode(), 0.0) for a in answers
+            ],
+        }
+    )
+    inputs = [DetectionInput.create(context="x", question=None, answer=a) for a in answers]
+    results = load_detector(server.url).detect_batch(inputs)
+    # 3 answers of 53 characters, at most 100 per request: one request each.
+    assert server.hits["/v1/detect"] == 3
+    assert [r.answer for r in results] == answers
+
+
+def test_service_limits_and_redact_in_the_policy_are_strict() -> None:
+    from truthlens_integrations.core.policy import load_policy
+
+    service = load_policy({"service": {"max_answer_chars": 100, "redact": True}}).service
+    assert service.input_limits().max_answer_chars == 100 and service.redact is True
+    for bad in ({"redact": "yes"}, {"max_answer_chars": 0}, {"max_context_chars": -1}):
+        with pytest.raises(ConfigError):
+            load_policy({"service": bad})

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -12,7 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from truthlens_integrations.core import DetectionInput, DetectionResult, TruthLensError
+from truthlens_integrations.core import (
+    DetectionInput,
+    DetectionResult,
+    InputLimits,
+    JSONFormatError,
+    TruthLensError,
+    check_input_sizes,
+    loads_strict,
+)
 
 __all__ = ["main"]
 
@@ -33,7 +43,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TruthLensError as exc:
         print(f"truthlens: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`truthlens detect ... | head`): stop quietly. Python
+        # would report the failed flush of stdout at exit, so point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
     return code
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number from 0 to 1 (``nan`` and ``2`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,8 +150,11 @@ def _add_detect(sub: Any) -> None:
         description=(
             "Check one answer given with flags, or many from a JSON / JSONL file whose "
             'records hold "context" (string or list), "question", "answer" and optionally '
-            '"id" (echoed in the output). Exit status: 0 every record checked, 1 some '
-            "skipped (--on-error skip), 2 an error."
+            '"id" (echoed in the output); any other key is an error. A record over the '
+            f"service's size limits (answer {_LIMITS.max_answer_chars:,} characters, context "
+            f"and question {_LIMITS.max_context_chars:,}) is refused before any model runs. "
+            "Exit status: 0 every record checked, 1 some "
+            "skipped (--on-error skip), 2 an error (also: a file with no records)."
         ),
     )
     p.add_argument("--context", action="append", help="a context passage (repeatable)")
@@ -132,9 +174,13 @@ def _add_detect(sub: Any) -> None:
         help="what runs the model: 'auto' (default) uses ONNX Runtime on the CPU when the "
         "fast extra is installed, torch otherwise",
     )
-    p.add_argument("--token-threshold", type=float, help="token probability to flag a token")
-    p.add_argument("--threshold", type=float, help="response score that counts as detected")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument(
+        "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"
+    )
+    p.add_argument(
+        "--threshold", type=_probability, help="response score that counts as detected (0-1)"
+    )
+    p.add_argument("--batch-size", type=_positive_int, default=16)
     p.add_argument(
         "--on-error",
         choices=("stop", "skip"),
@@ -206,17 +252,29 @@ def _records(args: argparse.Namespace, *, stop: bool) -> Iterator[_Record]:
         item = DetectionInput.create(
             context=args.context, question=args.question, answer=args.answer
         )
+        check_input_sizes([item], _LIMITS, where="--answer")
         yield _Record(where="--answer", item=item)
         return
     path: Path = args.input
     if not path.is_file():
         raise _usage(f"no such file: {path}")
     rows = _jsonl_rows(path) if path.suffix == ".jsonl" else _json_rows(path)
+    count = 0
     for where, row in rows:
+        count += 1
         record = _record(where, row)
         if record.error is not None and stop:
             raise _usage(f"{record.label}: {record.error} (--on-error skip checks the rest)")
         yield record
+    if count == 0:
+        # Nothing checked must never read as "all clean".
+        raise _usage(f"{path} holds no records: nothing was checked")
+
+
+#: The service's limits: a record the service would refuse is refused here too.
+_LIMITS = InputLimits()
+#: The keys a record may hold.
+_KEYS = ("answer", "context", "question", "id")
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
@@ -228,6 +286,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
         except UnicodeDecodeError as exc:
             yield where, _Bad(f"not UTF-8 text (byte {exc.start + 1} of the line)")
             continue
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # a byte-order mark some editors write
         if not line.strip():
             continue
         yield where, _parse_json(line)
@@ -235,17 +295,12 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
 
 def _json_rows(path: Path) -> Iterator[tuple[str, object]]:
     """``(file record n, value)`` for a ``.json`` file holding one record or a list."""
+    data = _read_bytes(path)
     try:
-        text = _read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _usage(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
-    try:
-        loaded = json.loads(text)
-    except json.JSONDecodeError as exc:
-        message = f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"
-        raise _usage(message) from None
-    except RecursionError:
-        raise _usage(f"{path}: not valid JSON: nested too deeply") from None
+        loaded = loads_strict(data, allow_bom=True)
+    except JSONFormatError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise _usage(f"{where}: {exc}") from None
     rows = loaded if isinstance(loaded, list) else [loaded]
     for n, row in enumerate(rows, start=1):
         yield (f"{path} record {n}" if isinstance(loaded, list) else str(path)), row
@@ -267,11 +322,9 @@ class _Bad:
 
 def _parse_json(line: str) -> object:
     try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        return _Bad(f"not valid JSON: {exc.msg} (column {exc.colno})")
-    except RecursionError:
-        return _Bad("not valid JSON: nested too deeply")
+        return loads_strict(line)
+    except JSONFormatError as exc:
+        return _Bad(str(exc))
 
 
 def _record(where: str, row: object) -> _Record:
@@ -280,6 +333,10 @@ def _record(where: str, row: object) -> _Record:
     if not isinstance(row, dict):
         return _Record(where=where, error=f"a record must be a JSON object, got {_kind(row)}")
     record = _Record(where=where, id=row.get("id", _NO_ID))
+    unknown = [key for key in row if key not in _KEYS]
+    if unknown:
+        record.error = _unknown_keys(unknown)
+        return record
     answer = row.get("answer")
     if not isinstance(answer, str):
         record.error = "no text 'answer'" if answer is None else f"'answer' is {_kind(answer)}"
@@ -288,9 +345,22 @@ def _record(where: str, row: object) -> _Record:
         record.item = DetectionInput.create(
             context=row.get("context"), question=row.get("question"), answer=answer
         )
+        check_input_sizes([record.item], _LIMITS, where="the record")
     except TruthLensError as exc:
-        record.error = str(exc)
+        record.item, record.error = None, str(exc)
     return record
+
+
+def _unknown_keys(keys: list[str]) -> str:
+    """``unknown key 'anwser' (did you mean 'answer'?)``, for each key."""
+    parts = []
+    for key in keys:
+        close = difflib.get_close_matches(key, _KEYS, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parts.append(f"{key!r}{hint}")
+    allowed = ", ".join(repr(k) for k in _KEYS)
+    noun = "key" if len(keys) == 1 else "keys"
+    return f"unknown {noun} {', '.join(parts)}; a record holds {allowed}"
 
 
 def _kind(value: object) -> str:

@@ -4,8 +4,15 @@
 one ``httpx.AsyncClient`` per event loop for async ones, a timeout on every call, and
 retries on transient failures only (the connection could not be made or was dropped,
 or a gateway answered 502 / 503 / 504). Everything else fails at once with a typed
-error: bad input is :class:`InvalidInputError`, anything else the service does wrong is
-:class:`ServiceError` (:class:`ServiceTimeoutError` when it is too slow).
+error: bad input the service itself refused is :class:`InvalidInputError`
+(:class:`InputTooLargeError` for its 413), anything else the service (or a proxy in
+front of it) does wrong is :class:`ServiceError` (:class:`ServiceTimeoutError` when it
+is too slow).
+
+``timeout_s`` bounds a whole call, retries included: httpx's own timeouts bound each
+read, so a server trickling a byte at a time would otherwise hold a call for as long
+as it likes. Sync calls run on the client's own event loop thread, so both forms share
+one implementation and a cancelled call closes its connection.
 """
 
 from __future__ import annotations
@@ -13,16 +20,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from .._errors import (
+    InputTooLargeError,
     InvalidInputError,
     ServiceError,
     ServiceTimeoutError,
     TruthLensError,
 )
+from .._json import JSONFormatError, loads_strict
 from .._optional import require
 
 if TYPE_CHECKING:
@@ -39,6 +48,8 @@ __all__ = [
 ]
 
 OnError = Literal["raise", "unverifiable"]
+
+_T = TypeVar("_T")
 
 # Gateways and proxies answer these while a replica restarts or is overloaded: retrying
 # is safe because the request did not reach the model. 500 is a bug: not retried.
@@ -65,7 +76,8 @@ class ServiceClient:
 
     Args:
         url: Base URL of the service, e.g. ``"http://127.0.0.1:8000"``.
-        timeout_s: Seconds a call may take (connect, send, wait and read each).
+        timeout_s: Seconds a whole call may take (connecting, sending, waiting, reading
+            and any retries together).
         retries: Extra attempts after a transient failure (0 disables retries).
         max_connections: Connections kept open per pool.
 
@@ -94,20 +106,21 @@ class ServiceClient:
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
         self._lock = threading.Lock()
-        self._sync: httpx.Client | None = None
         # An AsyncClient's connections belong to the loop that opened them.
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
         self._async = weakref.WeakKeyDictionary()
+        # Sync calls: the async implementation on a loop of this client's own.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- public calls -------------------------------------------------------------------
 
     def get(self, path: str) -> Any:
         """``GET path`` and return its JSON body."""
-        return self._call(lambda: self._sync_client().get(path), path)
+        return self._sync_run(self.aget(path))
 
     def post(self, path: str, payload: Any) -> Any:
         """``POST path`` with a JSON body and return the JSON reply."""
-        return self._call(lambda: self._sync_client().post(path, json=payload), path)
+        return self._sync_run(self.apost(path, payload))
 
     async def aget(self, path: str) -> Any:
         """Async :meth:`get`."""
@@ -118,11 +131,13 @@ class ServiceClient:
         return await self._acall(lambda: self._async_client().post(path, json=payload), path)
 
     def close(self) -> None:
-        """Close the sync pool (async pools close with :meth:`aclose` in their loop)."""
+        """Close the sync calls' pool and loop (async pools close with :meth:`aclose`)."""
         with self._lock:
-            client, self._sync = self._sync, None
-        if client is not None:
-            client.close()
+            loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
 
     async def aclose(self) -> None:
         """Close the current event loop's async pool."""
@@ -132,13 +147,19 @@ class ServiceClient:
 
     # -- plumbing -----------------------------------------------------------------------
 
-    def _sync_client(self) -> httpx.Client:
+    def _sync_run(self, call: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``call`` on this client's loop thread and wait for it."""
         with self._lock:
-            if self._sync is None:
-                self._sync = self._httpx.Client(
-                    base_url=self.url, timeout=self.timeout_s, limits=self._limits
-                )
-            return self._sync
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="truthlens-service-client", daemon=True
+                ).start()
+                self._loop = loop
+            loop = self._loop
+        # The call ends itself at its deadline; the margin only guards against a loop
+        # that no longer runs.
+        return asyncio.run_coroutine_threadsafe(call, loop).result(timeout=self.timeout_s + 30)
 
     def _async_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -160,11 +181,6 @@ class ServiceClient:
             "reraise": True,
         }
 
-    def _retrying(self) -> Any:
-        import tenacity
-
-        return tenacity.Retrying(**self._retry_settings())
-
     def _aretrying(self) -> Any:
         import tenacity
 
@@ -180,13 +196,6 @@ class ServiceClient:
             return False
         return isinstance(exc, httpx.TransportError)
 
-    def _call(self, send: Callable[[], httpx.Response], path: str) -> Any:
-        try:
-            response: httpx.Response = self._retrying()(self._checked, send)
-        except Exception as exc:
-            raise self._failure(exc, path) from exc
-        return self._json(response, path)
-
     async def _acall(self, send: Callable[[], Awaitable[httpx.Response]], path: str) -> Any:
         async def attempt() -> httpx.Response:
             response = await send()
@@ -195,22 +204,17 @@ class ServiceClient:
             return response
 
         try:
-            response: httpx.Response = await self._aretrying()(attempt)
+            # One deadline for the whole call: the retries and every byte of the reply.
+            async with asyncio.timeout(self.timeout_s):
+                response: httpx.Response = await self._aretrying()(attempt)
         except Exception as exc:
             raise self._failure(exc, path) from exc
         return self._json(response, path)
 
-    @staticmethod
-    def _checked(send: Callable[[], httpx.Response]) -> httpx.Response:
-        response = send()
-        if response.status_code in _TRANSIENT_STATUS:
-            raise _TransientError(response)
-        return response
-
     def _failure(self, exc: Exception, path: str) -> TruthLensError:
         httpx = self._httpx
         where = f"{self.url}{path}"
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx.TimeoutException | TimeoutError):
             return ServiceTimeoutError(
                 f"the TruthLens service at {where} did not answer within {self.timeout_s:g} s"
             )
@@ -230,16 +234,26 @@ class ServiceClient:
     def _json(self, response: httpx.Response, path: str) -> Any:
         where = f"{self.url}{path}"
         status = response.status_code
-        if status in _INPUT_STATUS:
-            raise InvalidInputError(f"the service rejected the request: {_message(response)}")
+        refusal = _refusal(response) if status in _INPUT_STATUS else None
+        if refusal is not None:
+            message = f"the service rejected the request: {refusal['message']}"
+            if status == 413:
+                raise InputTooLargeError(
+                    message,
+                    limit=_int_or_none(refusal, "limit"),
+                    size=_int_or_none(refusal, "size"),
+                )
+            raise InvalidInputError(message)
         if status >= 400:
+            # Also a 4xx that is not the service's own refusal (a proxy's 413 page): the
+            # call failed, and ``on_error`` decides what that means.
             raise ServiceError(f"{where} answered {status}: {_message(response)}")
         try:
-            return response.json()
-        except ValueError:
+            return loads_strict(response.content)
+        except JSONFormatError as exc:
             raise ServiceError(
-                f"{where} answered something that is not JSON ({response.text[:80]!r}); "
-                "is this a TruthLens service?"
+                f"{where} answered something that is not JSON ({exc}; "
+                f"{response.text[:80]!r}); is this a TruthLens service?"
             ) from None
 
 
@@ -250,10 +264,27 @@ def base_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def _refusal(response: httpx.Response) -> dict[str, Any] | None:
+    """The service's own error body (``{"error": ..., "message": ...}``), or ``None``."""
+    try:
+        body = loads_strict(response.content)
+    except JSONFormatError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    fields = (body.get("error"), body.get("message"))
+    return body if all(isinstance(f, str) for f in fields) else None
+
+
+def _int_or_none(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _message(response: httpx.Response) -> str:
     try:
-        body = response.json()
-    except ValueError:
+        body = loads_strict(response.content)
+    except JSONFormatError:
         return response.text[:200] or response.reason_phrase
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return str(body["message"])

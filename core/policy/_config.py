@@ -20,6 +20,13 @@ from pydantic import (
     model_validator,
 )
 
+from .._limits import (
+    MAX_ANSWER_CHARS,
+    MAX_CONTEXT_CHARS,
+    MAX_REQUEST_ANSWER_CHARS,
+    MAX_REQUEST_CONTEXT_CHARS,
+    InputLimits,
+)
 from ._defaults import (
     DEFAULT_DOMAIN_DESCRIPTIONS,
     DEFAULT_DOMAIN_KEYWORDS,
@@ -521,6 +528,15 @@ class ServiceSettings(_Strict):
         batch_wait_timeout_s: How long a batch waits to fill.
         max_request_bytes: Larger request bodies are refused with 413.
         max_inputs: Most answers in one request.
+        max_answer_chars: Longest answer, in characters (413 above it; a cheap proxy
+            of the model's work, counted before any model runs).
+        max_context_chars: Longest context of one input (passages and question
+            together), in characters.
+        max_request_answer_chars: All answers of one request together, in characters.
+        max_request_context_chars: All contexts of one request together, in characters.
+        redact: ``/v1/guard`` leaves hallucinated text (the original answer, span
+            texts, earlier rounds) out of every verdict it sends; a blocked verdict
+            never carries it, whatever this says. A request can ask for it too.
     """
 
     url: Annotated[str | None, AfterValidator(_service_url)] = None
@@ -540,6 +556,20 @@ class ServiceSettings(_Strict):
     batch_wait_timeout_s: Annotated[float, Strict(), Field(ge=0.0, le=10.0)] = 0.01
     max_request_bytes: Annotated[int, Strict(), Field(ge=1024)] = 4_000_000
     max_inputs: Annotated[int, Strict(), Field(ge=1)] = 256
+    max_answer_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_ANSWER_CHARS
+    max_context_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_CONTEXT_CHARS
+    max_request_answer_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_ANSWER_CHARS
+    max_request_context_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_CONTEXT_CHARS
+    redact: Annotated[bool, Strict()] = False
+
+    def input_limits(self) -> InputLimits:
+        """The size limits of one request, shared with the command line's."""
+        return InputLimits(
+            max_answer_chars=self.max_answer_chars,
+            max_context_chars=self.max_context_chars,
+            max_request_answer_chars=self.max_request_answer_chars,
+            max_request_context_chars=self.max_request_context_chars,
+        )
 
 
 class Policy(_Strict):

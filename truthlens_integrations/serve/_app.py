@@ -14,7 +14,13 @@ answers, through a FastAPI ingress:
 
 Concurrent requests are merged into model batches with ``@serve.batch`` (one padded
 forward pass for many answers). Bodies above ``service.max_request_bytes`` get 413,
-more than ``service.max_inputs`` answers 413, bad JSON 400, bad fields 422. Request
+more than ``service.max_inputs`` answers 413, text over the character limits
+(``service.max_answer_chars`` and the others, counted before any model runs) 413;
+bad JSON (not UTF-8, duplicate keys, deep nesting, huge numbers, lone surrogates) 400,
+bad fields 422. A request's answers reach the models in chunks of at most
+``max_answer_chars`` characters, so a large request cannot hold the replica while
+smaller ones wait. Under ``block`` (or with ``redact``) a ``/v1/guard`` verdict carries
+no hallucinated text: the blocked answer and the span texts stay in the replica. Request
 counts, latencies and batch sizes are Ray metrics (``truthlens_serve_*``), exported
 with Ray Serve's own on every node's metrics port for Prometheus.
 """
@@ -23,8 +29,8 @@ with Ray Serve's own on every node's metrics port for Prometheus.
 # (`request: Request`) at runtime, and Serve's ingress wrapper cannot resolve strings.
 
 import asyncio
+import dataclasses
 import gc
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -38,7 +44,7 @@ require("fastapi", extra="serve", feature="truthlens serve")
 
 from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
-from pydantic import BaseModel, ConfigDict, ValidationError  # noqa: E402
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError  # noqa: E402
 from ray import serve  # noqa: E402
 from ray.serve import Application  # noqa: E402
 from ray.util import metrics as ray_metrics  # noqa: E402
@@ -46,10 +52,16 @@ from ray.util import metrics as ray_metrics  # noqa: E402
 from truthlens_integrations.core import (  # noqa: E402
     DetectionInput,
     DetectionResult,
+    InputTooLargeError,
     InvalidInputError,
+    JSONFormatError,
     TruthLensError,
+    check_input_sizes,
+    loads_strict,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict  # noqa: E402
+from truthlens_integrations.core.engine._conclude import _metadata  # noqa: E402
+from truthlens_integrations.core.engine._verdict import redact_verdict  # noqa: E402
 from truthlens_integrations.core.policy import Policy, PolicySource, load_policy  # noqa: E402
 
 __all__ = ["APP_NAME", "TruthLensService", "build_app", "deployment_options", "service_app"]
@@ -73,6 +85,14 @@ class _Batch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     inputs: list[_Item]
+
+
+class _GuardItem(_Item):
+    redact: StrictBool = False
+
+
+class _GuardBatch(_Batch):
+    redact: StrictBool = False
 
 
 class _Pairs(BaseModel):
@@ -107,7 +127,68 @@ def _latin1(value: str) -> str:
 
 
 def _error(status: int, exc: BaseException) -> JSONResponse:
-    return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status)
+    body: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, InputTooLargeError):
+        body.update(limit=exc.limit, size=exc.size)
+    return JSONResponse(body, status_code=status)
+
+
+# The helpers the deployment class calls are defined above it: @serve.deployment pickles
+# the class, with the module globals it names, as soon as it is decorated.
+
+
+def _check_text(text: str, what: str, limit: int) -> None:
+    """Text a model may read: at most ``limit`` characters, UTF-8 encodable."""
+    if len(text) > limit:
+        raise InputTooLargeError(
+            f"{what}: {len(text):,} characters; the limit is {limit:,}", limit=limit, size=len(text)
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{what} is not valid Unicode text (a lone surrogate)") from None
+
+
+def _withheld(verdict: Verdict, *, redact: bool) -> Verdict:
+    """The verdict a caller may see: without hallucinated text when blocked or asked.
+
+    Idempotent: a verdict the engine already redacted is returned as it is.
+    """
+    if verdict.redacted or not (redact or verdict.blocked):
+        return verdict
+    return redact_verdict(verdict, _metadata(verdict, include_details=False))
+
+
+#: Addresses that mean "this machine only".
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _bind_replica_grpc_to_loopback(host: str) -> None:
+    """Keep the replica's own gRPC server on loopback when the service is local-only.
+
+    Ray Serve starts an inter-deployment gRPC server in every replica on ``[::]:0``
+    (all interfaces), whatever HTTP host the service was given. It is started after
+    this replica's ``__init__``, so rewriting the address here is in time. Only the
+    wildcard is rewritten, and only for a loopback service.
+    """
+    if host not in _LOOPBACK_HOSTS:
+        return
+    try:
+        from ray.serve._private import replica as ray_replica
+    except ImportError:  # a Ray without this module: nothing to rewrite
+        return
+    original = getattr(ray_replica, "add_port_to_grpc_server", None)
+    if original is None or getattr(original, "_truthlens_loopback", False):
+        return
+
+    def loopback_only(server: Any, address: str) -> Any:
+        if address.startswith("[::]:"):
+            address = "127.0.0.1:" + address.rsplit(":", 1)[1]
+        return original(server, address)
+
+    loopback_only._truthlens_loopback = True  # type: ignore[attr-defined]
+    # setattr: the name is private to Ray (and not exported for the type checker).
+    setattr(ray_replica, "add_port_to_grpc_server", loopback_only)  # noqa: B010
 
 
 class _Metrics:
@@ -155,6 +236,8 @@ class TruthLensService:
         service = loaded.service.model_copy(update={"url": None})
         local = loaded.model_copy(update={"service": service})
         self.settings = local.service
+        self.limits = self.settings.input_limits()
+        _bind_replica_grpc_to_loopback(self.settings.host)
         self.engine = TruthLens(local)
         # Load every model now, so a replica is only ready once it can answer.
         self.detector = self.engine.detector
@@ -185,6 +268,11 @@ class TruthLensService:
             "classifier_model_id": getattr(self.classifier, "model_id", None),
             "batching": self.batching,
             "max_batch_size": self.settings.max_batch_size,
+            # Clients split their batches to fit (a request over them gets 413).
+            "limits": {
+                "max_inputs": self.settings.max_inputs,
+                **dataclasses.asdict(self.limits),
+            },
         }
 
     @api.post("/v1/detect")
@@ -215,17 +303,24 @@ class TruthLensService:
         started = time.perf_counter()
         status = 200
         try:
-            body = json.loads(await self._body(request))
+            body = loads_strict(await self._body(request))
             response = await work(body)
         except _HTTPError as exc:
             status, response = exc.status, _error(exc.status, exc)
-        except json.JSONDecodeError as exc:
+        except JSONFormatError as exc:
             status, response = 400, _error(400, exc)
+        except InputTooLargeError as exc:
+            status, response = 413, _error(413, exc)
         except (ValidationError, InvalidInputError) as exc:
             status, response = 422, _error(422, exc)
-        except TruthLensError as exc:
+        except Exception as exc:
+            # A bug or a model failure: logged here, never a stack trace to the caller.
             logger.exception("%s failed", endpoint)
-            status, response = 500, _error(500, exc)
+            status = 500
+            message = str(exc) if isinstance(exc, TruthLensError) else "internal error"
+            response = JSONResponse(
+                {"error": type(exc).__name__, "message": message}, status_code=500
+            )
         self.metrics.requests.inc(tags={"endpoint": endpoint, "status": str(status)})
         self.metrics.latency.observe(time.perf_counter() - started, tags={"endpoint": endpoint})
         return response
@@ -245,39 +340,64 @@ class TruthLensService:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _inputs(self, body: Any) -> tuple[list[DetectionInput], bool]:
-        """The request's inputs, and whether it was a single (unwrapped) one."""
+    def _inputs(self, body: Any, *, guard: bool = False) -> tuple[list[DetectionInput], bool, bool]:
+        """The request's inputs, whether it was a single (unwrapped) one, and ``redact``."""
+        request: _Item | _Batch
         if isinstance(body, dict) and "inputs" in body:
-            items = _Batch.model_validate(body).inputs
-            single = False
+            request = (_GuardBatch if guard else _Batch).model_validate(body)
+            items, single = request.inputs, False
         else:
-            items = [_Item.model_validate(body)]
-            single = True
+            request = (_GuardItem if guard else _Item).model_validate(body)
+            items, single = [request], True
         if len(items) > self.settings.max_inputs:
             raise _HTTPError(413, f"{len(items)} inputs; at most {self.settings.max_inputs}")
         inputs = [
             DetectionInput.create(context=i.context, question=i.question, answer=i.answer)
             for i in items
         ]
-        return inputs, single
+        check_input_sizes(inputs, self.limits)
+        return inputs, single, bool(getattr(request, "redact", False))
+
+    def _chunks(self, inputs: list[DetectionInput]) -> list[list[DetectionInput]]:
+        """Consecutive inputs of at most ``max_answer_chars`` answer characters (one or more).
+
+        Chunks are sent to the batcher one after another: a small request that arrives
+        meanwhile joins the queue ahead of the big one's next chunk, instead of waiting
+        for all of it.
+        """
+        chunks: list[list[DetectionInput]] = []
+        size = self.limits.max_answer_chars + 1
+        for item in inputs:
+            if size + len(item.answer) > self.limits.max_answer_chars:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(item)
+            size += len(item.answer)
+        return chunks
 
     async def _detect(self, body: Any) -> Any:
-        inputs, single = self._inputs(body)
-        if self.batching:
-            results = await asyncio.gather(*(self._detect_one(x) for x in inputs))
-        else:
-            results = await self._detect_many(inputs)
+        inputs, single, _ = self._inputs(body)
+        results: list[DetectionResult] = []
+        for chunk in self._chunks(inputs):
+            if self.batching:
+                results += await asyncio.gather(*(self._detect_one(x) for x in chunk))
+            else:
+                results += await self._detect_many(chunk)
         for result in results:
             self.metrics.answers.inc(tags={"status": result.status.value})
         dumped = [r.model_dump(mode="json") for r in results]
         return dumped[0] if single else {"results": dumped}
 
     async def _guard(self, body: Any) -> Any:
-        inputs, single = self._inputs(body)
-        if self.batching:
-            verdicts = await asyncio.gather(*(self._guard_one(x) for x in inputs))
-        else:
-            verdicts = await self._guard_many(inputs)
+        inputs, single, redact = self._inputs(body, guard=True)
+        verdicts: list[Verdict] = []
+        for chunk in self._chunks(inputs):
+            if self.batching:
+                verdicts += await asyncio.gather(*(self._guard_one(x) for x in chunk))
+            else:
+                verdicts += await self._guard_many(chunk)
+        redact = redact or self.settings.redact
+        verdicts = [_withheld(v, redact=redact) for v in verdicts]
         dumped = [v.model_dump(mode="json") for v in verdicts]
         if single:
             return JSONResponse(dumped[0], headers=_headers(verdicts[0].metadata))
@@ -287,6 +407,9 @@ class TruthLensService:
         pairs = _Pairs.model_validate(body).pairs
         if len(pairs) > self.settings.max_inputs:
             raise _HTTPError(413, f"{len(pairs)} pairs; at most {self.settings.max_inputs}")
+        for n, (premise, hypothesis) in enumerate(pairs, start=1):
+            _check_text(premise, f"the premise of pair {n}", self.limits.max_context_chars)
+            _check_text(hypothesis, f"the hypothesis of pair {n}", self.limits.max_answer_chars)
         explainer = self.explainer
         if explainer is None:
             raise _HTTPError(503, "this service has no NLI explainer")
@@ -299,6 +422,8 @@ class TruthLensService:
         prompts = _Prompts.model_validate(body).prompts
         if len(prompts) > self.settings.max_inputs:
             raise _HTTPError(413, f"{len(prompts)} prompts; at most {self.settings.max_inputs}")
+        for n, prompt in enumerate(prompts, start=1):
+            _check_text(prompt, f"prompt {n}", self.limits.max_context_chars)
         results = await asyncio.to_thread(self.classifier.classify, prompts) if prompts else []
         self.metrics.batch.observe(len(prompts), tags={"stage": "classify"})
         return {
@@ -352,10 +477,10 @@ def service_app(policy: PolicySource = None, **overrides: Any) -> Application:
         The application, with the policy passed to every replica as data (replicas on
         other nodes do not need the policy file).
     """
-    loaded = load_policy(policy)
-    if overrides:
-        service = loaded.service.model_validate({**loaded.service.model_dump(), **overrides})
-        loaded = loaded.model_copy(update={"service": service})
+    from ._runner import resolved_policy
+
+    # Validated like the policy file: a bad override is a ConfigError naming it.
+    loaded = resolved_policy(policy, **overrides)
     data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     deployment: Any = TruthLensService  # a Ray Serve Deployment once decorated
     app: Application = deployment.options(**deployment_options(loaded)).bind(data)

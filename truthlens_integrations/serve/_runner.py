@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from truthlens_integrations.core import require
-from truthlens_integrations.core.policy import PolicySource, load_policy
+from truthlens_integrations.core import ServiceError, require
+from truthlens_integrations.core.policy import Policy, PolicySource, load_policy
 
 __all__ = ["LocalService", "deploy", "start_local"]
 
@@ -58,12 +60,53 @@ class LocalService:
             serve.delete(APP_NAME)
 
 
+def resolved_policy(
+    policy: PolicySource, *, host: str | None = None, port: int | None = None, **overrides: Any
+) -> Policy:
+    """The policy with ``host``, ``port`` and other ``service`` fields replaced, validated.
+
+    Raises:
+        ConfigError: For an unknown field or a bad value (``replicas=0``,
+            ``port=70000``), naming it; raised before anything starts.
+    """
+    loaded = load_policy(policy)
+    fields = {"host": host, "port": port, **overrides}
+    fields = {key: value for key, value in fields.items() if value is not None}
+    if not fields:
+        return loaded
+    data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    data["service"] = {**data.get("service", {}), **fields}
+    return load_policy(data)
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before Ray starts.
+
+    Ray Serve's proxy shares its port with a second service started on it (both then
+    answer, each a share of the requests). A plain bind fails where something listens.
+
+    Raises:
+        ServiceError: Naming the address and port.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # A port left in TIME_WAIT by an earlier run is free; a listening one is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ServiceError(
+                    f"port {port} on {host} is already in use (another service listens "
+                    "there); stop it or choose another port with --port"
+                ) from None
+            raise ServiceError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def _init_local_ray(
-    *, num_cpus: int | None, object_store_bytes: int, metrics_port: int | None
-) -> str:
+    temp_dir: str, *, num_cpus: int | None, object_store_bytes: int, metrics_port: int | None
+) -> None:
     ray = require("ray", extra="serve", feature="truthlens serve")
-    # A short path: Ray's unix sockets live under it and have a ~107 character limit.
-    temp_dir = tempfile.mkdtemp(prefix="tlray-")
     options: dict[str, Any] = {
         "num_cpus": num_cpus or os.cpu_count() or 1,
         "object_store_memory": object_store_bytes,
@@ -75,7 +118,20 @@ def _init_local_ray(
     if metrics_port is not None:
         options["_metrics_export_port"] = metrics_port
     ray.init(**options)
-    return temp_dir
+
+
+def _clean_up(ray: Any, temp_dir: str | None) -> None:
+    """Stop what a failed start began: Serve, Ray, and Ray's session folder."""
+    try:
+        if ray.is_initialized():
+            serve: Any = require("ray.serve", extra="serve", feature="truthlens serve")
+            serve.shutdown()
+    except Exception:  # best effort; Ray goes down next
+        logger.debug("serve.shutdown after a failed start failed", exc_info=True)
+    finally:
+        ray.shutdown()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def start_local(
@@ -102,10 +158,14 @@ def start_local(
 
     Returns:
         The running service; call :meth:`LocalService.stop` to end it.
+
+    Raises:
+        ConfigError: For a bad policy or option (checked before Ray starts).
+        ServiceError: If the port is in use (checked before Ray starts).
     """
-    loaded = load_policy(policy)
-    host = host or loaded.service.host
-    port = port or loaded.service.port
+    loaded = resolved_policy(policy, host=host, port=port, **overrides)
+    host, port = loaded.service.host, loaded.service.port
+    check_port_free(host, port)
     if host in _LOOPBACK and "ray" not in sys.modules:
         # Ray swaps a loopback node address for the machine's network address; this
         # switch (read when ray is imported) keeps a local-only service on loopback.
@@ -113,15 +173,20 @@ def start_local(
     ray = require("ray", extra="serve", feature="truthlens serve")
     owns = not ray.is_initialized()
     temp_dir = None
-    if owns:
-        temp_dir = _init_local_ray(
-            num_cpus=num_cpus, object_store_bytes=object_store_bytes, metrics_port=metrics_port
-        )
     try:
-        url = _run(loaded, host=host, port=port, overrides=overrides)
+        if owns:
+            # A short path: Ray's unix sockets live under it (~107 character limit).
+            temp_dir = tempfile.mkdtemp(prefix="tlray-")
+            _init_local_ray(
+                temp_dir,
+                num_cpus=num_cpus,
+                object_store_bytes=object_store_bytes,
+                metrics_port=metrics_port,
+            )
+        url = _run(loaded, host=host, port=port)
     except BaseException:
         if owns:
-            ray.shutdown()
+            _clean_up(ray, temp_dir)
         raise
     metrics_url = None
     if owns and metrics_port is not None:
@@ -151,23 +216,18 @@ def deploy(
         The deployed service (:meth:`LocalService.stop` deletes the application).
     """
     ray = require("ray", extra="serve", feature="truthlens serve")
-    loaded = load_policy(policy)
+    loaded = resolved_policy(policy, host=host, port=port, **overrides)
     ray.init(address=address, log_to_driver=False, configure_logging=False)
-    url = _run(
-        loaded,
-        host=host or loaded.service.host,
-        port=port or loaded.service.port,
-        overrides=overrides,
-    )
+    url = _run(loaded, host=loaded.service.host, port=loaded.service.port)
     return LocalService(url=url, owns_ray=False)
 
 
-def _run(policy: Any, *, host: str, port: int, overrides: dict[str, Any]) -> str:
+def _run(policy: Policy, *, host: str, port: int) -> str:
     from ray import serve
 
     from ._app import APP_NAME, service_app
 
     serve.start(http_options={"host": host, "port": port})
-    serve.run(service_app(policy, **overrides), name=APP_NAME, route_prefix="/", blocking=False)
+    serve.run(service_app(policy), name=APP_NAME, route_prefix="/", blocking=False)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104 - a comparison
     return f"http://{shown}:{port}"

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..._errors import ServiceError
+from ..._errors import InputTooLargeError, ServiceError
 from .._service import OnError, ServiceClient, reply_rows, unit_value
 
 __all__ = ["RemoteFactCheckClassifier"]
@@ -34,7 +34,7 @@ class RemoteFactCheckClassifier:
         try:
             reply = self.client.post("/v1/classify", {"prompts": list(prompts)})
             return _decisions(reply, len(prompts), self.client.url)
-        except ServiceError as exc:
+        except (ServiceError, InputTooLargeError) as exc:
             if self.on_error == "raise":
                 raise
             logger.warning("classifier service failed, every prompt is checked: %s", exc)

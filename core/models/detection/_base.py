@@ -20,7 +20,14 @@ from ..._types import (
     TokenScore,
 )
 
-__all__ = ["BaseDetector", "Detector", "SingleAnswerCalls", "TokenScoring", "unverifiable_result"]
+__all__ = [
+    "BaseDetector",
+    "Detector",
+    "SingleAnswerCalls",
+    "TokenScoring",
+    "covered",
+    "unverifiable_result",
+]
 
 
 @runtime_checkable
@@ -173,7 +180,7 @@ class BaseDetector(SingleAnswerCalls, ABC):
         # Too little of the answer was read to clear it; what was read can still flag
         # it (a wrong sentence followed by a paragraph in a script the model cannot
         # read is hallucinated, not unverifiable).
-        if not _covered(item.answer, coverage, cfg.min_coverage) and not detected:
+        if not covered(item.answer, coverage, cfg.min_coverage) and not detected:
             return self._unverifiable(item, coverage, latency_ms)
         return DetectionResult(
             answer=item.answer,
@@ -238,7 +245,7 @@ def unverifiable_result(
     )
 
 
-def _covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:
+def covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:
     """Whether enough of the answer was scored to call it supported or not."""
     readable = sum(1 for ch in answer if not ch.isspace())
     if readable == 0:

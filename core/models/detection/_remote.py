@@ -3,7 +3,10 @@
 :class:`RemoteDetector` mirrors the :class:`Detector` protocol over ``POST /v1/detect``.
 It fails closed: with ``on_error="raise"`` (default) a failed call raises, with
 ``on_error="unverifiable"`` every answer of the call comes back ``unverifiable`` with the
-reason in ``DetectionResult.error``. A failure is never reported as ``supported``.
+reason in ``DetectionResult.error``. A failure is never reported as ``supported``, and
+neither is a reply that contradicts itself (``supported`` with a score over the
+threshold, ``supported`` with nothing scored, spans outside the answer): it is a
+malformed reply, a :class:`ServiceError`.
 """
 
 from __future__ import annotations
@@ -14,10 +17,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..._errors import ConfigError, InvalidInputError, ServiceError
-from ..._types import Coverage, DetectionConfig, DetectionInput, DetectionResult
+from ..._errors import ConfigError, InputTooLargeError, InvalidInputError, ServiceError
+from ..._types import (
+    Coverage,
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+)
 from .._service import OnError, ServiceClient, base_url
-from ._base import SingleAnswerCalls, unverifiable_result
+from ._base import SingleAnswerCalls, covered, unverifiable_result
 
 __all__ = ["RemoteDetector"]
 
@@ -37,7 +46,8 @@ class RemoteDetector(SingleAnswerCalls):
         retries: Extra attempts after a transient failure.
         on_error: ``"raise"``: a failed call raises :class:`ServiceError`;
             ``"unverifiable"``: it returns ``unverifiable`` results whose ``error``
-            says why. Never ``supported``.
+            says why (also for answers the service refuses as too large, 413).
+            Never ``supported``.
         chunk_size: Inputs per request; bigger batches are split.
         client: A ready client (shared pools); built from the other arguments if not given.
 
@@ -78,7 +88,9 @@ class RemoteDetector(SingleAnswerCalls):
         """Check many answers; results come back in input order.
 
         Raises:
-            InvalidInputError: If the service rejects the input.
+            InvalidInputError: If the service rejects the input
+                (:class:`InputTooLargeError` for its 413 unless ``on_error`` is
+                ``"unverifiable"``).
             ServiceError: If the service fails and ``on_error`` is ``"raise"``.
             ConfigError: If the service's thresholds differ from the requested ones.
         """
@@ -89,10 +101,10 @@ class RemoteDetector(SingleAnswerCalls):
             if self._info is None:
                 self._accept_info(self.client.get("/healthz"))
             results: list[DetectionResult] = []
-            for chunk in _chunks(items, self.chunk_size):
+            for chunk in _chunks(items, self.chunk_size, self._limits()):
                 reply = self.client.post("/v1/detect", _payload(chunk))
                 results.extend(self._parse(reply, chunk))
-        except ServiceError as exc:
+        except (ServiceError, InputTooLargeError) as exc:
             return self._failed(items, exc)
         return results
 
@@ -104,11 +116,11 @@ class RemoteDetector(SingleAnswerCalls):
         try:
             if self._info is None:
                 self._accept_info(await self.client.aget("/healthz"))
-            chunks = list(_chunks(items, self.chunk_size))
+            chunks = _chunks(items, self.chunk_size, self._limits())
             replies = await asyncio.gather(
                 *(self.client.apost("/v1/detect", _payload(c)) for c in chunks)
             )
-        except ServiceError as exc:
+        except (ServiceError, InputTooLargeError) as exc:
             return self._failed(items, exc)
         results: list[DetectionResult] = []
         for chunk, reply in zip(chunks, replies, strict=True):
@@ -155,16 +167,88 @@ class RemoteDetector(SingleAnswerCalls):
         for item, result in zip(chunk, results, strict=True):
             if result.answer != item.answer:
                 raise ServiceError(f"{self.url}/v1/detect answered for a different answer")
+            problem = _contradiction(result, self.config)
+            if problem is not None:
+                raise ServiceError(f"malformed reply from {self.url}/v1/detect: {problem}")
         return results
 
-    def _failed(self, items: list[DetectionInput], exc: ServiceError) -> list[DetectionResult]:
+    def _limits(self) -> dict[str, int]:
+        """The service's request totals from ``/healthz`` (older services send none)."""
+        limits = (self._info or {}).get("limits")
+        if not isinstance(limits, dict):
+            return {}
+        return {
+            key: value
+            for key, value in limits.items()
+            if isinstance(key, str) and type(value) is int and value > 0
+        }
+
+    def _failed(
+        self, items: list[DetectionInput], exc: ServiceError | InputTooLargeError
+    ) -> list[DetectionResult]:
         if self.on_error == "raise":
             raise exc
         return [_unverifiable(item, self, str(exc)) for item in items]
 
 
-def _chunks(items: list[DetectionInput], size: int) -> list[list[DetectionInput]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | None:
+    """What makes ``result`` contradict itself or the service's settings, if anything.
+
+    A detector that works never sends these; a reply that does is not trusted, whatever
+    it concludes.
+    """
+    answer, coverage = result.answer, result.coverage
+    for span in result.spans:
+        if not 0 <= span.start < span.end <= len(answer):
+            return f"span {span.start}-{span.end} lies outside the {len(answer)}-character answer"
+        if answer[span.start : span.end] != span.text:
+            return f"span {span.start}-{span.end} does not hold the text it names"
+    if coverage.answer_chars != len(answer) or coverage.answer_chars_scored > len(answer):
+        return "its coverage does not match the answer"
+    if result.threshold != config.threshold:
+        return f"threshold {result.threshold} differs from the service's {config.threshold}"
+    if result.status is DetectionStatus.UNVERIFIABLE:
+        if result.detected or result.spans:
+            return "an unverifiable result cannot be detected or carry spans"
+        return None
+    if result.detected != (result.score >= result.threshold):
+        return (
+            f"detected={result.detected} with score {result.score} and threshold {result.threshold}"
+        )
+    if result.detected != (result.status is DetectionStatus.HALLUCINATED):
+        return f"status {result.status.value} with detected={result.detected}"
+    if not covered(answer, coverage, config.min_coverage):
+        return (
+            f"status {result.status.value} with {coverage.answer_chars_scored} of "
+            f"{coverage.answer_chars} answer characters scored"
+        )
+    return None
+
+
+def _chunks(
+    items: list[DetectionInput], size: int, limits: dict[str, int]
+) -> list[list[DetectionInput]]:
+    """Consecutive inputs, at most ``size`` per request and within the service's totals.
+
+    An input too large on its own still goes alone: the service's 413 names the limit.
+    """
+    most_answer = limits.get("max_request_answer_chars")
+    most_context = limits.get("max_request_context_chars")
+    chunks: list[list[DetectionInput]] = []
+    answers = contexts = 0
+    for item in items:
+        answer = len(item.answer)
+        context = sum(len(p) for p in item.context) + len(item.question or "")
+        full = not chunks or len(chunks[-1]) >= size
+        full = full or (most_answer is not None and answers + answer > most_answer)
+        full = full or (most_context is not None and contexts + context > most_context)
+        if full:
+            chunks.append([])
+            answers = contexts = 0
+        chunks[-1].append(item)
+        answers += answer
+        contexts += context
+    return chunks
 
 
 def _payload(items: list[DetectionInput]) -> dict[str, Any]:

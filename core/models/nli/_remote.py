@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..._errors import ServiceError
+from ..._errors import InputTooLargeError, ServiceError
 from ..._types import NLILabel
 from .._service import OnError, ServiceClient, reply_rows, unit_value
 
@@ -37,7 +37,7 @@ class RemoteNLIExplainer:
         try:
             reply = self.client.post("/v1/nli", {"pairs": [list(p) for p in pairs]})
             return _labels(reply, len(pairs), self.client.url)
-        except ServiceError as exc:
+        except (ServiceError, InputTooLargeError) as exc:
             if self.on_error == "raise":
                 raise
             logger.warning("NLI service failed, spans kept unexplained: %s", exc)
