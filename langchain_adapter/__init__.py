@@ -13,7 +13,7 @@
 - :class:`TruthLensMiddleware`: agent middleware for ``langchain.agents.create_agent``
   (checks final answers against the turn's tool results).
 - :class:`TruthLensGraphGuard`: a LangGraph guard node and a router by NLI label
-  (supported / neutral / contradiction / exhausted).
+  (supported / neutral / contradiction / unverified / exhausted).
 
 The agent names load ``langchain`` and ``langgraph`` on first use, so this package
 imports with ``langchain-core`` alone.
@@ -58,6 +58,7 @@ from ._runnable import (  # noqa: E402
 
 if TYPE_CHECKING:
     from ._graph import (
+        GRAPH_ROUTES,
         GraphRoute,
         TruthLensGraphGuard,
         TruthLensGraphState,
@@ -72,6 +73,7 @@ _AGENT_NAMES: dict[str, str] = {
     "FEEDBACK_NAME": "._middleware",
     "UNCHECKED_TAG": "._middleware",
     "TruthLensMiddleware": "._middleware",
+    "GRAPH_ROUTES": "._graph",
     "GraphRoute": "._graph",
     "TruthLensGraphGuard": "._graph",
     "TruthLensGraphState": "._graph",
@@ -95,6 +97,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
     "FEEDBACK_NAME",
+    "GRAPH_ROUTES",
     "TRUTHLENS_EVENT",
     "UNCHECKED_TAG",
     "AsyncTruthLensCallbackHandler",
