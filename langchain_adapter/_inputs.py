@@ -35,6 +35,7 @@ __all__ = [
     "parse_input",
     "passages",
     "question_of",
+    "structured_text",
     "tool_passages",
 ]
 
@@ -89,6 +90,32 @@ def content_text(content: object) -> str:
                 if isinstance(text, str):
                     parts.append(text)
     return "".join(parts)
+
+
+def structured_text(value: object, prefix: str = "") -> str:
+    """A structured answer (a schema's fields) as ``key: value`` lines to check.
+
+    Nested objects get dotted keys and list items their index, so every field the
+    caller will read is in the text the detector judges; ``None`` fields are left out.
+
+    Args:
+        value: The arguments of a structured-output tool call (JSON-like values).
+        prefix: The key of ``value`` itself (for nested values).
+
+    Returns:
+        One line per field, in the order given.
+    """
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, object]] = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((str(i), v) for i, v in enumerate(value))
+    else:
+        if value is None:
+            return ""
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return f"{prefix}: {text}" if prefix else text
+    lines = [structured_text(v, f"{prefix}.{k}" if prefix else k) for k, v in items]
+    return "\n".join(line for line in lines if line)
 
 
 def dedupe(items: Iterable[str]) -> list[str]:
