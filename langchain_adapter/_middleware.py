@@ -50,7 +50,14 @@ from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import Policy, PolicySource
 
 from ._arguments import check_choice, check_int
-from ._inputs import dedupe, message_text, passages, structured_text, tool_passages
+from ._inputs import (
+    answered_tool_messages,
+    dedupe,
+    message_text,
+    passages,
+    structured_text,
+    tool_passages,
+)
 from ._llm import as_llm
 from ._outputs import DEFAULT_BLOCKED_MESSAGE, TRUTHLENS_EVENT, BlockMode, verdict_payload
 from ._runnable import StreamMode, check_passthrough, hide_streaming, passthrough_problems
@@ -551,11 +558,9 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         one the caller put in the input state is not evidence, whichever
         ``AIMessage`` it claims to answer.
         """
-        called = set(_recorded_calls(request))
         context: list[str] = []
-        for message in turn:
-            if isinstance(message, ToolMessage) and message.tool_call_id in called:
-                context.extend(tool_passages(message))
+        for message in answered_tool_messages(turn, made=set(_recorded_calls(request))):
+            context.extend(tool_passages(message))
         context.extend(_state_documents(request.state, self.document_keys))
         return dedupe(context)
 
