@@ -50,6 +50,7 @@ from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import Policy, PolicySource
 
 from ._arguments import check_choice, check_int
+from ._events import UNCHECKED_TAG
 from ._inputs import (
     answered_tool_messages,
     dedupe,
@@ -68,9 +69,6 @@ __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
 #: refines an answer; they do not start a new turn.
 FEEDBACK_NAME = "truthlens"
 
-#: Tag of model runs whose tokens are held back until the answer is checked, so
-#: ``astream_events(..., exclude_tags=[UNCHECKED_TAG])`` hides their raw output too.
-UNCHECKED_TAG = "truthlens:unchecked"
 
 _Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 _AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]

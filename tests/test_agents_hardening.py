@@ -8,11 +8,14 @@ models are scripted (tests/_agents_support.py), as LLM calls are the one faked p
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command
 from pydantic import BaseModel
 
@@ -34,8 +37,11 @@ from truthlens_integrations.langchain_adapter import (
     DEFAULT_BLOCKED_MESSAGE,
     GRAPH_ROUTES,
     TRUTHLENS_EVENT,
+    UNCHECKED_TAG,
     TruthLensGraphGuard,
     TruthLensMiddleware,
+    TruthLensRunnable,
+    guarded_events,
     route_label,
 )
 
@@ -249,3 +255,58 @@ def _without_verdicts(value: object) -> str:
         return item
 
     return json.dumps(strip(value), default=str)
+
+
+# -- astream_events of a pipe (upstream | guard) under block: guarded_events ----------------------
+
+
+def _pipe(engine: TruthLens) -> Any:
+    model = GenericFakeChatModel(messages=iter([AIMessage(WRONG)]))
+    to_dict = RunnableLambda(
+        lambda m: {"context": [EIFFEL_RECORD], "question": QUESTION, "answer": m}
+    )
+    return model | to_dict | TruthLensRunnable(engine=engine, on_block="message")
+
+
+async def _collect(events: AsyncIterator[Any]) -> list[dict[str, Any]]:
+    return [dict(e) async for e in events]
+
+
+def _holders(events: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {
+        (e["event"], e["name"])
+        for e in events
+        if e["name"] != TRUTHLENS_EVENT and leaks("1950", _without_verdicts(e.get("data")))
+    }
+
+
+async def test_pipe_events_under_block_show_upstream_tokens_unless_guarded(
+    base: TruthLens,
+) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    raw = await _collect(_pipe(engine).astream_events([HumanMessage(QUESTION)], version="v2"))
+    # the attack: the plain stream shows the upstream model's answer before the check
+    assert ("on_chat_model_end", "GenericFakeChatModel") in _holders(raw)
+    safe = await _collect(guarded_events(_pipe(engine), [HumanMessage(QUESTION)]))
+    assert _holders(safe) == set()
+    assert not any(e["event"] == "on_chat_model_stream" for e in safe)
+    ends = [e for e in safe if e["event"] == "on_chain_end" and e["name"] == "TruthLensRunnable"]
+    assert ends and "input" not in ends[0]["data"]  # the guard's input was the raw answer
+    final = next(e for e in safe if e["event"] == "on_chain_end" and not e["parent_ids"])
+    assert final["data"]["output"]["answer"].content == DEFAULT_BLOCKED_MESSAGE
+    assert any(e["name"] == TRUTHLENS_EVENT for e in safe)
+
+
+async def test_guarded_events_keeps_tokens_when_the_policy_never_changes_text(
+    base: TruthLens,
+) -> None:
+    safe = await _collect(guarded_events(_pipe(base), [HumanMessage(QUESTION)]))
+    assert any(e["event"] == "on_chat_model_stream" for e in safe)
+
+
+async def test_guarded_events_on_an_agent_under_block(base: TruthLens) -> None:
+    agent = _agent(engine_for(base, hallucination_action="block"), eiffel_script())
+    events = await _collect(guarded_events(agent, {"messages": [HumanMessage(QUESTION)]}))
+    assert _holders(events) == set()
+    assert any(e["event"] == "on_tool_end" for e in events)
+    assert not any(UNCHECKED_TAG in e.get("tags", ()) for e in events)
