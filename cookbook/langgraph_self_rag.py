@@ -8,6 +8,8 @@ retrieve -> generate -> guard -> one of
   again;
 - ``contradiction``: the documents say otherwise (NLI contradiction) -> generate
   again with the flagged spans and the evidence named (``truthlens_feedback``);
+- ``unverified``: nothing was checked (no documents) -> rewrite the query and retrieve
+  again (an unchecked answer never ends the graph as supported);
 - ``exhausted``: out of attempts -> end, with the policy's action applied.
 
 The first retrieval finds a history note without dates, the generator claims "built
@@ -130,7 +132,13 @@ def self_rag_graph(state: type, guard: TruthLensGraphGuard, nodes: dict[str, Any
     graph.add_conditional_edges(
         look,
         guard.route,
-        {"supported": END, "neutral": "rewrite", "contradiction": "generate", "exhausted": END},
+        {
+            "supported": END,
+            "neutral": "rewrite",
+            "contradiction": "generate",
+            "unverified": "rewrite",  # nothing was checked (no documents): look again
+            "exhausted": END,
+        },
     )
     graph.add_edge("rewrite", "retrieve")
     return graph.compile()

@@ -10,10 +10,12 @@
   :class:`LLMChatModel` the other way round (the offline SmolLM2 backend in LCEL).
 - :class:`RetrievalQualityFilter`: a document compressor dropping weak, short and
   near-duplicate documents.
+- :func:`guarded_events`: ``astream_events`` without unchecked text, for agents, pipes
+  (``upstream | guard``) and wrapped chains alike.
 - :class:`TruthLensMiddleware`: agent middleware for ``langchain.agents.create_agent``
   (checks final answers against the turn's tool results).
 - :class:`TruthLensGraphGuard`: a LangGraph guard node and a router by NLI label
-  (supported / neutral / contradiction / exhausted).
+  (supported / neutral / contradiction / unverified / exhausted).
 
 The agent names load ``langchain`` and ``langgraph`` on first use, so this package
 imports with ``langchain-core`` alone.
@@ -40,6 +42,7 @@ from ._callbacks import (  # noqa: E402
 )
 from ._capture import GroundingCapture  # noqa: E402
 from ._compressor import RetrievalQualityFilter  # noqa: E402
+from ._events import UNCHECKED_TAG, guarded_events  # noqa: E402
 from ._inputs import ParsedInput, parse_input, tool_passages  # noqa: E402
 from ._llm import ChatModelLLM, LLMChatModel, as_llm  # noqa: E402
 from ._outputs import (  # noqa: E402
@@ -58,6 +61,7 @@ from ._runnable import (  # noqa: E402
 
 if TYPE_CHECKING:
     from ._graph import (
+        GRAPH_ROUTES,
         GraphRoute,
         TruthLensGraphGuard,
         TruthLensGraphState,
@@ -65,13 +69,13 @@ if TYPE_CHECKING:
         rewrite_query,
         route_label,
     )
-    from ._middleware import FEEDBACK_NAME, UNCHECKED_TAG, TruthLensMiddleware
+    from ._middleware import FEEDBACK_NAME, TruthLensMiddleware
 
 # Agent names, loaded on first use: they need langchain (1.x) and langgraph.
 _AGENT_NAMES: dict[str, str] = {
     "FEEDBACK_NAME": "._middleware",
-    "UNCHECKED_TAG": "._middleware",
     "TruthLensMiddleware": "._middleware",
+    "GRAPH_ROUTES": "._graph",
     "GraphRoute": "._graph",
     "TruthLensGraphGuard": "._graph",
     "TruthLensGraphState": "._graph",
@@ -95,6 +99,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
     "FEEDBACK_NAME",
+    "GRAPH_ROUTES",
     "TRUTHLENS_EVENT",
     "UNCHECKED_TAG",
     "AsyncTruthLensCallbackHandler",
@@ -114,6 +119,7 @@ __all__ = [
     "as_llm",
     "find_chat_model",
     "guard_chain",
+    "guarded_events",
     "parse_input",
     "passthrough_problems",
     "regeneration_feedback",

@@ -8,14 +8,18 @@ For graphs users write themselves (self-RAG / CRAG style)::
         "supported": END,            # the answer holds up
         "neutral": "rewrite_query",  # the context lacks the evidence: retrieve again
         "contradiction": "generate", # the context says otherwise: regenerate
+        "unverified": "rewrite_query",  # nothing was checked: find grounding (or END)
         "exhausted": END,            # out of attempts: the policy's action applied
     })
 
 The route follows the NLI labels of the flagged spans: a contradiction means the
 retrieved context holds the right fact and the generator got it wrong (regenerate,
 naming the spans: ``state["truthlens_feedback"]``); a neutral span means the context
-does not cover the claim (rewrite the query: :func:`rewrite_query`). An answer with no
-grounding at all goes the neutral way too.
+does not cover the claim (rewrite the query: :func:`rewrite_query`). An answer that
+was not checked at all (no documents, detection disabled on the route, a prompt the
+policy skips, input the detector cannot read) goes ``unverified``: never
+``supported``, and the policy's action for unverified answers is already applied to
+it, so the route may end the graph or look for grounding.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from ._inputs import ParsedInput, parse_input
 from ._outputs import TRUTHLENS_EVENT, with_verdict
 
 __all__ = [
+    "GRAPH_ROUTES",
     "GraphRoute",
     "TruthLensGraphGuard",
     "TruthLensGraphState",
@@ -52,7 +57,21 @@ __all__ = [
     "route_label",
 ]
 
-GraphRoute = Literal["supported", "neutral", "contradiction", "exhausted"]
+GraphRoute = Literal["supported", "neutral", "contradiction", "unverified", "exhausted"]
+
+#: Every route the guard node can choose, in the order the docs list them.
+GRAPH_ROUTES: tuple[GraphRoute, ...] = (
+    "supported",
+    "neutral",
+    "contradiction",
+    "unverified",
+    "exhausted",
+)
+
+#: The routes on which the node applies the policy's action to the answer: the ones a
+#: graph may end on. ``unverified`` is one of them, as an unchecked answer may end the
+#: graph and must then carry the action for unverified answers (warning or block).
+_FINAL_ROUTES = frozenset({"supported", "unverified", "exhausted"})
 
 
 class TruthLensGraphState(TypedDict, total=False):
@@ -72,11 +91,12 @@ class TruthLensGraphState(TypedDict, total=False):
         truthlens: The verdict of the last check, as :meth:`Verdict.to_dict`
             (``Verdict.model_validate`` reads it back; :func:`route_label`,
             :func:`rewrite_query` and :func:`regeneration_feedback` take it as it
-            is). When the route ends the graph (``supported`` / ``exhausted``) a
-            blocked answer's text is withheld from it; on the ``neutral`` and
-            ``contradiction`` routes, which loop back into the graph, it is the full
-            verdict, so that the next node can name the flagged parts.
-        truthlens_route: Where the router sends the graph next.
+            is). When the route ends the graph (``supported``, ``unverified``,
+            ``exhausted``) a blocked answer's text is withheld from it; on the
+            ``neutral`` and ``contradiction`` routes, which loop back into the graph,
+            it is the full verdict, so that the next node can name the flagged parts.
+        truthlens_route: Where the router sends the graph next (one of
+            :data:`GRAPH_ROUTES`).
         truthlens_attempts: Checks made so far in this run.
         truthlens_feedback: For regeneration: the flagged spans and the evidence
             (``None`` on other routes).
@@ -95,23 +115,26 @@ def _verdict(value: Verdict | Mapping[str, Any]) -> Verdict:
 
 def route_label(
     verdict: Verdict | Mapping[str, Any],
-) -> Literal["supported", "neutral", "contradiction"]:
+) -> Literal["supported", "neutral", "contradiction", "unverified"]:
     """The route a verdict asks for, by the NLI labels of its spans.
 
     Args:
         verdict: A guard verdict (or its ``to_dict()``, as the graph state holds it).
 
     Returns:
-        ``"supported"`` when nothing was flagged and the answer was grounded;
-        ``"contradiction"`` when a span contradicts the context, or spans carry no
-        NLI label (the context is there, the answer disagrees with it);
-        ``"neutral"`` when the flagged spans are only claims the context does not
-        cover, when the answer is flagged as a whole with no span (the evidence for it
-        may be missing), or when there was no grounding to check against.
+        ``"unverified"`` when the answer was not checked (``verdict.checked`` is
+        false: no grounding, detection disabled on the route, a prompt the policy
+        skips, unreadable input); ``"supported"`` only when it was checked against
+        grounding and nothing was flagged; ``"contradiction"`` when a span
+        contradicts the context, or spans carry no NLI label (the context is there,
+        the answer disagrees with it); ``"neutral"`` when the flagged spans are only
+        claims the context does not cover, or the answer is flagged as a whole with
+        no span (the evidence for it may be missing).
     """
     verdict = _verdict(verdict)
-    if verdict.unverified or (verdict.context_missing and verdict.fact_check_needed):
-        return "neutral"
+    # ``context_missing`` too: an answer with no grounding was never held against any.
+    if not verdict.checked or verdict.unverified or verdict.context_missing:
+        return "unverified"
     if not verdict.detected:
         return "supported"
     labels = {s.nli_label for s in verdict.spans}
@@ -181,11 +204,11 @@ class TruthLensGraphGuard:
     The node reads the answer, the context and the question from the state (keys
     ``answer_key`` / ``context_key`` / ``question_key``; or an agent-style
     ``messages`` list, where tool results are the context), checks the answer and
-    writes :class:`TruthLensGraphState`'s keys (subclass it for the graph's state).
-    When the route ends the graph (``supported`` or ``exhausted``) it also applies
-    the policy's action to the answer: the warning for ``body``, ``blocked_message``
-    for ``block``; an answer message gets the verdict in
-    ``response_metadata["truthlens"]``, as everywhere.
+    writes :class:`TruthLensGraphState`'s keys. On the routes a graph may end on
+    (``supported``, ``unverified`` and ``exhausted``) it also applies the policy's
+    action to the answer: the warning for ``body``, ``blocked_message`` for
+    ``block`` (for an unchecked answer: the route's ``unverified_factual_action``).
+    Map every route of :data:`GRAPH_ROUTES` in ``add_conditional_edges``.
 
     Args:
         engine: The guard engine; ``None`` uses the default policy. With policy knobs
@@ -256,7 +279,7 @@ class TruthLensGraphGuard:
             ConfigError: If the guard node has not run on this state.
         """
         route = state.get("truthlens_route")
-        if route not in ("supported", "neutral", "contradiction", "exhausted"):
+        if route not in GRAPH_ROUTES:
             raise ConfigError(
                 "the state holds no truthlens_route: route from the guard node, and add "
                 "TruthLensGraphState's keys to the graph's state schema"
@@ -295,7 +318,7 @@ class TruthLensGraphGuard:
         route: GraphRoute = label
         if label != "supported" and attempts >= self.max_attempts:
             route = "exhausted"
-        ends = route in ("supported", "exhausted")
+        ends = route in _FINAL_ROUTES
         update: dict[str, Any] = {
             # A looping route feeds the next node (rewrite, regenerate): full verdict.
             "truthlens": (verdict if ends else verdict.full()).to_dict(),

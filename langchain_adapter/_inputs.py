@@ -16,7 +16,7 @@ Accepted shapes:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +35,7 @@ __all__ = [
     "parse_input",
     "passages",
     "question_of",
+    "structured_text",
     "tool_passages",
 ]
 
@@ -91,6 +92,32 @@ def content_text(content: object) -> str:
     return "".join(parts)
 
 
+def structured_text(value: object, prefix: str = "") -> str:
+    """A structured answer (a schema's fields) as ``key: value`` lines to check.
+
+    Nested objects get dotted keys and list items their index, so every field the
+    caller will read is in the text the detector judges; ``None`` fields are left out.
+
+    Args:
+        value: The arguments of a structured-output tool call (JSON-like values).
+        prefix: The key of ``value`` itself (for nested values).
+
+    Returns:
+        One line per field, in the order given.
+    """
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, object]] = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((str(i), v) for i, v in enumerate(value))
+    else:
+        if value is None:
+            return ""
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return f"{prefix}: {text}" if prefix else text
+    lines = [structured_text(v, f"{prefix}.{k}" if prefix else k) for k, v in items]
+    return "\n".join(line for line in lines if line)
+
+
 def dedupe(items: Iterable[str]) -> list[str]:
     """Non-blank items in first-seen order, exact repeats dropped."""
     seen: set[str] = set()
@@ -144,20 +171,31 @@ def tool_passages(output: object) -> list[str]:
     return [output]
 
 
-def answered_tool_messages(messages: Sequence[object]) -> list[ToolMessage]:
+def answered_tool_messages(
+    messages: Sequence[object], made: Collection[str] | None = None
+) -> list[ToolMessage]:
     """The ``ToolMessage``s that answer a tool call made by an earlier ``AIMessage``.
+
+    The one rule for what a tool result is, shared by the runnable, the callback
+    handler and the agent middleware: a ``ToolMessage`` nobody asked for could have
+    been put there by anyone.
 
     Args:
         messages: A conversation, oldest first.
+        made: The ids of the tool calls known to come from a model run (the agent
+            middleware records its run's); ``None`` when no such record exists and
+            any earlier ``AIMessage``'s call counts.
 
     Returns:
-        The tool messages whose ``tool_call_id`` matches a call made before them.
+        The tool messages whose ``tool_call_id`` matches a call made before them
+        (and, with ``made``, one of those).
     """
     called: set[str] = set()
     found: list[ToolMessage] = []
     for message in messages:
         if isinstance(message, AIMessage):
-            called.update(i for c in message.tool_calls if (i := c.get("id")) is not None)
+            ids = (i for c in message.tool_calls if (i := c.get("id")) is not None)
+            called.update(i for i in ids if made is None or i in made)
         elif isinstance(message, ToolMessage) and message.tool_call_id in called:
             found.append(message)
     return found

@@ -1,8 +1,9 @@
 """``TruthLensMiddleware``: the guard as LangChain 1.x agent middleware (``create_agent``).
 
 The agent's model node runs through :meth:`TruthLensMiddleware.wrap_model_call`. A
-reply that calls tools passes untouched; a final answer (an ``AIMessage`` without tool
-calls) is checked against the tool results of the current turn (and retrieved
+reply that only calls tools passes untouched; every reply with text (a final answer,
+text beside tool calls, a ``ToolStrategy`` structured answer) is checked against the
+tool results of the current turn that answer this run's tool calls (and retrieved
 documents the state holds), with the turn's human message as the question, before it
 enters the agent state. So the verdict decides what the agent answers: the text is
 annotated, refined or withheld before anyone downstream sees it.
@@ -16,8 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -26,11 +27,14 @@ from langchain.agents.middleware import (
     ModelRequest,
     ModelResponse,
 )
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langgraph.constants import TAG_NOSTREAM
+from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import ValidationError
 
 from truthlens_integrations.core import ConfigError, LLMError
@@ -47,10 +51,18 @@ from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import Policy, PolicySource
 
 from ._arguments import check_choice, check_int
-from ._inputs import dedupe, message_text, passages, tool_passages
+from ._events import UNCHECKED_TAG
+from ._inputs import (
+    answered_tool_messages,
+    dedupe,
+    message_text,
+    passages,
+    structured_text,
+    tool_passages,
+)
 from ._llm import as_llm
 from ._outputs import TRUTHLENS_EVENT, with_verdict
-from ._runnable import StreamMode, check_passthrough, passthrough_problems
+from ._runnable import StreamMode, check_passthrough, hide_streaming, passthrough_problems
 
 __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
 
@@ -58,23 +70,45 @@ __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
 #: refines an answer; they do not start a new turn.
 FEEDBACK_NAME = "truthlens"
 
-#: Tag of model runs whose tokens are held back until the answer is checked, so
-#: ``astream_events(..., exclude_tags=[UNCHECKED_TAG])`` hides their raw output too.
-UNCHECKED_TAG = "truthlens:unchecked"
 
 _Handler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 _AsyncHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
 _Result = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 
+#: Private agent-state key: the ids of the tool calls this run's model made. Only a
+#: ``ToolMessage`` answering one of them is a tool result; anything else in the state
+#: (a ``ToolMessage`` the caller put in the input, with or without a forged
+#: ``AIMessage`` calling it) is not evidence. Private: the input cannot set it.
+TOOL_CALLS_KEY = "truthlens_tool_calls"
+
+#: What a checked reply is: the final answer, text written beside tool calls, or a
+#: structured answer (``response_format=ToolStrategy(...)``).
+_Kind = Literal["final", "preamble", "structured"]
+
+
+class _State(AgentState[Any]):
+    """The agent state with the middleware's private key (see :data:`TOOL_CALLS_KEY`)."""
+
+    truthlens_tool_calls: NotRequired[Annotated[list[str], PrivateStateAttr]]
+
 
 @dataclass(frozen=True)
 class _Turn:
-    """The final answer of one model call and what it is checked against."""
+    """A reply of one model call to check, and what it is checked against."""
 
     answer: AIMessage
     index: int  # position of the answer in the response's messages
     context: list[str]
     question: str | None
+    kind: _Kind = "final"
+    text: str = ""  # what is checked: the message's text, plus the structured answer
+
+
+@dataclass
+class _Structured:
+    """Structured answers the agent's model gave in refinement rounds, by their text."""
+
+    responses: dict[str, ModelResponse[Any]] = field(default_factory=dict)
 
 
 def _response(result: _Result) -> ModelResponse[Any]:
@@ -83,6 +117,15 @@ def _response(result: _Result) -> ModelResponse[Any]:
     if isinstance(result, ExtendedModelResponse):
         return result.model_response
     return result
+
+
+def _turn_answer(response: ModelResponse[Any]) -> tuple[int, AIMessage] | None:
+    """The last ``AIMessage`` of a response, with its position."""
+    for i in range(len(response.result) - 1, -1, -1):
+        message = response.result[i]
+        if isinstance(message, AIMessage):
+            return i, message
+    return None
 
 
 def _is_feedback(message: BaseMessage) -> bool:
@@ -95,6 +138,33 @@ def _turn_start(messages: Sequence[BaseMessage]) -> int:
         if isinstance(messages[i], HumanMessage) and not _is_feedback(messages[i]):
             return i
     return -1
+
+
+def _answered_in(messages: Sequence[BaseMessage]) -> set[str]:
+    """Ids of the tool calls a model response answers itself (structured output)."""
+    return {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
+def _new_tool_calls(response: ModelResponse[Any]) -> list[str]:
+    """Ids of the tool calls a reply makes for the agent's tools to answer.
+
+    Calls the response answers itself (``ToolStrategy``'s structured-output call and
+    its ``ToolMessage``) are left out: they are the answer, not a tool's result.
+    """
+    answered = _answered_in(response.result)
+    return [
+        i
+        for m in response.result
+        if isinstance(m, AIMessage)
+        for c in m.tool_calls
+        if (i := c.get("id")) is not None and i not in answered
+    ]
+
+
+def _recorded_calls(request: ModelRequest[Any]) -> list[str]:
+    """The tool calls this run's model made so far (the private state key)."""
+    found = request.state.get(TOOL_CALLS_KEY)
+    return [i for i in found if isinstance(i, str)] if isinstance(found, list) else []
 
 
 def _state_documents(state: Mapping[str, Any], keys: Sequence[str]) -> list[str]:
@@ -131,6 +201,19 @@ def _with_max_iterations(policy: Policy, rounds: int) -> Policy:
         raise ConfigError(f"TruthLensMiddleware: max_iterations={rounds}: {exc}") from None
 
 
+def _checked_text(answer: AIMessage, messages: Sequence[BaseMessage]) -> str:
+    """The text checked for a structured answer: the message's text, then its fields.
+
+    The structured-output call is the one the response answers itself; its arguments
+    (the schema's fields) become ``key: value`` lines, which the detector reads as
+    claims like any sentence.
+    """
+    answered = _answered_in(messages)
+    parts = [message_text(answer)]
+    parts += [structured_text(c["args"]) for c in answer.tool_calls if c.get("id") in answered]
+    return "\n".join(p for p in parts if p.strip())
+
+
 class _AgentModel(BaseLLM):
     """The agent's own model behind the core LLM protocol, for the refinement loops.
 
@@ -152,6 +235,7 @@ class _AgentModel(BaseLLM):
         self._request = request
         self._handler = handler
         self._ahandler = ahandler
+        self.structured = _Structured()
         model = request.model
         self.model = str(getattr(model, "model_name", None) or model.get_name())
 
@@ -162,12 +246,20 @@ class _AgentModel(BaseLLM):
         return self._request.override(messages=history)
 
     def _reply(self, result: _Result, started: float) -> LLMResponse:
-        messages = _response(result).result
+        response = _response(result)
+        messages = response.result
         answer = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-        if answer is None or answer.tool_calls:
+        if answer is not None and response.structured_response is not None:
+            # A structured answer (ToolStrategy): its text is checked; kept by text so
+            # the one the loop keeps replaces the original structured response.
+            text = _checked_text(answer, messages)
+            self.structured.responses[text] = response
+        elif answer is None or answer.tool_calls:
             raise LLMError(f"model {self.model!r} called a tool instead of answering")
+        else:
+            text = message_text(answer)
         return LLMResponse(
-            text=_ensure_text(message_text(answer), model=self.model),
+            text=_ensure_text(text, model=self.model),
             model=self.model,
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
@@ -187,28 +279,37 @@ class _AgentModel(BaseLLM):
         return self._reply(await self._ahandler(self._ask(request.messages)), started)
 
 
-class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
     """Checks an agent's final answers against its tool results, and acts by policy.
 
     Add it to any LangChain 1.x agent::
 
         agent = create_agent(model, tools, middleware=[TruthLensMiddleware()])
 
-    **What is checked**: each model reply without tool calls (the agent's final
-    answer). The grounding is the content of the ``ToolMessage``s of the current turn
-    (since the last human message; failed tool calls are not evidence) plus
-    documents under ``document_keys`` of the agent state; the question is the turn's
-    human message. An answer given without any grounding (no tool was called) takes
-    the policy's "unverified factual" path: it is never reported as clean.
+    **What is checked**: every model reply with text, before it enters the agent
+    state: the final answer (no tool calls), the text a model writes beside tool
+    calls, and a structured answer (``response_format=ToolStrategy(Schema)``: the
+    schema's fields as ``key: value`` lines, with any text of the reply). The
+    grounding is the content of the ``ToolMessage``s of the current turn (since the
+    last human message) that answer a tool call made by this run's model (recorded in
+    a private state key the input cannot set; failed tool calls are not evidence),
+    plus documents under ``document_keys`` of the agent state; the question is the
+    turn's human message. A ``ToolMessage`` the caller put in the input state is not
+    evidence, whichever ``AIMessage`` it claims to answer. A reply checked without any
+    grounding (no tool was called yet) takes the policy's "unverified factual" path:
+    it is never reported as clean. Text beside tool calls is checked without
+    refinement (the route's action applies; the tool calls go on).
 
     **Actions** (the route's ``hallucination_action``): ``header`` puts the verdict
     (:meth:`Verdict.to_dict`) in the final message's ``response_metadata["truthlens"]``
     (it is there for every action); ``body`` appends the policy's warning to the text;
     ``block`` replaces the answer with ``blocked_message`` (``on_block="message"``, the
     default) or raises :class:`~truthlens_integrations.core.BlockedResponseError`
-    (``on_block="raise"``), so the wrong text never becomes the agent's answer. The
-    blocked text is withheld from the verdict too; the application reads it through
-    the engine's ``audit_hook``.
+    (``on_block="raise"``), so the wrong text never becomes the agent's answer. A
+    blocked structured answer is withheld whole: ``structured_response`` is ``None``
+    and the structured-output call and its ``ToolMessage`` are replaced by the blocked
+    message. The blocked text is withheld from the verdict too; the application reads
+    it through the engine's ``audit_hook``.
 
     **Modes**: ``standard`` sends the answer back to the agent's own model (same
     conversation, tools and system prompt) with a message naming the flagged spans
@@ -219,8 +320,11 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     **Streaming**: when the policy can change or withhold text (``body`` / ``block``,
     a disclaimer, or a refinement mode), the model's tokens are held back
     (``stream_mode="verified"``): ``stream_mode="messages"`` delivers the checked
-    answer as one message, and ``astream_events`` has no ``on_chat_model_stream``
-    events for it (the raw model runs carry the tag :data:`UNCHECKED_TAG`). With a
+    answer as one message, and the raw model runs are hidden from
+    ``astream_events`` / ``astream_log`` (no ``on_chat_model_start`` /
+    ``_stream`` / ``_end`` for them, with or without ``exclude_tags``; tracers still
+    see them, tagged :data:`UNCHECKED_TAG`). The ``model`` node's events carry the
+    checked reply. With a
     policy that leaves text alone, tokens stream as they come and the verdict
     follows in the final message's metadata. ``stream_mode="passthrough"`` insists
     on the latter and rejects a policy that changes text. Every check also
@@ -257,6 +361,8 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ConfigError: For a bad ``on_block`` / ``stream_mode``, or
             ``stream_mode="passthrough"`` with a policy that changes text.
     """
+
+    state_schema = _State
 
     def __init__(
         self,
@@ -338,19 +444,29 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- hooks ----------------------------------------------------------------------
 
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        """Start the run with no tool calls recorded (a thread's earlier runs do not count)."""
+        del state, runtime
+        return {TOOL_CALLS_KEY: []}
+
+    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        """Async :meth:`before_agent`."""
+        return self.before_agent(state, runtime)
+
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: _Handler
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        """Run the model; check a final answer before it enters the agent state."""
+        """Run the model; check its reply's text before it enters the agent state."""
         request = self._quiet(request)
         with self._unchecked_runs():
             response = handler(request)
-            turn = self._final_turn(request, response)
+            turn = self._turn(request, response)
             if turn is None:
-                return response
-            verdict = self.engine.guard(**self._guard_kwargs(request, turn, handler, None))
+                return self._recorded(request, response)
+            llm = _AgentModel(request, handler if turn.kind != "preamble" else None, None)
+            verdict = self.engine.guard(**self._guard_kwargs(turn, llm))
         dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
-        return self._finish(request, response, turn, verdict)
+        return self._recorded(request, self._finish(request, response, turn, verdict, llm))
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: _AsyncHandler
@@ -359,12 +475,13 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request = self._quiet(request)
         with self._unchecked_runs():
             response = await handler(request)
-            turn = self._final_turn(request, response)
+            turn = self._turn(request, response)
             if turn is None:
-                return response
-            verdict = await self.engine.aguard(**self._guard_kwargs(request, turn, None, handler))
+                return self._recorded(request, response)
+            llm = _AgentModel(request, None, handler if turn.kind != "preamble" else None)
+            verdict = await self.engine.aguard(**self._guard_kwargs(turn, llm))
         await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
-        return self._finish(request, response, turn, verdict)
+        return self._recorded(request, self._finish(request, response, turn, verdict, llm))
 
     # -- one implementation for both ------------------------------------------------
 
@@ -381,16 +498,21 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     @contextmanager
     def _unchecked_runs(self) -> Iterator[None]:
-        """Tag every run inside (the model, models it calls, refinement rounds) unchecked.
+        """Hide every run inside (the model, models it calls, refinement rounds).
 
-        The tags are inherited by child runs, so a model that calls another model
-        (a router, a wrapper) does not leak its tokens to ``stream_mode="messages"``
-        either. The verdict's event is dispatched outside, untagged.
+        The runs are tagged unchecked, and the handlers that feed
+        ``astream_events`` / ``astream_log`` and LangGraph's ``messages`` stream are
+        taken off their callbacks: their ``on_chat_model_start`` /
+        ``on_chat_model_end`` events (which carry the unchecked answer) never reach
+        those streams, with or without ``exclude_tags``. Tracers and other callbacks
+        still see them. Child runs inherit both, so a model that calls another model
+        (a router, a wrapper) does not leak either. The verdict's event is
+        dispatched outside, visible.
         """
         if not self.holds_tokens:
             yield
             return
-        config = ensure_config()
+        config = hide_streaming(ensure_config())
         tags = [*config.get("tags", []), TAG_NOSTREAM, UNCHECKED_TAG]
         token = var_child_runnable_config.set({**config, "tags": tags})
         try:
@@ -415,47 +537,75 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._quiet_models[id(model)] = (model, quiet)
         return quiet
 
-    def _final_turn(self, request: ModelRequest[Any], response: ModelResponse[Any]) -> _Turn | None:
-        """The reply's final answer with its grounding; ``None`` when it calls tools."""
-        index = next(
-            (i for i in range(len(response.result) - 1, -1, -1)
-             if isinstance(response.result[i], AIMessage)),
-            -1,
-        )  # fmt: skip
-        if index < 0:
+    def _turn(self, request: ModelRequest[Any], response: ModelResponse[Any]) -> _Turn | None:
+        """The reply to check with its grounding; ``None`` when it has no text to check.
+
+        A final answer, a structured answer (``ToolStrategy``), and text a model writes
+        beside tool calls are all checked: each enters the agent state, where the
+        caller reads it. A reply that only calls tools has nothing to check.
+        """
+        found = _turn_answer(response)
+        if found is None:
             return None
-        answer = response.result[index]
-        assert isinstance(answer, AIMessage)
-        if answer.tool_calls or not message_text(answer).strip():
+        index, answer = found
+        kind: _Kind = "final"
+        if response.structured_response is not None:
+            kind = "structured"
+            text = _checked_text(answer, response.result)
+        else:
+            text = message_text(answer)
+            if answer.tool_calls:
+                kind = "preamble"
+        if not text.strip():
             return None
         messages = request.messages
         start = _turn_start(messages)
-        context: list[str] = []
-        for message in messages[start + 1 :]:
-            if isinstance(message, ToolMessage):
-                context.extend(tool_passages(message))
-        context.extend(_state_documents(request.state, self.document_keys))
         question = message_text(messages[start]) if start >= 0 else None
-        return _Turn(answer, index, dedupe(context), question or None)
+        context = self._grounding(request, messages[start + 1 :])
+        return _Turn(answer, index, context, question or None, kind, text)
 
-    def _guard_kwargs(
-        self,
-        request: ModelRequest[Any],
-        turn: _Turn,
-        handler: _Handler | None,
-        ahandler: _AsyncHandler | None,
-    ) -> dict[str, Any]:
-        """The engine's arguments for one turn.
+    def _grounding(self, request: ModelRequest[Any], turn: Sequence[BaseMessage]) -> list[str]:
+        """The turn's tool results answering this run's model, and the state's documents.
 
-        The turn's answer is checked; the agent's own model refines it (standard and
-        premium modes) and the premium verifiers cross-check it.
+        Only a ``ToolMessage`` answering a tool call that this run's model made
+        (recorded in the private state key :data:`TOOL_CALLS_KEY`) is a tool result:
+        one the caller put in the input state is not evidence, whichever
+        ``AIMessage`` it claims to answer.
+        """
+        context: list[str] = []
+        for message in answered_tool_messages(turn, made=set(_recorded_calls(request))):
+            context.extend(tool_passages(message))
+        context.extend(_state_documents(request.state, self.document_keys))
+        return dedupe(context)
+
+    def _recorded(
+        self, request: ModelRequest[Any], response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """``response``, recording the tool calls it makes in the private state key."""
+        new = _new_tool_calls(response)
+        if not new:
+            return response
+        called = [*_recorded_calls(request), *new]
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={TOOL_CALLS_KEY: called})
+        )
+
+    def _guard_kwargs(self, turn: _Turn, llm: _AgentModel) -> dict[str, Any]:
+        """The engine's arguments for one reply.
+
+        The reply's text is checked; the agent's own model refines a final or
+        structured answer (standard and premium modes) and the premium verifiers
+        cross-check it. Text beside tool calls is checked without refinement (the
+        model is about to see the tool results anyway): the route's action applies.
         """
         found: dict[str, Any] = {
             "context": turn.context,
             "question": turn.question,
-            "answer": message_text(turn.answer),
-            "llm": _AgentModel(request, handler, ahandler),
+            "answer": turn.text,
         }
+        if turn.kind == "preamble":
+            return found
+        found["llm"] = llm
         if self.verification_llms:
             found["verification_llms"] = [as_llm(m) for m in self.verification_llms]
         if self.judge_llm is not None:
@@ -468,11 +618,54 @@ class TruthLensMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         response: ModelResponse[Any],
         turn: _Turn,
         verdict: Verdict,
+        llm: _AgentModel,
     ) -> ModelResponse[Any]:
+        payload = verdict.to_dict()
         writer = getattr(request.runtime, "stream_writer", None)
         if callable(writer):
-            writer({"truthlens": verdict.to_dict()})
+            writer({"truthlens": payload})
         text = self.engine.shown(verdict)
+        if turn.kind == "structured":
+            return self._finish_structured(response, turn, verdict, text, payload, llm)
         result = list(response.result)
+        # with_verdict keeps the tool calls beside the text.
         result[turn.index] = with_verdict(turn.answer, text, verdict)
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+    def _finish_structured(
+        self,
+        response: ModelResponse[Any],
+        turn: _Turn,
+        verdict: Verdict,
+        text: str,
+        payload: dict[str, Any],
+        llm: _AgentModel,
+    ) -> ModelResponse[Any]:
+        """A structured answer after the verdict.
+
+        Blocked: the structured-output call, its ``ToolMessage`` and
+        ``structured_response`` are all withheld; the reply becomes ``text`` (the
+        blocked message) with no tool call, which ends the run. Refined: the
+        structured answer the loop kept replaces the original. Otherwise the verdict
+        rides in the reply's metadata, and an added warning in its text.
+        """
+        answer = turn.answer
+        metadata = {**answer.response_metadata, "truthlens": payload}
+        if verdict.blocked:
+            shown = AIMessage(content=text, response_metadata=metadata, id=answer.id)
+            kept = [m for m in response.result[: turn.index] if not isinstance(m, ToolMessage)]
+            return ModelResponse(result=[*kept, shown], structured_response=None)
+        final = verdict.final_answer
+        if final is not None and final != turn.text and final in llm.structured.responses:
+            response = llm.structured.responses[final]
+            refined = _turn_answer(response)
+            if refined is not None:
+                turn = _Turn(refined[1], refined[0], turn.context, turn.question, turn.kind, final)
+                answer = turn.answer
+                metadata = {**answer.response_metadata, "truthlens": payload}
+        update: dict[str, Any] = {"response_metadata": metadata}
+        if text != turn.text:  # a warning added (body, disclaimer)
+            update["content"] = text
+        result = list(response.result)
+        result[turn.index] = answer.model_copy(update=update)
         return ModelResponse(result=result, structured_response=response.structured_response)
