@@ -204,10 +204,12 @@ class TruthLensGraphGuard:
     The node reads the answer, the context and the question from the state (keys
     ``answer_key`` / ``context_key`` / ``question_key``; or an agent-style
     ``messages`` list, where tool results are the context), checks the answer and
-    writes :class:`TruthLensGraphState`'s keys. On the routes a graph may end on
-    (``supported``, ``unverified`` and ``exhausted``) it also applies the policy's
-    action to the answer: the warning for ``body``, ``blocked_message`` for
-    ``block`` (for an unchecked answer: the route's ``unverified_factual_action``).
+    writes :class:`TruthLensGraphState`'s keys (subclass it for the graph's state).
+    On the routes a graph may end on (``supported``, ``unverified`` and
+    ``exhausted``) it also applies the policy's action to the answer: the warning for
+    ``body``, ``blocked_message`` for ``block`` (for an unchecked answer: the route's
+    ``unverified_factual_action``); an answer message gets the verdict in
+    ``response_metadata["truthlens"]``, as everywhere.
     Map every route of :data:`GRAPH_ROUTES` in ``add_conditional_edges``.
 
     Args:
