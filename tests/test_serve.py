@@ -626,8 +626,11 @@ def test_withheld_verdict_of_a_blocked_answer(detector: Any) -> None:
         fact_checker=QuestionWordClassifier(),
     )
     verdict = engine.guard(context=[EIFFEL_CONTEXT], question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
-    assert verdict.blocked and "1950" in verdict.model_dump_json()  # the engine's full verdict
-    shown = _withheld(verdict, redact=False)
+    # The engine withholds the blocked text itself; its full verdict is the explicit channel.
+    assert verdict.blocked and "1950" not in verdict.model_dump_json()
+    full = verdict.full()
+    assert "1950" in full.model_dump_json()
+    shown = _withheld(full, redact=False)
     dumped = shown.model_dump_json()
     assert shown.blocked and shown.redacted and shown.spans
     assert "1950" not in dumped and "500 meters" not in dumped and EIFFEL_ANSWER not in dumped
