@@ -38,7 +38,9 @@ _ASSISTANT = (
 # and Latin accents folded: "précédentes" reads "precedentes") with Cyrillic and Greek
 # look-alikes read as Latin, so they are written without accents.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, re.IGNORECASE))
+    # The text is lower-cased before matching (see _readable): about twice as fast as
+    # re.IGNORECASE, so every literal in the patterns is lower case.
+    (name, re.compile(pattern))
     for name, pattern in (
         (
             "override",
@@ -119,7 +121,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"|\b(?:nouvelles|vraies) (?:instructions|consignes)\b|\bneue anweisungen\b"
             r"|\bnuevas instrucciones\b|\bnuove istruzioni\b",
         ),
-        ("role_tag", r"</?\s*(?:system|instructions?|assistant|im_start|im_end)\s*>|\[/?INST\]"),
+        ("role_tag", r"</?\s*(?:system|instructions?|assistant|im_start|im_end)\s*>|\[/?inst\]"),
         (
             "from_now_on",
             r"\bfrom now on\b|\ba partir de maintenant\b|\bab (?:jetzt|sofort)\b"
@@ -137,7 +139,7 @@ class ContextFlag(BaseModel):
         reason: Which pattern matched (``override``, ``dictated_answer``,
             ``addressed_to_model``, ``authority_claim``, ``new_instructions``,
             ``role_tag``, ``from_now_on``).
-        excerpt: The matched text, as normalised (at most 80 characters).
+        excerpt: The matched text, normalised and lower-cased (at most 80 characters).
         joined_with: For an instruction split over two neighbouring passages, the
             other passage's index (both are flagged); ``None`` otherwise.
     """
@@ -151,8 +153,8 @@ class ContextFlag(BaseModel):
 
 
 def _readable(passage: str) -> str:
-    """The passage as the patterns read it (same length is not needed: excerpts only)."""
-    return fold_confusables(normalize(passage).text)
+    """The passage as the patterns read it: normalised, look-alikes folded, lower case."""
+    return fold_confusables(normalize(passage).text).lower()
 
 
 def _flag(index: int, text: str) -> ContextFlag | None:
@@ -163,12 +165,18 @@ def _flag(index: int, text: str) -> ContextFlag | None:
     return None
 
 
+# Characters read on each side of the join between two passages: an instruction split
+# over them crosses the join, and no pattern matches more than this many characters.
+_JOIN_WINDOW = 120
+
+
 def _across(first: str, second: str) -> tuple[str, str] | None:
     """The pattern and text of an instruction that starts in ``first`` and ends in ``second``."""
-    joined = f"{first} {second}"
+    head = first[-_JOIN_WINDOW:]
+    joined = f"{head} {second[:_JOIN_WINDOW]}"
     for name, pattern in _PATTERNS:
         for match in pattern.finditer(joined):
-            if match.start() < len(first) < match.end() - 1:
+            if match.start() < len(head) < match.end() - 1:
                 return name, match.group(0)[:80]
     return None
 
