@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from truthlens_integrations.core.engine import (
     OnBlock,
     TruthLens,
     Verdict,
+    warn_deprecated,
 )
 from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
@@ -137,11 +137,9 @@ def _check_arguments(query_engine: object, **typed: tuple[object, type | tuple[t
 def _block_options(on_block: object, blocked_message: object) -> dict[str, Any]:
     """The engine's block options the caller gave; ``"response"`` is deprecated."""
     if on_block == "response":
-        warnings.warn(
+        warn_deprecated(
             "TruthLensQueryEngine: on_block='response' is deprecated and will be removed "
-            "in the next release; use on_block='message' (the default)",
-            DeprecationWarning,
-            stacklevel=3,
+            "in the next release; use on_block='message' (the default)"
         )
         on_block = "message"
     given = {"on_block": on_block, "blocked_message": blocked_message}

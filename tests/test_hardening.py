@@ -85,11 +85,11 @@ def test_engine_options_of_from_config_all_take_effect(detector: Detector) -> No
     engine = make(
         detector,
         {"hallucination": {"hallucination_action": "block"}},
-        raise_on_block=True,
+        on_block="raise",
         align_quantities=False,
         mitigation_options=options,
     )
-    assert engine.raise_on_block and not engine.align_quantities
+    assert engine.on_block == "raise" and not engine.align_quantities
     assert engine.mitigation_options is options
     with pytest.raises(BlockedResponseError):
         engine.guard(**EIFFEL)

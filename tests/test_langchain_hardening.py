@@ -120,12 +120,12 @@ def test_from_config_passes_every_engine_option(detector: Detector) -> None:
         detector=detector,
         nli=RuleNLI(),
         fact_checker=QuestionWordClassifier(),
-        raise_on_block=True,
+        on_block="raise",
         align_quantities=False,
         mitigation_options=options,
     )
     engine = runnable.engine
-    assert engine.raise_on_block and not engine.align_quantities
+    assert engine.on_block == "raise" and not engine.align_quantities
     assert engine.mitigation_options is options
 
 

@@ -35,6 +35,7 @@ from ._options import (
     reject_unknown,
     renamed_options,
     split_options,
+    warn_deprecated,
 )
 from ._premise import answer_sentence, select_premise, split_sentences
 from ._tools import ADAPTER_TOOLS, GUARD_TOOLS, GuardTools
@@ -83,4 +84,5 @@ __all__ = [
     "split_sentences",
     "verdict_of",
     "verdict_payload",
+    "warn_deprecated",
 ]

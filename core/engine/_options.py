@@ -17,6 +17,7 @@ neither torch nor any framework.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -55,6 +56,7 @@ __all__ = [
     "reject_unknown",
     "renamed_options",
     "split_options",
+    "warn_deprecated",
 ]
 
 
@@ -80,6 +82,22 @@ OnBlock = Literal["message", "raise"]
 place, ``"raise"`` raises :class:`~truthlens_integrations.core.BlockedResponseError`."""
 
 
+#: Modules whose frames a deprecation warning skips, to point at the caller's line.
+_INTERNAL = ("truthlens_integrations", "pydantic", "llama_index", "langchain", "langgraph")
+
+
+def warn_deprecated(message: str) -> None:
+    """Emit a :class:`DeprecationWarning` attributed to the first frame outside the package.
+
+    Adapters reach the option checks through a varying number of calls; pointing the
+    warning at the user's own line is what lets Python's default filters show it.
+    """
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_INTERNAL):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, DeprecationWarning, stacklevel=level + 1)
+
+
 def _block_choice(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     """``values`` with the deprecated ``raise_on_block`` turned into ``on_block``.
 
@@ -92,11 +110,9 @@ def _block_choice(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     old = values.get("raise_on_block")
     if not isinstance(old, bool):  # absent, None, or mistyped (StrictBool rejects it)
         return dict(values)
-    warnings.warn(
+    warn_deprecated(
         f"{where}: raise_on_block is deprecated and will be removed in the next "
-        f"release; use on_block={'raise' if old else 'message'!r}",
-        DeprecationWarning,
-        stacklevel=4,
+        f"release; use on_block={'raise' if old else 'message'!r}"
     )
     mapped = "raise" if old else "message"
     given = values.get("on_block")

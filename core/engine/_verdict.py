@@ -351,11 +351,16 @@ class Verdict(BaseModel, _FlatFields):
         return {k: flat[k] for k in VERDICT_FIELDS if k in flat and k not in excluded}
 
     def replace(self, **changes: Any) -> Verdict:
-        """A copy with some flat fields changed (validated like a new verdict)."""
+        """A copy with some flat fields changed (validated like a new verdict).
+
+        A withheld verdict's copy keeps :meth:`full` pointing at the full one.
+        """
         current: dict[str, Any] = {k: v for k, v in self if k not in _GROUPS}
         for group in _GROUPS:
             current.update(_fields_of(getattr(self, group)))
-        return type(self).model_validate({**current, **changes})
+        copy = type(self).model_validate({**current, **changes})
+        copy._full = self._full  # what was withheld stays reachable through full()
+        return copy
 
     @property
     def passed(self) -> bool:
