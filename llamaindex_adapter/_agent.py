@@ -191,8 +191,11 @@ class TruthLensFunctionAgent(FunctionAgent):
     as :meth:`Verdict.to_dict`, is in ``response.additional_kwargs["truthlens"]`` and
     in :class:`TruthLensAgentEvent`. A blocked answer's text is withheld from both;
     the application reads it through the engine's ``audit_hook``. The agent's memory
-    receives the checked text, not the unchecked one. An answer given without calling
-    a tool has no grounding and takes the policy's "unverified factual" path.
+    receives the checked text, not the unchecked one. When the policy changes or
+    withholds the text, ``output.raw`` (the provider's payload, also in the streamed
+    ``AgentOutput`` event) is ``None``: it held the original answer. An answer given
+    without calling a tool has no grounding and takes the policy's "unverified
+    factual" path.
 
     **Streaming**: when the policy can change or withhold text,
     ``stream_mode="verified"`` (the default) asks the LLM without streaming, so no
@@ -304,7 +307,13 @@ class TruthLensFunctionAgent(FunctionAgent):
         # The memory gets the checked text, never the unchecked one.
         await ctx.store.set(self.scratchpad_key, [*scratchpad[:-1], message])
         self._stream(ctx, payload, text)
-        return output.model_copy(update={"response": message})
+        update: dict[str, Any] = {"response": message}
+        if text != answer:
+            # The provider's payload holds the answer the policy changed or withheld
+            # (and the streamed AgentOutput is this object): it no longer describes
+            # what is shown. The original stays in the verdict for the application.
+            update["raw"] = None
+        return output.model_copy(update=update)
 
     def _mitigation(self, history: list[LIChatMessage], tools: Sequence[Any]) -> dict[str, Any]:
         """The guard's tools: the agent's LLM refines; premium verifiers and judge check."""

@@ -8,7 +8,7 @@ models are scripted (tests/_agents_support.py), as LLM calls are the one faked p
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -17,6 +17,12 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Command
+from llama_index.core.agent.workflow.workflow_events import AgentOutput
+from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
+from llama_index.core.base.llms.types import ChatResponse, MessageRole, ToolCallBlock
+from llama_index.core.llms import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
+from llama_index.core.workflow import Context
 from pydantic import BaseModel
 
 from tests._agents_support import (
@@ -44,6 +50,7 @@ from truthlens_integrations.langchain_adapter import (
     guarded_events,
     route_label,
 )
+from truthlens_integrations.llamaindex_adapter import TruthLensFunctionAgent
 
 # -- LangGraph: an unchecked answer never routes "supported" ---------------------------------
 
@@ -310,3 +317,48 @@ async def test_guarded_events_on_an_agent_under_block(base: TruthLens) -> None:
     assert _holders(events) == set()
     assert any(e["event"] == "on_tool_end" for e in events)
     assert not any(UNCHECKED_TAG in e.get("tags", ()) for e in events)
+
+
+# -- LlamaIndex agent under block: the provider's payload and the streamed AgentOutput --------
+
+
+class _PayloadLLM(MockFunctionCallingLLM):
+    """The scripted LLM, with a provider payload (``raw``) holding the reply, as real ones do."""
+
+    async def achat(self, messages: Sequence[LIChatMessage], **kwargs: Any) -> ChatResponse:
+        response = await super().achat(messages, **kwargs)
+        raw = {"choices": [{"message": {"content": response.message.content}}]}
+        return response.model_copy(update={"raw": raw})
+
+
+def _li_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
+    if not any(m.role == MessageRole.TOOL for m in messages):
+        call = ToolCallBlock(
+            tool_call_id="c1", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+        )
+        return LIChatMessage(role="assistant", blocks=[call])
+    return LIChatMessage(role="assistant", content=WRONG)
+
+
+async def test_llamaindex_agent_block_withholds_raw_payload_and_streamed_output(
+    base: TruthLens,
+) -> None:
+    def record(name: str) -> str:
+        """Return the stored record of a landmark as JSON."""
+        return EIFFEL_RECORD
+
+    agent = TruthLensFunctionAgent(
+        tools=[FunctionTool.from_defaults(record, name="landmark_record")],
+        llm=_PayloadLLM(response_generator=_li_script),
+        engine=engine_for(base, hallucination_action="block"),
+    )
+    handler = agent.run(user_msg=QUESTION, ctx=Context(agent))
+    events = [event async for event in handler.stream_events()]
+    output = await handler
+    assert output.response.content != WRONG
+    assert not leaks("1950", json.dumps(output.raw, default=str))  # before: the payload held it
+    streamed = [e for e in events if isinstance(e, AgentOutput)]
+    assert len(streamed) == 2  # the tool call, then the final answer
+    for event in streamed:
+        assert not leaks("1950", json.dumps(event.raw, default=str))
+        assert not leaks("1950", event.response.content or "")
