@@ -159,7 +159,9 @@ def show_verdict(verdict: Any) -> None:
     shown = "-" if score is None else f"{score:.3f}"
     # the score means little without the threshold it is compared with
     limit = f"flagged at >= {verdict.threshold:.3f}"
-    print(f"  decision: {verdict.decision.value}  score: {shown} ({limit})  status: {verdict.status}")
+    print(
+        f"  decision: {verdict.decision.value}  score: {shown} ({limit})  status: {verdict.status}"
+    )
     # after a mitigation loop `spans` describe the final answer; history[0] the original
     spans = verdict.history[0].spans if verdict.history else verdict.spans
     for span in spans:

@@ -33,7 +33,10 @@ _LAZY = {
     "ScriptedChatModel": "._langchain",
     "scripted_function_llm": "._llamaindex",
 }
-_EXTRAS = {"._langchain": ("langchain_core", "langchain"), "._llamaindex": ("llama_index.core", "llamaindex")}
+_EXTRAS = {
+    "._langchain": ("langchain_core", "langchain"),
+    "._llamaindex": ("llama_index.core", "llamaindex"),
+}
 
 
 def _check_extra(name: str, module: str) -> None:

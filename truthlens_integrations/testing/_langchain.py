@@ -72,7 +72,9 @@ class ScriptedChatModel(BaseChatModel):
         if isinstance(reply, AIMessage):
             return reply
         if isinstance(reply, ToolCall):
-            return AIMessage("", tool_calls=[{"name": reply.name, "args": reply.args, "id": reply.id}])
+            return AIMessage(
+                "", tool_calls=[{"name": reply.name, "args": reply.args, "id": reply.id}]
+            )
         return AIMessage(reply)
 
     def _generate(
