@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
@@ -98,7 +99,7 @@ class ScriptedChatModel(BaseChatModel):
         reply = self._reply()
         if reply.tool_calls:
             calls = [
-                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+                tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
                 for i, c in enumerate(reply.tool_calls)
             ]
             chunk = ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=calls))
