@@ -158,3 +158,17 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.Monk
         monkeypatch.delenv(key, raising=False)
     code = compile(snippet.code, snippet.id, "exec")
     exec(code, {"__name__": "__snippet__"})
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_relative_links_point_at_files(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    missing = [
+        target
+        for target, _ in _LINK.findall(text)
+        if "://" not in target and not (page.parent / target).exists()
+    ]
+    assert not missing
