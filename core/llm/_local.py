@@ -407,15 +407,16 @@ def _no_conversion_bar() -> Iterator[None]:
     except ImportError:  # another transformers layout: leave its bar alone
         yield
         return
-    original = getattr(gguf_utils, "tqdm", None)
+    name = "tqdm"  # not in the module's __all__: reached by name
+    original = getattr(gguf_utils, name, None)
     if original is None:
         yield
         return
-    gguf_utils.tqdm = functools.partial(original, disable=True)
+    setattr(gguf_utils, name, functools.partial(original, disable=True))
     try:
         yield
     finally:
-        gguf_utils.tqdm = original
+        setattr(gguf_utils, name, original)
 
 
 def _from_folder(folder: Path) -> tuple[Any, Any]:
