@@ -2,7 +2,8 @@
 
 Usage:
     python benchmarks/bench_heldout.py [--per-source 40] [--previous FOLDER] [--llm-answers]
-        [--removal] [--only GROUP ...] [--folder DIR ...] [--out benchmarks/results/heldout.md]
+        [--removal] [--only GROUP ...] [--folder DIR ...]
+        [--out benchmarks/results/heldout_bundled_detector.md]
 
 Data: the report half of ``training.realdata``'s held-out part (the half the calibration did
 not see; at most ``--per-source`` examples per source, positives and negatives evened out),
@@ -72,7 +73,9 @@ def main() -> None:
     ap.add_argument("--per-source", type=int, default=40)
     ap.add_argument("--previous", type=Path)
     ap.add_argument("--multi-per-family", type=int, default=30)
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/heldout.md"))
+    ap.add_argument(
+        "--out", type=Path, default=Path("benchmarks/results/heldout_bundled_detector.md")
+    )
     ap.add_argument(
         "--evidence-tokens",
         type=int,

@@ -159,7 +159,11 @@ def show_verdict(verdict: Any) -> None:
         verdict = Verdict.model_validate(verdict)
     score = verdict.original_score if verdict.original_score is not None else verdict.score
     shown = "-" if score is None else f"{score:.3f}"
-    print(f"  decision: {verdict.decision.value}  score: {shown}  status: {verdict.status}")
+    # the score means little without the threshold it is compared with
+    limit = f"flagged at >= {verdict.threshold:.3f}"
+    print(
+        f"  decision: {verdict.decision.value}  score: {shown} ({limit})  status: {verdict.status}"
+    )
     # after a mitigation loop `spans` describe the final answer; history[0] the original
     spans = verdict.history[0].spans if verdict.history else verdict.spans
     for span in spans:

@@ -307,3 +307,24 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_table_says_what_evidence_selection_read() -> None:
+    # Issue 28: evidence selection reads chosen sentences, not "1 context window of 512".
+    from truthlens_integrations._cli import _coverage_line
+    from truthlens_integrations.core import Coverage
+
+    evidence = Coverage(
+        answer_chars=40,
+        answer_chars_scored=40,
+        answer_pieces=2,
+        max_length=512,
+        evidence_sentences=3,
+        context_sentences=12,
+    )
+    line = _coverage_line(evidence)
+    assert "evidence selection read 3 of 12 context sentence(s) for 2 answer unit(s)" in line
+    assert "window" not in line
+    windows = Coverage(answer_chars=40, answer_chars_scored=38, context_windows=2, max_length=512)
+    assert "2 context window(s)" in _coverage_line(windows)
+    assert "38/40 answer chars scored" in _coverage_line(windows)

@@ -394,3 +394,17 @@ def test_local_cache_reloads_identical_weights(smollm2: LocalLLM) -> None:
     assert reloaded.load_source == "cache"
     assert reloaded.complete(QUESTION, max_tokens=16).text == before
     assert isinstance(smollm2.cache_dir, Path)
+
+
+def test_gguf_conversion_draws_no_progress_bar() -> None:
+    # Issue 28: the demo printed transformers' per-tensor GGUF bar (tqdm.auto, which
+    # transformers' own disable_progress_bar() does not reach); one log line replaces it.
+    gguf_utils = pytest.importorskip("transformers.modeling_gguf_pytorch_utils")
+    from truthlens_integrations.core.llm._local import _no_conversion_bar
+
+    original = gguf_utils.tqdm
+    with _no_conversion_bar():
+        bar = gguf_utils.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...")
+        assert bar.disable
+        assert list(bar) == [0, 1, 2]
+    assert gguf_utils.tqdm is original

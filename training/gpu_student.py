@@ -2,7 +2,7 @@
 
 ``train_evidence --teacher`` does the same on the CPU in about 40 minutes a run; a GPU does
 one pass in about a minute, so one short call can train every candidate of a rule written
-beforehand (``benchmarks/results/stage8/RULE.md``). Only 64 MiB travel to the GPU machine
+beforehand (``benchmarks/results/archive/stage8/RULE.md``). Only 64 MiB travel to the GPU machine
 and it has no copy of the data, so the work is split in three:
 
 ``pack`` (here, on the CPU)
@@ -23,7 +23,7 @@ and it has no copy of the data, so the work is split in three:
     Leave one natural family out: students from a base encoder (``base`` writes the
     bundled model's base, MiniLM-L6, as fp16 for the trip), trained without one family
     of ``realdata.NATURAL_FAMILIES`` and scored on all of its examples, once per variant
-    (``benchmarks/results/stage8/``).
+    (``benchmarks/results/archive/stage8/``).
 
 A variant is ``NAME:WEIGHT:TEMPERATURE:EXTRA`` (teacher weight, teacher temperature, how
 many times the extra rows are read per pass: the evidence-removal pairs and the LLM-written

@@ -1,5 +1,13 @@
 """TruthLens Integrations: catch and fix hallucinations in LLM answers.
 
+The top level holds what the user's guide uses: the engine and its verdict, the
+detector, the policy loader, the detection types and every error. Everything else lives
+in documented submodules: ``truthlens_integrations.core`` (scoring, device and
+optional-dependency helpers), ``.core.engine``, ``.core.policy``, ``.core.models``,
+``.core.llm``, ``.core.mitigation``, ``.core.observability``, the adapters
+(``.langchain_adapter``, ``.llamaindex_adapter``), the service (``.serve``), the
+evaluation harness (``.evaluation``) and scripted models for tests (``.testing``).
+
 Importing this package is cheap: torch, transformers, LangChain and LlamaIndex load
 only when a model or an adapter is first used.
 
@@ -13,8 +21,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from truthlens_integrations import core as _core
-from truthlens_integrations.core import *  # noqa: F403 - the core's public names are the package's
+from truthlens_integrations.core import (
+    Aggregation,
+    BlockedResponseError,
+    ConfigError,
+    ContextTooLongError,
+    Coverage,
+    Decision,
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    InvalidArgumentError,
+    InvalidInputError,
+    LLMError,
+    LLMTimeoutError,
+    MissingDependencyError,
+    ModelLoadError,
+    ModelNotAvailableError,
+    NLILabel,
+    RetrievalError,
+    ServiceError,
+    ServiceTimeoutError,
+    TruthLensError,
+    UnknownArgumentError,
+    optimal_threshold,
+)
 from truthlens_integrations.core import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
@@ -24,6 +57,7 @@ if TYPE_CHECKING:
         TransformerDetector,
         load_detector,
     )
+    from truthlens_integrations.core.policy import load_policy
 
 __version__ = "0.1.0"
 
@@ -34,17 +68,43 @@ _LAZY = {
     "load_detector": "truthlens_integrations.core.models.detection",
     "TruthLens": "truthlens_integrations.core.engine",
     "Verdict": "truthlens_integrations.core.engine",
+    "load_policy": "truthlens_integrations.core.policy",
 }
 
 
 __getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
+    "Aggregation",
+    "BlockedResponseError",
+    "ConfigError",
+    "ContextTooLongError",
+    "Coverage",
+    "Decision",
+    "DetectionConfig",
+    "DetectionInput",
+    "DetectionResult",
+    "DetectionStatus",
     "Detector",
+    "HallucinationSpan",
+    "InvalidArgumentError",
+    "InvalidInputError",
+    "LLMError",
+    "LLMTimeoutError",
+    "MissingDependencyError",
+    "ModelLoadError",
+    "ModelNotAvailableError",
+    "NLILabel",
+    "RetrievalError",
+    "ServiceError",
+    "ServiceTimeoutError",
     "TransformerDetector",
     "TruthLens",
+    "TruthLensError",
+    "UnknownArgumentError",
     "Verdict",
     "__version__",
     "load_detector",
+    "load_policy",
+    "optimal_threshold",
 ]
-__all__ += _core.__all__

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from truthlens_integrations.core import (
+    Coverage,
     DetectionInput,
     DetectionResult,
     InputLimits,
@@ -448,17 +449,28 @@ def _print_table(result: DetectionResult, out: TextIO, *, record: _Record | None
         f"verdict:  {verdict}  score={result.score:.3f}  threshold={result.threshold:.2f}  "
         f"model={result.model_id}  {result.latency_ms:.1f} ms\n"
     )
-    cov = result.coverage
-    out.write(
-        f"coverage: {cov.answer_chars_scored}/{cov.answer_chars} answer chars, "
-        f"{cov.context_windows} context window(s), {cov.answer_pieces} answer piece(s), "
-        f"window {cov.max_length} tokens\n"
-    )
+    out.write(f"coverage: {_coverage_line(result.coverage)}\n")
     if result.spans:
         out.write(f"{'start':>6} {'end':>6} {'conf':>6}  text\n")
         for span in result.spans:
             out.write(f"{span.start:>6} {span.end:>6} {span.confidence:>6.3f}  {span.text}\n")
     out.write("\n")
+
+
+def _coverage_line(cov: Coverage) -> str:
+    """What the detector read, in the words of the strategy that ran."""
+    scored = f"{cov.answer_chars_scored}/{cov.answer_chars} answer chars scored"
+    if cov.evidence_sentences is not None:
+        # Evidence selection reads chosen context sentences per answer unit, not windows.
+        return (
+            f"{scored}, evidence selection read {cov.evidence_sentences} of "
+            f"{cov.context_sentences} context sentence(s) for {cov.answer_pieces} "
+            "answer unit(s)"
+        )
+    return (
+        f"{scored}, {cov.context_windows} context window(s), {cov.answer_pieces} answer "
+        f"piece(s), window {cov.max_length} tokens"
+    )
 
 
 if __name__ == "__main__":

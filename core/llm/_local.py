@@ -17,12 +17,15 @@ to call from several threads. The async path runs generation in a worker thread.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -369,12 +372,17 @@ def _from_gguf(path: Path) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    logger.info("converting %s (slow the first time; the result is cached)", path.name)
+    logger.warning(
+        "converting %s to a transformers model once (about a minute on a small CPU); "
+        "later runs load it from the cache",
+        path.name,
+    )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model: Any = AutoModelForCausalLM.from_pretrained(
-            path.parent, gguf_file=path.name, dtype=torch.float32
-        )
+        with _no_conversion_bar():
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                path.parent, gguf_file=path.name, dtype=torch.float32
+            )
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         raise ModelLoadError(f"could not load the GGUF model {path}: {exc}") from exc
     # The weights are plain de-quantised tensors now; the GGUF "quantizer" only drove the
@@ -384,6 +392,31 @@ def _from_gguf(path: Path) -> tuple[Any, Any]:
     if getattr(model.config, "quantization_config", None) is not None:
         del model.config.quantization_config
     return model, tokenizer
+
+
+@contextmanager
+def _no_conversion_bar() -> Iterator[None]:
+    """Hide transformers' per-tensor GGUF conversion bar (one log line says it instead).
+
+    transformers draws it with ``tqdm.auto.tqdm`` directly, which neither its own
+    ``disable_progress_bar()`` nor ``HF_HUB_DISABLE_PROGRESS_BARS`` reaches. Conversions
+    run under ``_RUNTIMES_LOCK``, so swapping the module's name here races with nothing.
+    """
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # another transformers layout: leave its bar alone
+        yield
+        return
+    name = "tqdm"  # not in the module's __all__: reached by name
+    original = getattr(gguf_utils, name, None)
+    if original is None:
+        yield
+        return
+    setattr(gguf_utils, name, functools.partial(original, disable=True))
+    try:
+        yield
+    finally:
+        setattr(gguf_utils, name, original)
 
 
 def _from_folder(folder: Path) -> tuple[Any, Any]:

@@ -1,0 +1,47 @@
+"""The scripted models the guide's snippets use (truthlens_integrations.testing)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from truthlens_integrations.core import InvalidArgumentError
+from truthlens_integrations.testing import ScriptedChatModel, scripted_function_llm, tool_call
+
+
+def test_scripted_chat_model_replies_in_order_then_repeats_the_last() -> None:
+    model = ScriptedChatModel(replies=[tool_call("lookup", name="Eiffel"), "built in 1950"])
+    first = model.invoke("q")
+    assert first.content == ""
+    assert [(c["name"], c["args"]) for c in first.tool_calls] == [("lookup", {"name": "Eiffel"})]
+    assert model.invoke("q").content == "built in 1950"
+    assert model.invoke("q").content == "built in 1950"
+    assert model.bind_tools([]) is model
+
+
+def test_scripted_chat_model_streams_words_and_cycles() -> None:
+    model = ScriptedChatModel(replies=["one two", "three"], cycle=True)
+    assert [c.content for c in model.stream("q") if c.content] == ["one ", "two"]
+    assert model.invoke("q").content == "three"
+    assert model.invoke("q").content == "one two"
+
+
+def test_scripted_chat_model_rejects_a_bad_script() -> None:
+    with pytest.raises(InvalidArgumentError):
+        ScriptedChatModel(replies=[])
+    with pytest.raises(InvalidArgumentError):
+        ScriptedChatModel(replies=[42])
+
+
+def test_scripted_function_llm_calls_tools_then_answers() -> None:
+    from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+
+    llm = scripted_function_llm([tool_call("lookup", name="Eiffel"), "built in 1950"])
+    first = asyncio.run(llm.achat([ChatMessage(role="user", content="q")]))
+    blocks = [b for b in first.message.blocks if isinstance(b, ToolCallBlock)]
+    assert [(b.tool_name, b.tool_kwargs) for b in blocks] == [("lookup", {"name": "Eiffel"})]
+    second = llm.chat([ChatMessage(role="user", content="q")])
+    assert second.message.content == "built in 1950"
+    with pytest.raises(InvalidArgumentError):
+        scripted_function_llm([])
