@@ -9,15 +9,10 @@ A block that cannot run here is marked by an HTML comment on the line before it 
 lines between are allowed):
 
 - ``<!-- snippet: skip REASON -->``: never run; the reason is required.
-- ``<!-- snippet: needs-vocabulary -->``: written for the adapters' unified vocabulary
-  (issue 28: ``on_block``, ``verification_llms``, ``verdict.to_dict()`` under
-  ``"truthlens"``, the ``body`` default action) that is being merged; skipped until
-  :data:`RUN_NEEDS_VOCABULARY` is switched on, after which the markers go.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 300
 
-#: Switch on once the vocabulary branch is merged; then remove the markers that pass.
-#: ``TRUTHLENS_DOCS_VOCABULARY=1`` runs them now, to see which fail.
-RUN_NEEDS_VOCABULARY = os.environ.get("TRUTHLENS_DOCS_VOCABULARY") == "1"
-
 _MARKER = re.compile(r"^<!--\s*snippet:\s*(?P<kind>[\w-]+)\s*(?P<reason>.*?)\s*-->\s*$")
-_KINDS = ("skip", "needs-vocabulary")
+_KINDS = ("skip",)
 _HOSTED = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 
@@ -137,7 +128,7 @@ def test_the_reader_sees_markers_and_blocks(tmp_path: Path) -> None:
     page = tmp_path / "probe.md"
     text = (
         "intro\n\n<!-- snippet: skip needs a server -->\n\n```python\nx = 1\n```\n"
-        "```bash\nls\n```\n<!-- snippet: needs-vocabulary -->\nprose\n```python\ny = 2\n```\n"
+        "```bash\nls\n```\n<!-- snippet: skip no server -->\nprose\n```python\ny = 2\n```\n"
     )
     page.write_text(text, encoding="utf-8")
     snippets, markers = read_page(page)
@@ -146,15 +137,13 @@ def test_the_reader_sees_markers_and_blocks(tmp_path: Path) -> None:
         ("bash", None, "", "ls\n"),
         ("python", None, "", "y = 2\n"),  # prose between: the marker does not apply
     ]
-    assert [m.kind for m in markers] == ["skip", "needs-vocabulary"]
+    assert [m.kind for m in markers] == ["skip", "skip"]
 
 
 @pytest.mark.parametrize("snippet", PYTHON, ids=[s.id for s in PYTHON])
 def test_snippet_runs(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if snippet.kind == "skip":
         pytest.skip(snippet.reason)
-    if snippet.kind == "needs-vocabulary" and not RUN_NEEDS_VOCABULARY:
-        pytest.skip("written for the unified adapter vocabulary (issue 28), not merged yet")
     monkeypatch.chdir(tmp_path)
     for key in _HOSTED:
         monkeypatch.delenv(key, raising=False)
