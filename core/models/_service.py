@@ -111,6 +111,7 @@ class ServiceClient:
         self._async = weakref.WeakKeyDictionary()
         # Sync calls: the async implementation on a loop of this client's own.
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     # -- public calls -------------------------------------------------------------------
 
@@ -134,10 +135,14 @@ class ServiceClient:
         """Close the sync calls' pool and loop (async pools close with :meth:`aclose`)."""
         with self._lock:
             loop, self._loop = self._loop, None
-        if loop is None:
+            thread, self._thread = self._thread, None
+        if loop is None or thread is None:
             return
         asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
 
     async def aclose(self) -> None:
         """Close the current event loop's async pool."""
@@ -151,11 +156,11 @@ class ServiceClient:
         """Run ``call`` on this client's loop thread and wait for it."""
         with self._lock:
             if self._loop is None:
-                loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=loop.run_forever, name="truthlens-service-client", daemon=True
-                ).start()
-                self._loop = loop
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="truthlens-service-client", daemon=True
+                )
+                self._thread.start()
             loop = self._loop
         # The call ends itself at its deadline; the margin only guards against a loop
         # that no longer runs.

@@ -327,9 +327,11 @@ class TruthLensService:
 
     async def _body(self, request: Request) -> bytes:
         limit = self.settings.max_request_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _HTTPError(413, f"request body of {declared} bytes is over {limit} bytes")
+        declared = request.headers.get("content-length") or ""
+        # A length of more digits than any limit is over it (and no int() of 5,000 digits).
+        if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+            shown = declared if len(declared) <= 18 else f"{len(declared)}-digit"
+            raise _HTTPError(413, f"request body of {shown} bytes is over {limit} bytes")
         chunks: list[bytes] = []
         size = 0
         # Chunked bodies have no length header: count while reading.
