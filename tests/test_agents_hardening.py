@@ -65,7 +65,7 @@ def test_graph_answer_without_documents_routes_unverified(base: TruthLens) -> No
     guard = TruthLensGraphGuard(base)
     for question in (QUESTION, "Say hello to the team."):  # factual, and one the policy skips
         update = _node(guard, question=question, documents=[])
-        assert not update["truthlens"].checked
+        assert not update["truthlens"]["checked"]
         assert update["truthlens_route"] == "unverified"
         assert route_label(update["truthlens"]) == "unverified"
 
@@ -73,7 +73,7 @@ def test_graph_answer_without_documents_routes_unverified(base: TruthLens) -> No
 def test_graph_route_with_detection_disabled_is_unverified_not_supported(base: TruthLens) -> None:
     guard = TruthLensGraphGuard(engine_for(base, enabled=False))
     update = _node(guard, documents=[EIFFEL_RECORD])
-    assert update["truthlens"].not_checked_reason == "disabled"
+    assert update["truthlens"]["not_checked_reason"] == "disabled"
     assert update["truthlens_route"] == "unverified"
 
 
@@ -307,7 +307,9 @@ async def test_pipe_events_under_block_show_upstream_tokens_unless_guarded(
 async def test_guarded_events_keeps_tokens_when_the_policy_never_changes_text(
     base: TruthLens,
 ) -> None:
-    safe = await _collect(guarded_events(_pipe(base), [HumanMessage(QUESTION)]))
+    # ``header`` never changes the text (the default ``body`` may add a warning).
+    header = engine_for(base, hallucination_action="header")
+    safe = await _collect(guarded_events(_pipe(header), [HumanMessage(QUESTION)]))
     assert any(e["event"] == "on_chat_model_stream" for e in safe)
 
 
