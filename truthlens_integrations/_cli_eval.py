@@ -16,7 +16,18 @@ from typing import Any
 
 __all__ = ["add_eval_parser", "run_eval_command"]
 
-_DATASETS = ("ragtruth", "halueval", "faithbench", "wice", "snli")
+_DATASETS = (
+    "ragtruth",
+    "halueval",
+    "faithbench",
+    "wice",
+    "snli",
+    "ragtruth_dev_select",
+    "ragtruth_dev_train",
+    "attributionbench",
+    "faithjudge_select",
+    "expertqa",
+)
 
 
 def add_eval_parser(subparsers: Any) -> None:
@@ -30,8 +41,12 @@ def add_eval_parser(subparsers: Any) -> None:
         help="measure a detector on a benchmark",
         description=(
             "Run a detector over RAGTruth (913-response test subset), HaluEval (held-out "
-            "part), FaithBench, or an NLI model over SNLI test, and report example-, token- "
-            "and character-level scores, latency and threshold curves."
+            "part), FaithBench, WiCE, the RAG answer sets (ragtruth_dev_select / "
+            "ragtruth_dev_train: the committed split of ragtruth_dev; attributionbench; "
+            "faithjudge_select: FaithJudge answers to the select sources; expertqa), a "
+            "labelled JSONL file of your own (--data), or an NLI model over SNLI test, and "
+            "report example-, token- and character-level scores, calibration, latency and "
+            "threshold curves."
         ),
     )
     p.add_argument("--dataset", required=True, choices=_DATASETS)
