@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
         pass
     else:
         add_eval_parser(sub)
+        from truthlens_integrations._cli_calibrate import add_calibrate_parser
+
+        add_calibrate_parser(sub)
     _add_serve(sub)
     return parser
 

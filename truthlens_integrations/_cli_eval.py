@@ -49,7 +49,18 @@ def add_eval_parser(subparsers: Any) -> None:
             "threshold curves."
         ),
     )
-    p.add_argument("--dataset", required=True, choices=_DATASETS)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", choices=_DATASETS)
+    source.add_argument(
+        "--data",
+        type=Path,
+        help="your own labelled answers (.jsonl: context, question, answer, label, spans)",
+    )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        help="score with this calibration file's map and threshold (truthlens calibrate)",
+    )
     p.add_argument(
         "--model",
         default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
@@ -124,6 +135,30 @@ def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str
     return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model
 
 
+class _CalibratedDetector:
+    """A detector whose response scores come from a calibration file (``--calibration``)."""
+
+    def __init__(self, inner: Any, path: Path, threshold: float | None) -> None:
+        from truthlens_integrations.core.models.detection._calibration_file import (
+            read_calibration_file,
+        )
+
+        self._inner = inner
+        self._file = read_calibration_file(path)
+        self._threshold = self._file.threshold if threshold is None else threshold
+        self.model_id = f"{inner.model_id}+{path.name}"
+        self.config = inner.config.model_copy(update={"threshold": self._threshold})
+
+    def detect_batch(self, inputs: Any) -> list[Any]:
+        from truthlens_integrations.core.models.detection._calibration_file import rescore
+
+        results = self._inner.detect_batch(inputs)
+        return [
+            rescore(item, result, self._file, self._threshold)
+            for item, result in zip(inputs, results, strict=True)
+        ]
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     """Handle ``truthlens eval``: load, run, print the markdown table, write reports.
 
@@ -137,9 +172,11 @@ def run_eval_command(args: argparse.Namespace) -> int:
         ConfigError: For a missing data folder.
         ModelNotAvailableError: For an NLI model or detector that cannot be found.
     """
+    from truthlens_integrations.core import InvalidInputError
     from truthlens_integrations.evaluation import (
         default_data_dir,
         load_detection_dataset,
+        read_labelled_answers,
         read_snli,
         render_markdown,
         run_evaluation,
@@ -149,12 +186,17 @@ def run_eval_command(args: argparse.Namespace) -> int:
     )
     from truthlens_integrations.evaluation._runner import EvalReport, NLIReport
 
-    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
+    data_dir: Path | None = None
+    if args.data is None:
+        data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     progress = not args.no_progress
     report: EvalReport | NLIReport
     if args.dataset == "snli":
+        if args.calibration is not None:
+            raise InvalidInputError("--calibration applies to detectors, not to snli")
         predict, model_id = _load_nli(args.model, args.device, args.batch_size)
-        pairs = subsample(read_snli(Path(data_dir) / "esnli", split="test"), args.limit)
+        assert data_dir is not None  # --dataset snli, so not --data
+        pairs = subsample(read_snli(data_dir / "esnli", split="test"), args.limit)
         report = run_nli_evaluation(
             predict,
             pairs,
@@ -165,10 +207,15 @@ def run_eval_command(args: argparse.Namespace) -> int:
             command=_command_line(),
         )
     else:
-        examples = load_detection_dataset(
-            args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
-        )
+        if args.data is not None:
+            examples = subsample(read_labelled_answers(args.data), args.limit)
+        else:
+            examples = load_detection_dataset(
+                args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
+            )
         detector = _load_detector(args.model, _detector_options(args))
+        if args.calibration is not None:
+            detector = _CalibratedDetector(detector, args.calibration, args.threshold)
         report = run_evaluation(
             detector, examples, args.batch_size, progress, command=_command_line()
         )
