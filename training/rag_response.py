@@ -275,6 +275,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--write", action="store_true", help="write the refitted map into the folder's config"
     )
+    parser.add_argument(
+        "--hard-cases", action="store_true", help="also RULE.md condition 4 (450 hard cases)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from truthlens_integrations.core.models.detection._response import read_response_calibration
@@ -339,6 +342,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             },
             "lexical": {**report(lexical[name], data.y), "by_task": by_task(lexical[name], data)},
         }
+    if args.hard_cases:
+        result["hard_cases_auroc"] = hard_case_aurocs(
+            args.folder, {"shipped": current, "rag": final}
+        )
     result["decision"] = decide(result)
     text = json.dumps(result, indent=1)
     print(text)
@@ -376,7 +383,43 @@ def decide(result: dict[str, Any]) -> dict[str, Any]:
         "3_faithjudge_clean_flagged_not_higher": fj["rag"]["clean_flagged"]
         <= fj["shipped"]["clean_flagged"],
     }
-    return {**conditions, "passes_1_to_3": all(conditions.values())}
+    if "hard_cases_auroc" in result:
+        hard = result["hard_cases_auroc"]
+        conditions["4_hard_cases_at_most_0.02_below"] = hard["rag"] >= hard["shipped"] - 0.02
+    return {**conditions, "passes": all(conditions.values())}
+
+
+def hard_case_aurocs(folder: Path, maps: dict[str, Any]) -> dict[str, float]:
+    """RULE.md condition 4: AUROC on the hard-case test set under each map, one detector pass.
+
+    The records ``benchmarks/bench_rules.py`` scores (``training/data/hardcases_test.jsonl``,
+    both rules on, the runtime path); the tokens are scored once and each map re-reads them.
+    """
+    from truthlens_integrations.core import DetectionConfig, DetectionInput
+    from truthlens_integrations.core.models.detection import EvidenceDetector
+    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
+
+    from .train_evidence import _hard_cases
+
+    cases = _hard_cases("test")
+    items = [
+        DetectionInput.create(
+            context=c.context
+            if isinstance(c.context, list)
+            else [p for p in c.context.split("\n") if p.strip()],
+            question=c.question or None,
+            answer=c.answer,
+        )
+        for c in cases
+    ]
+    config = DetectionConfig(aggregation="max", early_exit=False)
+    detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
+    results = []
+    for first in range(0, len(items), 16):
+        results.extend(detector.detect_batch(items[first : first + 16]))
+    signals = [answer_signals(i, r.tokens) for i, r in zip(items, results, strict=True)]
+    gold = [bool(c.label) for c in cases]
+    return {name: round(auroc(gold, [m.score(s) for s in signals]), 4) for name, m in maps.items()}
 
 
 if __name__ == "__main__":
