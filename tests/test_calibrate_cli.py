@@ -15,7 +15,10 @@ from truthlens_integrations.core.models.detection._calibration_file import (
     read_calibration_file,
     rescore,
 )
-from truthlens_integrations.core.models.detection._response import ResponseSignals
+from truthlens_integrations.core.models.detection._response import (
+    ResponseCalibration,
+    ResponseSignals,
+)
 from truthlens_integrations.core.models.detection._response_fit import (
     fit_response_map,
     threshold_for,
@@ -75,7 +78,7 @@ def test_calibrate_then_eval_with_the_bundled_detector(labelled: Path, tmp_path:
     assert code == 0
     calib = read_calibration_file(out)
     assert calib.model == "bundled" and calib.target == {"false_alarm_rate": 0.25}
-    assert calib.calibration.length_safe
+    assert ResponseCalibration.from_entry(calib.response_calibration).length_safe
     assert calib.metrics["checked"] == 16 and calib.metrics["false_alarm_rate"] <= 0.25
     # the made-up year and material are easy: the fitted map separates the two labels
     assert calib.metrics["auroc_in_sample"] >= 0.9

@@ -85,14 +85,41 @@ def calibrate(
     """
     from truthlens_integrations.core.models.detection._calibration_file import (
         CALIBRATION_FORMAT,
-        answer_signals,
     )
     from truthlens_integrations.core.models.detection._response_fit import (
         fit_response_map,
         threshold_for,
     )
-    from truthlens_integrations.evaluation import auroc, expected_calibration_error
-    from truthlens_integrations.evaluation._metrics import reliability_bins
+
+    signals, labels = _checked_signals(detector, examples, batch_size, progress=progress)
+    calibration = fit_response_map(signals, labels)
+    scores = [calibration.score(s) for s in signals]
+    threshold = threshold_for(
+        scores,
+        labels,
+        target_precision=target_precision,
+        max_false_alarm_rate=max_false_alarm_rate,
+    )
+    metrics = _fit_metrics(labels, scores, threshold, answers=len(examples))
+    chosen = (("precision", target_precision), ("false_alarm_rate", max_false_alarm_rate))
+    target = {k: v for k, v in chosen if v is not None}
+    fitted_on = f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
+    return {
+        "format": CALIBRATION_FORMAT,
+        "model": model,
+        "response_calibration": calibration.to_config(fitted_on),
+        "threshold": round(threshold, 6),
+        "token_threshold": float(detector.config.token_threshold),
+        "target": target,
+        "metrics": metrics,
+    }
+
+
+def _checked_signals(
+    detector: Any, examples: Sequence[Any], batch_size: int, *, progress: bool
+) -> tuple[list[Any], list[bool]]:
+    """The response signals and labels of the answers the detector could check."""
+    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
     from truthlens_integrations.evaluation._runner import _run_batched
 
     run = _run_batched(
@@ -111,43 +138,30 @@ def calibrate(
                 answer_signals(example.to_input(), result.tokens, token_threshold=token_threshold)
             )
             labels.append(example.hallucinated)
-    calibration = fit_response_map(signals, labels)
-    scores = [calibration.score(s) for s in signals]
-    threshold = threshold_for(
-        scores,
-        labels,
-        target_precision=target_precision,
-        max_false_alarm_rate=max_false_alarm_rate,
-    )
+    return signals, labels
+
+
+def _fit_metrics(
+    labels: list[bool], scores: list[float], threshold: float, *, answers: int
+) -> dict[str, Any]:
+    """What the fitted map does on the labelled answers (in sample)."""
+    from truthlens_integrations.evaluation import auroc, expected_calibration_error
+    from truthlens_integrations.evaluation._metrics import reliability_bins
+
     flagged = [s >= threshold for s in scores]
     clean = [f for f, gold in zip(flagged, labels, strict=True) if not gold]
     bad = [f for f, gold in zip(flagged, labels, strict=True) if gold]
     hits = sum(bad)
-    metrics = {
-        "answers": len(examples),
+    return {
+        "answers": answers,
         "checked": len(labels),
-        "unverifiable": len(examples) - len(labels),
+        "unverifiable": answers - len(labels),
         "unsupported": sum(labels),
         "auroc_in_sample": round(auroc(labels, scores), 4),
         "ece_in_sample": round(expected_calibration_error(reliability_bins(labels, scores)), 4),
         "precision": round(hits / sum(flagged), 4) if any(flagged) else None,
         "recall": round(hits / len(bad), 4),
         "false_alarm_rate": round(sum(clean) / len(clean), 4),
-    }
-    target = {}
-    if target_precision is not None:
-        target["precision"] = target_precision
-    if max_false_alarm_rate is not None:
-        target["false_alarm_rate"] = max_false_alarm_rate
-    fitted_on = f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
-    return {
-        "format": CALIBRATION_FORMAT,
-        "model": model,
-        "response_calibration": calibration.to_config(fitted_on),
-        "threshold": round(threshold, 6),
-        "token_threshold": token_threshold,
-        "target": target,
-        "metrics": metrics,
     }
 
 

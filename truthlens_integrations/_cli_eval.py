@@ -159,6 +159,27 @@ class _CalibratedDetector:
         ]
 
 
+def _detection_report(args: argparse.Namespace, data_dir: Path | None, progress: bool) -> Any:
+    """Run the detector of ``--model`` over ``--dataset`` or ``--data``."""
+    from truthlens_integrations.evaluation import (
+        load_detection_dataset,
+        read_labelled_answers,
+        run_evaluation,
+        subsample,
+    )
+
+    if args.data is not None:
+        examples = subsample(read_labelled_answers(args.data), args.limit)
+    else:
+        examples = load_detection_dataset(
+            args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
+        )
+    detector = _load_detector(args.model, _detector_options(args))
+    if args.calibration is not None:
+        detector = _CalibratedDetector(detector, args.calibration, args.threshold)
+    return run_evaluation(detector, examples, args.batch_size, progress, command=_command_line())
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     """Handle ``truthlens eval``: load, run, print the markdown table, write reports.
 
@@ -175,11 +196,8 @@ def run_eval_command(args: argparse.Namespace) -> int:
     from truthlens_integrations.core import InvalidInputError
     from truthlens_integrations.evaluation import (
         default_data_dir,
-        load_detection_dataset,
-        read_labelled_answers,
         read_snli,
         render_markdown,
-        run_evaluation,
         run_nli_evaluation,
         subsample,
         write_report,
@@ -207,18 +225,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
             command=_command_line(),
         )
     else:
-        if args.data is not None:
-            examples = subsample(read_labelled_answers(args.data), args.limit)
-        else:
-            examples = load_detection_dataset(
-                args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
-            )
-        detector = _load_detector(args.model, _detector_options(args))
-        if args.calibration is not None:
-            detector = _CalibratedDetector(detector, args.calibration, args.threshold)
-        report = run_evaluation(
-            detector, examples, args.batch_size, progress, command=_command_line()
-        )
+        report = _detection_report(args, data_dir, progress)
     print(render_markdown(report))
     if args.out is not None:
         for path in write_report(report, args.out):

@@ -357,9 +357,7 @@ class PluginConfiguration(_Strict):
 
 
 def _read_calibration(path: str) -> Any:
-    # Imported here: the policy module stays free of the model package until a route
-    # names a calibration file.
-    from ..models.detection._calibration_file import read_calibration_file
+    from .._calibration import read_calibration_file
 
     try:
         return read_calibration_file(path)

@@ -9,16 +9,9 @@ not change) and flags them at the file's threshold unless the route sets its own
 
 from __future__ import annotations
 
-import json
-import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from ..._errors import ConfigError
+from ..._calibration import CALIBRATION_FORMAT, CalibrationFile, read_calibration_file
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
 from ._adjust import abstentions
 from ._lexical import absent_words
@@ -31,92 +24,6 @@ __all__ = [
     "read_calibration_file",
     "rescore",
 ]
-
-CALIBRATION_FORMAT = "truthlens-response-calibration/1"
-
-
-class CalibrationFile(BaseModel):
-    """The contents of a calibration file (unknown keys, NaN and wrong types rejected).
-
-    Attributes:
-        format: Always ``truthlens-response-calibration/1``.
-        model: The detector the map was fitted for (``bundled``, a folder, a hub id).
-        response_calibration: The map's coefficients (see :class:`ResponseCalibration`).
-        threshold: The response score at or above which an answer is flagged.
-        token_threshold: The token probability that counted a token as flagged.
-        target: How the threshold was chosen (``{"precision": 0.8}``, ``{"false_alarm_rate":
-            0.1}`` or ``{}`` for 0.5).
-        metrics: What the fit measured on the labelled answers (for the reader).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    format: str
-    model: str
-    response_calibration: dict[str, Any]
-    threshold: float = Field(ge=0.0, le=1.0)
-    token_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    target: dict[str, float] = Field(default_factory=dict)
-    metrics: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str) -> str:
-        if value != CALIBRATION_FORMAT:
-            raise ValueError(f"format must be {CALIBRATION_FORMAT!r}, got {value!r}")
-        return value
-
-    @field_validator("threshold", "token_threshold")
-    @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
-
-    @field_validator("response_calibration")
-    @classmethod
-    def _valid_map(cls, value: dict[str, Any]) -> dict[str, Any]:
-        ResponseCalibration.from_entry(value)
-        return value
-
-    @field_validator("target")
-    @classmethod
-    def _known_target(cls, value: dict[str, float]) -> dict[str, float]:
-        unknown = set(value) - {"precision", "false_alarm_rate"}
-        if unknown or any(not (0.0 < v < 1.0) for v in value.values()):
-            raise ValueError(
-                f"target must be {{'precision' or 'false_alarm_rate': (0, 1)}}: {value}"
-            )
-        return value
-
-    @property
-    def calibration(self) -> ResponseCalibration:
-        """The response map."""
-        return ResponseCalibration.from_entry(self.response_calibration)
-
-
-def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
-    """Read and validate a calibration file.
-
-    Raises:
-        ConfigError: If the file is missing, not JSON (``NaN`` included), or malformed.
-    """
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the calibration file {file}: {exc.strerror}") from exc
-
-    def no_constants(name: str) -> float:
-        raise ConfigError(f"calibration file {file}: {name} is not a number")
-
-    try:
-        raw = json.loads(text, parse_constant=no_constants)
-        return CalibrationFile.model_validate(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"calibration file {file} is not valid JSON: {exc.msg}") from exc
-    except ValueError as exc:  # pydantic's ValidationError and the map's ConfigError
-        raise ConfigError(f"calibration file {file}: {exc}") from exc
 
 
 def answer_signals(
@@ -148,7 +55,7 @@ def rescore(
     if not result.grounded:
         return result
     signals = answer_signals(item, result.tokens, token_threshold=calibration.token_threshold)
-    score = calibration.calibration.score(signals)
+    score = ResponseCalibration.from_entry(calibration.response_calibration).score(signals)
     detected = score >= threshold
     return result.model_copy(
         update={
