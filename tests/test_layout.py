@@ -37,8 +37,9 @@ ALLOWED: dict[str, set[str]] = {
     # the harness reports the package version (the face), and measures the core
     "evaluation": {"face", "core", "core.models"},
     "face": {"core", "core.engine", "core.models", "core.policy"},
-    "face._cli": {"core", "core.models", "face._cli_eval", "serve"},
+    "face._cli": {"core", "core.models", "face._cli_eval", "face._cli_calibrate", "serve"},
     "face._cli_eval": {"core", "core.models", "evaluation"},
+    "face._cli_calibrate": {"core", "core.models", "evaluation"},
     # scripted chat models for the guide's snippets and users' tests
     "face.testing": {"core"},
 }

@@ -89,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
         pass
     else:
         add_eval_parser(sub)
+        from truthlens_integrations._cli_calibrate import add_calibrate_parser
+
+        add_calibrate_parser(sub)
     _add_serve(sub)
     _add_export_onnx(sub)
     return parser

@@ -16,7 +16,18 @@ from typing import Any
 
 __all__ = ["add_eval_parser", "run_eval_command"]
 
-_DATASETS = ("ragtruth", "halueval", "faithbench", "wice", "snli")
+_DATASETS = (
+    "ragtruth",
+    "halueval",
+    "faithbench",
+    "wice",
+    "snli",
+    "ragtruth_dev_select",
+    "ragtruth_dev_train",
+    "attributionbench",
+    "faithjudge_select",
+    "expertqa",
+)
 
 
 def add_eval_parser(subparsers: Any) -> None:
@@ -30,11 +41,26 @@ def add_eval_parser(subparsers: Any) -> None:
         help="measure a detector on a benchmark",
         description=(
             "Run a detector over RAGTruth (913-response test subset), HaluEval (held-out "
-            "part), FaithBench, or an NLI model over SNLI test, and report example-, token- "
-            "and character-level scores, latency and threshold curves."
+            "part), FaithBench, WiCE, the RAG answer sets (ragtruth_dev_select / "
+            "ragtruth_dev_train: the committed split of ragtruth_dev; attributionbench; "
+            "faithjudge_select: FaithJudge answers to the select sources; expertqa), a "
+            "labelled JSONL file of your own (--data), or an NLI model over SNLI test, and "
+            "report example-, token- and character-level scores, calibration, latency and "
+            "threshold curves."
         ),
     )
-    p.add_argument("--dataset", required=True, choices=_DATASETS)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", choices=_DATASETS)
+    source.add_argument(
+        "--data",
+        type=Path,
+        help="your own labelled answers (.jsonl: context, question, answer, label, spans)",
+    )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        help="score with this calibration file's map and threshold (truthlens calibrate)",
+    )
     p.add_argument(
         "--model",
         default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
@@ -109,6 +135,51 @@ def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str
     return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model
 
 
+class _CalibratedDetector:
+    """A detector whose response scores come from a calibration file (``--calibration``)."""
+
+    def __init__(self, inner: Any, path: Path, threshold: float | None) -> None:
+        from truthlens_integrations.core.models.detection._calibration_file import (
+            read_calibration_file,
+        )
+
+        self._inner = inner
+        self._file = read_calibration_file(path)
+        self._threshold = self._file.threshold if threshold is None else threshold
+        self.model_id = f"{inner.model_id}+{path.name}"
+        self.config = inner.config.model_copy(update={"threshold": self._threshold})
+
+    def detect_batch(self, inputs: Any) -> list[Any]:
+        from truthlens_integrations.core.models.detection._calibration_file import rescore
+
+        results = self._inner.detect_batch(inputs)
+        return [
+            rescore(item, result, self._file, self._threshold)
+            for item, result in zip(inputs, results, strict=True)
+        ]
+
+
+def _detection_report(args: argparse.Namespace, data_dir: Path | None, progress: bool) -> Any:
+    """Run the detector of ``--model`` over ``--dataset`` or ``--data``."""
+    from truthlens_integrations.evaluation import (
+        load_detection_dataset,
+        read_labelled_answers,
+        run_evaluation,
+        subsample,
+    )
+
+    if args.data is not None:
+        examples = subsample(read_labelled_answers(args.data), args.limit)
+    else:
+        examples = load_detection_dataset(
+            args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
+        )
+    detector = _load_detector(args.model, _detector_options(args))
+    if args.calibration is not None:
+        detector = _CalibratedDetector(detector, args.calibration, args.threshold)
+    return run_evaluation(detector, examples, args.batch_size, progress, command=_command_line())
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     """Handle ``truthlens eval``: load, run, print the markdown table, write reports.
 
@@ -122,24 +193,28 @@ def run_eval_command(args: argparse.Namespace) -> int:
         ConfigError: For a missing data folder.
         ModelNotAvailableError: For an NLI model or detector that cannot be found.
     """
+    from truthlens_integrations.core import InvalidInputError
     from truthlens_integrations.evaluation import (
         default_data_dir,
-        load_detection_dataset,
         read_snli,
         render_markdown,
-        run_evaluation,
         run_nli_evaluation,
         subsample,
         write_report,
     )
     from truthlens_integrations.evaluation._runner import EvalReport, NLIReport
 
-    data_dir = args.data_dir if args.data_dir is not None else default_data_dir()
+    data_dir: Path | None = None
+    if args.data is None:
+        data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     progress = not args.no_progress
     report: EvalReport | NLIReport
     if args.dataset == "snli":
+        if args.calibration is not None:
+            raise InvalidInputError("--calibration applies to detectors, not to snli")
         predict, model_id = _load_nli(args.model, args.device, args.batch_size)
-        pairs = subsample(read_snli(Path(data_dir) / "esnli", split="test"), args.limit)
+        assert data_dir is not None  # --dataset snli, so not --data
+        pairs = subsample(read_snli(data_dir / "esnli", split="test"), args.limit)
         report = run_nli_evaluation(
             predict,
             pairs,
@@ -150,13 +225,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
             command=_command_line(),
         )
     else:
-        examples = load_detection_dataset(
-            args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
-        )
-        detector = _load_detector(args.model, _detector_options(args))
-        report = run_evaluation(
-            detector, examples, args.batch_size, progress, command=_command_line()
-        )
+        report = _detection_report(args, data_dir, progress)
     print(render_markdown(report))
     if args.out is not None:
         for path in write_report(report, args.out):

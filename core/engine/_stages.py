@@ -208,10 +208,23 @@ def detect(
         detector = load()
         results = detector.detect_batch([it.data for it in items])
     metrics.record_model_use(model=detector.model_id, role="detector", count=len(items))
-    for it, result in zip(items, results, strict=True):
+    for it, raw in zip(items, results, strict=True):
+        settings = it.route.settings if it.route is not None else None
+        result = raw
+        if settings is not None and settings.calibration is not None:
+            # The route's own response map (truthlens calibrate); tokens and spans stay.
+            result = _route_rescore(it.data, raw, settings.calibration, settings.threshold)
         it.detection = result
         it.kept = list(result.spans)
     _share(items, "detector", stage.elapsed_ms)
+
+
+def _route_rescore(
+    item: DetectionInput, result: DetectionResult, path: str, threshold: float
+) -> DetectionResult:
+    from ..models.detection._calibration_file import read_calibration_file, rescore
+
+    return rescore(item, result, read_calibration_file(path), threshold)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ decisions refer to. Every model forbids unknown keys so that typos fail loudly.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._errors import ConfigError
 from .._limits import (
     MAX_ANSWER_CHARS,
     MAX_CONTEXT_CHARS,
@@ -354,6 +355,10 @@ class PluginConfiguration(_Strict):
         warning_template: Overrides the global warning text (extension).
         skip_non_factual_grounded: Overrides the global setting (extension).
         time_budget_s: Overrides the global mitigation time budget (extension).
+        calibration: A calibration file written by ``truthlens calibrate`` (extension):
+            this route's answers are scored by its response map and flagged at its
+            threshold unless ``threshold`` is set here. Read and checked when the
+            policy loads; a relative path is read from the working directory.
     """
 
     enabled: Flag | None = None
@@ -368,6 +373,23 @@ class PluginConfiguration(_Strict):
     warning_template: Name | None = None
     skip_non_factual_grounded: Flag | None = None
     time_budget_s: Budget | None = None
+    calibration: Name | None = None
+
+    @field_validator("calibration")
+    @classmethod
+    def _readable_calibration(cls, value: str | None) -> str | None:
+        if value is not None:
+            _read_calibration(value)
+        return value
+
+
+def _read_calibration(path: str) -> Any:
+    from .._calibration import read_calibration_file
+
+    try:
+        return read_calibration_file(path)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class HallucinationPlugin(_Strict):
@@ -420,6 +442,7 @@ class ResolvedSettings(_Strict):
         require_consensus: Premium consensus rule.
         skip_non_factual_grounded: Skip detection of grounded non-factual prompts.
         time_budget_s: Seconds for mitigation LLM calls per request (``None``: no limit).
+        calibration: The route's calibration file (``None``: the detector's own map).
     """
 
     enabled: Flag
@@ -438,6 +461,7 @@ class ResolvedSettings(_Strict):
     require_consensus: Flag
     skip_non_factual_grounded: Flag = False
     time_budget_s: float | None = None
+    calibration: str | None = None
 
 
 def _duplicates(names: list[str], section: str) -> list[str]:
@@ -670,10 +694,16 @@ class Policy(_Strict):
         else:
             iterations = 0
         action = p.hallucination_action or g.hallucination_action
+        calibration = _read_calibration(p.calibration) if p.calibration is not None else None
+        if p.threshold is not None:
+            threshold = p.threshold
+        else:
+            threshold = calibration.threshold if calibration is not None else g.threshold
         return ResolvedSettings(
             enabled=g.enabled if p.enabled is None else p.enabled,
             mode=chosen,
-            threshold=g.threshold if p.threshold is None else p.threshold,
+            threshold=threshold,
+            calibration=p.calibration,
             max_iterations=iterations,
             convergence_threshold=g.standard.convergence_threshold,
             require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),

@@ -42,7 +42,17 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DetectionDataset = Literal["ragtruth", "halueval", "faithbench", "wice"]
+DetectionDataset = Literal[
+    "ragtruth",
+    "halueval",
+    "faithbench",
+    "wice",
+    "ragtruth_dev_select",
+    "ragtruth_dev_train",
+    "attributionbench",
+    "faithjudge_select",
+    "expertqa",
+]
 DETECTION_DATASETS: tuple[str, ...] = get_args(DetectionDataset)
 HaluEvalTask = Literal["qa", "dialogue", "summarization"]
 HALUEVAL_TASKS: tuple[HaluEvalTask, ...] = ("qa", "dialogue", "summarization")
@@ -566,6 +576,25 @@ def subsample(items: Sequence[T], limit: int | None) -> list[T]:
     return [items[i * len(items) // limit] for i in range(limit)]
 
 
+def _rag_datasets() -> dict[str, Any]:
+    from . import _rag_readers as rag
+
+    def select_sources() -> frozenset[str]:
+        return rag.ragtruth_dev_split()["select"]
+
+    return {
+        "ragtruth_dev_select": lambda root: rag.read_ragtruth_dev(
+            root / "ragtruth_dev", part="select"
+        ),
+        "ragtruth_dev_train": lambda root: rag.read_ragtruth_dev(
+            root / "ragtruth_dev", part="train"
+        ),
+        "attributionbench": lambda root: rag.read_attributionbench(root / "attributionbench"),
+        "faithjudge_select": lambda root: rag.read_faithjudge(root, sources=select_sources()),
+        "expertqa": lambda root: rag.read_expertqa(root / "expertqa"),
+    }
+
+
 def load_detection_dataset(
     name: str,
     data_dir: str | os.PathLike[str] | None = None,
@@ -578,7 +607,11 @@ def load_detection_dataset(
     Args:
         name: ``ragtruth`` (the 913-response test subset), ``halueval`` (the three task
             files, held-out part by default), ``faithbench`` or ``wice`` (test claims
-            with token labels).
+            with token labels), all eval-only but HaluEval; or the RAG answers judged
+            by people: ``ragtruth_dev_select`` / ``ragtruth_dev_train`` (the two parts
+            of the committed split of ``ragtruth_dev``), ``attributionbench``,
+            ``faithjudge_select`` (FaithJudge answers to the selection split's sources)
+            and ``expertqa`` (claims with passage evidence).
         data_dir: The benchmark folder; ``None`` uses :func:`default_data_dir`.
         limit: Keep this many examples, spread evenly (see :func:`subsample`).
         halueval_part: Which HaluEval part to read.
@@ -601,6 +634,8 @@ def load_detection_dataset(
         examples = read_faithbench(root / "faithbench")
     elif name == "wice":
         examples = read_wice(root / "wice")
+    elif name in DETECTION_DATASETS:
+        examples = _rag_datasets()[name](root)
     else:
         raise ConfigError(f"unknown dataset {name!r}; use one of {DETECTION_DATASETS} or snli")
     return subsample(examples, limit)

@@ -47,6 +47,9 @@ class EvalExample(_Frozen):
             ``predict_prompt``, not used by the harness.
         baselines: Predictions of other systems stored in the data (``True`` means
             hallucinated), e.g. FaithBench's HHEM and GPT-4 judgements.
+        source_id: What the answer was written over (a RAGTruth source, a question),
+            for fits cross-validated by source; ``None`` when the data set has none.
+        generator: The LLM that wrote the answer, when the data set names it.
     """
 
     id: str
@@ -60,6 +63,8 @@ class EvalExample(_Frozen):
     has_span_labels: bool = True
     prompt: str | None = None
     baselines: dict[str, bool] = Field(default_factory=dict)
+    source_id: str | None = None
+    generator: str | None = None
 
     def to_input(self) -> DetectionInput:
         """The detector input of this example."""

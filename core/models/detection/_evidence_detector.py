@@ -9,7 +9,7 @@ from ..._types import DetectionInput
 from ._adjust import abstentions, adjust_tokens
 from ._base import TokenScoring
 from ._evidence import ContextIndex, EvidenceRow, plan_rows
-from ._lexical import absent_word_starts
+from ._lexical import absent_words
 from ._transformer import TransformerDetector, _Piece, _Plan, _Segment
 
 __all__ = ["EvidenceDetector"]
@@ -90,11 +90,11 @@ class EvidenceDetector(TransformerDetector):
     def _count_many(self, texts: list[str]) -> list[int]:
         return [len(offsets) for offsets in self._count(texts)]
 
-    def _absent_word_starts(self, item: DetectionInput) -> list[int]:
+    def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
         # An abstention's words ("the provided information does not mention ...") are
         # left unflagged by the rule, and so are not counted as absent either.
         skip = abstentions(item.answer, item.context, item.question)
-        return absent_word_starts(item, skip)
+        return absent_words(item, skip)
 
     def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
         plans, sentences = self._evidence_plans(inputs)

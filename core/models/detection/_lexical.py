@@ -21,6 +21,7 @@ __all__ = [
     "LexicalDetector",
     "absent_word_count",
     "absent_word_starts",
+    "absent_words",
     "lexical_nli",
     "normalize_word",
 ]
@@ -188,13 +189,25 @@ def absent_word_starts(item: DetectionInput, skip: Sequence[tuple[int, int]] = (
         skip: ``(start, end)`` character ranges of the answer whose words are not counted
             (the sentences the detector's abstention rule leaves unflagged).
     """
+    return [start for start, _ in absent_words(item, skip)]
+
+
+def absent_words(
+    item: DetectionInput, skip: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, str]]:
+    """``(start, normalised form)`` of each answer content word the grounding lacks.
+
+    The words of :func:`absent_word_starts`; a number's form starts with ``#``.
+    """
     vocab = _grounding_vocabulary(item)
-    return [
-        match.start()
-        for match in COMPOUND_WORD.finditer(item.answer)
-        if not any(start <= match.start() < end for start, end in skip)
-        and _absent_key(match.group(), vocab) is not None
-    ]
+    out = []
+    for match in COMPOUND_WORD.finditer(item.answer):
+        if any(start <= match.start() < end for start, end in skip):
+            continue
+        key = _absent_key(match.group(), vocab)
+        if key is not None:
+            out.append((match.start(), key))
+    return out
 
 
 def absent_word_count(item: DetectionInput, skip: Sequence[tuple[int, int]] = ()) -> int:

@@ -33,18 +33,50 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..._errors import ConfigError
 from ..._text import split_sentences
 from ..._types import TokenScore
 
 __all__ = [
     "ResponseCalibration",
+    "ResponseSignals",
     "read_response_calibration",
+    "response_signals",
     "sentence_count",
     "sentence_peak",
 ]
 
 _KEY = "response_calibration"
 _EPSILON = 1e-6
+# The coefficient keys of the stored map, and the other keys an entry may hold.
+_COEFFICIENTS = (
+    "max_logit",
+    "sentence_peak",
+    "log_sentences",
+    "absent_words",
+    "absent_numbers",
+    "flagged_tokens",
+    "bias",
+)
+_OPTIONAL = frozenset({"absent_words", "sentence_peak", "absent_numbers", "flagged_tokens"})
+_ENTRY_KEYS = frozenset({*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features"})
+
+
+@dataclass(frozen=True)
+class ResponseSignals:
+    """What the response map reads of one answer (all but ``peak`` are counts or a maximum).
+
+    Every field is a maximum or a count over the answer's sentences, so none of them
+    drops when a sentence is added: with non-negative coefficients the score of an answer
+    never falls because supported sentences were added to it.
+    """
+
+    max_probability: float
+    sentences: int
+    absent_words: int = 0
+    peak: float = 0.0
+    absent_numbers: int = 0
+    flagged_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -61,11 +93,35 @@ class ResponseCalibration:
     bias: float
     absent_words: float = 0.0
     sentence_peak: float = 0.0
+    absent_numbers: float = 0.0
+    flagged_tokens: float = 0.0
 
     @property
     def reads_absent_words(self) -> bool:
         """Whether the map needs where the answer's absent words are."""
-        return self.absent_words != 0.0 or self.sentence_peak != 0.0
+        return self.absent_words != 0.0 or self.sentence_peak != 0.0 or self.absent_numbers != 0.0
+
+    @property
+    def length_safe(self) -> bool:
+        """Whether adding sentences can never lower the score (no negative coefficient).
+
+        Every signal is a maximum or a count over sentences, so this holds exactly when
+        no coefficient but the bias is negative.
+        """
+        return all(getattr(self, k) >= 0.0 for k in _COEFFICIENTS if k != "bias")
+
+    def score(self, signals: ResponseSignals) -> float:
+        """The calibrated response score of an answer's :class:`ResponseSignals`."""
+        z = (
+            self.max_logit * _logit(signals.max_probability)
+            + self.sentence_peak * signals.peak
+            + self.log_sentences * math.log(max(signals.sentences, 1))
+            + self.absent_words * math.log1p(max(signals.absent_words, 0))
+            + self.absent_numbers * math.log1p(max(signals.absent_numbers, 0))
+            + self.flagged_tokens * math.log1p(max(signals.flagged_tokens, 0))
+            + self.bias
+        )
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
 
     def probability(
         self,
@@ -83,25 +139,43 @@ class ResponseCalibration:
                 context or question (:func:`absent_word_count`).
             peak: The answer's :func:`sentence_peak`.
         """
-        z = (
-            self.max_logit * _logit(max_probability)
-            + self.sentence_peak * peak
-            + self.log_sentences * math.log(max(sentences, 1))
-            + self.absent_words * math.log1p(max(absent_words, 0))
-            + self.bias
-        )
-        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+        return self.score(ResponseSignals(max_probability, sentences, absent_words, peak))
 
     def to_config(self, fitted_on: str) -> dict[str, Any]:
         """The ``truthlens.response_calibration`` entry of a model folder's config."""
-        return {
-            "max_logit": round(self.max_logit, 6),
-            "sentence_peak": round(self.sentence_peak, 6),
-            "log_sentences": round(self.log_sentences, 6),
-            "absent_words": round(self.absent_words, 6),
-            "bias": round(self.bias, 6),
-            "fitted_on": fitted_on,
-        }
+        entry: dict[str, Any] = {k: round(getattr(self, k), 6) for k in _COEFFICIENTS}
+        for key in ("absent_numbers", "flagged_tokens"):
+            if entry[key] == 0.0:
+                del entry[key]  # folders written before these terms stay byte-identical
+        entry["fitted_on"] = fitted_on
+        return entry
+
+    @classmethod
+    def from_entry(cls, entry: Any, *, where: str = "response calibration") -> ResponseCalibration:
+        """Read and validate a stored map (a ``response_calibration`` entry or a file's).
+
+        Raises:
+            ConfigError: On an unknown key, a missing coefficient, or a value that is
+                not a finite number (``true`` is not a coefficient).
+        """
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+        unknown = set(entry) - _ENTRY_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+        values: dict[str, float] = {}
+        for key in _COEFFICIENTS:
+            if key not in entry:
+                if key in _OPTIONAL:
+                    continue
+                raise ConfigError(f"{where}: missing {key!r}")
+            value = entry[key]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"{where}: {key!r} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ConfigError(f"{where}: {key!r} must be finite, got {value!r}")
+            values[key] = float(value)
+        return cls(**values)
 
 
 def _logit(probability: float) -> float:
@@ -131,12 +205,33 @@ def read_response_calibration(config: Any) -> ResponseCalibration | None:
     entry = extra.get(_KEY) if isinstance(extra, dict) else None
     if not isinstance(entry, dict):
         return None
-    return ResponseCalibration(
-        max_logit=float(entry["max_logit"]),
-        log_sentences=float(entry["log_sentences"]),
-        bias=float(entry["bias"]),
-        absent_words=float(entry.get("absent_words", 0.0)),
-        sentence_peak=float(entry.get("sentence_peak", 0.0)),
+    return ResponseCalibration.from_entry(entry, where=f"the model's truthlens.{_KEY}")
+
+
+def response_signals(
+    answer: str,
+    tokens: Sequence[TokenScore],
+    absent_starts: Sequence[int],
+    *,
+    absent_numbers: int = 0,
+    token_threshold: float = 0.5,
+) -> ResponseSignals:
+    """The :class:`ResponseSignals` of an answer from its scored tokens and absent words.
+
+    Args:
+        answer: The answer.
+        tokens: Its scored tokens.
+        absent_starts: Where its absent content words start (:func:`absent_word_starts`).
+        absent_numbers: How many of those are numbers.
+        token_threshold: A token at or above this probability counts as flagged.
+    """
+    return ResponseSignals(
+        max_probability=max((t.probability for t in tokens), default=0.0),
+        sentences=sentence_count(answer),
+        absent_words=len(absent_starts),
+        peak=sentence_peak(answer, tokens, absent_starts),
+        absent_numbers=absent_numbers,
+        flagged_tokens=sum(1 for t in tokens if t.probability >= token_threshold),
     )
 
 

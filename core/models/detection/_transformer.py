@@ -20,9 +20,9 @@ from ..._types import (
 )
 from .._loading import LoadedModel, load_token_classifier
 from ._base import BaseDetector, TokenScoring
-from ._lexical import absent_word_starts
+from ._lexical import absent_words
 from ._prompt import format_prompt
-from ._response import read_response_calibration, sentence_count, sentence_peak
+from ._response import read_response_calibration, response_signals
 
 if TYPE_CHECKING:
     import torch
@@ -154,15 +154,24 @@ class TransformerDetector(BaseDetector):
     ) -> float:
         if self.config.aggregation != "calibrated" or self._response is None:
             return super()._response_score(item, tokens, spans)
-        largest = max((t.probability for t in tokens), default=0.0)
         response = self._response
-        absent = self._absent_word_starts(item) if response.reads_absent_words else []
-        peak = sentence_peak(item.answer, tokens, absent) if response.sentence_peak else 0.0
-        return response.probability(largest, sentence_count(item.answer), len(absent), peak)
+        absent = self._absent_words(item) if response.reads_absent_words else []
+        signals = response_signals(
+            item.answer,
+            tokens,
+            [start for start, _ in absent],
+            absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
+            token_threshold=self.config.token_threshold,
+        )
+        return response.score(signals)
 
     def _absent_word_starts(self, item: DetectionInput) -> list[int]:
         """Where the answer's absent words start, as the response calibration reads them."""
-        return absent_word_starts(item)
+        return [start for start, _ in self._absent_words(item)]
+
+    def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
+        """The answer's absent words (start, form), as the response calibration reads them."""
+        return absent_words(item)
 
     @property
     def device(self) -> torch.device:

@@ -1,0 +1,67 @@
+"""A user's response calibration: the file ``truthlens calibrate`` writes and routes read.
+
+The file holds a length-safe response map fitted on the user's own labelled answers
+(:func:`fit_response_map`) and the threshold chosen for their precision or false-alarm
+target. A policy route points to it (``calibration: path/to/calib.json``); the engine
+then re-scores that route's answers with the map (the token probabilities and spans do
+not change) and flags them at the file's threshold unless the route sets its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..._calibration import CALIBRATION_FORMAT, CalibrationFile, read_calibration_file
+from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
+from ._adjust import abstentions
+from ._lexical import absent_words
+from ._response import ResponseCalibration, ResponseSignals, response_signals
+
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "CalibrationFile",
+    "answer_signals",
+    "read_calibration_file",
+    "rescore",
+]
+
+
+def answer_signals(
+    item: DetectionInput, tokens: Sequence[TokenScore], *, token_threshold: float = 0.5
+) -> ResponseSignals:
+    """The response map's signals of one checked answer, as the bundled detector reads them.
+
+    Sentences that only say the sources lack something are left out of the absent words.
+    """
+    skip = abstentions(item.answer, item.context, item.question)
+    absent = absent_words(item, skip)
+    return response_signals(
+        item.answer,
+        tokens,
+        [start for start, _ in absent],
+        absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
+        token_threshold=token_threshold,
+    )
+
+
+def rescore(
+    item: DetectionInput, result: DetectionResult, calibration: CalibrationFile, threshold: float
+) -> DetectionResult:
+    """``result`` with its score from the file's map and its decision at ``threshold``.
+
+    Results that were not checked (unverifiable) are returned unchanged: a calibration
+    never turns "not checked" into a verdict.
+    """
+    if not result.grounded:
+        return result
+    signals = answer_signals(item, result.tokens, token_threshold=calibration.token_threshold)
+    score = ResponseCalibration.from_entry(calibration.response_calibration).score(signals)
+    detected = score >= threshold
+    return result.model_copy(
+        update={
+            "score": score,
+            "threshold": threshold,
+            "detected": detected,
+            "status": DetectionStatus.HALLUCINATED if detected else DetectionStatus.SUPPORTED,
+        }
+    )

@@ -1,0 +1,203 @@
+"""``truthlens calibrate``: fit the response map and a threshold on a user's labelled answers.
+
+The main CLI (:mod:`truthlens_integrations._cli`) calls :func:`add_calibrate_parser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_calibrate_parser", "calibrate", "run_calibrate_command"]
+
+
+def add_calibrate_parser(subparsers: Any) -> None:
+    """Add the ``calibrate`` subcommand to the ``truthlens`` subparsers."""
+    p = subparsers.add_parser(
+        "calibrate",
+        help="fit the response score and threshold on your own labelled answers",
+        description=(
+            "Run a detector over labelled answers (JSON lines: context, question, answer, "
+            "label 1 = has an unsupported claim / 0 = supported, optional spans and id), "
+            "fit the response map on them (length safe: adding sentences never lowers a "
+            "score) and pick the threshold for a precision target or a false-alarm cap "
+            "(default 0.5). Writes a file a policy route can point to "
+            "(calibration: path/to/calib.json)."
+        ),
+    )
+    p.add_argument("--data", type=Path, required=True, help="the labelled .jsonl file")
+    p.add_argument("--out", type=Path, required=True, help="the calibration file to write")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--target-precision",
+        type=float,
+        help="lowest threshold at which at least this share of flagged answers is unsupported",
+    )
+    target.add_argument(
+        "--max-false-alarm-rate",
+        type=float,
+        help="lowest threshold that flags at most this share of the supported answers",
+    )
+    p.add_argument(
+        "--model",
+        default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
+        help="'bundled' (default), a model folder or a hub id",
+    )
+    p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
+    p.add_argument("--batch-size", type=int, default=16, help="answers per detector call")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(handler=run_calibrate_command)
+
+
+def calibrate(
+    detector: Any,
+    examples: Sequence[Any],
+    *,
+    model: str,
+    target_precision: float | None = None,
+    max_false_alarm_rate: float | None = None,
+    batch_size: int = 16,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Fit a calibration file's contents from labelled examples.
+
+    Args:
+        detector: A detector that reports token probabilities (``detect_batch``).
+        examples: :class:`~truthlens_integrations.evaluation.EvalExample` records.
+        model: The model name stored in the file.
+        target_precision: Choose the threshold for this precision.
+        max_false_alarm_rate: Choose the threshold for this false-alarm cap.
+        batch_size: Answers per detector call.
+        progress: Show a progress bar.
+
+    Returns:
+        The file's JSON object (validated by :class:`CalibrationFile` when read).
+
+    Raises:
+        InvalidInputError: Too few checkable answers of a label, or no threshold meets
+            the target.
+    """
+    from truthlens_integrations.core.models.detection._calibration_file import (
+        CALIBRATION_FORMAT,
+    )
+    from truthlens_integrations.core.models.detection._response_fit import (
+        fit_response_map,
+        threshold_for,
+    )
+
+    signals, labels = _checked_signals(detector, examples, batch_size, progress=progress)
+    calibration = fit_response_map(signals, labels)
+    scores = [calibration.score(s) for s in signals]
+    threshold = threshold_for(
+        scores,
+        labels,
+        target_precision=target_precision,
+        max_false_alarm_rate=max_false_alarm_rate,
+    )
+    metrics = _fit_metrics(labels, scores, threshold, answers=len(examples))
+    chosen = (("precision", target_precision), ("false_alarm_rate", max_false_alarm_rate))
+    target = {k: v for k, v in chosen if v is not None}
+    fitted_on = f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
+    return {
+        "format": CALIBRATION_FORMAT,
+        "model": model,
+        "response_calibration": calibration.to_config(fitted_on),
+        "threshold": round(threshold, 6),
+        "token_threshold": float(detector.config.token_threshold),
+        "target": target,
+        "metrics": metrics,
+    }
+
+
+def _checked_signals(
+    detector: Any, examples: Sequence[Any], batch_size: int, *, progress: bool
+) -> tuple[list[Any], list[bool]]:
+    """The response signals and labels of the answers the detector could check."""
+    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
+    from truthlens_integrations.evaluation._runner import _run_batched
+
+    run = _run_batched(
+        examples,
+        lambda batch: detector.detect_batch([e.to_input() for e in batch]),
+        batch_size=batch_size,
+        progress=progress,
+        desc="calibrate",
+        what="detector",
+    )
+    token_threshold = float(detector.config.token_threshold)
+    signals, labels = [], []
+    for example, result in zip(examples, run.outputs, strict=True):
+        if result.grounded:  # an answer that could not be checked teaches the map nothing
+            signals.append(
+                answer_signals(example.to_input(), result.tokens, token_threshold=token_threshold)
+            )
+            labels.append(example.hallucinated)
+    return signals, labels
+
+
+def _fit_metrics(
+    labels: list[bool], scores: list[float], threshold: float, *, answers: int
+) -> dict[str, Any]:
+    """What the fitted map does on the labelled answers (in sample)."""
+    from truthlens_integrations.evaluation import auroc, expected_calibration_error
+    from truthlens_integrations.evaluation._metrics import reliability_bins
+
+    flagged = [s >= threshold for s in scores]
+    clean = [f for f, gold in zip(flagged, labels, strict=True) if not gold]
+    bad = [f for f, gold in zip(flagged, labels, strict=True) if gold]
+    hits = sum(bad)
+    return {
+        "answers": answers,
+        "checked": len(labels),
+        "unverifiable": answers - len(labels),
+        "unsupported": sum(labels),
+        "auroc_in_sample": round(auroc(labels, scores), 4),
+        "ece_in_sample": round(expected_calibration_error(reliability_bins(labels, scores)), 4),
+        "precision": round(hits / sum(flagged), 4) if any(flagged) else None,
+        "recall": round(hits / len(bad), 4),
+        "false_alarm_rate": round(sum(clean) / len(clean), 4),
+    }
+
+
+def run_calibrate_command(args: argparse.Namespace) -> int:
+    """Handle ``truthlens calibrate``: read, detect, fit, write; print what was measured."""
+    from truthlens_integrations.core import InvalidInputError
+    from truthlens_integrations.core.models.detection import load_detector
+    from truthlens_integrations.evaluation import read_labelled_answers
+
+    for name in ("target_precision", "max_false_alarm_rate"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and 0.0 < value < 1.0):
+            flag = "--" + name.replace("_", "-")
+            raise InvalidInputError(f"{flag} must be between 0 and 1, got {value}")
+    examples = read_labelled_answers(args.data)
+    options: dict[str, Any] = {"batch_size": args.batch_size, "early_exit": False}
+    if args.device:
+        options["device"] = args.device
+    detector = load_detector(args.model, aggregation="max", **options)
+    content = calibrate(
+        detector,
+        examples,
+        model=str(args.model),
+        target_precision=args.target_precision,
+        max_false_alarm_rate=args.max_false_alarm_rate,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
+    m = content["metrics"]
+    print(
+        f"fitted on {m['checked']} answers ({m['unsupported']} unsupported, "
+        f"{m['unverifiable']} not checkable): threshold {content['threshold']:.3f}, "
+        f"precision {m['precision']}, recall {m['recall']}, false alarms {m['false_alarm_rate']}, "
+        f"AUROC {m['auroc_in_sample']} (in sample)"
+    )
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
