@@ -197,3 +197,17 @@ def test_folds_keep_each_source_together() -> None:
     for g in set(groups.tolist()):
         assert len(set(fold[groups == g].tolist())) == 1
     assert set(fold.tolist()) == set(range(5))
+
+
+def test_bootstrap_of_a_detector_against_itself_is_zero_and_a_better_one_is_above() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    groups = np.repeat(np.arange(40).astype(str), 6)
+    y = rng.integers(0, 2, len(groups)).astype(float)
+    noise = rng.normal(0, 1, len(y))
+    weak = y + 2.0 * noise
+    strong = y + 0.3 * noise
+    assert rag_select.bootstrap_difference(weak, weak, y, groups, draws=50) == (0.0, 0.0, 0.0)
+    point, low, high = rag_select.bootstrap_difference(strong, weak, y, groups, draws=200)
+    assert 0 < low <= point <= high

@@ -63,6 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=100_000)
     p.add_argument("--batch-rows", type=int, default=16)
     p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--warmup-steps", type=int, default=50)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rag-repeat", type=int, default=3)
     p.add_argument("--removal-repeat", type=int, default=1)
@@ -165,10 +166,11 @@ def main(argv: list[str] | None = None) -> None:
             if elapsed > budget or step >= args.max_steps:
                 done = True
                 break
-            scale = min(1.0, (step + 1) / 50) * max(0.05, 1.0 - elapsed / budget)
+            warmup = min(1.0, (step + 1) / max(args.warmup_steps, 1))
+            scale = warmup * max(0.05, 1.0 - elapsed / budget)
             loss = optimizer_step(model, optim, train, group, device, args.lr * scale)
             step += 1
-            if step % 25 == 0:
+            if step % 10 == 0:
                 log.info(
                     "epoch %d step %d loss %.4f (%.1f min)", epoch, step, loss.item(), elapsed / 60
                 )
