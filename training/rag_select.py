@@ -420,6 +420,36 @@ def _transpose(by_part: dict[str, dict[str, np.ndarray]]) -> dict[str, dict[str,
     return dict(out)
 
 
+def eval_only(folder: str, dataset: str, limit: int | None, out: Path) -> None:
+    """``truthlens eval`` on an eval-only set, with a folder read as the bundled one is.
+
+    The CLI reads a folder with the window-scanning detector; a trained folder of this
+    project is read with evidence selection and its own calibrated response score.
+    Measured once, after the choice: nothing here decides anything.
+    """
+    import sys
+
+    from truthlens_integrations.core.models.detection import load_detector
+    from truthlens_integrations.evaluation import (
+        load_detection_dataset,
+        render_markdown,
+        run_evaluation,
+        write_report,
+    )
+
+    examples = load_detection_dataset(dataset, None, limit=limit)
+    if folder == "lexical":
+        detector = load_detector("lexical")
+    elif folder == "bundled":
+        detector = load_detector()
+    else:
+        detector = load_detector(folder, strategy="evidence", aggregation="calibrated")
+    command = "python -m training.rag_select " + " ".join(sys.argv[1:])
+    report = run_evaluation(detector, examples, 16, progress=False, command=command)
+    print(render_markdown(report))
+    write_report(report, out, plots=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -435,10 +465,17 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--baseline", required=True)
     r.add_argument("--candidate", required=True)
     r.add_argument("--out", type=Path, required=True)
+    e = sub.add_parser("eval-only", help="measure a folder on an eval-only set (after the choice)")
+    e.add_argument("folder", help="a folder, 'bundled' or 'lexical'")
+    e.add_argument("--dataset", required=True, choices=("ragtruth", "faithbench"))
+    e.add_argument("--limit", type=int, default=None)
+    e.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.command == "features":
         compute_features(args.folder, args.name, args.sets)
+    elif args.command == "eval-only":
+        eval_only(args.folder, args.dataset, args.limit, args.out)
     elif args.command == "write-map":
         print(json.dumps(write_map(args.folder, args.name), indent=1))
     else:
