@@ -1,7 +1,7 @@
 """What the explicit unit and negation rules do, rule by rule, on the hard-case test set.
 
 Usage:
-    python benchmarks/bench_rules.py [--out benchmarks/results/rules_ablation.md]
+    python benchmarks/bench_rules.py [--out benchmarks/results/rules_ablation.md] [--folder DIR]
 
 The bundled detector scores ``training/data/hardcases_test.jsonl`` (train-role, kept out
 of training) four times: with neither rule, with each one alone and with both (the
@@ -48,11 +48,22 @@ def _rules(units: bool, negation: bool) -> Iterator[None]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/rules_ablation.md"))
+    ap.add_argument(
+        "--folder",
+        type=Path,
+        default=None,
+        help="score a trained detector folder the way the bundled one is read "
+        "(evidence selection, its calibrated response score) instead of the bundled one",
+    )
     args = ap.parse_args()
     cases = _hard_cases("test")
     items = _inputs(cases)
     gold = [bool(c.label) for c in cases]
-    detector = load_detector()
+    detector = (
+        load_detector()
+        if args.folder is None
+        else load_detector(args.folder, strategy="evidence", aggregation="calibrated")
+    )
     runs = {}
     started = time.perf_counter()
     for name, units, negation in [
@@ -70,6 +81,7 @@ def main() -> None:
     lines = [
         "# The unit and negation rules, rule by rule, on the hard-case test set",
         "",
+        f"- detector: {args.folder or 'the bundled one'}",
         f"- command: `python benchmarks/bench_rules.py {' '.join(sys.argv[1:])}`".rstrip(),
         f"- date: {time.strftime('%Y-%m-%d')}; 2-core CPU, fp32; "
         f"{time.perf_counter() - started:.0f} s for the four runs",

@@ -191,8 +191,18 @@ def _hard_cases(part: str) -> list[Any]:
     return list(hardcases.load_hardcases("train" if part == "train" else "test"))
 
 
-def row_encodings(tokenizer: Any, ex: Example) -> list[tuple[Any, Any]]:
-    """``(plan row, tokenizer output)`` of the example's first six runtime rows."""
+def row_encodings(
+    tokenizer: Any,
+    ex: Example,
+    *,
+    unit_tokens: int = UNIT_TOKENS,
+    evidence_tokens: int = EVIDENCE_TOKENS,
+) -> list[tuple[Any, Any]]:
+    """``(plan row, tokenizer output)`` of the example's first six runtime rows.
+
+    ``unit_tokens`` and ``evidence_tokens`` are the runtime's evidence-selection settings
+    the rows are planned with (this module's defaults are those stage 4 and 5 trained with).
+    """
 
     def count_many(texts: list[str]) -> list[int]:
         enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
@@ -205,8 +215,8 @@ def row_encodings(tokenizer: Any, ex: Example) -> list[tuple[Any, Any]]:
         ex.question,
         ex.answer,
         count_many=count_many,
-        unit_tokens=UNIT_TOKENS,
-        evidence_tokens=EVIDENCE_TOKENS,
+        unit_tokens=unit_tokens,
+        evidence_tokens=evidence_tokens,
     )
     return [
         (
@@ -216,14 +226,21 @@ def row_encodings(tokenizer: Any, ex: Example) -> list[tuple[Any, Any]]:
                 ex.answer[row.start : row.end],
                 return_offsets_mapping=True,
                 truncation="only_first",
-                max_length=EVIDENCE_TOKENS + UNIT_TOKENS + 16,
+                max_length=evidence_tokens + unit_tokens + 16,
             ),
         )
         for row in rows_plan[:6]
     ]
 
 
-def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | None:
+def encode(
+    tokenizer: Any,
+    ex: Example,
+    soft: Soft | None = None,
+    *,
+    unit_tokens: int = UNIT_TOKENS,
+    evidence_tokens: int = EVIDENCE_TOKENS,
+) -> Encoded | None:
     """The runtime's rows for one example, with token labels (-100 where unknown).
 
     With ``soft`` (the teacher's ``(start, end, probability)`` for the example's answer
@@ -233,7 +250,9 @@ def encode(tokenizer: Any, ex: Example, soft: Soft | None = None) -> Encoded | N
     """
     exact = ex.label == 0 or ex.spans is not None
     rows = []
-    for row, enc in row_encodings(tokenizer, ex):
+    for row, enc in row_encodings(
+        tokenizer, ex, unit_tokens=unit_tokens, evidence_tokens=evidence_tokens
+    ):
         seq = enc.sequence_ids()
         labels = []
         for i, (a, b) in enumerate(enc["offset_mapping"]):
