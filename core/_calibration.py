@@ -17,19 +17,25 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._errors import ConfigError
 
-__all__ = ["CALIBRATION_FORMAT", "CalibrationFile", "read_calibration_file"]
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "RESPONSE_COEFFICIENTS",
+    "CalibrationFile",
+    "read_calibration_file",
+]
 
-_COEFFICIENTS = frozenset(
-    {
-        "max_logit",
-        "sentence_peak",
-        "log_sentences",
-        "absent_words",
-        "absent_numbers",
-        "flagged_tokens",
-        "bias",
-    }
+#: The coefficient keys of a response map, in the order the detector reads them (one
+#: definition for the bundled folder's map and for calibration files).
+RESPONSE_COEFFICIENTS = (
+    "max_logit",
+    "sentence_peak",
+    "log_sentences",
+    "absent_words",
+    "absent_numbers",
+    "flagged_tokens",
+    "bias",
 )
+_COEFFICIENTS = frozenset(RESPONSE_COEFFICIENTS)
 _REQUIRED = ("max_logit", "log_sentences", "bias")
 
 

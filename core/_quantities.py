@@ -233,7 +233,7 @@ class ContextQuantities:
     context, as before. Passages, not sentences, are the unit: a summary combines
     sentences of one document whose pronouns hide the subject ("They married in
     2001"); judged by sentence, 25 clean held-out answers got a false conflict, by
-    passage none (``benchmarks/results/hardening_round2_core.md``).
+    passage none (``benchmarks/results/hardening.md, round 2``).
     """
 
     def __init__(self, context: Sequence[str]) -> None:

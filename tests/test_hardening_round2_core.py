@@ -62,7 +62,7 @@ DISGUISES = {
 @pytest.mark.parametrize("mark", DISGUISES.values(), ids=DISGUISES.keys())
 def test_invisible_characters_do_not_hide_a_wrong_answer(blocking: TruthLens, mark: str) -> None:
     answer = _every(EIFFEL_ANSWER, mark)
-    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
+    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer).full()
     assert verdict.checked and verdict.detected and verdict.blocked
     assert verdict.original_answer == answer
     assert verdict.spans
@@ -76,14 +76,14 @@ def test_a_paragraph_the_model_cannot_read_does_not_hide_a_wrong_answer(
     blocking: TruthLens,
 ) -> None:
     answer = f"{EIFFEL_ANSWER} {RUNES}"
-    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
+    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer).full()
     assert verdict.detected and verdict.blocked
     assert any(s.text == "1950" for s in verdict.spans)
 
 
 @needs_weights
 def test_an_unverifiable_answer_is_blocked_where_wrong_ones_are(blocking: TruthLens) -> None:
-    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=RUNES)
+    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=RUNES).full()
     assert verdict.not_checked_reason == "unverifiable" and verdict.unverified
     assert verdict.blocked and verdict.output is None
     # Said explicitly, the policy's unverified action holds.
@@ -390,7 +390,7 @@ def test_a_refinement_with_a_lone_surrogate_keeps_the_verdict(detector: Detector
         question=EIFFEL_QUESTION,
         answer=EIFFEL_ANSWER,
         llm=Scripted([SURROGATE] * 4),
-    )
+    ).full()  # blocked: the full verdict is the application's explicit channel
     assert verdict.detected and verdict.blocked and verdict.action == "block"
     assert verdict.status == "llm_error"
     assert verdict.original_answer == EIFFEL_ANSWER
@@ -407,7 +407,7 @@ def test_a_judge_reply_that_is_no_answer_never_converges(detector: Detector) -> 
         llm=Scripted([EIFFEL_ANSWER] * 4),
         verification_llms=[Scripted(["It was built in 1950, 500 meters tall."] * 6, model="v")],
         judge_llm=Scripted(["not json"] * 6, model="judge"),
-    )
+    ).full()  # blocked: the full verdict is the application's explicit channel
     assert not verdict.converged and verdict.blocked and verdict.output is None
     judged = [h for h in verdict.history if h.kind == "judge"]
     assert judged and all(h.answer == "not json" and not h.accepted for h in judged)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..._calibration import RESPONSE_COEFFICIENTS
 from ..._errors import ConfigError
 from ..._text import split_sentences
 from ..._types import TokenScore
@@ -49,15 +50,7 @@ __all__ = [
 _KEY = "response_calibration"
 _EPSILON = 1e-6
 # The coefficient keys of the stored map, and the other keys an entry may hold.
-_COEFFICIENTS = (
-    "max_logit",
-    "sentence_peak",
-    "log_sentences",
-    "absent_words",
-    "absent_numbers",
-    "flagged_tokens",
-    "bias",
-)
+_COEFFICIENTS = RESPONSE_COEFFICIENTS
 _OPTIONAL = frozenset({"absent_words", "sentence_peak", "absent_numbers", "flagged_tokens"})
 _ENTRY_KEYS = frozenset({*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features"})
 
