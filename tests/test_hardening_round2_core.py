@@ -385,12 +385,16 @@ def _engine(detector: Detector, mode: str) -> TruthLens:
 
 
 def test_a_refinement_with_a_lone_surrogate_keeps_the_verdict(detector: Detector) -> None:
-    verdict = _engine(detector, "standard").guard(
-        context=EIFFEL_CONTEXT,
-        question=EIFFEL_QUESTION,
-        answer=EIFFEL_ANSWER,
-        llm=Scripted([SURROGATE] * 4),
-    ).full()  # blocked: the full verdict is the application's explicit channel
+    verdict = (
+        _engine(detector, "standard")
+        .guard(
+            context=EIFFEL_CONTEXT,
+            question=EIFFEL_QUESTION,
+            answer=EIFFEL_ANSWER,
+            llm=Scripted([SURROGATE] * 4),
+        )
+        .full()
+    )  # blocked: the full verdict is the application's explicit channel
     assert verdict.detected and verdict.blocked and verdict.action == "block"
     assert verdict.status == "llm_error"
     assert verdict.original_answer == EIFFEL_ANSWER
@@ -400,14 +404,18 @@ def test_a_refinement_with_a_lone_surrogate_keeps_the_verdict(detector: Detector
 
 
 def test_a_judge_reply_that_is_no_answer_never_converges(detector: Detector) -> None:
-    verdict = _engine(detector, "premium").guard(
-        context=EIFFEL_CONTEXT,
-        question=EIFFEL_QUESTION,
-        answer=EIFFEL_ANSWER,
-        llm=Scripted([EIFFEL_ANSWER] * 4),
-        verification_llms=[Scripted(["It was built in 1950, 500 meters tall."] * 6, model="v")],
-        judge_llm=Scripted(["not json"] * 6, model="judge"),
-    ).full()  # blocked: the full verdict is the application's explicit channel
+    verdict = (
+        _engine(detector, "premium")
+        .guard(
+            context=EIFFEL_CONTEXT,
+            question=EIFFEL_QUESTION,
+            answer=EIFFEL_ANSWER,
+            llm=Scripted([EIFFEL_ANSWER] * 4),
+            verification_llms=[Scripted(["It was built in 1950, 500 meters tall."] * 6, model="v")],
+            judge_llm=Scripted(["not json"] * 6, model="judge"),
+        )
+        .full()
+    )  # blocked: the full verdict is the application's explicit channel
     assert not verdict.converged and verdict.blocked and verdict.output is None
     judged = [h for h in verdict.history if h.kind == "judge"]
     assert judged and all(h.answer == "not json" and not h.accepted for h in judged)
