@@ -43,8 +43,13 @@ def _no_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- which backend runs ----------------------------------------------------------------------
 
 
-def test_auto_picks_onnx_on_the_cpu_for_a_local_bert() -> None:
+def test_auto_keeps_fp32_on_torch_and_int8_goes_to_onnx() -> None:
+    # fp32 ONNX gave torch's verdicts but was slower on the CPU: auto keeps torch.
     assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True) == (
+        "torch",
+        "fp32",
+    )
+    assert _onnx.resolve_backend("onnx", CPU, None, model_type="bert", local=True) == (
         "onnx",
         "fp32",
     )
@@ -82,7 +87,10 @@ def test_forced_torch_and_bad_values_are_typed_errors(tiny_bert_dir: Path) -> No
     with pytest.raises(ConfigError, match="fp32 or int8"):
         _onnx.resolve_backend("onnx", CPU, "float16", model_type="bert", local=True)
     assert load_detector(tiny_bert_dir, backend="torch").backend == "torch"  # type: ignore[attr-defined]
-    assert load_detector(tiny_bert_dir).backend == "onnx-fp32"  # type: ignore[attr-defined]
+    assert load_detector(tiny_bert_dir).backend == "torch"  # type: ignore[attr-defined]
+    assert load_detector(tiny_bert_dir, backend="onnx").backend == "onnx-fp32"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="verified for bert"):
+        _onnx.resolve_backend("onnx", CPU, None, model_type="modernbert", local=True)
 
 
 def test_a_missing_extra_names_the_install_when_onnx_is_forced(
@@ -325,7 +333,10 @@ def test_the_policy_backend_reaches_every_model() -> None:
     assert load_policy_detector(policy).backend == "torch"  # type: ignore[attr-defined]
     assert load_nli(policy)._shared.loaded.backend == "torch"  # type: ignore[union-attr]
     assert load_classifier(policy)._shared.loaded.backend == "torch"  # type: ignore[attr-defined]
-    default = load_policy(None)
-    assert load_policy_detector(default).backend == "onnx-fp32"  # type: ignore[attr-defined]
+    assert load_policy_detector(load_policy(None)).backend == "torch"  # type: ignore[attr-defined]
+    forced = load_policy("hallucination:\n  backend: onnx\n")
+    assert load_policy_detector(forced).backend == "onnx-fp32"  # type: ignore[attr-defined]
+    assert load_nli(forced)._shared.loaded.backend != "torch"  # type: ignore[union-attr]
+    assert load_classifier(forced)._shared.loaded.backend != "torch"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError):
         load_policy("hallucination:\n  backend: fast\n")

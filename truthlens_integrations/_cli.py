@@ -175,8 +175,8 @@ def _add_detect(sub: Any) -> None:
         "--backend",
         choices=("auto", "torch", "onnx"),
         default="auto",
-        help="what runs the model: 'auto' (default) uses ONNX Runtime on the CPU when the "
-        "fast extra is installed, torch otherwise",
+        help="what runs the model: 'auto' (default) and 'torch' use torch; 'onnx' uses ONNX "
+        "Runtime on the CPU (the fast extra; same verdicts, slower on 2 cores)",
     )
     p.add_argument(
         "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"

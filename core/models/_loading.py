@@ -127,8 +127,8 @@ def load_pretrained(
             fp32 graph on the ONNX backend); ``"int8"`` asks for the ONNX int8 graph.
         revision: Hub revision (branch, tag or commit) for hub ids.
         local_files_only: Only use the local Hugging Face cache for hub ids.
-        backend: ``"auto"`` (ONNX Runtime on the CPU when it is installed and the model
-            is a local BERT-family folder, torch otherwise), ``"torch"`` or ``"onnx"``.
+        backend: ``"auto"`` (torch; ONNX only for ``dtype="int8"``), ``"torch"`` or
+            ``"onnx"`` (a local BERT-family folder on the CPU).
 
     Returns:
         The shared, loaded model, in eval mode on ``device``.

@@ -148,9 +148,9 @@ class HallucinationSettings(_Strict):
             near-identical scores (see ``benchmarks/results/detector_bf16.md``).
             ``int8``: the ONNX int8 graph (CPU only; it moves spans, see
             ``benchmarks/results/onnx_backend.md``).
-        backend: What runs the encoder models. ``auto``: ONNX Runtime on the CPU when
-            the ``fast`` extra is installed (fp32 graph, same verdicts as torch), torch
-            on GPUs and otherwise; ``torch`` or ``onnx`` force one.
+        backend: What runs the encoder models. ``auto``: torch (the fp32 ONNX graph
+            gives the same verdicts but was slower on the CPU); ``onnx`` runs ONNX
+            Runtime on the CPU (the ``fast`` extra), as does ``precision: int8``.
         default_mode: Mode for decisions that do not set one.
         threshold: Response score at or above which an answer is flagged.
         warning_template: Text the ``body`` action and disclaimers add.

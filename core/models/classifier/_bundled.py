@@ -36,8 +36,7 @@ class BundledPromptClassifier:
         path: A bundled model folder; ``None`` uses the one shipped in the package.
         device: Where to run; ``None`` picks automatically.
         dtype: Precision (see :func:`resolve_dtype`); ``None`` is fp32 on the CPU.
-        backend: ``"auto"`` (ONNX Runtime on the CPU when installed), ``"torch"`` or
-            ``"onnx"``.
+        backend: ``"auto"`` (torch), ``"torch"`` or ``"onnx"`` (ONNX Runtime, CPU).
         threshold: Probability at or above which a prompt needs a fact check.
         batch_size: Prompts per forward pass.
         max_length: Token limit per prompt; longer prompts are cut.

@@ -41,8 +41,8 @@ def load_detector(
             arguments (``token_threshold=0.8``, ``threshold=0.6``, ...).
         **options: :class:`DetectionConfig` fields, and for transformer models
             ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``,
-            ``backend`` (``"auto"``: ONNX Runtime on the CPU when the ``fast`` extra is
-            installed, torch elsewhere; ``"torch"`` or ``"onnx"`` to force one) and
+            ``backend`` (``"auto"``: torch; ``"onnx"``: ONNX Runtime on the CPU, the
+            ``fast`` extra; ``"torch"`` forces torch) and
             ``strategy``: ``"evidence"`` (judge each answer sentence against the context
             sentences selected for it; the default for the bundled model) or
             ``"windows"`` (scan every context window; the default for other models,

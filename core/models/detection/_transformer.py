@@ -118,8 +118,8 @@ class TransformerDetector(BaseDetector):
             revision: Hub revision for hub ids.
             local_files_only: Use only the local Hugging Face cache for hub ids.
             model_id: Name reported in results; defaults to ``model``.
-            backend: ``"auto"`` runs ONNX Runtime on the CPU when it is installed (the
-                ``fast`` extra) and torch elsewhere; ``"torch"`` or ``"onnx"`` force one.
+            backend: ``"auto"`` runs torch (ONNX only for ``dtype="int8"``);
+                ``"onnx"`` runs ONNX Runtime on the CPU (the ``fast`` extra).
 
         Raises:
             ModelNotAvailableError: The model is neither local nor reachable.

@@ -49,8 +49,7 @@ class BundledNLI:
             the shipped one. A folder named here must hold a branch that fits ``path``.
         device: Where to run (see :func:`resolve_device`); ``None`` picks automatically.
         dtype: Precision (see :func:`resolve_dtype`); ``None`` is fp32 on the CPU.
-        backend: ``"auto"`` (ONNX Runtime on the CPU when installed), ``"torch"`` or
-            ``"onnx"``.
+        backend: ``"auto"`` (torch), ``"torch"`` or ``"onnx"`` (ONNX Runtime, CPU).
         batch_size: Pairs per forward pass.
         max_length: Token limit of one (premise, hypothesis) pair; premises are cut.
 
