@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+from .._calibration import CalibrationFile
 from .._errors import ModelLoadError
 from .._normalize import Normalized, normalize
 from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel, TokenScore
@@ -220,11 +221,11 @@ def detect(
 
 
 def _route_rescore(
-    item: DetectionInput, result: DetectionResult, path: str, threshold: float
+    item: DetectionInput, result: DetectionResult, calibration: CalibrationFile, threshold: float
 ) -> DetectionResult:
-    from ..models.detection._calibration_file import read_calibration_file, rescore
+    from ..models.detection._calibration_file import rescore
 
-    return rescore(item, result, read_calibration_file(path), threshold)
+    return rescore(item, result, calibration, threshold)
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,20 @@ decisions refer to. Every model forbids unknown keys so that typos fail loudly.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     field_validator,
     model_validator,
 )
 
+from .._calibration import CalibrationFile, read_calibration_file
 from .._errors import ConfigError
 from .._limits import (
     MAX_ANSWER_CHARS,
@@ -374,22 +376,23 @@ class PluginConfiguration(_Strict):
     skip_non_factual_grounded: Flag | None = None
     time_budget_s: Budget | None = None
     calibration: Name | None = None
+    # The file behind ``calibration``, read once when the policy loads: requests use
+    # this copy, so a route never re-reads (or re-checks) the file per answer.
+    _calibration_file: CalibrationFile | None = PrivateAttr(default=None)
 
-    @field_validator("calibration")
-    @classmethod
-    def _readable_calibration(cls, value: str | None) -> str | None:
-        if value is not None:
-            _read_calibration(value)
-        return value
+    @model_validator(mode="after")
+    def _read_calibration_once(self) -> PluginConfiguration:
+        if self.calibration is not None:
+            try:
+                self._calibration_file = read_calibration_file(self.calibration)
+            except ConfigError as exc:
+                raise ValueError(f"calibration: {exc}") from None
+        return self
 
-
-def _read_calibration(path: str) -> Any:
-    from .._calibration import read_calibration_file
-
-    try:
-        return read_calibration_file(path)
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
+    @property
+    def calibration_file(self) -> CalibrationFile | None:
+        """The parsed ``calibration`` file (``None`` when the route has none)."""
+        return self._calibration_file
 
 
 class HallucinationPlugin(_Strict):
@@ -442,7 +445,8 @@ class ResolvedSettings(_Strict):
         require_consensus: Premium consensus rule.
         skip_non_factual_grounded: Skip detection of grounded non-factual prompts.
         time_budget_s: Seconds for mitigation LLM calls per request (``None``: no limit).
-        calibration: The route's calibration file (``None``: the detector's own map).
+        calibration: The route's parsed calibration file (``None``: the detector's own
+            map).
     """
 
     enabled: Flag
@@ -461,7 +465,7 @@ class ResolvedSettings(_Strict):
     require_consensus: Flag
     skip_non_factual_grounded: Flag = False
     time_budget_s: float | None = None
-    calibration: str | None = None
+    calibration: CalibrationFile | None = None
 
 
 def _duplicates(names: list[str], section: str) -> list[str]:
@@ -694,7 +698,7 @@ class Policy(_Strict):
         else:
             iterations = 0
         action = p.hallucination_action or g.hallucination_action
-        calibration = _read_calibration(p.calibration) if p.calibration is not None else None
+        calibration = p.calibration_file
         if p.threshold is not None:
             threshold = p.threshold
         else:
@@ -703,7 +707,7 @@ class Policy(_Strict):
             enabled=g.enabled if p.enabled is None else p.enabled,
             mode=chosen,
             threshold=threshold,
-            calibration=p.calibration,
+            calibration=calibration,
             max_iterations=iterations,
             convergence_threshold=g.standard.convergence_threshold,
             require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),
