@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..._calibration import CALIBRATION_FORMAT, CalibrationFile, read_calibration_file
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
-from ._adjust import abstentions
+from ._adjust import abstentions, rule_conflicts
 from ._lexical import absent_words
 from ._response import ResponseCalibration, ResponseSignals, response_signals
 
@@ -31,7 +31,8 @@ def answer_signals(
 ) -> ResponseSignals:
     """The response map's signals of one checked answer, as the bundled detector reads them.
 
-    Sentences that only say the sources lack something are left out of the absent words.
+    Sentences that only say the sources lack something are left out of the absent words;
+    the unit and negation rules' conflict counts are always read (they cost no model pass).
     """
     skip = abstentions(item.answer, item.context, item.question)
     absent = absent_words(item, skip)
@@ -41,6 +42,7 @@ def answer_signals(
         [start for start, _ in absent],
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
+        rule_conflicts=rule_conflicts(item.answer, item.context),
     )
 
 

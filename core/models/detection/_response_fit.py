@@ -29,6 +29,8 @@ SIGNALS: tuple[str, ...] = (
     "absent_words",
     "absent_numbers",
     "flagged_tokens",
+    "number_conflicts",
+    "negation_conflicts",
 )
 """The map's coefficient names, in :func:`signal_matrix`'s column order."""
 
@@ -50,6 +52,8 @@ def signal_matrix(signals: Sequence[ResponseSignals]) -> np.ndarray:
                 math.log1p(max(s.absent_words, 0)),
                 math.log1p(max(s.absent_numbers, 0)),
                 math.log1p(max(s.flagged_tokens, 0)),
+                math.log1p(max(s.number_conflicts, 0)),
+                math.log1p(max(s.negation_conflicts, 0)),
             ]
         )
     return np.asarray(rows, dtype=float).reshape(len(rows), len(SIGNALS))
