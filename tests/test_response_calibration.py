@@ -206,6 +206,39 @@ def test_a_model_with_calibration_scores_by_it(
     assert calibrated.detected == (calibrated.score >= calibrated.threshold)
 
 
+def test_a_model_whose_map_reads_the_rules_scores_by_them(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    from truthlens_integrations.core.models.detection._response import ResponseSignals
+
+    folder = tmp_path / "rules"
+    shutil.copytree(tiny_bert_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    calibration = ResponseCalibration(
+        max_logit=0.5, log_sentences=0.0, bias=-3.0, number_conflicts=1.5, rule_floor=0.7
+    )
+    config["truthlens"] = {"response_calibration": calibration.to_config("test")}
+    (folder / "config.json").write_text(json.dumps(config))
+    context = ["The Eiffel Tower was built from 1887 to 1889. It is 330 meters tall."]
+    wrong = "It was built in 1950 and is 500 meters tall."
+    right = "It was built from 1887 to 1889."
+    scores = {}
+    for aggregation in ("max", "calibrated"):
+        detector = TransformerDetector(folder, config=DetectionConfig(aggregation=aggregation))
+        scores[aggregation] = [
+            detector.detect(context=context, question=None, answer=a).score for a in (wrong, right)
+        ]
+    # "1950" and "500 meters" conflict with the context: two number conflicts, then the floor
+    expected = calibration.score(ResponseSignals(scores["max"][0], 1, number_conflicts=2))
+    assert expected >= 0.7
+    assert scores["calibrated"][0] == pytest.approx(expected)
+    assert scores["calibrated"][1] == pytest.approx(
+        calibration.score(ResponseSignals(scores["max"][1], 1))
+    )
+    floor_only = ResponseCalibration(0.5, 0.0, -3.0, rule_floor=0.95)
+    assert floor_only.score(ResponseSignals(scores["max"][0], 1, number_conflicts=2)) == 0.95
+
+
 @needs_weights
 def test_bundled_detector_uses_its_calibration() -> None:
     assert load_detector().config.aggregation == "calibrated"

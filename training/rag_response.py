@@ -49,15 +49,6 @@ FITTED_ON = (
     "ragtruth_dev select split (85 sources, training/data/ragtruth_dev_split.json), "
     "length-safe logistic map (training/rag_response.py)"
 )
-# Candidate 2 reads the token and word signals; candidate 4 adds the rules' counts.
-WORD_SIGNALS = (
-    "max_logit",
-    "sentence_peak",
-    "log_sentences",
-    "absent_words",
-    "absent_numbers",
-    "flagged_tokens",
-)
 # Candidate 4b: the probability the rules give a conflicting token (_adjust._CONFLICT_FLOOR).
 RULE_FLOOR = 0.85
 CANDIDATES = ("rag", "rules", "rules_floor")
@@ -171,15 +162,17 @@ def source_folds(sources: Sequence[str], folds: int = FOLDS, seed: int = 0) -> d
 def fit_candidate(name: str, signals: Sequence[Any], y: np.ndarray) -> Any:
     """One candidate's length-safe map fitted on ``signals`` (RULE_candidate4.md).
 
-    ``rag`` (candidate 2): the token and word signals; ``rules`` (4a): those and the rules'
-    conflict counts; ``rules_floor`` (4b): 4a with the rules' fixed floor.
+    ``rag`` (candidate 2): the token and word signals (``DEFAULT_SIGNALS``); ``rules``
+    (4a): those and the rules' conflict counts; ``rules_floor`` (4b): 4a with the rules'
+    fixed floor.
     """
     from truthlens_integrations.core.models.detection._response_fit import (
+        DEFAULT_SIGNALS,
         SIGNALS,
         fit_response_map,
     )
 
-    columns = WORD_SIGNALS if name == "rag" else SIGNALS
+    columns = DEFAULT_SIGNALS if name == "rag" else SIGNALS
     fitted = fit_response_map(signals, y.astype(bool).tolist(), columns=columns)
     if name == "rules_floor":
         fitted = dataclasses.replace(fitted, rule_floor=RULE_FLOOR)
@@ -371,7 +364,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
     if args.hard_cases:
         maps = {"shipped": current, **final}
-        result["hard_cases_auroc"] = hard_case_aurocs(args.folder, maps)
+        result["hard_cases_auroc"], result["hard_cases_flagged_by_kind"] = hard_case_aurocs(
+            args.folder, maps
+        )
         result["padding"] = padding_scores(args.folder, maps)
     result["decision"] = {name: decide(result, name) for name in CANDIDATES}
     text = json.dumps(result, indent=1)
@@ -421,11 +416,14 @@ def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
     return {**conditions, "passes": all(conditions.values())}
 
 
-def hard_case_aurocs(folder: Path, maps: dict[str, Any]) -> dict[str, float]:
+def hard_case_aurocs(
+    folder: Path, maps: dict[str, Any]
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """RULE.md condition 4: AUROC on the hard-case test set under each map, one detector pass.
 
     The records ``benchmarks/bench_rules.py`` scores (``training/data/hardcases_test.jsonl``,
     both rules on, the runtime path); the tokens are scored once and each map re-reads them.
+    Also, per kind of hard case, the share each map flags at 0.5 (as bench_rules reports).
     """
     from truthlens_integrations.core import DetectionInput
 
@@ -444,7 +442,20 @@ def hard_case_aurocs(folder: Path, maps: dict[str, Any]) -> dict[str, float]:
     ]
     signals = _signals_of_items(folder, items)
     gold = [bool(c.label) for c in cases]
-    return {name: round(auroc(gold, [m.score(s) for s in signals]), 4) for name, m in maps.items()}
+    scores = {name: [m.score(s) for s in signals] for name, m in maps.items()}
+    kinds: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
+        kinds.setdefault(case.source.split("/")[-1], []).append(i)
+    flagged = {
+        name: {
+            f"{kind} ({len(idx)}, {'unsupported' if gold[idx[0]] else 'clean'})": round(
+                sum(s[i] >= 0.5 for i in idx) / len(idx), 4
+            )
+            for kind, idx in sorted(kinds.items())
+        }
+        for name, s in scores.items()
+    }
+    return {name: round(auroc(gold, s), 4) for name, s in scores.items()}, flagged
 
 
 def _signals_of_items(folder: Path, items: Sequence[Any]) -> list[Any]:
