@@ -33,6 +33,9 @@ RESPONSE_COEFFICIENTS = (
     "absent_words",
     "absent_numbers",
     "flagged_tokens",
+    "number_conflicts",
+    "negation_conflicts",
+    "rule_floor",
     "bias",
 )
 _COEFFICIENTS = frozenset(RESPONSE_COEFFICIENTS)
@@ -55,6 +58,8 @@ def _check_map(entry: dict[str, Any]) -> None:
             raise ValueError(f"response_calibration: {key!r} must be a number, got {value!r}")
         if not math.isfinite(value):
             raise ValueError(f"response_calibration: {key!r} must be finite")
+        if key == "rule_floor" and not 0.0 <= value <= 1.0:
+            raise ValueError(f"response_calibration: 'rule_floor' must be in [0, 1], got {value}")
 
 
 CALIBRATION_FORMAT = "truthlens-response-calibration/1"

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import DetectionConfig, DetectionInput
-from truthlens_integrations.core._errors import InvalidInputError
+from truthlens_integrations.core._errors import ConfigError, InvalidInputError
 from truthlens_integrations.core._types import TokenScore
 from truthlens_integrations.core.models.detection import (
     LexicalDetector,
@@ -84,6 +84,49 @@ def test_the_sentence_peak_term() -> None:
     assert calibration.probability(0.9, 4, 3, peak=2.0) > calibration.probability(0.9, 4, 3, 1.5)
     assert calibration.reads_absent_words
     assert ResponseCalibration(0.0, 0.0, 0.0, sentence_peak=1.0).reads_absent_words
+
+
+def test_the_rule_terms_and_the_rule_floor() -> None:
+    from truthlens_integrations.core.models.detection._response import ResponseSignals
+
+    calibration = ResponseCalibration(
+        max_logit=0.5, log_sentences=0.0, bias=-2.0, number_conflicts=0.8, negation_conflicts=1.1
+    )
+    assert calibration.reads_rules and calibration.length_safe
+    plain = ResponseSignals(0.9, 2)
+    both = ResponseSignals(0.9, 2, number_conflicts=2, negation_conflicts=1)
+    z = 0.5 * math.log(0.9 / 0.1) - 2.0 + 0.8 * math.log(3) + 1.1 * math.log(2)
+    assert calibration.score(both) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert calibration.score(both) > calibration.score(plain)
+    floored = ResponseCalibration(0.5, 0.0, -2.0, rule_floor=0.85)
+    assert floored.reads_rules and floored.length_safe
+    assert floored.score(plain) < 0.85  # no conflict: the floor does not apply
+    assert floored.score(ResponseSignals(0.9, 2, negation_conflicts=1)) == 0.85
+    assert not ResponseCalibration(0.5, 0.0, -2.0).reads_rules
+    # stored and read back; a floor outside [0, 1] is refused
+    config = SimpleNamespace(truthlens={"response_calibration": floored.to_config("test")})
+    assert read_response_calibration(config) == floored
+    assert "rule_floor" not in ResponseCalibration(0.5, 0.0, -2.0).to_config("test")
+    with pytest.raises(ConfigError, match="rule_floor"):
+        ResponseCalibration.from_entry({**floored.to_config("test"), "rule_floor": 1.5})
+
+
+def test_rule_conflicts_count_the_rules_verdicts_and_never_fall_with_padding() -> None:
+    from truthlens_integrations.core.models.detection._adjust import rule_conflicts
+
+    context = [
+        "The Eiffel Tower was built from 1887 to 1889. It is 330 meters tall.",
+        "The museum is not open on Sundays.",
+        "The shop sells maps and postcards.",
+    ]
+    wrong = "The Eiffel Tower was built in 1950 and is 500 meters tall."
+    assert rule_conflicts(wrong, context) == (2, 0)
+    assert rule_conflicts("The museum is open on Sundays.", context) == (0, 1)
+    assert rule_conflicts("The museum is not open on Sundays.", context) == (0, 0)
+    right = "It was built from 1887 to 1889. The shop sells maps and postcards."
+    assert rule_conflicts(right, context) == (0, 0)
+    padded = " ".join([wrong, "The museum is open on Sundays.", *[right] * 5])
+    assert rule_conflicts(padded, context) == (2, 1)
 
 
 def test_read_from_a_model_config() -> None:
@@ -161,6 +204,39 @@ def test_a_model_with_calibration_scores_by_it(
     )
     assert calibrated.spans == plain.spans  # only the response score changes
     assert calibrated.detected == (calibrated.score >= calibrated.threshold)
+
+
+def test_a_model_whose_map_reads_the_rules_scores_by_them(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    from truthlens_integrations.core.models.detection._response import ResponseSignals
+
+    folder = tmp_path / "rules"
+    shutil.copytree(tiny_bert_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    calibration = ResponseCalibration(
+        max_logit=0.5, log_sentences=0.0, bias=-3.0, number_conflicts=1.5, rule_floor=0.7
+    )
+    config["truthlens"] = {"response_calibration": calibration.to_config("test")}
+    (folder / "config.json").write_text(json.dumps(config))
+    context = ["The Eiffel Tower was built from 1887 to 1889. It is 330 meters tall."]
+    wrong = "It was built in 1950 and is 500 meters tall."
+    right = "It was built from 1887 to 1889."
+    scores = {}
+    for aggregation in ("max", "calibrated"):
+        detector = TransformerDetector(folder, config=DetectionConfig(aggregation=aggregation))
+        scores[aggregation] = [
+            detector.detect(context=context, question=None, answer=a).score for a in (wrong, right)
+        ]
+    # "1950" and "500 meters" conflict with the context: two number conflicts, then the floor
+    expected = calibration.score(ResponseSignals(scores["max"][0], 1, number_conflicts=2))
+    assert expected >= 0.7
+    assert scores["calibrated"][0] == pytest.approx(expected)
+    assert scores["calibrated"][1] == pytest.approx(
+        calibration.score(ResponseSignals(scores["max"][1], 1))
+    )
+    floor_only = ResponseCalibration(0.5, 0.0, -3.0, rule_floor=0.95)
+    assert floor_only.score(ResponseSignals(scores["max"][0], 1, number_conflicts=2)) == 0.95
 
 
 @needs_weights

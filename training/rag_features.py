@@ -3,7 +3,9 @@
 Scoring the 1,098 ``ragtruth_dev`` answers, 2,123 AttributionBench claims and 3,910
 FaithJudge answers (selection sources) takes CPU minutes; every fit after that reads the
 cache. One gzip JSON-lines file per data set, one line per answer: its id, source, task,
-label and the detector's tokens (``[start, end, probability]``, exact: no early exit).
+label, the detector's tokens (``[start, end, probability]``, exact: no early exit) and
+the unit and negation rules' conflict counts (``_adjust.rule_conflicts``, the runtime's
+rule code), which the response map may read as signals of their own.
 The cache is keyed by the folder's weights (size and mtime of ``model.safetensors``), so
 a changed model is never read from a stale cache.
 
@@ -57,10 +59,14 @@ def read_cache(path: Path) -> list[dict[str, Any]]:
 
 
 def _rows(detector: Any, examples: Sequence[Any], batch: int) -> Iterator[dict[str, Any]]:
+    from truthlens_integrations.core.models.detection._adjust import rule_conflicts
+
     for first in range(0, len(examples), batch):
         chunk = examples[first : first + batch]
         results = detector.detect_batch([e.to_input() for e in chunk])
         for example, result in zip(chunk, results, strict=True):
+            item = example.to_input()
+            numbers, negations = rule_conflicts(item.answer, item.context)
             yield {
                 "id": example.id,
                 "source_id": example.source_id,
@@ -68,6 +74,8 @@ def _rows(detector: Any, examples: Sequence[Any], batch: int) -> Iterator[dict[s
                 "label": int(example.hallucinated),
                 "grounded": result.grounded,
                 "tokens": [[t.start, t.end, round(t.probability, 6)] for t in result.tokens],
+                "number_conflicts": numbers,
+                "negation_conflicts": negations,
             }
 
 

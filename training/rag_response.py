@@ -9,19 +9,24 @@ select sources and measured on AttributionBench (select role), and, for referenc
 the train split and ExpertQA (train role). Nothing eval-only is read.
 
 Reads the detector outputs cached by ``training.rag_features`` (run it first, same
-``--folder``). Candidates compared (RULE.md): the folder's current map (``shipped``),
-the RAG-fitted length-safe map (``rag``), and beside them the lexical reference and the
-issue's floor (a free logistic fit of the current score with absent words, length and
-task type).
+``--folder``). Candidates compared (RULE.md, RULE_candidate4.md): the folder's current
+map (``shipped``); candidate 2, the RAG-fitted length-safe map on the token and word
+signals (``rag``); candidate 4a, the same map with the unit and negation rules' conflict
+counts as signals of their own (``rules``); candidate 4b, 4a with the rules' floor
+(``rules_floor``: at least 0.85 for an answer either rule finds in conflict). Beside them
+the lexical reference and the issue's floor (a free logistic fit of the current score with
+absent words, length and task type).
 
     python -m training.rag_features --folder F --dataset ragtruth_dev_select \
         --dataset attributionbench --dataset faithjudge_select --limit 1500
-    python -m training.rag_response --folder F --out benchmarks/results/rag_selection [--write]
+    python -m training.rag_response --folder F --out benchmarks/results/rag_selection \
+        --hard-cases [--write CANDIDATE]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import random
@@ -44,6 +49,9 @@ FITTED_ON = (
     "ragtruth_dev select split (85 sources, training/data/ragtruth_dev_split.json), "
     "length-safe logistic map (training/rag_response.py)"
 )
+# Candidate 4b: the probability the rules give a conflicting token (_adjust._CONFLICT_FLOOR).
+RULE_FLOOR = 0.85
+CANDIDATES = ("rag", "rules", "rules_floor")
 
 
 class _Token(NamedTuple):
@@ -72,6 +80,7 @@ def signals_of(examples: Sequence[Any], rows: Sequence[dict[str, Any]]) -> list[
                 tokens,  # type: ignore[arg-type]
                 [start for start, _ in absent],
                 absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
+                rule_conflicts=(row["number_conflicts"], row["negation_conflicts"]),
             )
         )
     return out
@@ -150,11 +159,24 @@ def source_folds(sources: Sequence[str], folds: int = FOLDS, seed: int = 0) -> d
 # ----------------------------------------------------------------------------- the maps
 
 
-def fit_rag(signals: Sequence[Any], y: np.ndarray) -> Any:
-    """Candidate 2: the length-safe map on every signal."""
-    from truthlens_integrations.core.models.detection._response_fit import fit_response_map
+def fit_candidate(name: str, signals: Sequence[Any], y: np.ndarray) -> Any:
+    """One candidate's length-safe map fitted on ``signals`` (RULE_candidate4.md).
 
-    return fit_response_map(signals, y.astype(bool).tolist())
+    ``rag`` (candidate 2): the token and word signals (``DEFAULT_SIGNALS``); ``rules``
+    (4a): those and the rules' conflict counts; ``rules_floor`` (4b): 4a with the rules'
+    fixed floor.
+    """
+    from truthlens_integrations.core.models.detection._response_fit import (
+        DEFAULT_SIGNALS,
+        SIGNALS,
+        fit_response_map,
+    )
+
+    columns = DEFAULT_SIGNALS if name == "rag" else SIGNALS
+    fitted = fit_response_map(signals, y.astype(bool).tolist(), columns=columns)
+    if name == "rules_floor":
+        fitted = dataclasses.replace(fitted, rule_floor=RULE_FLOOR)
+    return fitted
 
 
 def rag_scores(calibration: Any, signals: Sequence[Any]) -> np.ndarray:
@@ -190,26 +212,28 @@ def cross_fit(
     folds = source_folds(select.sources.tolist())
     fold = np.array([folds[s] for s in select.sources])
     x_floor = _floor_features(shipped, select.signals, select.tasks)
-    out = {"rag": np.zeros(len(select.y)), "floor": np.zeros(len(select.y))}
+    names = (*CANDIDATES, "floor")
+    out = {name: np.zeros(len(select.y)) for name in names}
     other_out = {
-        name: {"rag": np.zeros(len(d.y)), "floor": np.zeros(len(d.y))}
-        for name, (d, _) in others.items()
+        other: {name: np.zeros(len(d.y)) for name in names} for other, (d, _) in others.items()
     }
     for k in range(FOLDS):
         train = fold != k
-        rag = fit_rag([s for s, t in zip(select.signals, train, strict=True) if t], select.y[train])
-        floor = fit_floor(x_floor[train], select.y[train])
         test = ~train
-        out["rag"][test] = rag_scores(
-            rag, [s for s, t in zip(select.signals, test, strict=True) if t]
-        )
+        seen = [s for s, t in zip(select.signals, train, strict=True) if t]
+        unseen = [s for s, t in zip(select.signals, test, strict=True) if t]
+        maps = {name: fit_candidate(name, seen, select.y[train]) for name in CANDIDATES}
+        floor = fit_floor(x_floor[train], select.y[train])
+        for name, fitted in maps.items():
+            out[name][test] = rag_scores(fitted, unseen)
         out["floor"][test] = floor_scores(floor, x_floor[test])
-        for name, (data, data_shipped) in others.items():
+        for other, (data, data_shipped) in others.items():
             mask = np.array([folds.get(s, -1) == k for s in data.sources])
             sig = [s for s, m in zip(data.signals, mask, strict=True) if m]
-            other_out[name]["rag"][mask] = rag_scores(rag, sig)
+            for name, fitted in maps.items():
+                other_out[other][name][mask] = rag_scores(fitted, sig)
             x = _floor_features(data_shipped, data.signals, data.tasks)
-            other_out[name]["floor"][mask] = floor_scores(floor, x[mask])
+            other_out[other]["floor"][mask] = floor_scores(floor, x[mask])
     return out, other_out
 
 
@@ -273,10 +297,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--faithjudge-limit", type=int, default=1500)
     parser.add_argument("--out", type=Path, help="folder for the metrics JSON and plot")
     parser.add_argument(
-        "--write", action="store_true", help="write the refitted map into the folder's config"
+        "--write",
+        choices=CANDIDATES,
+        help="write this candidate's map, refitted on all select sources, into the folder",
     )
     parser.add_argument(
-        "--hard-cases", action="store_true", help="also RULE.md condition 4 (450 hard cases)"
+        "--hard-cases",
+        action="store_true",
+        help="also RULE.md condition 4 (450 hard cases) and the padding check",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -299,54 +327,48 @@ def main(argv: Sequence[str] | None = None) -> None:
     crossed, crossed_other = cross_fit(
         select, shipped["select"], {"faithjudge_select": (faith, shipped["faithjudge_select"])}
     )
-    final = fit_rag(select.signals, select.y)
+    final = {name: fit_candidate(name, select.signals, select.y) for name in CANDIDATES}
     lexical = {name: lexical_scores(d) for name, d in {**sets, "select": select}.items()}
     lexical["faithjudge_select"] = lexical_scores(faith)
 
-    result: dict[str, Any] = {"folder": str(args.folder), "map": final.to_config(FITTED_ON)}
-    result["length_safe"] = final.length_safe
-    result["select_crossfitted"] = {
-        "shipped": {
-            **report(shipped["select"], select.y),
-            "by_task": by_task(shipped["select"], select),
-        },
-        "rag": {**report(crossed["rag"], select.y), "by_task": by_task(crossed["rag"], select)},
-        "floor": {
-            **report(crossed["floor"], select.y),
-            "by_task": by_task(crossed["floor"], select),
-        },
-        "lexical": {
-            **report(lexical["select"], select.y),
-            "by_task": by_task(lexical["select"], select),
-        },
+    result: dict[str, Any] = {
+        "folder": str(args.folder),
+        "maps": {name: m.to_config(FITTED_ON) for name, m in final.items()},
+        "length_safe": {name: m.length_safe for name, m in final.items()},
     }
-    result["select_bootstrap_rag_minus_shipped"] = paired_bootstrap(
-        crossed["rag"], shipped["select"], select.y, select.sources
-    )
-    result["select_bootstrap_rag_minus_lexical"] = paired_bootstrap(
-        crossed["rag"], lexical["select"], select.y, select.sources
-    )
+    select_scores = {"shipped": shipped["select"], **crossed, "lexical": lexical["select"]}
+    result["select_crossfitted"] = {
+        name: {**report(scores, select.y), "by_task": by_task(scores, select)}
+        for name, scores in select_scores.items()
+    }
+    for name in CANDIDATES:
+        result[f"select_bootstrap_{name}_minus_shipped"] = paired_bootstrap(
+            crossed[name], shipped["select"], select.y, select.sources
+        )
+        result[f"select_bootstrap_{name}_minus_lexical"] = paired_bootstrap(
+            crossed[name], lexical["select"], select.y, select.sources
+        )
     fj = crossed_other["faithjudge_select"]
+    faith_scores = {"shipped": shipped["faithjudge_select"], **fj}
+    faith_scores["lexical"] = lexical["faithjudge_select"]
     result["faithjudge_select_crossfitted"] = {
-        "shipped": report(shipped["faithjudge_select"], faith.y),
-        "rag": report(fj["rag"], faith.y),
-        "floor": report(fj["floor"], faith.y),
-        "lexical": report(lexical["faithjudge_select"], faith.y),
+        name: report(scores, faith.y) for name, scores in faith_scores.items()
     }
     for name, data in sets.items():
+        scored = {"shipped": shipped[name]}
+        scored.update({c: rag_scores(m, data.signals) for c, m in final.items()})
+        scored["lexical"] = lexical[name]
         result[name] = {
-            "shipped": {**report(shipped[name], data.y), "by_task": by_task(shipped[name], data)},
-            "rag_final": {
-                **report(rag_scores(final, data.signals), data.y),
-                "by_task": by_task(rag_scores(final, data.signals), data),
-            },
-            "lexical": {**report(lexical[name], data.y), "by_task": by_task(lexical[name], data)},
+            c: {**report(scores, data.y), "by_task": by_task(scores, data)}
+            for c, scores in scored.items()
         }
     if args.hard_cases:
-        result["hard_cases_auroc"] = hard_case_aurocs(
-            args.folder, {"shipped": current, "rag": final}
+        maps = {"shipped": current, **final}
+        result["hard_cases_auroc"], result["hard_cases_flagged_by_kind"] = hard_case_aurocs(
+            args.folder, maps
         )
-    result["decision"] = decide(result)
+        result["padding"] = padding_scores(args.folder, maps)
+    result["decision"] = {name: decide(result, name) for name in CANDIDATES}
     text = json.dumps(result, indent=1)
     print(text)
     if args.out is not None:
@@ -357,13 +379,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.out / f"reliability_{tag}.png",
             {
                 "shipped map": (shipped["select"], select.y),
-                "RAG map (cross-fitted)": (crossed["rag"], select.y),
+                "candidate 2 (cross-fitted)": (crossed["rag"], select.y),
+                "candidate 4a (cross-fitted)": (crossed["rules"], select.y),
+                "candidate 4b (cross-fitted)": (crossed["rules_floor"], select.y),
             },
         )
     if args.write:
-        config.setdefault("truthlens", {})["response_calibration"] = final.to_config(FITTED_ON)
+        entry = final[args.write].to_config(FITTED_ON)
+        config.setdefault("truthlens", {})["response_calibration"] = entry
         (args.folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        log.info("wrote the map into %s", args.folder / "config.json")
+        log.info("wrote the %s map into %s", args.write, args.folder / "config.json")
 
 
 class _Config:
@@ -371,33 +396,36 @@ class _Config:
         self.truthlens = truthlens
 
 
-def decide(result: dict[str, Any]) -> dict[str, Any]:
-    """RULE.md's conditions 1-3 for candidate 2 (4: bench_rules and the tests, run apart)."""
-    boot = result["select_bootstrap_rag_minus_shipped"]
+def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
+    """RULE.md's conditions 1-4 for one candidate against the shipped map of the same run.
+
+    Condition 4's "the test suite passes" is checked apart (pytest).
+    """
+    boot = result[f"select_bootstrap_{name}_minus_shipped"]
     ab = result["attributionbench"]
     fj = result["faithjudge_select_crossfitted"]
     conditions = {
         "1_select_auroc_above_with_interval_above_0": boot["low"] > 0,
-        "2_attributionbench_at_most_0.02_below": ab["rag_final"]["auroc"]
-        >= ab["shipped"]["auroc"] - 0.02,
-        "3_faithjudge_clean_flagged_not_higher": fj["rag"]["clean_flagged"]
+        "2_attributionbench_at_most_0.02_below": ab[name]["auroc"] >= ab["shipped"]["auroc"] - 0.02,
+        "3_faithjudge_clean_flagged_not_higher": fj[name]["clean_flagged"]
         <= fj["shipped"]["clean_flagged"],
     }
     if "hard_cases_auroc" in result:
         hard = result["hard_cases_auroc"]
-        conditions["4_hard_cases_at_most_0.02_below"] = hard["rag"] >= hard["shipped"] - 0.02
+        conditions["4_hard_cases_at_most_0.02_below"] = hard[name] >= hard["shipped"] - 0.02
     return {**conditions, "passes": all(conditions.values())}
 
 
-def hard_case_aurocs(folder: Path, maps: dict[str, Any]) -> dict[str, float]:
+def hard_case_aurocs(
+    folder: Path, maps: dict[str, Any]
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """RULE.md condition 4: AUROC on the hard-case test set under each map, one detector pass.
 
     The records ``benchmarks/bench_rules.py`` scores (``training/data/hardcases_test.jsonl``,
     both rules on, the runtime path); the tokens are scored once and each map re-reads them.
+    Also, per kind of hard case, the share each map flags at 0.5 (as bench_rules reports).
     """
-    from truthlens_integrations.core import DetectionConfig, DetectionInput
-    from truthlens_integrations.core.models.detection import EvidenceDetector
-    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
+    from truthlens_integrations.core import DetectionInput
 
     from .train_evidence import _hard_cases
 
@@ -412,14 +440,90 @@ def hard_case_aurocs(folder: Path, maps: dict[str, Any]) -> dict[str, float]:
         )
         for c in cases
     ]
+    signals = _signals_of_items(folder, items)
+    gold = [bool(c.label) for c in cases]
+    scores = {name: [m.score(s) for s in signals] for name, m in maps.items()}
+    kinds: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
+        kinds.setdefault(case.source.split("/")[-1], []).append(i)
+    flagged = {
+        name: {
+            f"{kind} ({len(idx)}, {'unsupported' if gold[idx[0]] else 'clean'})": round(
+                sum(s[i] >= 0.5 for i in idx) / len(idx), 4
+            )
+            for kind, idx in sorted(kinds.items())
+        }
+        for name, s in scores.items()
+    }
+    return {name: round(auroc(gold, s), 4) for name, s in scores.items()}, flagged
+
+
+def _signals_of_items(folder: Path, items: Sequence[Any]) -> list[Any]:
+    """Each input's response signals under the folder's detector (exact tokens, rules on)."""
+    from truthlens_integrations.core import DetectionConfig
+    from truthlens_integrations.core.models.detection import EvidenceDetector
+    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
+
     config = DetectionConfig(aggregation="max", early_exit=False)
     detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
     results = []
     for first in range(0, len(items), 16):
         results.extend(detector.detect_batch(items[first : first + 16]))
-    signals = [answer_signals(i, r.tokens) for i, r in zip(items, results, strict=True)]
-    gold = [bool(c.label) for c in cases]
-    return {name: round(auroc(gold, [m.score(s) for s in signals]), 4) for name, m in maps.items()}
+    return [answer_signals(i, r.tokens) for i, r in zip(items, results, strict=True)]
+
+
+# The padding check (RULE_candidate4.md): a wrong answer, then sentences copied from the context.
+EIFFEL_FACTS = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
+    "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",
+    "The tower is 330 meters tall.",
+    "It is named after the engineer Gustave Eiffel, whose company designed and built it.",
+    "The design was drawn up by Maurice Koechlin and Emile Nouguier.",
+    "The tower has three levels for visitors, with restaurants on the first and second levels.",
+    "The upper platform of the top level is 276 meters above the ground.",
+    "Visitors can climb the stairs or take a lift to the first and second levels.",
+    "It was the tallest man-made structure in the world until the Chrysler Building in New York "
+    "was finished in 1930.",
+    "Its base is a square of 125 meters on each side.",
+    "The structure weighs about 10,100 tonnes.",
+    "The tower is repainted every seven years to protect it from rust.",
+    "About 60 tonnes of paint are used for each repainting.",
+    "The tower received nearly 7 million visitors in 2015.",
+    "It was criticised at first by some of France's leading artists and intellectuals.",
+    "Radio transmitters were installed at the top of the tower in the early twentieth century.",
+    "The first lifts of the tower were built by the Otis Elevator Company.",
+    "Gustave Eiffel kept a private apartment near the top of the tower.",
+    "The tower is lit every evening and sparkles for five minutes every hour after dark.",
+    "It stands near the Seine river, opposite the Trocadero.",
+    "It is the most visited monument with an entrance fee in the world.",
+    "Gustave Eiffel used the tower for experiments in meteorology and aerodynamics.",
+)
+EIFFEL_WRONG = "The Eiffel Tower was built in 1950 and is 500 meters tall."
+PADDING = (0, 10, 20)
+
+
+def padded_answers() -> list[Any]:
+    """The wrong Eiffel answer alone and followed by 10 and 20 sentences of its context."""
+    from truthlens_integrations.core import DetectionInput
+
+    padding = [f for f in EIFFEL_FACTS if "built from" not in f and "330" not in f]
+    return [
+        DetectionInput.create(
+            context=list(EIFFEL_FACTS),
+            question="Tell me about the Eiffel Tower.",
+            answer=" ".join([EIFFEL_WRONG, *padding[:n]]),
+        )
+        for n in PADDING
+    ]
+
+
+def padding_scores(folder: Path, maps: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each map's score of the wrong answer padded with 0, 10 and 20 supported sentences."""
+    signals = _signals_of_items(folder, padded_answers())
+    return {
+        name: {str(n): round(m.score(s), 4) for n, s in zip(PADDING, signals, strict=True)}
+        for name, m in maps.items()
+    }
 
 
 if __name__ == "__main__":

@@ -34,7 +34,13 @@ from ..._quantities import ContextQuantities, QuantityVerdict, extract_quantitie
 from ..._text import STOP_WORDS, content_words, split_sentences, words
 from ..._types import TokenScore
 
-__all__ = ["abstentions", "adjust_tokens", "hedge_verdicts", "negation_verdicts"]
+__all__ = [
+    "abstentions",
+    "adjust_tokens",
+    "hedge_verdicts",
+    "negation_verdicts",
+    "rule_conflicts",
+]
 
 # Odds multiplier for a number found in the context, and floors for numbers that are not.
 _PRESENT_ODDS = 0.15
@@ -258,6 +264,25 @@ def hedge_verdicts(
             continue
         out += [(start + m.start(), start + m.end(), "agree") for m in _HEDGE.finditer(text)]
     return out
+
+
+def rule_conflicts(answer: str, context: Sequence[str]) -> tuple[int, int]:
+    """The unit and negation rules' evidence against an answer, as two counts.
+
+    Returns:
+        ``(numbers, sentences)``: how many of the answer's numbers the unit rule finds in
+        conflict with the context (absent while a comparable number is there), and how
+        many of its sentences the negation rule finds in conflict. Each verdict reads one
+        answer sentence against the context, so adding sentences never lowers either count.
+    """
+    numbers = sum(1 for *_, verdict in _number_verdicts(answer, context) if verdict == "conflict")
+    marks = [
+        start for start, _, verdict in negation_verdicts(answer, context) if verdict == "conflict"
+    ]
+    if not marks:
+        return numbers, 0
+    sentences = sum(1 for a, b in split_sentences(answer) if any(a <= m < b for m in marks))
+    return numbers, sentences
 
 
 def _odds_down(p: float) -> float:

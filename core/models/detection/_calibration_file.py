@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..._calibration import CALIBRATION_FORMAT, CalibrationFile, read_calibration_file
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
-from ._adjust import abstentions
+from ._adjust import abstentions, rule_conflicts
 from ._lexical import absent_words
 from ._response import ResponseCalibration, ResponseSignals, response_signals
 
@@ -27,11 +27,17 @@ __all__ = [
 
 
 def answer_signals(
-    item: DetectionInput, tokens: Sequence[TokenScore], *, token_threshold: float = 0.5
+    item: DetectionInput,
+    tokens: Sequence[TokenScore],
+    *,
+    token_threshold: float = 0.5,
+    rules: bool = True,
 ) -> ResponseSignals:
     """The response map's signals of one checked answer, as the bundled detector reads them.
 
     Sentences that only say the sources lack something are left out of the absent words.
+    With ``rules`` the unit and negation rules' conflict counts are read too (a pass over
+    the context, no model); without, they are 0.
     """
     skip = abstentions(item.answer, item.context, item.question)
     absent = absent_words(item, skip)
@@ -41,6 +47,7 @@ def answer_signals(
         [start for start, _ in absent],
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
+        rule_conflicts=rule_conflicts(item.answer, item.context) if rules else (0, 0),
     )
 
 
@@ -54,8 +61,14 @@ def rescore(
     """
     if not result.grounded:
         return result
-    signals = answer_signals(item, result.tokens, token_threshold=calibration.token_threshold)
-    score = ResponseCalibration.from_entry(calibration.response_calibration).score(signals)
+    response = ResponseCalibration.from_entry(calibration.response_calibration)
+    signals = answer_signals(
+        item,
+        result.tokens,
+        token_threshold=calibration.token_threshold,
+        rules=response.reads_rules,
+    )
+    score = response.score(signals)
     detected = score >= threshold
     return result.model_copy(
         update={

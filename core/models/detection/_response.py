@@ -11,7 +11,16 @@ and the number of its content words that occur nowhere in the grounding::
                     + sentence_peak * max over sentences of (logit(the sentence's max
                                       token probability) + log(1 + its absent words))
                     + log_sentences * log(sentences)
-                    + absent_words * log(1 + absent content words) + bias)
+                    + absent_words * log(1 + absent content words)
+                    + absent_numbers * log(1 + absent numbers)
+                    + flagged_tokens * log(1 + tokens at or above the token threshold)
+                    + number_conflicts * log(1 + numbers the unit rule finds in conflict)
+                    + negation_conflicts * log(1 + sentences the negation rule finds
+                                               in conflict)
+                    + bias)
+
+and, with ``rule_floor`` set, at least ``rule_floor`` for an answer either rule finds in
+conflict with the context (``_adjust.rule_conflicts``).
 
 The absent-word count is the lexical reference's signal
 (:class:`~truthlens_integrations.core.models.detection.LexicalDetector`): on real LLM
@@ -51,7 +60,19 @@ _KEY = "response_calibration"
 _EPSILON = 1e-6
 # The coefficient keys of the stored map, and the other keys an entry may hold.
 _COEFFICIENTS = RESPONSE_COEFFICIENTS
-_OPTIONAL = frozenset({"absent_words", "sentence_peak", "absent_numbers", "flagged_tokens"})
+_OPTIONAL = frozenset(
+    {
+        "absent_words",
+        "sentence_peak",
+        "absent_numbers",
+        "flagged_tokens",
+        "number_conflicts",
+        "negation_conflicts",
+        "rule_floor",
+    }
+)
+# Terms written only when set, so folders written before them stay byte-identical.
+_WRITTEN_IF_SET = ("absent_numbers", "flagged_tokens", "number_conflicts", "negation_conflicts")
 _ENTRY_KEYS = frozenset({*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features"})
 
 
@@ -70,6 +91,8 @@ class ResponseSignals:
     peak: float = 0.0
     absent_numbers: int = 0
     flagged_tokens: int = 0
+    number_conflicts: int = 0
+    negation_conflicts: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,7 +101,8 @@ class ResponseCalibration:
 
     ``absent_words`` is 0 for a calibration fitted without the absent-word count (the
     map then reads only the token model and the length), ``sentence_peak`` 0 for one
-    fitted without the sentence peak (a folder written before it).
+    fitted without the sentence peak (a folder written before it). ``rule_floor`` is the
+    least score of an answer the unit or negation rule finds in conflict (0: no floor).
     """
 
     max_logit: float
@@ -88,11 +112,19 @@ class ResponseCalibration:
     sentence_peak: float = 0.0
     absent_numbers: float = 0.0
     flagged_tokens: float = 0.0
+    number_conflicts: float = 0.0
+    negation_conflicts: float = 0.0
+    rule_floor: float = 0.0
 
     @property
     def reads_absent_words(self) -> bool:
         """Whether the map needs where the answer's absent words are."""
         return self.absent_words != 0.0 or self.sentence_peak != 0.0 or self.absent_numbers != 0.0
+
+    @property
+    def reads_rules(self) -> bool:
+        """Whether the map needs the unit and negation rules' conflict counts."""
+        return self.number_conflicts != 0.0 or self.negation_conflicts != 0.0 or self.rule_floor > 0
 
     @property
     def length_safe(self) -> bool:
@@ -112,9 +144,14 @@ class ResponseCalibration:
             + self.absent_words * math.log1p(max(signals.absent_words, 0))
             + self.absent_numbers * math.log1p(max(signals.absent_numbers, 0))
             + self.flagged_tokens * math.log1p(max(signals.flagged_tokens, 0))
+            + self.number_conflicts * math.log1p(max(signals.number_conflicts, 0))
+            + self.negation_conflicts * math.log1p(max(signals.negation_conflicts, 0))
             + self.bias
         )
-        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+        score = 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+        if signals.number_conflicts > 0 or signals.negation_conflicts > 0:
+            return max(score, self.rule_floor)
+        return score
 
     def probability(
         self,
@@ -137,7 +174,7 @@ class ResponseCalibration:
     def to_config(self, fitted_on: str) -> dict[str, Any]:
         """The ``truthlens.response_calibration`` entry of a model folder's config."""
         entry: dict[str, Any] = {k: round(getattr(self, k), 6) for k in _COEFFICIENTS}
-        for key in ("absent_numbers", "flagged_tokens"):
+        for key in (*_WRITTEN_IF_SET, "rule_floor"):
             if entry[key] == 0.0:
                 del entry[key]  # folders written before these terms stay byte-identical
         entry["fitted_on"] = fitted_on
@@ -167,6 +204,8 @@ class ResponseCalibration:
                 raise ConfigError(f"{where}: {key!r} must be a number, got {value!r}")
             if not math.isfinite(value):
                 raise ConfigError(f"{where}: {key!r} must be finite, got {value!r}")
+            if key == "rule_floor" and not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{where}: 'rule_floor' must be in [0, 1], got {value!r}")
             values[key] = float(value)
         return cls(**values)
 
@@ -208,6 +247,7 @@ def response_signals(
     *,
     absent_numbers: int = 0,
     token_threshold: float = 0.5,
+    rule_conflicts: tuple[int, int] = (0, 0),
 ) -> ResponseSignals:
     """The :class:`ResponseSignals` of an answer from its scored tokens and absent words.
 
@@ -217,6 +257,8 @@ def response_signals(
         absent_starts: Where its absent content words start (:func:`absent_word_starts`).
         absent_numbers: How many of those are numbers.
         token_threshold: A token at or above this probability counts as flagged.
+        rule_conflicts: The unit and negation rules' conflict counts
+            (``_adjust.rule_conflicts``).
     """
     return ResponseSignals(
         max_probability=max((t.probability for t in tokens), default=0.0),
@@ -225,6 +267,8 @@ def response_signals(
         peak=sentence_peak(answer, tokens, absent_starts),
         absent_numbers=absent_numbers,
         flagged_tokens=sum(1 for t in tokens if t.probability >= token_threshold),
+        number_conflicts=rule_conflicts[0],
+        negation_conflicts=rule_conflicts[1],
     )
 
 

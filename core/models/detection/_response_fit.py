@@ -20,7 +20,7 @@ from ._response import ResponseCalibration, ResponseSignals
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["SIGNALS", "fit_response_map", "signal_matrix", "threshold_for"]
+__all__ = ["DEFAULT_SIGNALS", "SIGNALS", "fit_response_map", "signal_matrix", "threshold_for"]
 
 SIGNALS: tuple[str, ...] = (
     "max_logit",
@@ -29,8 +29,16 @@ SIGNALS: tuple[str, ...] = (
     "absent_words",
     "absent_numbers",
     "flagged_tokens",
+    "number_conflicts",
+    "negation_conflicts",
 )
 """The map's coefficient names, in :func:`signal_matrix`'s column order."""
+
+DEFAULT_SIGNALS: tuple[str, ...] = SIGNALS[:6]
+"""The columns a fit reads unless told: the token and word signals. The unit and negation
+rules' counts are left out: fitted on RAG answers they did not keep the hard cases
+(``benchmarks/results/rag_selection/README.md``, candidate 4), and on a small file one
+conflict could carry a large weight."""
 
 _EPSILON = 1e-6
 
@@ -50,6 +58,8 @@ def signal_matrix(signals: Sequence[ResponseSignals]) -> np.ndarray:
                 math.log1p(max(s.absent_words, 0)),
                 math.log1p(max(s.absent_numbers, 0)),
                 math.log1p(max(s.flagged_tokens, 0)),
+                math.log1p(max(s.number_conflicts, 0)),
+                math.log1p(max(s.negation_conflicts, 0)),
             ]
         )
     return np.asarray(rows, dtype=float).reshape(len(rows), len(SIGNALS))
@@ -107,7 +117,7 @@ def fit_response_map(
     signals: Sequence[ResponseSignals],
     labels: Sequence[bool],
     *,
-    columns: Sequence[str] = SIGNALS,
+    columns: Sequence[str] = DEFAULT_SIGNALS,
     weights: Sequence[float] | None = None,
     l2: float = 1e-2,
 ) -> ResponseCalibration:
@@ -116,7 +126,8 @@ def fit_response_map(
     Args:
         signals: Each answer's :class:`ResponseSignals`.
         labels: ``True`` for an answer with an unsupported claim.
-        columns: The signals the map reads (a subset of :data:`SIGNALS`).
+        columns: The signals the map reads (a subset of :data:`SIGNALS`; by default
+            :data:`DEFAULT_SIGNALS`).
         weights: Per-answer weights (default 1).
         l2: Ridge penalty on the coefficients (not the bias), so that a small file
             gives a finite, stable map.

@@ -19,6 +19,7 @@ from ..._types import (
     TokenScore,
 )
 from .._loading import LoadedModel, load_token_classifier
+from ._adjust import rule_conflicts
 from ._base import BaseDetector, TokenScoring
 from ._lexical import absent_words
 from ._prompt import format_prompt
@@ -162,6 +163,9 @@ class TransformerDetector(BaseDetector):
             [start for start, _ in absent],
             absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
             token_threshold=self.config.token_threshold,
+            rule_conflicts=rule_conflicts(item.answer, item.context)
+            if response.reads_rules
+            else (0, 0),
         )
         return response.score(signals)
 
