@@ -21,27 +21,12 @@ from langchain_core.runnables import Runnable
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.llms import LLM as LIBaseLLM  # noqa: N811
 
+from truthlens_integrations import langchain_adapter as lc
+from truthlens_integrations import llamaindex_adapter as li
 from truthlens_integrations.core.engine import GuardKwargs, TruthLens
 from truthlens_integrations.core.llm import LLM
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.policy import Policy
-from truthlens_integrations.langchain_adapter import (
-    LLMChatModel,
-    RetrievalQualityFilter,
-    TruthLensCallbackHandler,
-    TruthLensGraphGuard,
-    TruthLensMiddleware,
-    TruthLensRunnable,
-    guard_chain,
-    truthlens_callback,
-)
-from truthlens_integrations.llamaindex_adapter import (
-    CoreLLMAsLlamaIndex,
-    TruthLensEvaluator,
-    TruthLensFunctionAgent,
-    TruthLensNodePostprocessor,
-    TruthLensQueryEngine,
-)
 
 
 def engine(policy: Policy, built: TruthLens) -> None:
@@ -76,47 +61,47 @@ def wrapper() -> None:
 
 def langchain(built: TruthLens, chain: Runnable[Any, Any], chat: BaseChatModel, llm: LLM) -> None:
     """The LangChain adapter: runnable, callbacks, middleware, LangGraph guard, helpers."""
-    TruthLensRunnable(engine=built, llm=chat, threshold=0.6, on_block="raise")
-    TruthLensRunnable(threshold="high")  # type: ignore[arg-type]
-    TruthLensRunnable(answer_kee="text")  # type: ignore[call-arg]
-    TruthLensRunnable(verification_models=[chat])  # type: ignore[call-arg]
-    TruthLensRunnable.from_config("policy.yaml", chain=chain, stream_mode="passthrough")
-    TruthLensRunnable.from_config(stream_mode="fast")  # type: ignore[arg-type]
-    guard_chain(chain, engine=built, judge_llm=chat, redact=True)
-    guard_chain(chain, requery=False)  # type: ignore[call-arg]
-    TruthLensCallbackHandler(built, max_results=10, mode="lightweight")
-    TruthLensCallbackHandler(built, treshold=0.6)  # type: ignore[call-arg]
-    with truthlens_callback(built, config=None, action="header"):
+    lc.TruthLensRunnable(engine=built, llm=chat, threshold=0.6, on_block="raise")
+    lc.TruthLensRunnable(threshold="high")  # type: ignore[arg-type]
+    lc.TruthLensRunnable(answer_kee="text")  # type: ignore[call-arg]
+    lc.TruthLensRunnable(verification_models=[chat])  # type: ignore[call-arg]
+    lc.TruthLensRunnable.from_config("policy.yaml", chain=chain, stream_mode="passthrough")
+    lc.TruthLensRunnable.from_config(stream_mode="fast")  # type: ignore[arg-type]
+    lc.guard_chain(chain, engine=built, judge_llm=chat, redact=True)
+    lc.guard_chain(chain, requery=False)  # type: ignore[call-arg]
+    lc.TruthLensCallbackHandler(built, max_results=10, mode="lightweight")
+    lc.TruthLensCallbackHandler(built, treshold=0.6)  # type: ignore[call-arg]
+    with lc.truthlens_callback(built, config=None, action="header"):
         pass
-    with truthlens_callback(built, action="shout"):  # type: ignore[arg-type]
+    with lc.truthlens_callback(built, action="shout"):  # type: ignore[arg-type]
         pass
-    TruthLensMiddleware(built, max_iterations=2, on_block="raise", threshold=0.6)
-    TruthLensMiddleware(built, on_block="explode")  # type: ignore[arg-type]
-    TruthLensMiddleware(built, document_key="docs")  # type: ignore[call-arg]
-    TruthLensMiddleware.from_config("policy.yaml", stream_mode="verified", redact=True)
-    TruthLensMiddleware.from_config(judge_model=chat)  # type: ignore[call-arg]
-    TruthLensGraphGuard(built, max_attempts=2, blocked_message="Withheld.")
-    TruthLensGraphGuard(built, max_attemps=2)  # type: ignore[call-arg]
-    TruthLensGraphGuard(built, blocked_message=None)  # type: ignore[arg-type]
-    RetrievalQualityFilter(min_chars=20, min_score=None)
-    RetrievalQualityFilter(min_chars="20")  # type: ignore[arg-type]
-    LLMChatModel(llm=llm, max_tokens=64)
-    LLMChatModel(max_tokens=64)  # type: ignore[call-arg]
+    lc.TruthLensMiddleware(built, max_iterations=2, on_block="raise", threshold=0.6)
+    lc.TruthLensMiddleware(built, on_block="explode")  # type: ignore[arg-type]
+    lc.TruthLensMiddleware(built, document_key="docs")  # type: ignore[call-arg]
+    lc.TruthLensMiddleware.from_config("policy.yaml", stream_mode="verified", redact=True)
+    lc.TruthLensMiddleware.from_config(judge_model=chat)  # type: ignore[call-arg]
+    lc.TruthLensGraphGuard(built, max_attempts=2, blocked_message="Withheld.")
+    lc.TruthLensGraphGuard(built, max_attemps=2)  # type: ignore[call-arg]
+    lc.TruthLensGraphGuard(built, blocked_message=None)  # type: ignore[arg-type]
+    lc.RetrievalQualityFilter(min_chars=20, min_score=None)
+    lc.RetrievalQualityFilter(min_chars="20")  # type: ignore[arg-type]
+    lc.LLMChatModel(llm=llm, max_tokens=64)
+    lc.LLMChatModel(max_tokens=64)  # type: ignore[call-arg]
 
 
 def llamaindex(built: TruthLens, inner: BaseQueryEngine, li_llm: LIBaseLLM, llm: LLM) -> None:
     """The LlamaIndex adapter: query engine, postprocessor, evaluator, agent, LLM."""
-    TruthLensQueryEngine(inner, engine=built, retrieval_feedback=True, threshold=0.6)
-    TruthLensQueryEngine(inner, threshold="high")  # type: ignore[arg-type]
-    TruthLensQueryEngine(inner, on_block="response")  # type: ignore[arg-type]
-    TruthLensQueryEngine(inner, retrival_feedback=True)  # type: ignore[call-arg]
-    TruthLensEvaluator(built, mode="lightweight", redact=True)
-    TruthLensEvaluator(mode="turbo")  # type: ignore[arg-type]
-    TruthLensNodePostprocessor(engine=built, evidence_method="nli", min_length=20)
-    TruthLensNodePostprocessor(evidence_method="bert")  # type: ignore[arg-type]
-    TruthLensNodePostprocessor(min_lenght=20)  # type: ignore[call-arg]
-    TruthLensFunctionAgent(tools=[], llm=li_llm, engine=built, action="body", timeout=30.0)
-    TruthLensFunctionAgent(tools=[], llm=li_llm, stream_mode="fast")  # type: ignore[arg-type]
-    TruthLensFunctionAgent(tols=[], llm=li_llm)  # type: ignore[call-arg]
-    CoreLLMAsLlamaIndex(llm, context_window=4096)
-    CoreLLMAsLlamaIndex(llm, context_windw=4096)  # type: ignore[call-arg]
+    li.TruthLensQueryEngine(inner, engine=built, retrieval_feedback=True, threshold=0.6)
+    li.TruthLensQueryEngine(inner, threshold="high")  # type: ignore[arg-type]
+    li.TruthLensQueryEngine(inner, on_block="response")  # type: ignore[arg-type]
+    li.TruthLensQueryEngine(inner, retrival_feedback=True)  # type: ignore[call-arg]
+    li.TruthLensEvaluator(built, mode="lightweight", redact=True)
+    li.TruthLensEvaluator(mode="turbo")  # type: ignore[arg-type]
+    li.TruthLensNodePostprocessor(engine=built, evidence_method="nli", min_length=20)
+    li.TruthLensNodePostprocessor(evidence_method="bert")  # type: ignore[arg-type]
+    li.TruthLensNodePostprocessor(min_lenght=20)  # type: ignore[call-arg]
+    li.TruthLensFunctionAgent(tools=[], llm=li_llm, engine=built, action="body", timeout=30.0)
+    li.TruthLensFunctionAgent(tools=[], llm=li_llm, stream_mode="fast")  # type: ignore[arg-type]
+    li.TruthLensFunctionAgent(tols=[], llm=li_llm)  # type: ignore[call-arg]
+    li.CoreLLMAsLlamaIndex(llm, context_window=4096)
+    li.CoreLLMAsLlamaIndex(llm, context_windw=4096)  # type: ignore[call-arg]
