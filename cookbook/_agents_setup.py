@@ -7,32 +7,29 @@
 - ``TRUTHLENS_COOKBOOK_LLM=local`` or ``auto`` (or ``--real-llm``): the package's default backend
   (an OpenAI-compatible endpoint when ``$OPENAI_API_KEY`` / ``$OPENAI_BASE_URL`` is
   set, else the offline SmolLM2 model) writes the answers. SmolLM2 cannot emit tool
-  calls, so the lookup is planned by a fixed first step (:class:`PlannedToolModel`);
-  everything after it, refinement included, is the real model's text.
+  calls, so the lookup is planned by a fixed first step (a ``ScriptedChatModel`` whose
+  ``respond`` asks the real model for every later reply); everything after it,
+  refinement included, is the real model's text.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from _langchain_setup import EIFFEL_RECORD, ENV_LLM, HALLUCINATED
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
-    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 
 from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.testing import ScriptedChatModel
 
 QUESTION = "When was the Eiffel Tower built, and how tall is it?"
 CORRECTED = "The Eiffel Tower was built from 1887 to 1889 and is 330 meters tall."
@@ -72,70 +69,10 @@ def scripted_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     return AIMessage(HALLUCINATED)
 
 
-class PlannedToolModel(BaseChatModel):
-    """A tool-calling chat model for the examples (the agent tests use it too).
-
-    ``reply(messages)`` decides each answer; ``bind_tools`` returns the model itself.
-    Streams word by word, so streaming examples show tokens.
-    """
-
-    reply: Any
-
-    @property
-    def _llm_type(self) -> str:
-        return "cookbook-tool-model"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
-        del tools, kwargs
-        return self
-
-    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
-        """The next reply; the tests' model also records what it was shown here."""
-        answer: AIMessage = self.reply(messages)
-        return answer
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        del stop, run_manager, kwargs  # scripted: nothing to pass on
-        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        del stop, kwargs  # scripted: nothing to pass on
-        reply = self._answer(messages)
-        if reply.tool_calls:
-            calls = [
-                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
-                for i, c in enumerate(reply.tool_calls)
-            ]
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=calls))
-            if run_manager:
-                run_manager.on_llm_new_token("", chunk=chunk)
-            yield chunk
-            return
-        words = str(reply.content).split(" ")
-        for i, word in enumerate(words):
-            piece = word if i == len(words) - 1 else word + " "
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
-            if run_manager:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
-            yield chunk
-
-
-def agent_model(real: bool) -> PlannedToolModel:
+def agent_model(real: bool) -> ScriptedChatModel:
     """The agent's model: scripted, or the real backend after a planned lookup."""
     if not real:
-        return PlannedToolModel(reply=scripted_reply)
+        return ScriptedChatModel(respond=scripted_reply)
     from _langchain_setup import chat_model
 
     writer = chat_model([], fake=False, temperature=0.0)
@@ -149,7 +86,7 @@ def agent_model(real: bool) -> PlannedToolModel:
         answer = writer.invoke([*plain, prompt])
         return AIMessage(str(answer.content))
 
-    return PlannedToolModel(reply=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def _calls(message: BaseMessage) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -16,6 +16,7 @@ __all__ = [
     "Coverage",
     "Decision",
     "DetectionConfig",
+    "DetectionConfigKwargs",
     "DetectionInput",
     "DetectionResult",
     "DetectionStatus",
@@ -317,6 +318,28 @@ class DetectionConfig(_Frozen):
     evidence_tokens: int = Field(default=192, ge=32)
     unit_tokens: int = Field(default=96, ge=8)
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
+
+
+class DetectionConfigKwargs(TypedDict, total=False):
+    """:class:`DetectionConfig` as typed keyword arguments (``load_detector(threshold=0.6)``).
+
+    One key per field, typed for editors and type checkers; each is described on
+    :class:`DetectionConfig`, which still checks the values at runtime.
+    """
+
+    token_threshold: float
+    threshold: float
+    aggregation: Aggregation
+    min_span_chars: int
+    min_span_confidence: float
+    max_length: int | None
+    window_overlap: int
+    batch_size: int
+    max_windows: int
+    early_exit: bool
+    evidence_tokens: int
+    unit_tokens: int
+    min_coverage: float
 
 
 class DetectionResult(_Frozen):

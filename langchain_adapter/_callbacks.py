@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
@@ -28,7 +28,13 @@ from langchain_core.tracers.context import register_configure_hook
 from typing_extensions import override
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.engine import TruthLens, Verdict, engine_from, split_options
+from truthlens_integrations.core.engine import (
+    GuardKwargs,
+    TruthLens,
+    Verdict,
+    engine_from,
+    split_options,
+)
 from truthlens_integrations.core.observability import log_event
 from truthlens_integrations.core.policy import PolicySource
 
@@ -90,7 +96,7 @@ class _HandlerCore:
         raise_error: bool = False,
         max_results: int = 1000,
         config: PolicySource = None,
-        **options: Any,
+        **options: Unpack[GuardKwargs],
     ) -> None:
         super().__init__()
         where = type(self).__name__
@@ -314,8 +320,8 @@ class TruthLensCallbackHandler(_HandlerCore, BaseCallbackHandler):
         max_results: Root runs whose verdicts are kept (oldest dropped first).
         config: A policy for a new engine (``None``: the defaults).
         **options: Engine options and policy knobs (``mode``, ``threshold``,
-            ``action``, ``redact``, ...; see
-            :class:`~truthlens_integrations.core.engine.EngineOptions`); with
+            ``action``, ``redact``, ...; typed by
+            :class:`~truthlens_integrations.core.engine.GuardKwargs`); with
             ``engine`` given they apply to a copy of it.
 
     Raises:
@@ -455,16 +461,23 @@ register_configure_hook(_handler_var, inheritable=True)
 
 @contextmanager
 def truthlens_callback(
-    engine: TruthLens | None = None, *, raise_error: bool = False, **options: Any
+    engine: TruthLens | None = None,
+    *,
+    raise_error: bool = False,
+    max_results: int = 1000,
+    config: PolicySource = None,
+    **options: Unpack[GuardKwargs],
 ) -> Iterator[TruthLensCallbackHandler]:
     """Attach a :class:`TruthLensCallbackHandler` to every run inside the block.
 
     Like ``get_usage_metadata_callback()``: no ``callbacks=`` to pass around.
 
     Args:
-        engine: The guard engine; ``None`` builds one with the default policy.
+        engine: The guard engine; ``None`` builds one from ``config``.
         raise_error: Re-raise errors from detection instead of logging them.
-        **options: ``config``, engine options and policy knobs, as for
+        max_results: Root runs whose verdicts are kept (oldest dropped first).
+        config: A policy for a new engine (``None``: the defaults).
+        **options: Engine options and policy knobs, as for
             :class:`TruthLensCallbackHandler`.
 
     Yields:
@@ -475,7 +488,9 @@ def truthlens_callback(
         ...     chain.invoke("When was the Eiffel Tower built?")
         >>> cb.all_verdicts[-1].spans  # doctest: +SKIP
     """
-    handler = TruthLensCallbackHandler(engine, raise_error=raise_error, **options)
+    handler = TruthLensCallbackHandler(
+        engine, raise_error=raise_error, max_results=max_results, config=config, **options
+    )
     token = _handler_var.set(handler)
     try:
         yield handler

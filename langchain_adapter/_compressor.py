@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -15,7 +15,20 @@ from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 from ._arguments import invalid_arguments
 
-__all__ = ["RetrievalQualityFilter"]
+__all__ = ["QualityFilterKwargs", "RetrievalQualityFilter"]
+
+
+class QualityFilterKwargs(TypedDict, total=False):
+    """The settings of :class:`RetrievalQualityFilter` as typed keyword arguments.
+
+    One key per field, described there; the fields still check the values at runtime.
+    """
+
+    min_score: float | None
+    min_chars: int
+    dedupe_similarity: float
+    min_authority: float | None
+    score_keys: tuple[str, ...]
 
 
 class RetrievalQualityFilter(BaseDocumentCompressor):
@@ -47,11 +60,12 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
     min_authority: float | None = None
     score_keys: tuple[str, ...] = ("score", "relevance_score", "similarity")
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: Unpack[QualityFilterKwargs]) -> None:
         # A misspelt setting would otherwise be dropped and the default used silently.
         reject_unknown(data, type(self).model_fields, "RetrievalQualityFilter")
+        fields: dict[str, Any] = dict(data)  # the base's __init__ is pydantic's
         try:
-            super().__init__(**data)
+            super().__init__(**fields)
         except ValidationError as exc:
             raise invalid_arguments(exc, "RetrievalQualityFilter") from None
 

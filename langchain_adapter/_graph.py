@@ -25,7 +25,7 @@ it, so the route may end the graph or look for grounding.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import BaseMessage
@@ -35,6 +35,7 @@ from typing_extensions import TypedDict  # LangGraph's state classes use this on
 
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core.engine import (
+    GuardKwargs,
     OnBlock,
     TruthLens,
     Verdict,
@@ -219,16 +220,16 @@ class TruthLensGraphGuard:
         answer_key: State key of the answer (a string or an ``AIMessage``).
         context_key: State key of the retrieved documents (``Document``s or strings).
         question_key: State key of the question.
-        on_block: ``"message"`` (the engine's default) replaces a blocked answer with
-            ``blocked_message``; ``"raise"`` raises ``BlockedResponseError``. An
-            engine option: ``None`` keeps the engine's.
-        blocked_message: Text of a blocked answer (engine option).
         **options: The policy knobs, on every route: ``mode`` (``lightweight``,
             ``standard`` or ``premium``; the node itself does not refine: the graph
             regenerates), ``threshold`` (response score at or above which an answer
             is flagged), ``action`` (``header``, ``body``, ``block`` or ``none``,
-            applied at the end); and engine options (``detector``, ``redact``, ...).
-            Both are defined once, in ``core/engine/_options.py``.
+            applied at the end); and engine options (``on_block``: ``"message"``, the
+            default, replaces a blocked answer with ``blocked_message``, ``"raise"``
+            raises ``BlockedResponseError``; ``detector``, ``redact``, ...). Both are
+            defined once, in ``core/engine/_options.py``, and typed by
+            :class:`~truthlens_integrations.core.engine.GuardKwargs`; left out, they
+            keep the engine's.
 
     Raises:
         UnknownArgumentError: For an unknown keyword argument (with a suggestion).
@@ -244,13 +245,9 @@ class TruthLensGraphGuard:
         answer_key: str = "answer",
         context_key: str = "documents",
         question_key: str = "question",
-        on_block: OnBlock | None = None,
-        blocked_message: str | None = None,
-        **options: Any,
+        **options: Unpack[GuardKwargs],
     ) -> None:
         where = "TruthLensGraphGuard"
-        block = {"on_block": on_block, "blocked_message": blocked_message}
-        options.update({k: v for k, v in block.items() if v is not None})
         split = split_options(options, own=_KNOWN, where=where)
         check_int("max_attempts", max_attempts, where)
         if max_attempts < 1:

@@ -16,10 +16,17 @@ fail at once.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal, Required, TypedDict, Unpack
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.caches import BaseCache
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+    Callbacks,
+)
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.model_profile import ModelProfile
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -29,6 +36,7 @@ from langchain_core.messages import (
     UsageMetadata,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.rate_limiters import BaseRateLimiter
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from typing_extensions import override
@@ -39,6 +47,7 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core.engine import reject_unknown
 from truthlens_integrations.core.llm import (
+    LLM,
     BaseLLM,
     ChatMessage,
     CompletionRequest,
@@ -220,6 +229,33 @@ def _to_core(messages: list[BaseMessage]) -> list[ChatMessage]:
     return out
 
 
+class _ChatModelKwargs(TypedDict, total=False):
+    """LangChain's ``BaseChatModel`` fields, typed (langchain-core 1.x; a test pins them)."""
+
+    name: str | None
+    cache: BaseCache | bool | None
+    verbose: bool
+    callbacks: Callbacks
+    tags: list[str] | None
+    metadata: dict[str, Any] | None
+    custom_get_token_ids: Callable[[str], list[int]] | None
+    rate_limiter: BaseRateLimiter | None
+    disable_streaming: bool | Literal["tool_calling"]
+    output_version: str | None
+    profile: ModelProfile | None
+
+
+class LLMChatModelKwargs(_ChatModelKwargs, total=False):
+    """The fields of :class:`LLMChatModel` as typed keyword arguments.
+
+    Its own (described there) and LangChain's chat model fields (``callbacks``, ...).
+    """
+
+    llm: Required[LLM]
+    max_tokens: int | None
+    temperature: float | None
+
+
 class LLMChatModel(BaseChatModel):
     """A core :class:`~truthlens_integrations.core.llm.LLM` as a LangChain chat model.
 
@@ -237,10 +273,11 @@ class LLMChatModel(BaseChatModel):
     max_tokens: int | None = 256
     temperature: float | None = None
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: Unpack[LLMChatModelKwargs]) -> None:
         # LangChain models drop unknown fields; a misspelt one would be ignored.
         reject_unknown(data, type(self).model_fields, "LLMChatModel")
-        super().__init__(**data)
+        fields: dict[str, Any] = dict(data)  # the base's __init__ is pydantic's
+        super().__init__(**fields)
 
     @property
     def _llm_type(self) -> str:

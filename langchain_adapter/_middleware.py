@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, Unpack
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -39,6 +39,7 @@ from pydantic import ValidationError
 
 from truthlens_integrations.core import ConfigError, LLMError
 from truthlens_integrations.core.engine import (
+    GuardKwargs,
     OnBlock,
     TruthLens,
     Verdict,
@@ -336,24 +337,24 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
             policy knobs or engine options it is copied with them applied (loaded
             models shared).
         max_iterations: Refinement rounds at most (standard and premium), every route.
-        on_block: ``"message"`` (the engine's default) or ``"raise"``; an engine
-            option, so ``None`` keeps the engine's.
-        blocked_message: Text that replaces a blocked answer (engine option).
         verification_llms: Premium-mode verifiers (chat models or core LLMs);
-            ``verification_models`` is its deprecated name.
+            ``verification_models`` is its deprecated name (runtime only).
         judge_llm: Premium-mode judge (the agent's model when ``None``);
-            ``judge_model`` is its deprecated name.
+            ``judge_model`` is its deprecated name (runtime only).
         stream_mode: ``"verified"`` or ``"passthrough"``.
         document_keys: Agent-state keys holding retrieved documents to add to the
             grounding.
         **options: The policy knobs, on every route: ``mode`` (``lightweight``,
             ``standard`` or ``premium``), ``threshold`` (response score at or above
             which an answer is flagged), ``action`` (``header``, ``body``, ``block``
-            or ``none`` for flagged answers); and engine options (``detector``,
-            ``nli``, ``fact_checker``, ``metrics``, ``tracer``, ``domain_classifier``,
-            ``expose_blocked_text``, ``align_quantities``, ``mitigation_options``,
-            ``redact``, ``audit_hook``). Both are defined once, in
-            ``core/engine/_options.py``.
+            or ``none`` for flagged answers); and engine options (``on_block``:
+            ``"message"``, the default, or ``"raise"``; ``blocked_message``,
+            ``detector``, ``nli``, ``fact_checker``, ``metrics``, ``tracer``,
+            ``domain_classifier``, ``expose_blocked_text``, ``align_quantities``,
+            ``mitigation_options``, ``redact``, ``audit_hook``). Both are defined
+            once, in ``core/engine/_options.py``, and typed by
+            :class:`~truthlens_integrations.core.engine.GuardKwargs`; left out, they
+            keep the engine's.
 
     Raises:
         UnknownArgumentError: For an unknown keyword argument (with a suggestion).
@@ -369,22 +370,22 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         engine: TruthLens | None = None,
         *,
         max_iterations: int | None = None,
-        on_block: OnBlock | None = None,
-        blocked_message: str | None = None,
         verification_llms: Sequence[BaseChatModel | BaseLLM] = (),
         judge_llm: BaseChatModel | BaseLLM | None = None,
         stream_mode: StreamMode = "verified",
         document_keys: Sequence[str] = ("documents", "context"),
-        **options: Any,
+        **options: Unpack[GuardKwargs],
     ) -> None:
         where = "TruthLensMiddleware"
-        options = renamed_options(options, where)
-        verification_llms = options.pop("verification_llms", verification_llms)
-        judge_llm = options.pop("judge_llm", judge_llm)
-        # on_block and blocked_message are engine options: passed on only when given.
-        block = {"on_block": on_block, "blocked_message": blocked_message}
-        options.update({k: v for k, v in block.items() if v is not None})
-        split = split_options(options, own=_OWN, where=where)
+        # The deprecated spellings arrive in **options (runtime only); both spellings
+        # of one argument at once is a ConfigError.
+        models: dict[str, Any] = {"verification_llms": verification_llms or None}
+        models["judge_llm"] = judge_llm
+        given = {k: v for k, v in models.items() if v is not None}
+        rest = renamed_options({**options, **given}, where)
+        verification_llms = rest.pop("verification_llms", ())
+        judge_llm = rest.pop("judge_llm", None)
+        split = split_options(rest, own=_OWN, where=where)
         check_choice("stream_mode", stream_mode, ("verified", "passthrough"))
         if max_iterations is not None:
             check_int("max_iterations", max_iterations, where)
@@ -420,17 +421,29 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
 
     @classmethod
     def from_config(
-        cls, policy: PolicySource | Sequence[PolicySource] = None, **kwargs: Any
+        cls,
+        policy: PolicySource | Sequence[PolicySource] = None,
+        *,
+        max_iterations: int | None = None,
+        verification_llms: Sequence[BaseChatModel | BaseLLM] = (),
+        judge_llm: BaseChatModel | BaseLLM | None = None,
+        stream_mode: StreamMode = "verified",
+        document_keys: Sequence[str] = ("documents", "context"),
+        **options: Unpack[GuardKwargs],
     ) -> TruthLensMiddleware:
         """Build the engine from a policy (file, YAML text, dict, list) and wrap it.
 
         Args:
             policy: Anything :func:`~truthlens_integrations.core.policy.load_policy`
                 takes; ``None`` for the defaults.
-            **kwargs: The other constructor arguments: policy knobs (``mode``,
-                ``threshold``, ``action``, ``max_iterations``) override the file on
-                every route; engine options (``detector``, ``redact``, ...) build the
-                engine; unknown names raise ``UnknownArgumentError``.
+            max_iterations: As for the constructor.
+            verification_llms: As for the constructor.
+            judge_llm: As for the constructor.
+            stream_mode: As for the constructor.
+            document_keys: As for the constructor.
+            **options: Policy knobs (``mode``, ``threshold``, ``action``) override
+                the file on every route; engine options (``detector``, ``redact``,
+                ...) build the engine; unknown names raise ``UnknownArgumentError``.
 
         Returns:
             The middleware.
@@ -438,9 +451,17 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         Raises:
             ConfigError: If the policy is malformed, or ``engine`` is passed too.
         """
-        if "engine" in kwargs:
+        if "engine" in options:
             raise ConfigError("from_config builds the engine; pass engine= to the constructor")
-        return cls(TruthLens.from_config(policy), **kwargs)
+        return cls(
+            TruthLens.from_config(policy),
+            max_iterations=max_iterations,
+            verification_llms=verification_llms,
+            judge_llm=judge_llm,
+            stream_mode=stream_mode,
+            document_keys=document_keys,
+            **options,
+        )
 
     # -- hooks ----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, Unpack, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -37,6 +37,7 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
 )
 from truthlens_integrations.core.engine import (
+    GuardKwargs,
     OnBlock,
     TruthLens,
     Verdict,
@@ -60,9 +61,33 @@ from ._inputs import ParsedInput, dedupe, parse_input, question_of
 from ._llm import as_llm
 from ._outputs import TRUTHLENS_EVENT, render, verdict_chunk
 
-__all__ = ["StreamMode", "TruthLensRunnable", "guard_chain"]
+__all__ = ["RunnableKwargs", "StreamMode", "TruthLensRunnable", "guard_chain"]
 
 StreamMode = Literal["verified", "passthrough"]
+
+
+class RunnableKwargs(GuardKwargs, total=False):
+    """The keyword arguments of :class:`TruthLensRunnable` besides ``engine`` and ``chain``.
+
+    The runnable's own fields (described there; ``name`` is LangChain's run name),
+    typed, and every engine option and policy knob
+    (:class:`~truthlens_integrations.core.engine.GuardKwargs`): one definition for the
+    constructor, :meth:`TruthLensRunnable.from_config` and :func:`guard_chain`. The
+    deprecated ``verification_models`` and ``judge_model`` are accepted at runtime only.
+    """
+
+    llm: Runnable[Any, Any] | BaseLLM | None
+    retriever: BaseRetriever | None
+    verification_llms: Sequence[Runnable[Any, Any] | BaseLLM]
+    judge_llm: Runnable[Any, Any] | BaseLLM | None
+    answer_key: str
+    context_key: str
+    question_key: str
+    verdict_key: str
+    stream_mode: StreamMode
+    requery_chain: bool
+    name: str | None
+
 
 _TEXT_CHANGING: frozenset[str] = frozenset({"body", "block"})
 
@@ -291,7 +316,8 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     Every detection dispatches a ``truthlens_detection`` custom event with the
     verdict (spans, scores, ``x-*`` metadata), so tracers and callbacks see it.
 
-    **Keyword arguments**: besides the fields below, every engine option of
+    **Keyword arguments** (typed by :class:`RunnableKwargs`): besides the fields
+    below, every engine option of
     :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
     ``on_block``, ``blocked_message``, ``expose_blocked_text``, ``align_quantities``,
     ``mitigation_options``, ``redact``, ``audit_hook``, ...) is accepted and builds
@@ -346,10 +372,16 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     stream_mode: StreamMode = "verified"
     requery_chain: bool = True
 
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs = _engine_kwargs(kwargs, None, "TruthLensRunnable")
+    def __init__(
+        self,
+        *,
+        engine: TruthLens | None = None,
+        chain: Runnable[Any, Any] | None = None,
+        **kwargs: Unpack[RunnableKwargs],
+    ) -> None:
+        given = _engine_kwargs(_with_given(kwargs, engine, chain), None, "TruthLensRunnable")
         try:
-            super().__init__(**kwargs)
+            super().__init__(**given)
         except ValidationError as exc:
             raise invalid_arguments(exc, "TruthLensRunnable") from None
         if self.stream_mode == "passthrough":
@@ -357,17 +389,22 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
 
     @classmethod
     def from_config(
-        cls, config: PolicySource | Sequence[PolicySource] = None, **kwargs: Any
+        cls,
+        config: PolicySource | Sequence[PolicySource] = None,
+        *,
+        chain: Runnable[Any, Any] | None = None,
+        **kwargs: Unpack[RunnableKwargs],
     ) -> TruthLensRunnable:
         """Build the engine from a policy and wrap it.
 
         Args:
             config: A policy file, YAML text, dict, list of these, or ``None`` for the
                 defaults.
-            **kwargs: Engine options (every field of
-                :class:`~truthlens_integrations.core.engine.EngineOptions`) and the
-                policy knobs (``mode``, ``threshold``, ``action``) go to the engine,
-                the rest to the runnable.
+            chain: A chain or agent to run and guard (wrapper form).
+            **kwargs: Typed by :class:`RunnableKwargs`: engine options (every field
+                of :class:`~truthlens_integrations.core.engine.EngineOptions`) and
+                the policy knobs (``mode``, ``threshold``, ``action``) go to the
+                engine, the rest to the runnable.
 
         Returns:
             The runnable.
@@ -376,12 +413,13 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             UnknownArgumentError: For an unknown keyword argument.
             InvalidArgumentError: For an argument of the wrong type.
         """
-        if "engine" in kwargs:
+        given = _with_given(kwargs, None, chain)
+        if "engine" in given:
             raise InvalidArgumentError(
                 "TruthLensRunnable.from_config builds the engine from config; pass "
                 "engine= to TruthLensRunnable(...) instead"
             )
-        return cls(**_engine_kwargs(kwargs, config, "TruthLensRunnable.from_config"))
+        return cls(**_engine_kwargs(given, config, "TruthLensRunnable.from_config"))
 
     @classmethod
     def is_lc_serializable(cls) -> bool:
@@ -759,7 +797,19 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
         yield verdict_chunk(output, await self._acheck(pending, config), self.verdict_key)
 
 
-def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[str, Any]:
+def _with_given(
+    kwargs: Mapping[str, Any], engine: TruthLens | None, chain: Runnable[Any, Any] | None
+) -> dict[str, Any]:
+    """``kwargs`` plus ``engine`` and ``chain`` where given (``None``: not given)."""
+    given = dict(kwargs)
+    if engine is not None:
+        given["engine"] = engine
+    if chain is not None:
+        given["chain"] = chain
+    return given
+
+
+def _engine_kwargs(kwargs: Mapping[str, Any], config: object, where: str) -> dict[str, Any]:
     """The runnable's own keyword arguments, with the engine built from the rest.
 
     Engine options and policy knobs build an engine from ``config`` or, with
@@ -775,16 +825,22 @@ def _engine_kwargs(kwargs: dict[str, Any], config: object, where: str) -> dict[s
     return rest
 
 
-def guard_chain(chain: Runnable[Any, Any], **kwargs: Any) -> TruthLensRunnable:
+def guard_chain(
+    chain: Runnable[Any, Any],
+    *,
+    engine: TruthLens | None = None,
+    **kwargs: Unpack[RunnableKwargs],
+) -> TruthLensRunnable:
     """Wrap a chain or agent so that its output is guarded.
 
     Args:
         chain: The chain or agent to run.
-        **kwargs: Other :class:`TruthLensRunnable` arguments (``engine``, ``llm``,
-            ``mode``, ``threshold``, ``action``, engine options, ...); unknown ones
-            raise :class:`UnknownArgumentError`.
+        engine: The guard engine; ``None`` builds one from the default policy.
+        **kwargs: Other :class:`TruthLensRunnable` arguments, typed by
+            :class:`RunnableKwargs` (``llm``, ``mode``, ``threshold``, ``action``,
+            engine options, ...); unknown ones raise :class:`UnknownArgumentError`.
 
     Returns:
-        ``TruthLensRunnable(chain=chain, **kwargs)``.
+        ``TruthLensRunnable(chain=chain, engine=engine, **kwargs)``.
     """
-    return TruthLensRunnable(chain=chain, **kwargs)
+    return TruthLensRunnable(chain=chain, engine=engine, **kwargs)

@@ -13,8 +13,8 @@ dispatches the adapter's instrumentation events.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypedDict, Unpack
 
 from llama_index.core import llms as li_llms
 from llama_index.core.agent.workflow import FunctionAgent
@@ -25,16 +25,19 @@ from llama_index.core.agent.workflow.workflow_events import (
 )
 from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
 from llama_index.core.base.llms.types import ChatResponse, MessageRole
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.memory import BaseMemory
-from llama_index.core.tools import AsyncBaseTool
+from llama_index.core.objects import ObjectRetriever
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.tools import AsyncBaseTool, BaseTool
 from llama_index.core.workflow import Context, Event
+from workflows.resource import ResourceManager
 
 from truthlens_integrations.core import (
     ConfigError,
     LLMError,
 )
-from truthlens_integrations.core.engine import OnBlock, TruthLens
+from truthlens_integrations.core.engine import GuardKwargs, OnBlock, TruthLens
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
@@ -49,7 +52,9 @@ from ._llm import LlamaIndexLLM
 
 __all__ = [
     "FEEDBACK_KEY",
+    "FunctionAgentKwargs",
     "TruthLensAgentEvent",
+    "TruthLensAgentKwargs",
     "TruthLensFunctionAgent",
     "tool_outputs",
 ]
@@ -169,6 +174,53 @@ class _AgentLLM(BaseLLM):
         return self._reply(response, started)
 
 
+AgentStreamMode = Literal["verified", "passthrough"]
+
+
+class FunctionAgentKwargs(TypedDict, total=False):
+    """LlamaIndex's ``FunctionAgent`` arguments, typed: the agent's fields and the workflow's.
+
+    ``BaseWorkflowAgent.__init__`` takes the rest as ``**kwargs: Any``; this names
+    every one (llama-index-core 0.14) so that type checkers see
+    :class:`TruthLensFunctionAgent`'s whole signature. A test pins the keys to
+    ``FunctionAgent.model_fields`` and the workflow arguments.
+    """
+
+    name: str
+    description: str
+    system_prompt: str | None
+    tools: Sequence[BaseTool | Callable[..., Any]] | None
+    tool_retriever: ObjectRetriever[Any] | None
+    can_handoff_to: Sequence[str] | None
+    llm: li_llms.LLM | None
+    initial_state: dict[str, Any] | None
+    state_prompt: str | BasePromptTemplate | None
+    output_cls: type[BaseModel] | None
+    structured_output_fn: Callable[[list[LIChatMessage]], Any] | None
+    streaming: bool
+    early_stopping_method: Literal["force", "generate"]
+    scratchpad_key: str
+    initial_tool_choice: str | None
+    allow_parallel_tool_calls: bool
+    timeout: float | None
+    verbose: bool
+    resource_manager: ResourceManager | None
+    num_concurrent_runs: int | None
+
+
+class TruthLensAgentKwargs(FunctionAgentKwargs, GuardKwargs, total=False):
+    """The keyword arguments of :class:`TruthLensFunctionAgent` besides ``engine``, typed.
+
+    The ``FunctionAgent`` arguments, every engine option and policy knob
+    (:class:`~truthlens_integrations.core.engine.GuardKwargs`), and the agent's own
+    fields (described on :class:`TruthLensFunctionAgent`).
+    """
+
+    verification_llms: Sequence[li_llms.LLM]
+    judge_llm: li_llms.LLM | None
+    stream_mode: AgentStreamMode
+
+
 _OWN_OPTIONS = (
     "engine",
     "verification_llms",
@@ -207,8 +259,8 @@ class TruthLensFunctionAgent(FunctionAgent):
     ``threshold``, ``action``) and engine options (``on_block``, ``blocked_message``,
     ``detector``, ``redact``, ...;
     one definition in ``core/engine/_options.py``): with ``engine=`` they apply to a
-    copy of it (loaded models shared). An unknown argument raises
-    ``UnknownArgumentError`` with a suggestion.
+    copy of it (loaded models shared). All are typed by :class:`TruthLensAgentKwargs`.
+    An unknown argument raises ``UnknownArgumentError`` with a suggestion.
 
     Attributes:
         engine: The guard engine (default policy when not given).
@@ -220,22 +272,24 @@ class TruthLensFunctionAgent(FunctionAgent):
     engine: TruthLens = Field(default_factory=TruthLens.from_config, exclude=True)
     verification_llms: list[li_llms.LLM] = Field(default_factory=list, exclude=True)
     judge_llm: li_llms.LLM | None = Field(default=None, exclude=True)
-    stream_mode: Literal["verified", "passthrough"] = "verified"
+    stream_mode: AgentStreamMode = "verified"
 
     _holds_tokens: bool | None = PrivateAttr(default=None)
     _holds_for: TruthLens | None = PrivateAttr(default=None)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(
+        self, *, engine: TruthLens | None = None, **kwargs: Unpack[TruthLensAgentKwargs]
+    ) -> None:
         from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
 
         where = "TruthLensFunctionAgent"
         agent_args = set(FunctionAgent.model_fields) | set(_OWN_OPTIONS) | set(WORKFLOW_KWARGS)
         agent_args |= {"timeout", "verbose"}
+        given: dict[str, Any] = dict(kwargs)
         # Everything else is an engine option or a policy knob (or unknown: rejected).
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k not in agent_args}
-        engine = kwargs.pop("engine", None)
-        kwargs["engine"] = build_engine(engine, None, options, where=where, own=sorted(agent_args))
-        super().__init__(**kwargs)
+        options = {k: given.pop(k) for k in list(given) if k not in agent_args}
+        given["engine"] = build_engine(engine, None, options, where=where, own=sorted(agent_args))
+        super().__init__(**given)
         if self.stream_mode == "passthrough" and _text_changing(self.engine):
             raise ConfigError(
                 "stream_mode='passthrough' streams the answer before it is checked, so the "

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
 
 from truthlens_integrations.core import BlockedResponseError
-from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, describe_spans, verdict_of
@@ -58,12 +58,11 @@ class TruthLensEvaluator(BaseEvaluator):
     Args:
         engine: The guard engine; built from ``config`` when omitted.
         config: A policy (path, YAML text, dict) for a new engine.
-        mode: Overrides the policy's mode on every route.
-        threshold: Overrides the policy's flagging threshold on every route.
-        action: Overrides the policy's ``hallucination_action`` on every route.
-        **options: Engine options (see
-            :class:`~truthlens_integrations.core.engine.EngineOptions`); with
-            ``engine`` given they apply to a copy of it.
+        **options: The policy knobs, on every route (``mode``, ``threshold``,
+            ``action``), and engine options (see
+            :class:`~truthlens_integrations.core.engine.EngineOptions`), typed by
+            :class:`~truthlens_integrations.core.engine.GuardKwargs`; with ``engine``
+            given they apply to a copy of it.
 
     Raises:
         UnknownArgumentError: For an unknown keyword argument.
@@ -75,18 +74,10 @@ class TruthLensEvaluator(BaseEvaluator):
         engine: TruthLens | None = None,
         *,
         config: PolicySource = None,
-        mode: str | None = None,
-        threshold: float | None = None,
-        action: str | None = None,
-        **options: Any,
+        **options: Unpack[GuardKwargs],
     ) -> None:
-        knobs = {"mode": mode, "threshold": threshold, "action": action}
         self.engine = build_engine(
-            engine,
-            config,
-            {**options, **{k: v for k, v in knobs.items() if v is not None}},
-            where="TruthLensEvaluator",
-            own=("engine", "config"),
+            engine, config, options, where="TruthLensEvaluator", own=("engine", "config")
         )
 
     def _get_prompts(self) -> PromptDictType:
@@ -138,7 +129,7 @@ class TruthLensEvaluator(BaseEvaluator):
 class GuardRun:
     """Holds the verdict of one guard call, made inside ``with GuardRun() as run:``.
 
-    An engine built with ``raise_on_block`` raises :class:`BlockedResponseError` for a
+    An engine built with ``on_block="raise"`` raises :class:`BlockedResponseError` for a
     withheld answer; the components here judge or respond to it instead, so the
     error's verdict becomes the run's and the error stops here.
 

@@ -9,7 +9,7 @@ callbacks and instrumentation still firing on every call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from llama_index.core import llms as li_llms
 from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
@@ -36,6 +36,11 @@ from truthlens_integrations.core.llm import (
 )
 
 __all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm"]
+
+
+class _NoOtherArguments(TypedDict):
+    """No other keyword argument: type checkers reject one; at runtime it is named."""
+
 
 _ROLES = {
     "system": MessageRole.SYSTEM,
@@ -188,7 +193,7 @@ class CoreLLMAsLlamaIndex(CustomLLM):
         *,
         context_window: int = 2048,
         num_output: int = 256,
-        **unknown: Any,
+        **unknown: Unpack[_NoOtherArguments],
     ) -> None:
         reject_unknown(unknown, ("llm", "context_window", "num_output"), "CoreLLMAsLlamaIndex")
         super().__init__(context_window=context_window, num_output=num_output)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
-from llama_index.core.callbacks import CBEventType, EventPayload
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
@@ -21,7 +21,32 @@ from truthlens_integrations.core.mitigation import (
 
 from ._events import TruthLensNodeFilterEvent, dispatcher, event_payload
 
-__all__ = ["TruthLensNodePostprocessor"]
+__all__ = ["NodePostprocessorKwargs", "TruthLensNodePostprocessor"]
+
+EvidenceAction = Literal["demote", "drop"]
+EvidenceMethod = Literal["overlap", "nli"]
+
+
+class NodePostprocessorKwargs(TypedDict, total=False):
+    """The settings of :class:`TruthLensNodePostprocessor` as typed keyword arguments.
+
+    One key per field, described there (``callback_manager`` is LlamaIndex's); the
+    fields still check the values at runtime.
+    """
+
+    min_score: float | None
+    min_length: int
+    dedupe_similarity: float
+    authority_key: str
+    source_key: str | None
+    source_authority: dict[str, float]
+    min_authority: float | None
+    evidence_action: EvidenceAction
+    demote_factor: float
+    evidence_method: EvidenceMethod
+    min_support: float
+    metadata_mode: MetadataMode
+    callback_manager: CallbackManager
 
 
 class TruthLensNodePostprocessor(BaseNodePostprocessor):
@@ -65,23 +90,26 @@ class TruthLensNodePostprocessor(BaseNodePostprocessor):
     source_key: str | None = Field(default=None)
     source_authority: dict[str, float] = Field(default_factory=dict)
     min_authority: float | None = Field(default=None, ge=0.0, le=1.0)
-    evidence_action: Literal["demote", "drop"] = Field(default="demote")
+    evidence_action: EvidenceAction = Field(default="demote")
     demote_factor: float = Field(default=0.5, ge=0.0, le=1.0)
-    evidence_method: Literal["overlap", "nli"] = Field(default="overlap")
+    evidence_method: EvidenceMethod = Field(default="overlap")
     min_support: float = Field(default=0.6, gt=0.0, le=1.0)
     metadata_mode: MetadataMode = Field(default=MetadataMode.NONE)
 
     _engine: TruthLens | None = PrivateAttr(default=None)
 
-    def __init__(self, *, engine: TruthLens | None = None, **data: Any) -> None:
+    def __init__(
+        self, *, engine: TruthLens | None = None, **data: Unpack[NodePostprocessorKwargs]
+    ) -> None:
         reject_unknown(data, [*type(self).model_fields, "engine"], "TruthLensNodePostprocessor")
         if engine is not None and not isinstance(engine, TruthLens):
             kind = type(engine).__name__
             raise InvalidArgumentError(
                 f"TruthLensNodePostprocessor: engine must be a TruthLens, got {kind}"
             )
+        fields: dict[str, Any] = dict(data)  # the base's __init__ is pydantic's
         try:
-            super().__init__(**data)
+            super().__init__(**fields)
         except ValidationError as exc:
             raise ConfigError(f"TruthLensNodePostprocessor: {exc}") from None
         self._engine = engine

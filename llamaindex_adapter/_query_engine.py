@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Unpack
 
 from llama_index.core import llms as li_llms
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -31,6 +31,7 @@ from truthlens_integrations.core import (
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import (
     REDACTED,
+    GuardKwargs,
     OnBlock,
     TruthLens,
     Verdict,
@@ -134,16 +135,15 @@ def _check_arguments(query_engine: object, **typed: tuple[object, type | tuple[t
     _check_types(**typed)
 
 
-def _block_options(on_block: object, blocked_message: object) -> dict[str, Any]:
-    """The engine's block options the caller gave; ``"response"`` is deprecated."""
-    if on_block == "response":
-        warn_deprecated(
-            "TruthLensQueryEngine: on_block='response' is deprecated and will be removed "
-            "in the next release; use on_block='message' (the default)"
-        )
-        on_block = "message"
-    given = {"on_block": on_block, "blocked_message": blocked_message}
-    return {k: v for k, v in given.items() if v is not None}
+def _renamed_block_choice(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with the deprecated ``on_block="response"`` (runtime only) as ``"message"``."""
+    if options.get("on_block") != "response":
+        return dict(options)
+    warn_deprecated(
+        "TruthLensQueryEngine: on_block='response' is deprecated and will be removed "
+        "in the next release; use on_block='message' (the default)"
+    )
+    return {**options, "on_block": "message"}
 
 
 def _check_types(**values: tuple[object, type | tuple[type, ...]]) -> None:
@@ -228,10 +228,6 @@ class TruthLensQueryEngine(BaseQueryEngine):
         query_engine: The engine to guard.
         engine: The guard engine; built from ``config`` when omitted.
         config: A policy (path, YAML text, dict) for a new guard engine.
-        mode: Overrides the policy's mode on every route (``lightweight``,
-            ``standard``, ``premium``).
-        threshold: Overrides the policy's flagging threshold on every route.
-        action: Overrides the policy's ``hallucination_action`` on every route.
         llm: LLM for standard-mode refinement and query rewriting (LlamaIndex or
             core); defaults to the inner engine's LLM where it can be found.
         retriever: A LlamaIndex retriever (or a core ``Retriever``) for the
@@ -246,11 +242,6 @@ class TruthLensQueryEngine(BaseQueryEngine):
             re-query's) before the check; with ``evidence_filter`` it also drops or
             demotes, after the check, the nodes that supported nothing in the answer.
         evidence_filter: Apply the postprocessor's evidence step to the sources.
-        on_block: ``"message"`` (the engine's default) returns ``blocked_message``
-            as the response text; ``"raise"`` raises :class:`BlockedResponseError`
-            with the verdict. An engine option: ``None`` keeps the engine's.
-            ``"response"`` is the deprecated spelling of ``"message"``.
-        blocked_message: Text of a blocked response (engine option).
         refine_prompt: Overrides the refine prompt (see ``_prompts``: variables
             ``context_str``, ``query_str``, ``answer``, ``spans``); also settable
             with ``update_prompts({"refine_prompt": ...})``.
@@ -261,11 +252,18 @@ class TruthLensQueryEngine(BaseQueryEngine):
             node's text only) by default.
         callback_manager: Legacy callback manager; the guard is traced as a
             ``function_call`` event of the tool ``truthlens_guard``.
-        **options: Engine options (every field of
-            :class:`~truthlens_integrations.core.engine.EngineOptions`:
-            ``expose_blocked_text``, ``align_quantities``, ``mitigation_options``,
-            ``redact``, ``audit_hook``, models, ...); with ``engine`` given they apply
-            to a copy of it.
+        **options: The policy knobs, on every route (``mode``: ``lightweight``,
+            ``standard`` or ``premium``; ``threshold``; ``action``: the policy's
+            ``hallucination_action``), and engine options (every field of
+            :class:`~truthlens_integrations.core.engine.EngineOptions`: ``on_block``,
+            where ``"message"``, the default, returns ``blocked_message`` as the
+            response text and ``"raise"`` raises :class:`BlockedResponseError` with
+            the verdict (``"response"`` is a deprecated spelling of ``"message"``,
+            runtime only); ``blocked_message``, ``expose_blocked_text``,
+            ``align_quantities``, ``mitigation_options``, ``redact``,
+            ``audit_hook``, models, ...). Typed by
+            :class:`~truthlens_integrations.core.engine.GuardKwargs`; with ``engine``
+            given they apply to a copy of it.
 
     Raises:
         UnknownArgumentError: For an unknown keyword argument (with a suggestion).
@@ -279,9 +277,6 @@ class TruthLensQueryEngine(BaseQueryEngine):
         *,
         engine: TruthLens | None = None,
         config: PolicySource = None,
-        mode: str | None = None,
-        threshold: float | None = None,
-        action: str | None = None,
         llm: li_llms.LLM | core_llm.LLM | None = None,
         retriever: BaseRetriever | Retriever | None = None,
         verification_llms: Sequence[li_llms.LLM | core_llm.LLM] = (),
@@ -289,29 +284,28 @@ class TruthLensQueryEngine(BaseQueryEngine):
         retrieval_feedback: bool = False,
         node_postprocessor: TruthLensNodePostprocessor | None = None,
         evidence_filter: bool = True,
-        on_block: Literal["message", "raise", "response"] | None = None,
-        blocked_message: str | None = None,
         refine_prompt: BasePromptTemplate | None = None,
         query_rewrite_prompt: BasePromptTemplate | None = None,
         context_metadata_mode: MetadataMode = MetadataMode.NONE,
         callback_manager: CallbackManager | None = None,
-        **options: Any,
+        **options: Unpack[GuardKwargs],
     ) -> None:
         _check_arguments(
             query_engine,
             retrieval_feedback=(retrieval_feedback, bool),
             evidence_filter=(evidence_filter, bool),
             node_postprocessor=(node_postprocessor, (TruthLensNodePostprocessor, type(None))),
-            blocked_message=(blocked_message, (str, type(None))),
             refine_prompt=(refine_prompt, (BasePromptTemplate, type(None))),
             query_rewrite_prompt=(query_rewrite_prompt, (BasePromptTemplate, type(None))),
             context_metadata_mode=(context_metadata_mode, MetadataMode),
         )
         self._query_engine = query_engine
-        knobs = _given(mode=mode, threshold=threshold, action=action)
-        options = {**options, **knobs, **_block_options(on_block, blocked_message)}
         self.engine = build_engine(
-            engine, config, options, where="TruthLensQueryEngine", own=_OWN_ARGUMENTS
+            engine,
+            config,
+            _renamed_block_choice(options),
+            where="TruthLensQueryEngine",
+            own=_OWN_ARGUMENTS,
         )
         self._llm = as_core_llm(llm if llm is not None else _find_llm(query_engine))
         self._retriever = _as_retriever(retriever, context_metadata_mode)

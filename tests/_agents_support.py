@@ -20,11 +20,8 @@ from langchain_core.messages import (
 from langchain_core.tools import tool
 from pydantic import Field
 
-from tests._scripts import load_example
 from truthlens_integrations.core.engine import TruthLens
-
-# The tool-calling model is the cookbook agents' (one streaming implementation).
-_AGENTS = load_example("_agents_setup.py")
+from truthlens_integrations.testing import ScriptedChatModel
 
 EIFFEL_RECORD = (
     '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '
@@ -76,11 +73,11 @@ def eiffel_script(first: str = WRONG, fixed: str = RIGHT, *, call_tool: bool = T
     return respond
 
 
-class ScriptedToolModel(_AGENTS.PlannedToolModel):  # type: ignore[name-defined]
-    """The cookbook's tool-calling model on a script; streams word by word.
+class ScriptedToolModel(ScriptedChatModel):
+    """The package's scripted chat model, recording what it was shown.
 
-    ``bind_tools`` returns the model itself (the script decides on tool calls);
-    ``calls`` counts invocations, ``seen`` keeps every conversation it was shown.
+    ``respond`` decides each reply from the conversation (``bind_tools`` returns the
+    model itself); ``calls`` counts invocations, ``seen`` keeps every conversation.
     """
 
     calls: int = 0
@@ -90,13 +87,11 @@ class ScriptedToolModel(_AGENTS.PlannedToolModel):  # type: ignore[name-defined]
     def _llm_type(self) -> str:
         return "scripted-tool-model"
 
-    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
         self.calls += 1
         self.seen.append(list(messages))
-        reply = self.reply(list(messages))
-        assert isinstance(reply, AIMessage)
-        return reply
+        return super()._reply(messages)
 
 
 def scripted(script: Script) -> ScriptedToolModel:
-    return ScriptedToolModel(reply=script)
+    return ScriptedToolModel(respond=script)

@@ -45,6 +45,36 @@ def _onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.undo()
 
 
+@pytest.fixture
+def hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a machine without the Hugging Face hub sees: ``HF_HUB_OFFLINE`` set.
+
+    huggingface_hub reads the variable once, when it is imported, so its constant is set
+    too (a ``setenv`` alone does nothing once another test has imported it). Offline, the
+    hub client also skips the agent registry it otherwise fetches with the first
+    request headers (huggingface_hub 2.x), even for ``local_files_only``.
+    """
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture
+def hub_unreachable(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A machine that tries the hub and cannot reach it (``HF_HUB_OFFLINE`` unset).
+
+    Sockets are off in the tests, so the attempt fails; pytest-socket warns each time it
+    blocks one, and the test requires that warning: the network really was tried.
+    """
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with pytest.warns(UserWarning, match="A test tried to use socket"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model("bert", tmp_path_factory.mktemp("tiny-bert"))

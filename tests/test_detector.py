@@ -221,6 +221,7 @@ def test_bad_input_raises_typed_errors(
         detector.detect(context=context, question="q", answer=answer)  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("hub_offline")
 def test_unreachable_hub_id_says_how_to_pass_a_local_path() -> None:
     with pytest.raises(ModelNotAvailableError) as info:
         load_detector("KRLabsOrg/lettucedect-base-modernbert-en-v1", local_files_only=True)
@@ -228,6 +229,7 @@ def test_unreachable_hub_id_says_how_to_pass_a_local_path() -> None:
     assert "lettucedect-base-modernbert-en-v1" in str(info.value)
 
 
+@pytest.mark.usefixtures("hub_unreachable")
 def test_hub_download_attempt_fails_cleanly_without_network() -> None:
     with pytest.raises(ModelNotAvailableError, match="pass its path"):
         load_detector("KRLabsOrg/lettucedect-large-modernbert-en-v1")

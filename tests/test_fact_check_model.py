@@ -47,8 +47,8 @@ def test_a_local_classifier_decides_with_its_positive_class(tmp_path: Path) -> N
         classifier.classify(["ok", ""])
 
 
-def test_an_unreachable_hub_id_says_how_to_pass_a_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # what a machine without the hub sees
+@pytest.mark.usefixtures("hub_offline")
+def test_an_unreachable_hub_id_says_how_to_pass_a_folder() -> None:
     with pytest.raises(ModelNotAvailableError, match="local-dir"):
         TransformersFactCheckClassifier("nobody/not-a-real-sentinel-model")
 

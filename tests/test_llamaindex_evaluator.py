@@ -79,7 +79,7 @@ def test_blocking_engine_still_evaluates(detector: Detector) -> None:
         {"hallucination": {"use_nli": False, "hallucination_action": "block"}},
         detector=detector,
         fact_checker=AlwaysFactual(),
-        raise_on_block=True,
+        on_block="raise",
     )
     result = TruthLensEvaluator(engine).evaluate(
         query=QUESTION, response=WRONG_ANSWER, contexts=[VISITOR_DOC]

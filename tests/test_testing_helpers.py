@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from truthlens_integrations.core import InvalidArgumentError
-from truthlens_integrations.testing import ScriptedChatModel, scripted_function_llm, tool_call
+from truthlens_integrations.testing import (
+    ScriptedChatModel,
+    ToolCall,
+    scripted_function_llm,
+    tool_call,
+)
 
 
 def test_scripted_chat_model_replies_in_order_then_repeats_the_last() -> None:
@@ -32,6 +38,25 @@ def test_scripted_chat_model_rejects_a_bad_script() -> None:
         ScriptedChatModel(replies=[])
     with pytest.raises(InvalidArgumentError):
         ScriptedChatModel(replies=[42])
+    with pytest.raises(InvalidArgumentError, match="one of them"):
+        ScriptedChatModel(replies=["a"], respond=lambda messages: "b")
+    with pytest.raises(InvalidArgumentError, match="got int"):
+        ScriptedChatModel(respond=lambda messages: 42).invoke("q")
+
+
+def test_scripted_chat_model_responds_to_what_it_is_shown() -> None:
+    def respond(messages: list[BaseMessage]) -> str | ToolCall:
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return tool_call("lookup", name="Eiffel")
+        return f"from the record: {messages[-1].content}"
+
+    model = ScriptedChatModel(respond=respond)
+    call = model.invoke([HumanMessage("q")]).tool_calls[0]
+    assert (call["name"], call["args"]) == ("lookup", {"name": "Eiffel"})
+    conversation = [HumanMessage("q"), ToolMessage("built 1889", tool_call_id=call["id"])]
+    assert model.invoke(conversation).content == "from the record: built 1889"
+    streamed = [c.content for c in model.stream(conversation) if c.content]
+    assert streamed == ["from ", "the ", "record: ", "built ", "1889"]  # word by word
 
 
 def test_scripted_function_llm_calls_tools_then_answers() -> None:

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, Unpack
+from typing import TypeVar, Unpack
 
 from .._errors import InvalidArgumentError, InvalidInputError
 from .._types import DetectionInput, DetectionResult, DetectionStatus, NLILabel
@@ -27,7 +27,9 @@ from ._blocked import blocked_error, shown_text
 from ._conclude import build_verdict, deliver, log_verdict, observe
 from ._models import load_classifier, load_nli, load_policy_detector
 from ._options import (
+    EngineKwargs,
     EngineOptions,
+    GuardKwargs,
     OnBlock,
     parse_engine_options,
     split_options,
@@ -90,8 +92,9 @@ class TruthLens:
 
     Args:
         policy: The validated policy.
-        **options: Engine options, all defined once in
-            :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
+        **options: Engine options, typed by
+            :class:`~truthlens_integrations.core.engine.EngineKwargs` and defined once
+            in :class:`~truthlens_integrations.core.engine.EngineOptions` (``detector``,
             ``nli``, ``fact_checker``, ``metrics``, ``tracer``, ``domain_classifier``,
             ``on_block``, ``blocked_message``, ``expose_blocked_text``,
             ``align_quantities``, ``mitigation_options``, ``redact``,
@@ -102,7 +105,7 @@ class TruthLens:
         InvalidArgumentError: For an option of the wrong type (``nli=42``).
     """
 
-    def __init__(self, policy: Policy, **options: Any) -> None:
+    def __init__(self, policy: Policy, **options: Unpack[EngineKwargs]) -> None:
         if not isinstance(policy, Policy):
             raise InvalidArgumentError(
                 f"TruthLens takes a Policy, got {type(policy).__name__}; use "
@@ -126,7 +129,7 @@ class TruthLens:
 
     @classmethod
     def from_config(
-        cls, config: PolicySource | Sequence[PolicySource] = None, **options: Any
+        cls, config: PolicySource | Sequence[PolicySource] = None, **options: Unpack[GuardKwargs]
     ) -> TruthLens:
         """Build an engine from a policy file, YAML text, dict, list of these, or defaults.
 
@@ -136,7 +139,8 @@ class TruthLens:
             **options: Engine options (see :class:`EngineOptions`) and the policy
                 knobs ``mode``, ``threshold`` and ``action`` (see
                 :class:`PolicyKnobs`), which override the policy on every route;
-                a knob left ``None`` keeps the policy's value.
+                a knob left ``None`` keeps the policy's value. Typed by
+                :class:`GuardKwargs`.
 
         Returns:
             The engine.
@@ -149,7 +153,7 @@ class TruthLens:
         split = split_options(options, own=(), where="TruthLens.from_config")
         return cls(split.knobs.apply(_load_policy(config)), **split.engine)
 
-    def derive(self, *, policy: Policy | None = None, **options: Any) -> TruthLens:
+    def derive(self, *, policy: Policy | None = None, **options: Unpack[GuardKwargs]) -> TruthLens:
         """A new engine with some options or policy knobs changed; loaded models are shared.
 
         Adapters use it when given both an ``engine`` and options for it, so that

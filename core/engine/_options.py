@@ -3,11 +3,18 @@
 Three groups, each a single definition the adapters reuse so that they cannot drift:
 
 - :class:`EngineOptions`: how a :class:`~truthlens_integrations.core.engine.TruthLens`
-  is built (models, metrics, ``raise_on_block``, ``redact``, ...);
+  is built (models, metrics, ``on_block``, ``redact``, ...);
 - :class:`PolicyKnobs`: the common policy settings every adapter takes as keyword
   arguments (``mode``, ``threshold``, ``action``), applied over the policy file;
 - what one guard call is given (``llm``, ``retriever``, ...) is defined in
   ``_tools`` (:class:`GuardTools`, :data:`GUARD_TOOLS`).
+
+The same groups as typed keyword arguments, for signatures (``**options:
+Unpack[GuardKwargs]``), so that editors complete them and type checkers check callers:
+:class:`EngineKwargs` mirrors :class:`EngineOptions`, :class:`PolicyKnobKwargs` mirrors
+:class:`PolicyKnobs`, and :class:`GuardKwargs` is both, what ``TruthLens.from_config``
+and every adapter take. Deprecated spellings (``raise_on_block``) are not in them: they
+still work at runtime, with a :class:`DeprecationWarning`, but a type checker flags them.
 
 :func:`split_options` sorts an adapter's keyword arguments into these groups and
 rejects unknown ones with a did-you-mean message (:class:`UnknownArgumentError`);
@@ -20,7 +27,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -36,8 +43,11 @@ from pydantic import (
 from .._arguments import describe_error, kind, reject_unknown
 from .._errors import ConfigError, InvalidArgumentError
 from ..mitigation import MitigationOptions
-from ..policy import Action, Mode, Policy
+from ..models import Detector, FactCheckClassifier, NLIExplainer
+from ..observability import Metrics, Tracer
+from ..policy import Action, DomainClassifier, Mode, Policy
 from ._blocked import DEFAULT_BLOCKED_MESSAGE
+from ._verdict import Verdict
 
 if TYPE_CHECKING:
     from ._engine import TruthLens
@@ -45,8 +55,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ENGINE_OPTION_NAMES",
     "POLICY_KNOB_NAMES",
+    "EngineKwargs",
     "EngineOptions",
+    "GuardKwargs",
     "OnBlock",
+    "PolicyKnobKwargs",
     "PolicyKnobs",
     "SplitOptions",
     "engine_from",
@@ -245,6 +258,50 @@ class PolicyKnobs(BaseModel):
             for entry in decision.get("plugins", ()):
                 entry.setdefault("configuration", {}).update(plugin)
         return Policy.model_validate(data)
+
+
+class EngineKwargs(TypedDict, total=False):
+    """:class:`EngineOptions` as typed keyword arguments (``TruthLens(policy, **options)``).
+
+    One key per option, typed for editors and type checkers; each is described on
+    :class:`EngineOptions`, which still checks the values at runtime. A key left out
+    keeps its default (in an adapter given an ``engine``: that engine's value). The
+    deprecated ``raise_on_block`` is accepted at runtime only.
+    """
+
+    detector: Detector | None
+    nli: NLIExplainer | None
+    fact_checker: FactCheckClassifier | None
+    metrics: Metrics | None
+    tracer: Tracer | None
+    domain_classifier: DomainClassifier | None
+    on_block: OnBlock
+    blocked_message: str
+    expose_blocked_text: bool
+    align_quantities: bool
+    mitigation_options: MitigationOptions | None
+    redact: bool
+    audit_hook: Callable[[Verdict], object] | None
+
+
+class PolicyKnobKwargs(TypedDict, total=False):
+    """:class:`PolicyKnobs` as typed keyword arguments (``mode``, ``threshold``, ``action``).
+
+    A knob left out, or ``None``, keeps the policy's value.
+    """
+
+    mode: Mode | None
+    threshold: float | None
+    action: Action | None
+
+
+class GuardKwargs(EngineKwargs, PolicyKnobKwargs, total=False):
+    """Engine options and policy knobs: the keyword arguments of ``TruthLens.from_config``.
+
+    Every adapter takes these same keywords (``**options: Unpack[GuardKwargs]``) next
+    to its own, so each option has one name and one type everywhere. Unknown keywords
+    still raise :class:`~truthlens_integrations.core.UnknownArgumentError` at runtime.
+    """
 
 
 #: Engine options of earlier releases, still accepted (with a DeprecationWarning).

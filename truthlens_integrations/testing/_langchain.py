@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -11,7 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from truthlens_integrations.core import InvalidArgumentError
 
@@ -20,40 +20,50 @@ from ._calls import ToolCall
 __all__ = ["ScriptedChatModel"]
 
 
-class ScriptedChatModel(BaseChatModel):
-    """A chat model that gives ``replies`` in order, for offline examples and tests.
+Reply = str | ToolCall | AIMessage
+"""One scripted reply: an answer, a tool call or a whole ``AIMessage``."""
 
-    Each reply is a string (an answer), a :class:`ToolCall` (from :func:`tool_call`)
-    or an ``AIMessage``. ``bind_tools`` returns the model itself, so it works as the
-    model of ``langchain.agents.create_agent``. Replies are streamed word by word.
-    After the last reply it repeats the last one (``cycle=False``, the default) or
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that gives scripted replies, for offline examples and tests.
+
+    Either ``replies``, given in order, or ``respond``, a function of the conversation
+    that decides each reply (what it says can depend on what the model is shown: a
+    tool result, the guard's feedback). Each reply is a string (an answer), a
+    :class:`ToolCall` (from :func:`tool_call`) or an ``AIMessage``. ``bind_tools``
+    returns the model itself, so it works as the model of
+    ``langchain.agents.create_agent``. Replies are streamed word by word. After the
+    last of ``replies`` it repeats the last one (``cycle=False``, the default) or
     starts again (``cycle=True``).
 
     Attributes:
         replies: The scripted replies, in order.
+        respond: Instead of ``replies``: gives the reply to a conversation.
         cycle: Start again after the last reply instead of repeating it.
 
     Example:
         >>> model = ScriptedChatModel(replies=["The Eiffel Tower was built in 1950."])
         >>> model.invoke("When was the Eiffel Tower built?").content
         'The Eiffel Tower was built in 1950.'
+        >>> echo = ScriptedChatModel(respond=lambda messages: f"{len(messages)} message(s)")
+        >>> echo.invoke("Hello").content
+        '1 message(s)'
     """
 
-    replies: list[Any]
+    replies: list[Any] = Field(default_factory=list)
+    respond: Callable[[list[BaseMessage]], Reply] | None = None
     cycle: bool = False
     _next: int = PrivateAttr(default=0)
 
     def model_post_init(self, context: Any, /) -> None:
         """Check the script once, when the model is built."""
         del context
-        if not self.replies:
-            raise InvalidArgumentError("ScriptedChatModel: replies must not be empty")
+        if (self.respond is None) == (not self.replies):
+            raise InvalidArgumentError(
+                "ScriptedChatModel: give non-empty replies or a respond function (one of them)"
+            )
         for reply in self.replies:
-            if not isinstance(reply, str | ToolCall | AIMessage):
-                raise InvalidArgumentError(
-                    "ScriptedChatModel: each reply is a str, a ToolCall or an AIMessage, "
-                    f"got {type(reply).__name__}"
-                )
+            _checked(reply)
 
     @property
     def _llm_type(self) -> str:
@@ -64,19 +74,15 @@ class ScriptedChatModel(BaseChatModel):
         del tools, kwargs
         return self
 
-    def _reply(self) -> AIMessage:
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        """The next reply to ``messages``, as a message."""
+        if self.respond is not None:
+            return _as_message(_checked(self.respond(list(messages))))
         index = self._next
         if index >= len(self.replies):
             index = index % len(self.replies) if self.cycle else len(self.replies) - 1
         self._next += 1
-        reply = self.replies[index]
-        if isinstance(reply, AIMessage):
-            return reply
-        if isinstance(reply, ToolCall):
-            return AIMessage(
-                "", tool_calls=[{"name": reply.name, "args": reply.args, "id": reply.id}]
-            )
-        return AIMessage(reply)
+        return _as_message(self.replies[index])
 
     def _generate(
         self,
@@ -85,8 +91,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        del messages, stop, run_manager, kwargs  # scripted: the input does not matter
-        return ChatResult(generations=[ChatGeneration(message=self._reply())])
+        del stop, run_manager, kwargs  # scripted: nothing else matters
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
     def _stream(
         self,
@@ -95,8 +101,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        del messages, stop, kwargs  # scripted: the input does not matter
-        reply = self._reply()
+        del stop, kwargs  # scripted: nothing else matters
+        reply = self._reply(messages)
         if reply.tool_calls:
             calls = [
                 tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
@@ -114,3 +120,21 @@ class ScriptedChatModel(BaseChatModel):
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
+
+
+def _checked(reply: object) -> Reply:
+    """``reply`` when it is a string, a :class:`ToolCall` or an ``AIMessage``."""
+    if not isinstance(reply, str | ToolCall | AIMessage):
+        raise InvalidArgumentError(
+            "ScriptedChatModel: each reply is a str, a ToolCall or an AIMessage, "
+            f"got {type(reply).__name__}"
+        )
+    return reply
+
+
+def _as_message(reply: Reply) -> AIMessage:
+    if isinstance(reply, AIMessage):
+        return reply
+    if isinstance(reply, ToolCall):
+        return AIMessage("", tool_calls=[{"name": reply.name, "args": reply.args, "id": reply.id}])
+    return AIMessage(reply)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._loading import clear_model_cache
 from ._base import BaseDetector, Detector, TokenScoring
 from ._evidence_detector import EvidenceDetector
-from ._factory import load_detector
+from ._factory import LoadDetectorKwargs, load_detector
 from ._lexical import STOPWORDS, LexicalDetector, lexical_nli, normalize_word
 from ._prompt import format_prompt
 from ._remote import RemoteDetector
@@ -22,6 +22,7 @@ __all__ = [
     "Detector",
     "EvidenceDetector",
     "LexicalDetector",
+    "LoadDetectorKwargs",
     "RemoteDetector",
     "ResponseCalibration",
     "TokenScoring",

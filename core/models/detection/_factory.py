@@ -3,32 +3,66 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from pydantic import ValidationError
 
 from ..._arguments import describe_error, kind, reject_unknown
 from ..._errors import InvalidArgumentError, InvalidInputError, ModelNotAvailableError
-from ..._types import DetectionConfig
-from .._service import is_service_url
+from ..._types import DetectionConfig, DetectionConfigKwargs
+from .._onnx import Backend
+from .._service import OnError, is_service_url
 from ._base import Detector
 
-__all__ = ["load_detector"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["LoadDetectorKwargs", "load_detector"]
+
+
+class _ModelLoadKwargs(TypedDict, total=False):
+    """How a transformer model is loaded (see :class:`TransformerDetector`)."""
+
+    device: str | torch.device | None
+    dtype: str | torch.dtype | None
+    revision: str | None
+    local_files_only: bool | None
+    model_id: str | None
+    strategy: Literal["evidence", "windows"] | None
+    backend: Backend
+
+
+class _ServiceKwargs(TypedDict, total=False):
+    """How a service URL is called (see :class:`RemoteDetector`)."""
+
+    timeout_s: float
+    retries: int
+    on_error: OnError
+    chunk_size: int
+
+
+class LoadDetectorKwargs(DetectionConfigKwargs, _ModelLoadKwargs, _ServiceKwargs, total=False):
+    """The keyword arguments of :func:`load_detector`, typed.
+
+    :class:`~truthlens_integrations.core.DetectionConfig` fields, how a transformer
+    model is loaded, and how a service URL is called; :func:`load_detector` says which
+    apply to which model.
+    """
+
 
 _CONFIG_FIELDS = frozenset(DetectionConfig.model_fields)
-_LOAD_FIELDS = frozenset(
-    {"device", "dtype", "revision", "local_files_only", "model_id", "strategy", "backend"}
-)
+_LOAD_FIELDS = frozenset(_ModelLoadKwargs.__optional_keys__)
 _STRATEGIES = ("evidence", "windows")
-_REMOTE_FIELDS = frozenset({"timeout_s", "retries", "on_error", "chunk_size"})
+_REMOTE_FIELDS = frozenset(_ServiceKwargs.__optional_keys__)
 
 
 def load_detector(
     model: str | os.PathLike[str] | None = None,
     *,
     config: DetectionConfig | None = None,
-    **options: Any,
+    **options: Unpack[LoadDetectorKwargs],
 ) -> Detector:
     """Load a hallucination detector.
 
@@ -39,7 +73,8 @@ def load_detector(
             TruthLens service (``"http://host:port"``, see ``truthlens serve``).
         config: Thresholds and limits. Alternatively pass its fields as keyword
             arguments (``token_threshold=0.8``, ``threshold=0.6``, ...).
-        **options: :class:`DetectionConfig` fields, and for transformer models
+        **options: Typed by :class:`LoadDetectorKwargs`: :class:`DetectionConfig`
+            fields, and for transformer models
             ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``,
             ``backend`` (``"auto"``: torch; ``"onnx"``: ONNX Runtime on the CPU, the
             ``fast`` extra; ``"torch"`` forces torch) and
@@ -136,7 +171,7 @@ def _bundled_config(config: DetectionConfig | None) -> DetectionConfig:
     return DetectionConfig(**{**base, "aggregation": "calibrated"})
 
 
-def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:
+def _remote(url: str, config: DetectionConfig | None, options: Mapping[str, Any]) -> Detector:
     """A :class:`RemoteDetector`; model-loading options belong to the service."""
     from ._remote import RemoteDetector
 

@@ -1,0 +1,295 @@
+"""Typed options: every public constructor's keywords are typed, from one definition.
+
+- Each ``TypedDict`` has exactly the keys of the model it mirrors (``EngineKwargs`` and
+  ``EngineOptions``, ``DetectionConfigKwargs`` and ``DetectionConfig``, an adapter's
+  ``...Kwargs`` and its pydantic fields), so the typed signature and the runtime check
+  cannot drift apart.
+- Every public constructor and call exposes them: its ``**`` parameter is
+  ``Unpack[...]`` of a ``TypedDict`` holding every engine option and policy knob, and
+  no adapter re-declares one as its own parameter (one vocabulary).
+- Unknown keywords still raise at runtime, with a suggestion.
+
+That mypy rejects wrong callers is checked by ``scripts/typecheck.sh`` on
+``tests/typing/check_options.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any, Unpack
+
+import pytest
+from langchain_core.language_models import FakeListChatModel
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import CustomQueryEngine
+
+from truthlens_integrations.core import (
+    ConfigError,
+    DetectionConfig,
+    DetectionConfigKwargs,
+    InvalidArgumentError,
+    UnknownArgumentError,
+)
+from truthlens_integrations.core.engine import (
+    ENGINE_OPTION_NAMES,
+    POLICY_KNOB_NAMES,
+    EngineKwargs,
+    EngineOptions,
+    GuardKwargs,
+    PolicyKnobKwargs,
+    PolicyKnobs,
+    TruthLens,
+)
+from truthlens_integrations.core.models.detection import (
+    LoadDetectorKwargs,
+    RemoteDetector,
+    TransformerDetector,
+    load_detector,
+)
+from truthlens_integrations.langchain_adapter import (
+    AsyncTruthLensCallbackHandler,
+    LLMChatModel,
+    RetrievalQualityFilter,
+    TruthLensCallbackHandler,
+    TruthLensGraphGuard,
+    TruthLensMiddleware,
+    TruthLensRunnable,
+    guard_chain,
+    truthlens_callback,
+)
+from truthlens_integrations.langchain_adapter._compressor import QualityFilterKwargs
+from truthlens_integrations.langchain_adapter._llm import LLMChatModelKwargs
+from truthlens_integrations.langchain_adapter._runnable import RunnableKwargs
+from truthlens_integrations.llamaindex_adapter import (
+    TruthLensEvaluator,
+    TruthLensFunctionAgent,
+    TruthLensNodePostprocessor,
+    TruthLensQueryEngine,
+)
+from truthlens_integrations.llamaindex_adapter._agent import (
+    FunctionAgentKwargs,
+    TruthLensAgentKwargs,
+)
+from truthlens_integrations.llamaindex_adapter._postprocessor import NodePostprocessorKwargs
+
+GUARD_KEYS = set(ENGINE_OPTION_NAMES) | set(POLICY_KNOB_NAMES)
+
+
+def keys(typed: Any) -> set[str]:
+    """Every key of a ``TypedDict`` (required or not)."""
+    return set(typed.__required_keys__) | set(typed.__optional_keys__)
+
+
+def own(typed: Any) -> set[str]:
+    """The keys a ``TypedDict`` adds to the engine options and knobs."""
+    return keys(typed) - GUARD_KEYS
+
+
+# -- each TypedDict mirrors its model ---------------------------------------------------
+
+
+def test_engine_kwargs_mirror_engine_options() -> None:
+    deprecated = {"raise_on_block"}  # accepted at runtime only, with a DeprecationWarning
+    assert keys(EngineKwargs) == set(EngineOptions.model_fields) - deprecated
+    assert keys(EngineKwargs) == set(ENGINE_OPTION_NAMES)
+    assert keys(PolicyKnobKwargs) == set(PolicyKnobs.model_fields) == set(POLICY_KNOB_NAMES)
+    assert keys(GuardKwargs) == GUARD_KEYS
+    assert not (keys(EngineKwargs) & keys(PolicyKnobKwargs))
+
+
+def test_the_typed_literals_are_the_models() -> None:
+    hints = typing.get_type_hints(GuardKwargs)
+    assert hints["on_block"] == EngineOptions.model_fields["on_block"].annotation
+    for knob in ("mode", "action"):
+        assert hints[knob] == PolicyKnobs.model_fields[knob].annotation
+
+
+def test_detector_kwargs_mirror_the_config_and_the_loaders() -> None:
+    assert keys(DetectionConfigKwargs) == set(DetectionConfig.model_fields)
+    assert typing.get_type_hints(DetectionConfigKwargs)["aggregation"] == (
+        DetectionConfig.model_fields["aggregation"].annotation
+    )
+
+    def parameters(init: Callable[..., Any], *skip: str) -> set[str]:
+        return set(inspect.signature(init).parameters) - {"self", "config", *skip}
+
+    loading = parameters(TransformerDetector.__init__, "model") | {"strategy"}
+    service = parameters(RemoteDetector.__init__, "url", "client")
+    assert keys(LoadDetectorKwargs) == keys(DetectionConfigKwargs) | loading | service
+
+
+def test_adapter_kwargs_mirror_their_fields() -> None:
+    runnable = set(TruthLensRunnable.model_fields) - {"engine", "chain"}
+    assert keys(RunnableKwargs) == runnable | GUARD_KEYS
+    assert keys(NodePostprocessorKwargs) == set(TruthLensNodePostprocessor.model_fields)
+    assert keys(QualityFilterKwargs) == set(RetrievalQualityFilter.model_fields)
+    assert keys(LLMChatModelKwargs) == set(LLMChatModel.model_fields)  # LangChain's too
+
+
+def test_function_agent_kwargs_mirror_llama_index() -> None:
+    # service_manager is in WORKFLOW_KWARGS, but Workflow.__init__ no longer takes it.
+    workflow = set(WORKFLOW_KWARGS) - {"service_manager"}
+    assert keys(FunctionAgentKwargs) == set(FunctionAgent.model_fields) | workflow
+    ours = set(TruthLensFunctionAgent.model_fields) - set(FunctionAgent.model_fields)
+    assert own(TruthLensAgentKwargs) == keys(FunctionAgentKwargs) | (ours - {"engine"})
+    assert keys(TruthLensAgentKwargs) >= GUARD_KEYS
+
+
+# -- every public signature exposes them ------------------------------------------------
+
+#: Public constructors and calls that take engine options, and the TypedDict of their **.
+TAKES_GUARD_OPTIONS: dict[str, Callable[..., Any]] = {
+    "TruthLens.from_config": TruthLens.from_config,
+    "TruthLens.derive": TruthLens.derive,
+    "TruthLensRunnable": TruthLensRunnable.__init__,
+    "TruthLensRunnable.from_config": TruthLensRunnable.from_config,
+    "guard_chain": guard_chain,
+    "TruthLensCallbackHandler": TruthLensCallbackHandler.__init__,
+    "AsyncTruthLensCallbackHandler": AsyncTruthLensCallbackHandler.__init__,
+    "truthlens_callback": truthlens_callback,
+    "TruthLensMiddleware": TruthLensMiddleware.__init__,
+    "TruthLensMiddleware.from_config": TruthLensMiddleware.from_config,
+    "TruthLensGraphGuard": TruthLensGraphGuard.__init__,
+    "TruthLensQueryEngine": TruthLensQueryEngine.__init__,
+    "TruthLensEvaluator": TruthLensEvaluator.__init__,
+    "TruthLensFunctionAgent": TruthLensFunctionAgent.__init__,
+}
+
+
+def unpacked(func: Callable[..., Any]) -> Any:
+    """The ``TypedDict`` of ``func``'s ``**`` parameter; fails unless it is ``Unpack[...]``."""
+    star = [p for p in inspect.signature(func).parameters.values() if p.kind is p.VAR_KEYWORD]
+    assert star, f"{func.__qualname__} takes no **keywords"
+    hint = typing.get_type_hints(func)[star[0].name]
+    assert typing.get_origin(hint) is Unpack, f"{func.__qualname__}: **{star[0].name}: {hint}"
+    return typing.get_args(hint)[0]
+
+
+@pytest.mark.parametrize("name", list(TAKES_GUARD_OPTIONS))
+def test_every_adapter_takes_the_one_typed_vocabulary(name: str) -> None:
+    func = TAKES_GUARD_OPTIONS[name]
+    typed = unpacked(func)
+    assert keys(typed) >= GUARD_KEYS
+    # one vocabulary: no adapter re-declares an engine option or a knob as its own
+    explicit = set(inspect.signature(func).parameters)
+    assert not (explicit & GUARD_KEYS), f"{name} re-declares {explicit & GUARD_KEYS}"
+    # and its own keywords never collide with the typed ones
+    assert not (explicit & keys(typed))
+
+
+def test_the_engine_and_the_loader_are_typed() -> None:
+    assert unpacked(TruthLens.__init__) is EngineKwargs
+    assert unpacked(load_detector) is LoadDetectorKwargs
+    assert unpacked(TruthLensNodePostprocessor.__init__) is NodePostprocessorKwargs
+    assert unpacked(RetrievalQualityFilter.__init__) is QualityFilterKwargs
+    assert unpacked(LLMChatModel.__init__) is LLMChatModelKwargs
+
+
+def test_middleware_from_config_takes_what_the_constructor_takes() -> None:
+    def explicit(func: Callable[..., Any], *skip: str) -> dict[str, object]:
+        params = inspect.signature(func).parameters.values()
+        return {p.name: p.default for p in params if p.name not in skip}
+
+    init = explicit(TruthLensMiddleware.__init__, "self", "engine")
+    assert explicit(TruthLensMiddleware.from_config, "policy") == init
+
+
+PUBLIC_PACKAGES = (
+    "truthlens_integrations.core.engine",
+    "truthlens_integrations.core.models.detection",
+    "truthlens_integrations.langchain_adapter",
+    "truthlens_integrations.llamaindex_adapter",
+)
+
+
+def _public_callables() -> list[tuple[str, Callable[..., Any]]]:
+    found: list[tuple[str, Callable[..., Any]]] = []
+    for package in PUBLIC_PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value) and not getattr(value, "_is_protocol", False):
+                for attr in ("__init__", "from_config"):
+                    func = value.__dict__.get(attr)
+                    if isinstance(func, classmethod):
+                        func = func.__func__
+                    if func is not None:
+                        found.append((f"{package}.{name}.{attr}", func))
+            elif inspect.isfunction(value) and value.__module__.startswith(package):
+                found.append((f"{package}.{name}", value))
+    return found
+
+
+def test_no_public_constructor_takes_untyped_keywords() -> None:
+    untyped = [
+        f"{name}(**{param.name}: {param.annotation})"
+        for name, func in _public_callables()
+        for param in inspect.signature(func).parameters.values()
+        if param.kind is param.VAR_KEYWORD and "Unpack[" not in str(param.annotation)
+    ]
+    assert not untyped
+
+
+# -- unknown keywords still raise at runtime ---------------------------------------------
+
+
+class _Echo(CustomQueryEngine):
+    def custom_query(self, query_str: str) -> str:
+        return query_str
+
+
+@pytest.fixture(scope="module")
+def engine() -> TruthLens:
+    return TruthLens.from_config()  # models load on first use: none is loaded here
+
+
+BUILDERS: dict[str, Callable[..., Any]] = {
+    "TruthLens.from_config": lambda engine, **kw: TruthLens.from_config(**kw),
+    "TruthLens.derive": lambda engine, **kw: engine.derive(**kw),
+    "TruthLensRunnable": lambda engine, **kw: TruthLensRunnable(engine=engine, **kw),
+    "guard_chain": lambda engine, **kw: guard_chain(
+        FakeListChatModel(responses=["ok"]), engine=engine, **kw
+    ),
+    "TruthLensCallbackHandler": TruthLensCallbackHandler,
+    "TruthLensMiddleware": TruthLensMiddleware,
+    "TruthLensGraphGuard": TruthLensGraphGuard,
+    "TruthLensQueryEngine": lambda engine, **kw: TruthLensQueryEngine(_Echo(), engine=engine, **kw),
+    "TruthLensEvaluator": TruthLensEvaluator,
+    "TruthLensFunctionAgent": lambda engine, **kw: TruthLensFunctionAgent(
+        tools=[], llm=MockLLM(), engine=engine, **kw
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_untyped_callers_still_get_runtime_errors(engine: TruthLens, name: str) -> None:
+    build = BUILDERS[name]
+    with pytest.raises(UnknownArgumentError, match="did you mean 'threshold'"):
+        build(engine, treshold=0.6)
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        build(engine, threshold="high")
+    with pytest.raises(InvalidArgumentError, match="blocked_message"):
+        build(engine, blocked_message=None)  # None is not "keep the engine's": leave it out
+    made = build(engine, threshold=0.25, on_block="raise")
+    built = made if isinstance(made, TruthLens) else made.engine
+    assert built.on_block == "raise"
+    assert built.policy.hallucination.threshold == 0.25
+
+
+def test_deprecated_names_work_at_runtime_only_once_each(engine: TruthLens) -> None:
+    chat = FakeListChatModel(responses=["ok"])
+    with pytest.warns(DeprecationWarning, match="judge_model is deprecated"):
+        middleware = TruthLensMiddleware(engine, judge_model=chat)  # type: ignore[call-arg]
+    assert middleware.judge_llm is chat
+    with pytest.raises(ConfigError, match="pass verification_llms only"):
+        TruthLensMiddleware(  # type: ignore[call-arg]
+            engine, verification_llms=[chat], verification_models=[chat]
+        )
+    with pytest.warns(DeprecationWarning, match="on_block='response' is deprecated"):
+        query_engine = TruthLensQueryEngine(_Echo(), engine=engine, on_block="response")  # type: ignore[arg-type]
+    assert query_engine.on_block == "message"
