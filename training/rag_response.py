@@ -184,7 +184,12 @@ class Short(NamedTuple):
 
 
 def fit_candidate(
-    name: str, signals: Sequence[Any], y: np.ndarray, short: Short | None = None
+    name: str,
+    signals: Sequence[Any],
+    y: np.ndarray,
+    short: Short | None = None,
+    *,
+    short_weight: float = 1.0,
 ) -> Any:
     """One candidate's length-safe map fitted on ``signals`` (RULE_candidate4/5.md).
 
@@ -192,7 +197,9 @@ def fit_candidate(
     (4a): those and the rules' conflict counts; ``rules_floor`` (4b): 4a with the rules'
     fixed floor. ``short`` and ``short_floor`` (5a, 5b): 4a and 4b fitted on ``signals``
     together with the hard cases ``short``, each select answer weighing 1 and each hard
-    case ``len(signals) / len(short)``, so that the two sets weigh the same.
+    case ``short_weight * len(signals) / len(short)``: with the rule's ``short_weight`` of
+    1 the two sets weigh the same (other values are for ``training.rag_tradeoff``'s
+    train-role diagnostic only).
 
     Raises:
         ValueError: For 5a or 5b without hard cases.
@@ -208,7 +215,7 @@ def fit_candidate(
     if name in WITH_SHORT_ANSWERS:
         if short is None or not short.signals:
             raise ValueError(f"candidate {name!r} is fitted with the hard cases; none given")
-        share = len(signals) / len(short.signals)
+        share = short_weight * len(signals) / len(short.signals)
         weights = [1.0] * len(signals) + [share] * len(short.signals)
         signals = [*signals, *short.signals]
         labels = [*labels, *short.y.astype(bool).tolist()]
