@@ -369,12 +369,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    from truthlens_integrations.core.models.detection._response import read_response_calibration
-
     config = json.loads((args.folder / "config.json").read_text())
-    current = read_response_calibration(_Config(config.get("truthlens")))
-    if current is None:
-        raise SystemExit(f"{args.folder} has no response map to compare with")
+    current = folder_map(args.folder)
     select = load_set(args.folder, "ragtruth_dev_select")
     hard = load_set(args.folder, HARD_CASES)
     short = Short(hard.signals, hard.y)
@@ -462,6 +458,21 @@ def main(argv: Sequence[str] | None = None) -> None:
 class _Config:
     def __init__(self, truthlens: Any) -> None:
         self.truthlens = truthlens
+
+
+def folder_map(folder: Path) -> Any:
+    """The response map stored in ``folder``'s config (the one the candidates are judged against).
+
+    Raises:
+        SystemExit: If the folder has none.
+    """
+    from truthlens_integrations.core.models.detection._response import read_response_calibration
+
+    config = json.loads((folder / "config.json").read_text())
+    current = read_response_calibration(_Config(config.get("truthlens")))
+    if current is None:
+        raise SystemExit(f"{folder} has no response map to compare with")
+    return current
 
 
 def decide(result: dict[str, Any], name: str) -> dict[str, Any]:

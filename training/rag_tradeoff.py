@@ -35,7 +35,15 @@ import numpy as np
 from truthlens_integrations.evaluation import auroc
 
 from .rag_features import HARD_CASES, ROOT
-from .rag_response import FOLDS, Short, _Config, fit_candidate, load_set, rag_scores, source_folds
+from .rag_response import (
+    FOLDS,
+    Short,
+    fit_candidate,
+    folder_map,
+    load_set,
+    rag_scores,
+    source_folds,
+)
 
 log = logging.getLogger("rag_tradeoff")
 
@@ -93,12 +101,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="folder for short_weight_tradeoff.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    from truthlens_integrations.core.models.detection._response import read_response_calibration
-
-    config = json.loads((args.folder / "config.json").read_text())
-    current = read_response_calibration(_Config(config.get("truthlens")))
-    if current is None:
-        raise SystemExit(f"{args.folder} has no response map to compare with")
+    current = folder_map(args.folder)
     rag = load_set(args.folder, "ragtruth_dev_train")
     hard = load_set(args.folder, HARD_CASES)
     result = {
