@@ -246,6 +246,10 @@ BAD_NUMBERS = {
         {"response_calibration": {"max_logit": 0.6, "bias": 0.0}},
         "log_sentences is missing",
     ),
+    "negative token weight": (
+        {"response_calibration": {"max_logit": -0.1, "log_sentences": 0.0, "bias": 0.0}},
+        "max_logit is -0.1; expected a number >= 0",
+    ),
 }
 
 
@@ -266,6 +270,19 @@ def test_a_model_folder_with_sound_numbers_still_loads(
     detector = load_detector(_folder_with(keyword_model_dir, tmp_path / "model", truthlens))
     result = detector.detect(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=FACT)
     assert result.detected
+
+
+def test_a_response_map_with_a_zero_token_weight_loads_and_is_read(
+    keyword_model_dir: Path, tmp_path: Path
+) -> None:
+    # A length-safe map fitted on RAG answers may put the largest token's weight at 0
+    # (it reads the tokens through the sentence peak): valid, unlike a negative weight.
+    truthlens = {"response_calibration": {"max_logit": 0.0, "log_sentences": 0.0, "bias": -1.0}}
+    folder = _folder_with(keyword_model_dir, tmp_path / "model", truthlens)
+    detector = load_detector(folder, aggregation="calibrated")
+    result = detector.detect(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=FACT)
+    assert result.score == pytest.approx(1.0 / (1.0 + math.exp(1.0)))
+    assert not result.detected
 
 
 BAD_OPTIONS = {

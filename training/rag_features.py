@@ -1,8 +1,11 @@
 """Cache a detector's token outputs on the RAG answer sets, once, to fit response maps from.
 
-Scoring the 1,098 ``ragtruth_dev`` answers, 2,123 AttributionBench claims and 3,910
-FaithJudge answers (selection sources) takes CPU minutes; every fit after that reads the
-cache. One gzip JSON-lines file per data set, one line per answer: its id, source, task,
+Scoring the 1,098 ``ragtruth_dev`` answers, 2,123 AttributionBench claims, 3,910
+FaithJudge answers (selection sources) and the 1,400 train-role hard cases
+(``hardcases_train``: ``training/data/hardcases_train.jsonl``, built into inputs as
+``benchmarks/bench_rules.py`` builds the test file's) takes CPU minutes; every fit after
+that reads the cache. The hard-case test file is not a data set here: it is never fitted
+on. One gzip JSON-lines file per data set, one line per answer: its id, source, task,
 label, the detector's tokens (``[start, end, probability]``, exact: no early exit) and
 the unit and negation rules' conflict counts (``_adjust.rule_conflicts``, the runtime's
 rule code), which the response map may read as signals of their own.
@@ -10,7 +13,8 @@ The cache is keyed by the folder's weights (size and mtime of ``model.safetensor
 a changed model is never read from a stale cache.
 
     python -m training.rag_features --folder core/_bundled/detector \
-        --dataset ragtruth_dev_select --dataset ragtruth_dev_train --dataset attributionbench
+        --dataset ragtruth_dev_select --dataset ragtruth_dev_train --dataset attributionbench \
+        --dataset hardcases_train
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ DATASETS = (
     "attributionbench",
     "faithjudge_select",
     "expertqa",
+    "hardcases_train",
 )
+HARD_CASES = "hardcases_train"
 
 log = logging.getLogger("rag_features")
 
@@ -56,6 +62,42 @@ def read_cache(path: Path) -> list[dict[str, Any]]:
     """The cached rows of one data set."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def hard_case_examples(part: str) -> list[Any]:
+    """The committed hard cases of one part (``train`` or ``test``) as evaluation examples.
+
+    Each input is built as ``benchmarks/bench_rules.py`` builds it (the context split
+    into its passages); the task type is the hard case's kind, the source its uid.
+    """
+    from truthlens_integrations.evaluation import EvalExample
+
+    from .train_evidence import _hard_cases
+
+    return [
+        EvalExample(
+            id=c.uid,
+            dataset=f"hardcases_{part}",
+            task_type=c.source.split("/")[-1],
+            context=tuple(p for p in c.context.split("\n") if p.strip()),
+            question=c.question or None,
+            answer=c.answer,
+            hallucinated=bool(c.label),
+            has_span_labels=False,
+            source_id=c.uid,
+        )
+        for c in _hard_cases(part)
+    ]
+
+
+def load_examples(dataset: str, limit: int | None = None) -> list[Any]:
+    """The examples of one of :data:`DATASETS` (``limit`` of them, spread evenly)."""
+    from truthlens_integrations.evaluation import load_detection_dataset, subsample
+
+    if dataset == HARD_CASES:
+        examples = hard_case_examples("train")
+        return examples if limit is None else list(subsample(examples, limit))
+    return load_detection_dataset(dataset, limit=limit)
 
 
 def _rows(detector: Any, examples: Sequence[Any], batch: int) -> Iterator[dict[str, Any]]:
@@ -83,13 +125,12 @@ def cache_dataset(folder: Path, dataset: str, *, batch: int = 16, limit: int | N
     """Score ``dataset`` with the detector in ``folder`` and write the cache (skipped if there)."""
     from truthlens_integrations.core import DetectionConfig
     from truthlens_integrations.core.models.detection import EvidenceDetector
-    from truthlens_integrations.evaluation import load_detection_dataset
 
     out = cache_file(folder, dataset, limit)
     if out.is_file():
         log.info("%s: cached at %s", dataset, out)
         return out
-    examples = load_detection_dataset(dataset, limit=limit)
+    examples = load_examples(dataset, limit)
     config = DetectionConfig(aggregation="max", early_exit=False, batch_size=32)
     detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,16 +9,21 @@ select sources and measured on AttributionBench (select role), and, for referenc
 the train split and ExpertQA (train role). Nothing eval-only is read.
 
 Reads the detector outputs cached by ``training.rag_features`` (run it first, same
-``--folder``). Candidates compared (RULE.md, RULE_candidate4.md): the folder's current
-map (``shipped``); candidate 2, the RAG-fitted length-safe map on the token and word
-signals (``rag``); candidate 4a, the same map with the unit and negation rules' conflict
-counts as signals of their own (``rules``); candidate 4b, 4a with the rules' floor
-(``rules_floor``: at least 0.85 for an answer either rule finds in conflict). Beside them
-the lexical reference and the issue's floor (a free logistic fit of the current score with
-absent words, length and task type).
+``--folder``). Candidates compared (RULE.md, RULE_candidate4.md, RULE_candidate5.md): the
+folder's current map (``shipped``); candidate 2, the RAG-fitted length-safe map on the
+token and word signals (``rag``); candidate 4a, the same map with the unit and negation
+rules' conflict counts as signals of their own (``rules``); candidate 4b, 4a with the
+rules' floor (``rules_floor``: at least 0.85 for an answer either rule finds in conflict);
+candidates 5a and 5b, 4a and 4b fitted on the select split **together with the 1,400
+train-role hard cases** (``short`` and ``short_floor``; the two sets weigh the same in
+every fit, and the hard cases join every fold's fit: they share no source with the select
+split). Beside them the lexical reference and the issue's floor (a free logistic fit of
+the current score with absent words, length and task type). The hard-case **test** file is
+only measured (condition 4), never fitted on.
 
     python -m training.rag_features --folder F --dataset ragtruth_dev_select \
-        --dataset attributionbench --dataset faithjudge_select --limit 1500
+        --dataset attributionbench --dataset hardcases_train
+    python -m training.rag_features --folder F --dataset faithjudge_select --limit 1500
     python -m training.rag_response --folder F --out benchmarks/results/rag_selection \
         --hard-cases [--write CANDIDATE]
 """
@@ -39,7 +44,14 @@ import numpy as np
 from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
 
 from .calibrate_evidence import ece, fit_logistic
-from .rag_features import ROOT, cache_file, read_cache
+from .rag_features import (
+    HARD_CASES,
+    ROOT,
+    cache_file,
+    hard_case_examples,
+    load_examples,
+    read_cache,
+)
 
 log = logging.getLogger("rag_response")
 
@@ -49,9 +61,16 @@ FITTED_ON = (
     "ragtruth_dev select split (85 sources, training/data/ragtruth_dev_split.json), "
     "length-safe logistic map (training/rag_response.py)"
 )
+FITTED_ON_SHORT = (
+    "ragtruth_dev select split (85 sources, training/data/ragtruth_dev_split.json) and the "
+    "1,400 train-role hard cases (training/data/hardcases_train.jsonl), the two sets "
+    "weighing the same; length-safe logistic map (training/rag_response.py)"
+)
 # Candidate 4b: the probability the rules give a conflicting token (_adjust._CONFLICT_FLOOR).
 RULE_FLOOR = 0.85
-CANDIDATES = ("rag", "rules", "rules_floor")
+CANDIDATES = ("rag", "rules", "rules_floor", "short", "short_floor")
+# Candidates 5a and 5b (RULE_candidate5.md): fitted with the train-role hard cases too.
+WITH_SHORT_ANSWERS = ("short", "short_floor")
 
 
 class _Token(NamedTuple):
@@ -99,10 +118,8 @@ class Scored(NamedTuple):
 
 def load_set(folder: Path, dataset: str, limit: int | None = None) -> Scored:
     """A cached data set with its signals (the examples re-read to get the text)."""
-    from truthlens_integrations.evaluation import load_detection_dataset
-
     rows = read_cache(cache_file(folder, dataset, limit))
-    examples = load_detection_dataset(dataset, limit=limit)
+    examples = load_examples(dataset, limit)
     by_id = {e.id: e for e in examples}
     ordered = [by_id[r["id"]] for r in rows]
     return Scored(
@@ -159,12 +176,33 @@ def source_folds(sources: Sequence[str], folds: int = FOLDS, seed: int = 0) -> d
 # ----------------------------------------------------------------------------- the maps
 
 
-def fit_candidate(name: str, signals: Sequence[Any], y: np.ndarray) -> Any:
-    """One candidate's length-safe map fitted on ``signals`` (RULE_candidate4.md).
+class Short(NamedTuple):
+    """The train-role hard cases candidates 5a and 5b are fitted on beside the select split."""
+
+    signals: list[Any]
+    y: np.ndarray
+
+
+def fit_candidate(
+    name: str,
+    signals: Sequence[Any],
+    y: np.ndarray,
+    short: Short | None = None,
+    *,
+    short_weight: float = 1.0,
+) -> Any:
+    """One candidate's length-safe map fitted on ``signals`` (RULE_candidate4/5.md).
 
     ``rag`` (candidate 2): the token and word signals (``DEFAULT_SIGNALS``); ``rules``
     (4a): those and the rules' conflict counts; ``rules_floor`` (4b): 4a with the rules'
-    fixed floor.
+    fixed floor. ``short`` and ``short_floor`` (5a, 5b): 4a and 4b fitted on ``signals``
+    together with the hard cases ``short``, each select answer weighing 1 and each hard
+    case ``short_weight * len(signals) / len(short)``: with the rule's ``short_weight`` of
+    1 the two sets weigh the same (other values are for ``training.rag_tradeoff``'s
+    train-role diagnostic only).
+
+    Raises:
+        ValueError: For 5a or 5b without hard cases.
     """
     from truthlens_integrations.core.models.detection._response_fit import (
         DEFAULT_SIGNALS,
@@ -173,10 +211,25 @@ def fit_candidate(name: str, signals: Sequence[Any], y: np.ndarray) -> Any:
     )
 
     columns = DEFAULT_SIGNALS if name == "rag" else SIGNALS
-    fitted = fit_response_map(signals, y.astype(bool).tolist(), columns=columns)
-    if name == "rules_floor":
+    labels = y.astype(bool).tolist()
+    if name in WITH_SHORT_ANSWERS:
+        if short is None or not short.signals:
+            raise ValueError(f"candidate {name!r} is fitted with the hard cases; none given")
+        share = short_weight * len(signals) / len(short.signals)
+        weights = [1.0] * len(signals) + [share] * len(short.signals)
+        signals = [*signals, *short.signals]
+        labels = [*labels, *short.y.astype(bool).tolist()]
+        fitted = fit_response_map(signals, labels, columns=columns, weights=weights)
+    else:
+        fitted = fit_response_map(signals, labels, columns=columns)
+    if name in ("rules_floor", "short_floor"):
         fitted = dataclasses.replace(fitted, rule_floor=RULE_FLOOR)
     return fitted
+
+
+def fitted_on(name: str) -> str:
+    """What a candidate's map was fitted on (its ``fitted_on`` entry)."""
+    return FITTED_ON_SHORT if name in WITH_SHORT_ANSWERS else FITTED_ON
 
 
 def rag_scores(calibration: Any, signals: Sequence[Any]) -> np.ndarray:
@@ -206,9 +259,16 @@ def floor_scores(fit: tuple[np.ndarray, float], x: np.ndarray) -> np.ndarray:
 
 
 def cross_fit(
-    select: Scored, shipped: np.ndarray, others: dict[str, tuple[Scored, np.ndarray]]
+    select: Scored,
+    shipped: np.ndarray,
+    others: dict[str, tuple[Scored, np.ndarray]],
+    short: Short,
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
-    """Cross-fitted scores of the select split and of sets sharing its sources."""
+    """Cross-fitted scores of the select split and of sets sharing its sources.
+
+    Candidates 5a and 5b add all the hard cases ``short`` to every fold's fit (they share
+    no source with the select split); the held-out fold is always select answers only.
+    """
     folds = source_folds(select.sources.tolist())
     fold = np.array([folds[s] for s in select.sources])
     x_floor = _floor_features(shipped, select.signals, select.tasks)
@@ -222,7 +282,7 @@ def cross_fit(
         test = ~train
         seen = [s for s, t in zip(select.signals, train, strict=True) if t]
         unseen = [s for s, t in zip(select.signals, test, strict=True) if t]
-        maps = {name: fit_candidate(name, seen, select.y[train]) for name in CANDIDATES}
+        maps = {name: fit_candidate(name, seen, select.y[train], short) for name in CANDIDATES}
         floor = fit_floor(x_floor[train], select.y[train])
         for name, fitted in maps.items():
             out[name][test] = rag_scores(fitted, unseen)
@@ -299,7 +359,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--write",
         choices=CANDIDATES,
-        help="write this candidate's map, refitted on all select sources, into the folder",
+        help="write this candidate's map, refitted on all select sources (and for 5a and "
+        "5b the hard cases), into the folder",
     )
     parser.add_argument(
         "--hard-cases",
@@ -308,13 +369,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    from truthlens_integrations.core.models.detection._response import read_response_calibration
-
     config = json.loads((args.folder / "config.json").read_text())
-    current = read_response_calibration(_Config(config.get("truthlens")))
-    if current is None:
-        raise SystemExit(f"{args.folder} has no response map to compare with")
+    current = folder_map(args.folder)
     select = load_set(args.folder, "ragtruth_dev_select")
+    hard = load_set(args.folder, HARD_CASES)
+    short = Short(hard.signals, hard.y)
     sets = {"attributionbench": load_set(args.folder, "attributionbench")}
     faith = load_set(args.folder, "faithjudge_select", args.faithjudge_limit)
     for name in ("ragtruth_dev_train", "expertqa"):
@@ -325,15 +384,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     shipped["faithjudge_select"] = rag_scores(current, faith.signals)
     crossed, crossed_other = cross_fit(
-        select, shipped["select"], {"faithjudge_select": (faith, shipped["faithjudge_select"])}
+        select,
+        shipped["select"],
+        {"faithjudge_select": (faith, shipped["faithjudge_select"])},
+        short,
     )
-    final = {name: fit_candidate(name, select.signals, select.y) for name in CANDIDATES}
+    final = {name: fit_candidate(name, select.signals, select.y, short) for name in CANDIDATES}
     lexical = {name: lexical_scores(d) for name, d in {**sets, "select": select}.items()}
     lexical["faithjudge_select"] = lexical_scores(faith)
 
     result: dict[str, Any] = {
         "folder": str(args.folder),
-        "maps": {name: m.to_config(FITTED_ON) for name, m in final.items()},
+        "maps": {name: m.to_config(fitted_on(name)) for name, m in final.items()},
         "length_safe": {name: m.length_safe for name, m in final.items()},
     }
     select_scores = {"shipped": shipped["select"], **crossed, "lexical": lexical["select"]}
@@ -382,10 +444,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "candidate 2 (cross-fitted)": (crossed["rag"], select.y),
                 "candidate 4a (cross-fitted)": (crossed["rules"], select.y),
                 "candidate 4b (cross-fitted)": (crossed["rules_floor"], select.y),
+                "candidate 5a (cross-fitted)": (crossed["short"], select.y),
+                "candidate 5b (cross-fitted)": (crossed["short_floor"], select.y),
             },
         )
     if args.write:
-        entry = final[args.write].to_config(FITTED_ON)
+        entry = final[args.write].to_config(fitted_on(args.write))
         config.setdefault("truthlens", {})["response_calibration"] = entry
         (args.folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         log.info("wrote the %s map into %s", args.write, args.folder / "config.json")
@@ -394,6 +458,21 @@ def main(argv: Sequence[str] | None = None) -> None:
 class _Config:
     def __init__(self, truthlens: Any) -> None:
         self.truthlens = truthlens
+
+
+def folder_map(folder: Path) -> Any:
+    """The response map stored in ``folder``'s config (the one the candidates are judged against).
+
+    Raises:
+        SystemExit: If the folder has none.
+    """
+    from truthlens_integrations.core.models.detection._response import read_response_calibration
+
+    config = json.loads((folder / "config.json").read_text())
+    current = read_response_calibration(_Config(config.get("truthlens")))
+    if current is None:
+        raise SystemExit(f"{folder} has no response map to compare with")
+    return current
 
 
 def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
@@ -425,27 +504,13 @@ def hard_case_aurocs(
     both rules on, the runtime path); the tokens are scored once and each map re-reads them.
     Also, per kind of hard case, the share each map flags at 0.5 (as bench_rules reports).
     """
-    from truthlens_integrations.core import DetectionInput
-
-    from .train_evidence import _hard_cases
-
-    cases = _hard_cases("test")
-    items = [
-        DetectionInput.create(
-            context=c.context
-            if isinstance(c.context, list)
-            else [p for p in c.context.split("\n") if p.strip()],
-            question=c.question or None,
-            answer=c.answer,
-        )
-        for c in cases
-    ]
-    signals = _signals_of_items(folder, items)
-    gold = [bool(c.label) for c in cases]
+    cases = hard_case_examples("test")
+    signals = _signals_of_items(folder, [c.to_input() for c in cases])
+    gold = [c.hallucinated for c in cases]
     scores = {name: [m.score(s) for s in signals] for name, m in maps.items()}
     kinds: dict[str, list[int]] = {}
     for i, case in enumerate(cases):
-        kinds.setdefault(case.source.split("/")[-1], []).append(i)
+        kinds.setdefault(case.task_type, []).append(i)
     flagged = {
         name: {
             f"{kind} ({len(idx)}, {'unsupported' if gold[idx[0]] else 'clean'})": round(

@@ -462,9 +462,12 @@ def _from_pretrained(
     return tokenizer, model, info
 
 
-# Numbers of the ``truthlens`` block with a range beyond "finite": a Platt scale or a
-# response map weight of 0 or below would flatten or invert every score.
-_POSITIVE = {("calibration", "scale"), ("response_calibration", "max_logit")}
+# Numbers of the ``truthlens`` block with a range beyond "finite": a Platt scale of 0 or
+# below would flatten or invert every token probability; a negative token weight in the
+# response map would invert the token evidence (a fitted 0 is valid: a length-safe map
+# fitted on RAG answers may read the token model through the sentence peak only).
+_POSITIVE = {("calibration", "scale")}
+_NON_NEGATIVE = {("response_calibration", "max_logit")}
 _REQUIRED = {"calibration": (), "response_calibration": ("max_logit", "log_sentences", "bias")}
 _OPTIONAL = {
     "calibration": ("scale", "shift"),
@@ -492,7 +495,7 @@ def check_config_numbers(source: str, config: dict[str, Any]) -> None:
 
     Every number must be finite (a NaN calibration made every answer "supported" with
     score 0); the ``truthlens`` calibrations must hold their numbers, as numbers, with
-    the Platt scale and the response map's token weight above 0.
+    the Platt scale above 0 and the response map's token weight at or above 0.
 
     Args:
         source: The model folder or hub id, for the message.
@@ -527,6 +530,10 @@ def check_config_numbers(source: str, config: dict[str, Any]) -> None:
             if (block, key) in _POSITIVE and value <= 0:
                 raise ModelLoadError(
                     f"{where}: truthlens.{block}.{key} is {value}; expected a number above 0"
+                )
+            if (block, key) in _NON_NEGATIVE and value < 0:
+                raise ModelLoadError(
+                    f"{where}: truthlens.{block}.{key} is {value}; expected a number >= 0"
                 )
 
 
