@@ -18,11 +18,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ._errors import ConfigError
 
 __all__ = [
+    "BUNDLED_CALIBRATIONS",
     "CALIBRATION_FORMAT",
     "RESPONSE_COEFFICIENTS",
     "CalibrationFile",
+    "bundled_calibration_names",
     "read_calibration_file",
+    "resolve_calibration",
 ]
+
+#: The calibration files that ship with the package, each selected by its name (``rag``).
+BUNDLED_CALIBRATIONS = Path(__file__).resolve().parent / "_bundled" / "calibrations"
 
 #: The coefficient keys of a response map, in the order the detector reads them (one
 #: definition for the bundled folder's map and for calibration files).
@@ -120,13 +126,47 @@ class CalibrationFile(BaseModel):
         return value
 
 
-def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
-    """Read and validate a calibration file.
+def bundled_calibration_names() -> tuple[str, ...]:
+    """The names of the bundled calibration files (``("rag",)``), sorted."""
+    return tuple(sorted(p.stem for p in BUNDLED_CALIBRATIONS.glob("*.json")))
+
+
+def resolve_calibration(name_or_path: str | os.PathLike[str]) -> Path:
+    """The file behind a calibration setting: a bundled name's file, else the path itself.
+
+    A string equal to a bundled name (``"rag"``) selects the bundled file; any other
+    string, and every :class:`os.PathLike`, is a path (``./rag`` reads a file named
+    ``rag``).
 
     Raises:
-        ConfigError: If the file is missing, not JSON (``NaN`` included), or malformed.
+        ConfigError: If it is neither a bundled name nor an existing file (the message
+            lists the bundled names).
     """
-    file = Path(path)
+    names = bundled_calibration_names()
+    if isinstance(name_or_path, str) and name_or_path in names:
+        return BUNDLED_CALIBRATIONS / f"{name_or_path}.json"
+    file = Path(name_or_path)
+    if not file.exists():
+        raise ConfigError(
+            f"calibration {str(name_or_path)!r} is neither a bundled calibration "
+            f"({', '.join(names)}) nor an existing file"
+        )
+    return file
+
+
+def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
+    """Read and validate a calibration file, or the bundled one a name selects.
+
+    Args:
+        path: A bundled calibration's name (:func:`bundled_calibration_names`: ``"rag"``,
+            the map fitted on RAG answers) or the path of a file ``truthlens calibrate``
+            wrote.
+
+    Raises:
+        ConfigError: If it names no bundled calibration and no existing file, or the file
+            is unreadable, not JSON (``NaN`` included), or malformed.
+    """
+    file = resolve_calibration(path)
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:

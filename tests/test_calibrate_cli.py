@@ -98,6 +98,27 @@ def test_calibrate_then_eval_with_the_bundled_detector(labelled: Path, tmp_path:
     assert example["fp"] <= 0.25 * (example["fp"] + example["tn"])  # the cap holds
 
 
+def test_eval_reads_the_bundled_rag_calibration_by_name(
+    labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_dir = tmp_path / "rag"
+    code = main(
+        [
+            "eval", "--data", str(labelled), "--calibration", "rag",
+            "--out", str(report_dir), "--no-progress",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(next(report_dir.glob("*.json")).read_text())
+    assert report["model_id"].endswith("+rag") and report["config"]["threshold"] == 0.5
+    # its unit rule reads the made-up years against the context's: every one is caught
+    assert report["overall"]["example"]["fn"] == 0
+    capsys.readouterr()
+    code = main(["eval", "--data", str(labelled), "--calibration", "rga", "--no-progress"])
+    assert code == 2
+    assert "neither a bundled calibration (rag) nor an existing file" in capsys.readouterr().err
+
+
 def test_calibrate_rejects_bad_targets_and_files(labelled: Path, tmp_path: Path) -> None:
     out = str(tmp_path / "c.json")
     assert (
@@ -155,8 +176,10 @@ def test_nan_and_missing_files_are_config_errors(tmp_path: Path) -> None:
     path.write_text(json.dumps(_valid_file()).replace("0.4", "NaN"))
     with pytest.raises(ConfigError, match="NaN"):
         read_calibration_file(path)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="nor an existing file"):
         read_calibration_file(tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_calibration_file(tmp_path)  # a folder exists but is no file
     path.write_text(json.dumps(_valid_file()))
     assert read_calibration_file(path).threshold == 0.4
 

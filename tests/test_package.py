@@ -63,4 +63,6 @@ def test_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     assert tops == {"truthlens_integrations"}
     assert "truthlens_integrations/core/models/detection/_transformer.py" in names
     assert "truthlens_integrations/py.typed" in names
+    # the bundled calibration a route selects with `calibration: rag`
+    assert "truthlens_integrations/core/_bundled/calibrations/rag.json" in names
     assert not any(n.startswith(("core/", "tests/")) for n in names)

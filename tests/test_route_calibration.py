@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from tests.test_engine import make
 from truthlens_integrations.core import ConfigError
+from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy import load_policy
 
@@ -68,3 +69,94 @@ def test_a_bad_calibration_path_or_file_is_a_config_error(tmp_path: Path) -> Non
     typed["decisions"][0]["plugins"][0]["configuration"]["calibration"] = True  # type: ignore[index]
     with pytest.raises(ConfigError, match="calibration"):
         load_policy(typed)  # a boolean is not a path
+
+
+# -- the bundled calibration ``rag`` (candidate 4a of issue 27, opt-in) -------------------
+
+SELECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "rag_selection"
+TOWER = [
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
+    "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",
+    "The tower is 330 meters tall.",
+    "It is named after the engineer Gustave Eiffel, whose company designed and built it.",
+    "The tower has three levels for visitors, with restaurants on the first and second levels.",
+    "Its base is a square of 125 meters on each side.",
+    "The structure weighs about 10,100 tonnes.",
+    "The tower is repainted every seven years to protect it from rust.",
+    "About 60 tonnes of paint are used for each repainting.",
+    "The tower received nearly 7 million visitors in 2015.",
+    "Radio transmitters were installed at the top of the tower in the early twentieth century.",
+    "Gustave Eiffel kept a private apartment near the top of the tower.",
+    "It stands near the Seine river, opposite the Trocadero.",
+    "It is the most visited monument with an entrance fee in the world.",
+]
+TOWER_QUESTION = "When was the Eiffel Tower built, and how tall is it?"
+# The facts that neither give nor contradict the date and the height: padding.
+PADDING = [f for f in TOWER if "1887" not in f and "330" not in f]
+
+
+def test_rag_is_a_bundled_name_for_the_selection_runs_map() -> None:
+    from truthlens_integrations.core._calibration import (
+        bundled_calibration_names,
+        read_calibration_file,
+    )
+    from truthlens_integrations.core.models.detection._response import ResponseCalibration
+
+    assert "rag" in bundled_calibration_names()
+    rag = read_calibration_file("rag")
+    # the map that would have shipped (candidate 4a, fitted on all select sources)
+    figures = json.loads((SELECTION / "crossfit_detector.json").read_text())
+    assert rag.response_calibration == figures["maps"]["rules"]
+    assert rag.model == "bundled" and rag.threshold == 0.5 and rag.target == {}
+    assert rag.metrics["this_map"]["select_split_crossfitted"] == {
+        k: figures["select_crossfitted"]["rules"][k]
+        for k in ("auroc", "ap", "ece", "clean_flagged")
+    }
+    response = ResponseCalibration.from_entry(rag.response_calibration)
+    assert response.length_safe and response.reads_rules
+    # the policy reads the same file by name
+    route = load_policy(_policy("rag")).decisions[0].plugins[0].configuration
+    assert route.calibration_file == rag
+
+
+def test_an_unknown_calibration_name_lists_the_bundled_ones(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'rga' is neither a bundled calibration \(rag\)"):
+        load_policy(_policy("rga"))
+    # a path is still a path, and a file beats nothing but a bundled name
+    path = _calibration(tmp_path, 1.0)
+    route = load_policy(_policy(path)).decisions[0].plugins[0].configuration
+    assert route.calibration_file is not None and route.calibration_file.threshold == 0.7
+
+
+@pytest.fixture(scope="module")
+def rag_guard() -> TruthLens:
+    from tests.conftest import BUNDLED
+    from truthlens_integrations.core.models.detection import load_detector
+
+    if BUNDLED is None:
+        pytest.skip("bundled weights are not here")
+    return make(load_detector(), _policy("rag"))
+
+
+def test_the_bundled_detector_scores_through_the_rag_map(rag_guard: TruthLens) -> None:
+    def guard(answer: str) -> Verdict:
+        return rag_guard.guard(context=TOWER, question=TOWER_QUESTION, answer=answer)
+
+    wrong = guard("The Eiffel Tower was built in 1950 and is 500 meters tall.")
+    clean = guard("Built between 1887 and 1889, the tower in Paris is 330 meters tall.")
+    assert wrong.route == clean.route == "calibrated"
+    assert wrong.threshold == 0.5  # the file's threshold
+    assert wrong.detected and not clean.detected
+    assert wrong.score > clean.score
+
+
+def test_padding_never_lowers_the_rag_maps_score(rag_guard: TruthLens) -> None:
+    wrong = "The Eiffel Tower was built in 1950 and is 500 meters tall."
+    scores = [
+        rag_guard.guard(
+            context=TOWER, question=TOWER_QUESTION, answer=" ".join([wrong, *PADDING[:n]])
+        ).score
+        for n in (0, 5, len(PADDING))
+    ]
+    assert scores[0] >= 0.5
+    assert scores == sorted(scores), scores  # each padded answer scores at least as high

@@ -58,8 +58,8 @@ def add_eval_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--calibration",
-        type=Path,
-        help="score with this calibration file's map and threshold (truthlens calibrate)",
+        help="score with this calibration's map and threshold: a bundled name ('rag': the "
+        "map fitted on RAG answers) or a file truthlens calibrate wrote",
     )
     p.add_argument(
         "--model",
@@ -138,15 +138,16 @@ def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str
 class _CalibratedDetector:
     """A detector whose response scores come from a calibration file (``--calibration``)."""
 
-    def __init__(self, inner: Any, path: Path, threshold: float | None) -> None:
+    def __init__(self, inner: Any, calibration: str, threshold: float | None) -> None:
         from truthlens_integrations.core.models.detection._calibration_file import (
             read_calibration_file,
+            resolve_calibration,
         )
 
         self._inner = inner
-        self._file = read_calibration_file(path)
+        self._file = read_calibration_file(calibration)
         self._threshold = self._file.threshold if threshold is None else threshold
-        self.model_id = f"{inner.model_id}+{path.name}"
+        self.model_id = f"{inner.model_id}+{resolve_calibration(calibration).stem}"
         self.config = inner.config.model_copy(update={"threshold": self._threshold})
 
     def detect_batch(self, inputs: Any) -> list[Any]:

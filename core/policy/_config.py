@@ -357,10 +357,12 @@ class PluginConfiguration(_Strict):
         warning_template: Overrides the global warning text (extension).
         skip_non_factual_grounded: Overrides the global setting (extension).
         time_budget_s: Overrides the global mitigation time budget (extension).
-        calibration: A calibration file written by ``truthlens calibrate`` (extension):
-            this route's answers are scored by its response map and flagged at its
-            threshold unless ``threshold`` is set here. Read and checked when the
-            policy loads; a relative path is read from the working directory.
+        calibration: A bundled calibration's name or a calibration file written by
+            ``truthlens calibrate`` (extension): this route's answers are scored by its
+            response map and flagged at its threshold unless ``threshold`` is set here.
+            ``rag`` is the bundled map fitted on RAG answers (opt-in, not the default);
+            any other value is a path, read from the working directory when relative.
+            Read and checked when the policy loads.
     """
 
     enabled: Flag | None = None

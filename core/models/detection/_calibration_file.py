@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._calibration import CALIBRATION_FORMAT, CalibrationFile, read_calibration_file
+from ..._calibration import (
+    CALIBRATION_FORMAT,
+    CalibrationFile,
+    read_calibration_file,
+    resolve_calibration,
+)
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
 from ._adjust import abstentions, rule_conflicts
 from ._lexical import absent_words
@@ -23,6 +28,7 @@ __all__ = [
     "answer_signals",
     "read_calibration_file",
     "rescore",
+    "resolve_calibration",
 ]
 
 
