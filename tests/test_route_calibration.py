@@ -128,6 +128,17 @@ def test_an_unknown_calibration_name_lists_the_bundled_ones(tmp_path: Path) -> N
     assert route.calibration_file is not None and route.calibration_file.threshold == 0.7
 
 
+def test_a_map_fitted_for_the_bundled_detector_is_refused_with_another_one() -> None:
+    # `rag` was fitted on the bundled detector's outputs: on another model it would
+    # score silently wrong, so the policy refuses the pair and says how to fit one.
+    policy = {**_policy("rag"), "hallucination": {"model_id": "/models/my-detector"}}
+    with pytest.raises(
+        ConfigError, match=r"fitted for the bundled detector.*--model /models/my-detector"
+    ):
+        load_policy(policy)
+    assert load_policy(_policy("rag")).hallucination.model_id is None
+
+
 @pytest.fixture(scope="module")
 def rag_guard() -> TruthLens:
     from tests.conftest import BUNDLED

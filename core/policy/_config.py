@@ -633,9 +633,26 @@ class Policy(_Strict):
                         f"{cond.name!r}; define it under keyword_rules or give inline "
                         f"'keywords' (known: {known})"
                     )
+        problems += self._calibration_problems()
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _calibration_problems(self) -> list[str]:
+        # A response map only means something for the detector it was fitted on: a
+        # map fitted for the bundled detector (the bundled ``rag`` one included) on a
+        # policy that loads another detector would score silently wrong.
+        model_id = self.hallucination.model_id
+        if model_id is None:
+            return []
+        return [
+            f"decisions[{i}].plugins[0].configuration.calibration: {d.plugin.calibration!r} was "
+            f"fitted for the bundled detector, but hallucination.model_id is {model_id!r}; "
+            f"fit one for it with `truthlens calibrate --model {model_id} --data FILE`"
+            for i, d in enumerate(self.decisions)
+            if d.plugin.calibration_file is not None
+            and d.plugin.calibration_file.model == "bundled"
+        ]
 
     def keyword_lists(self) -> dict[str, KeywordRule]:
         """Named keyword lists: built-ins overridden by ``keyword_rules``."""
