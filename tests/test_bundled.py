@@ -250,3 +250,21 @@ def test_bundled_detector_on_the_eiffel_record_and_a_paraphrase() -> None:
         answer="About 2,400 people work at the tower.",
     )
     assert not clean.detected and clean.spans == []
+
+
+@needs_weights
+def test_loading_the_bundled_weights_draws_no_progress_bar(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # transformers draws a "Loading weights" bar per from_pretrained; on a local
+    # folder it would print into the application's console on its first answer.
+    from transformers.utils import logging as transformers_logging
+
+    from truthlens_integrations.core.models._loading import _from_pretrained
+
+    assert transformers_logging.is_progress_bar_enabled()
+    _from_pretrained(str(DETECTOR), "token", __import__("torch").float32, None, None)
+    captured = capfd.readouterr()
+    assert "Loading weights" not in captured.err + captured.out
+    # the caller's setting is restored, not switched off for good
+    assert transformers_logging.is_progress_bar_enabled()

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ModelLoadError, ModelNotAvailableError
-from ._loading import LoadedModel, load_token_classifier, sequence_probabilities
+from ._loading import LoadedModel, load_token_classifier, no_load_bar, sequence_probabilities
 from ._onnx import OnnxModel, export_graph, load_graph, weights_fingerprint
 
 if TYPE_CHECKING:
@@ -223,9 +223,10 @@ def _onnx_branch(shared: Shared, folder: Path, k: int) -> Branch:
         import torch
         from transformers import BertForTokenClassification
 
-        encoder = BertForTokenClassification.from_pretrained(
-            str(shared.folder), dtype=torch.float32
-        ).bert
+        with no_load_bar():
+            encoder = BertForTokenClassification.from_pretrained(
+                str(shared.folder), dtype=torch.float32
+            ).bert
         model = _torch_branch(encoder, tensors, k, torch.device("cpu"), torch.float32, folder)
         return export_graph(
             _states_module(model.model),

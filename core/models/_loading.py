@@ -19,7 +19,8 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,6 +50,7 @@ __all__ = [
     "load_pretrained",
     "load_sequence_classifier",
     "load_token_classifier",
+    "no_load_bar",
     "sequence_probabilities",
 ]
 
@@ -422,6 +424,28 @@ def model_module(model: Any, input_names: Sequence[str], task: Task) -> Any:
     return _Export().eval()
 
 
+@contextmanager
+def no_load_bar(hide: bool = True) -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar while a local folder's weights load.
+
+    Reading a few local files is not progress a user waits on, and the bar would print
+    into every application's console on its first guarded answer. A hub download keeps
+    its bars (``hide=False``); a caller who disabled them keeps that.
+    """
+    if not hide:
+        yield
+        return
+    from transformers.utils import logging as transformers_logging
+
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
+
+
 def _from_pretrained(
     source: str, task: Task, dtype: torch.dtype, revision: str | None, local: bool | None
 ) -> tuple[Any, Any, dict[str, Any]]:
@@ -441,9 +465,10 @@ def _from_pretrained(
         hub_kwargs = {"revision": revision, "local_files_only": _offline(local)}
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs)
-        model, info = auto.from_pretrained(
-            source, dtype=dtype, output_loading_info=True, **hub_kwargs
-        )
+        with no_load_bar(is_local):
+            model, info = auto.from_pretrained(
+                source, dtype=dtype, output_loading_info=True, **hub_kwargs
+            )
     except Exception as exc:
         if not is_local:
             why = None
