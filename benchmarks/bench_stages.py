@@ -57,7 +57,7 @@ _STAGES: dict[str, list[tuple[Any, str]]] = {
     "total": [(_base.BaseDetector, "detect_batch")],
 }
 
-_clock: Callable[[], float] = time.perf_counter
+_clock: list[Callable[[], float]] = [time.perf_counter]
 _spent: dict[str, float] = defaultdict(float)
 _stack: list[list[float]] = []  # per active stage: [children's time]
 
@@ -66,11 +66,11 @@ def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _stack.append([0.0])
-        t0 = _clock()
+        t0 = _clock[0]()
         try:
             return fn(*args, **kwargs)
         finally:
-            took = _clock() - t0
+            took = _clock[0]() - t0
             children = _stack.pop()[0]
             _spent[name] += took - children
             if _stack:
@@ -98,8 +98,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"])
     args = ap.parse_args()
-    global _clock
-    _clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    _clock[0] = time.process_time if args.clock == "cpu" else time.perf_counter
     import torch
 
     torch.set_num_threads(_onnx._threads())

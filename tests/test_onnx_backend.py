@@ -44,7 +44,8 @@ def _no_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_auto_keeps_fp32_on_torch_and_int8_goes_to_onnx() -> None:
-    # fp32 ONNX gave torch's verdicts but was slower on the CPU: auto keeps torch.
+    # fp32 ONNX gave torch's verdicts but was not faster on the CPU: auto keeps torch.
+    assert _onnx.AUTO_ONNX is None
     assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True) == (
         "torch",
         "fp32",
@@ -74,6 +75,44 @@ def test_auto_stays_on_torch(
     assert _onnx.resolve_backend("auto", device, dtype, model_type=model_type, local=local)[0] == (
         "torch"
     )
+
+
+def test_auto_runs_the_chosen_graph_on_a_cpu_where_it_can(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What auto does once AUTO_ONNX names a graph (the benchmark decides whether it does).
+    monkeypatch.setattr(_onnx, "AUTO_ONNX", "fp32")
+    assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True) == (
+        "onnx",
+        "fp32",
+    )
+    assert _onnx.resolve_backend("auto", CPU, "float32", model_type="bert", local=True) == (
+        "onnx",
+        "fp32",
+    )
+    for device, dtype, model_type, local in [
+        (torch.device("cuda"), None, "bert", True),
+        (CPU, "bfloat16", "bert", True),
+        (CPU, None, "modernbert", True),
+        (CPU, None, "bert", False),
+    ]:
+        assert _onnx.resolve_backend("auto", device, dtype, model_type=model_type, local=local) == (
+            "torch",
+            "fp32",
+        )
+    assert _onnx.resolve_backend("torch", CPU, None, model_type="bert", local=True)[0] == "torch"
+    # without onnxruntime auto quietly keeps torch
+    _no_onnxruntime(monkeypatch)
+    assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True)[0] == "torch"
+
+
+def test_sessions_do_not_spin(tiny_bert_dir: Path) -> None:
+    clear_model_cache()
+    graph = load_token_classifier(tiny_bert_dir, backend="onnx").graph
+    assert graph is not None
+    options = graph.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == _onnx._threads()
 
 
 def test_forced_torch_and_bad_values_are_typed_errors(tiny_bert_dir: Path) -> None:
