@@ -81,24 +81,71 @@ def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+_installed: list[bool] = []
+
+
 def _install() -> None:
+    if _installed:
+        return
+    _installed.append(True)
     for name, targets in _STAGES.items():
         for owner, attr in targets:
             if attr in vars(owner) or not isinstance(owner, type):
                 setattr(owner, attr, _timed(name, getattr(owner, attr)))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def stage_table(
+    detector: Any, inputs: dict[int, list[Any]], repeats: int, clock: str = "wall"
+) -> list[str]:
+    """Markdown rows (header included) of the stage times of ``detector`` per context size.
+
+    The timers stay installed afterwards (every detector in the process pays their few
+    microseconds): call this after any other timing.
+    """
+    _clock[0] = time.process_time if clock == "cpu" else time.perf_counter
+    _install()
+    names = [n for n in _STAGES if n != "total"]
+    rows = [
+        "| context tokens | " + " | ".join(names) + " | other | total ms |",
+        "|---:|" + "---:|" * (len(names) + 2),
+    ]
+    print("\n".join(rows), flush=True)
+    for size, items in inputs.items():
+        for item in items:
+            detector.detect_batch([item])  # warm-up
+        _spent.clear()
+        calls = 0
+        for _ in range(repeats):
+            for item in items:
+                detector.detect_batch([item])
+                calls += 1
+        total = _spent["total (inclusive)"] * 1000 / calls
+        cells = [_spent[n] * 1000 / calls for n in names]
+        other = _spent["total"] * 1000 / calls
+        rows.append(
+            f"| {size} | "
+            + " | ".join(f"{c:.1f}" for c in cells)
+            + f" | {other:.1f} | {total:.1f} |"
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+def add_input_options(ap: argparse.ArgumentParser, repeats: int) -> None:
+    """The options that pick the inputs of ``bench_evidence.py`` and how often each runs."""
     ap.add_argument("--contexts", type=int, nargs="+", default=[1000, 8000, 20000])
     ap.add_argument("--answer-tokens", type=int, default=100)
     ap.add_argument("--items", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=repeats)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_input_options(ap, repeats=10)
     ap.add_argument("--backend", default="torch", choices=["torch", "onnx"])
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"])
     args = ap.parse_args()
-    _clock[0] = time.process_time if args.clock == "cpu" else time.perf_counter
     import torch
 
     torch.set_num_threads(_onnx._threads())
@@ -115,29 +162,8 @@ def main() -> None:
         ]
         for size in args.contexts
     }
-    _install()
-    names = [n for n in _STAGES if n != "total"]
     print(f"{args.clock} clock, load average before: {os.getloadavg()}")
-    print("| context tokens | " + " | ".join(names) + " | other | total ms |")
-    print("|---:|" + "---:|" * (len(names) + 2))
-    for size, items in inputs.items():
-        for item in items:
-            detector.detect_batch([item])  # warm-up
-        _spent.clear()
-        calls = 0
-        for _ in range(args.repeats):
-            for item in items:
-                detector.detect_batch([item])
-                calls += 1
-        total = _spent["total (inclusive)"] * 1000 / calls
-        cells = [_spent[n] * 1000 / calls for n in names]
-        other = _spent["total"] * 1000 / calls
-        print(
-            f"| {size} | "
-            + " | ".join(f"{c:.1f}" for c in cells)
-            + f" | {other:.1f} | {total:.1f} |",
-            flush=True,
-        )
+    stage_table(detector, inputs, args.repeats, args.clock)
     print(f"load average after: {os.getloadavg()}")
 
 

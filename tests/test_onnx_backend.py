@@ -82,25 +82,19 @@ def test_auto_runs_the_chosen_graph_on_a_cpu_where_it_can(
 ) -> None:
     # What auto does once AUTO_ONNX names a graph (the benchmark decides whether it does).
     monkeypatch.setattr(_onnx, "AUTO_ONNX", "fp32")
-    assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True) == (
-        "onnx",
-        "fp32",
-    )
-    assert _onnx.resolve_backend("auto", CPU, "float32", model_type="bert", local=True) == (
-        "onnx",
-        "fp32",
-    )
-    for device, dtype, model_type, local in [
-        (torch.device("cuda"), None, "bert", True),
-        (CPU, "bfloat16", "bert", True),
-        (CPU, None, "modernbert", True),
-        (CPU, None, "bert", False),
-    ]:
-        assert _onnx.resolve_backend("auto", device, dtype, model_type=model_type, local=local) == (
-            "torch",
-            "fp32",
-        )
-    assert _onnx.resolve_backend("torch", CPU, None, model_type="bert", local=True)[0] == "torch"
+    cases = {
+        # (backend, device, dtype, model family, local folder): what runs
+        ("auto", CPU, None, "bert", True): ("onnx", "fp32"),
+        ("auto", CPU, "float32", "bert", True): ("onnx", "fp32"),
+        ("auto", torch.device("cuda"), None, "bert", True): ("torch", "fp32"),
+        ("auto", CPU, "bfloat16", "bert", True): ("torch", "fp32"),
+        ("auto", CPU, None, "modernbert", True): ("torch", "fp32"),
+        ("auto", CPU, None, "bert", False): ("torch", "fp32"),
+        ("torch", CPU, None, "bert", True): ("torch", "fp32"),
+    }
+    for (backend, device, dtype, family, local), expected in cases.items():
+        got = _onnx.resolve_backend(backend, device, dtype, model_type=family, local=local)
+        assert got == expected, (backend, device, dtype, family, local)
     # without onnxruntime auto quietly keeps torch
     _no_onnxruntime(monkeypatch)
     assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True)[0] == "torch"
