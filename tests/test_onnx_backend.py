@@ -326,6 +326,30 @@ def test_onnx_fp32_gives_the_torch_verdicts(bundled_results: dict[str, list[obje
 
 
 @needs_weights
+def test_the_bundled_graphs_are_fused() -> None:
+    # Recipe 2: one fused attention, two skip layer norms and one GELU per layer; the
+    # unfused trace ran at 0.65-0.88x torch's speed (benchmarks/results/onnx_backend.md).
+    import onnx
+
+    detector = load_detector(backend="onnx", dtype="float32")
+    graph = detector._loaded.graph  # type: ignore[attr-defined]
+    ops = [n.op_type for n in onnx.load(str(graph.path)).graph.node]
+    layers = detector._loaded.config.num_hidden_layers  # type: ignore[attr-defined]
+    assert ops.count("Attention") == layers
+    assert ops.count("SkipLayerNormalization") == 2 * layers
+    assert "Softmax" not in ops
+    int8 = load_detector(backend="onnx", dtype="int8")._loaded.graph  # type: ignore[attr-defined]
+    assert "QAttention" in {n.op_type for n in onnx.load(str(int8.path)).graph.node}
+    # the NLI branch's upper layers are copies with configs of their own: fused too
+    from truthlens_integrations.core.models import BundledNLI
+
+    branch = BundledNLI(backend="onnx")._branch
+    assert branch is not None
+    nli_ops = [n.op_type for n in onnx.load(str(branch.model.path)).graph.node]
+    assert nli_ops.count("Attention") == layers
+
+
+@needs_weights
 def test_onnx_int8_stays_close(bundled_results: dict[str, list[object]]) -> None:
     # int8 moves token probabilities (why fp32 is the default) but not far: a broken
     # graph (wrong inputs, wrong head, wrong quantization) lands far outside this.

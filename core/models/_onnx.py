@@ -255,34 +255,27 @@ def export_graph(
 ) -> Path:
     """Export a torch module to ONNX at ``target`` (fp32, or int8 dynamic quantization).
 
-    The file is written beside ``target`` and renamed into place (no half graphs). With
-    ``fuse``, the traced graph goes through ONNX Runtime's transformer optimizer first:
-    each layer's attention, residual layer norms and GELU become one fused operator each
-    (the traced graph of many small operators ran 0.8x torch's speed on the CPU, the
-    fused one as fast as torch). int8 graphs are quantized from the fused graph, weights
-    per output channel.
+    The file is written beside ``target`` and renamed into place (no half graphs); int8
+    graphs are quantized from the (fused) fp32 graph, weights per output channel.
 
     Args:
         module: A torch module in eval mode, in fp32, on the CPU, taking ``inputs``
             (int64 ``[batch, tokens]``) in order and returning a tuple of ``outputs``.
         target: The graph file to write.
-        inputs: Input names, e.g. ``("input_ids", "attention_mask", "token_type_ids")``.
-        outputs: Output names, e.g. ``("logits", "last_hidden_state")``.
+        inputs: Input names (``input_ids``, ``attention_mask``, ...).
+        outputs: Output names (``logits``, ``last_hidden_state``).
         fingerprint: The weights' fingerprint, stored in the graph's metadata.
         quantization: ``"fp32"`` or ``"int8"``.
-        fuse: ``(attention heads, hidden size)`` of a BERT-family encoder to fuse, or
-            ``None`` to keep the traced graph as it is.
+        fuse: ``(attention heads, hidden size)`` of a BERT-family encoder to fuse
+            (:func:`_fuse`), or ``None`` to keep the traced graph as it is.
 
     Returns:
         ``target``.
 
     Raises:
-        ModelLoadError: If the export or the quantization fails, or ``target`` cannot be
-            written.
+        ModelLoadError: If the export or quantization fails, or ``target`` is not writable.
     """
     _require_onnx("building an ONNX graph")
-    import onnx
-
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -294,25 +287,11 @@ def export_graph(
         if fuse is not None:
             _fuse(fp32, *fuse)
         if quantization == "int8":
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            with _quiet_root_logger():
-                quantize_dynamic(
-                    str(fp32),
-                    str(partial),
-                    weight_type=QuantType.QInt8,
-                    per_channel=True,
-                    # fused operators carry no shape information for the quantizer
-                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-                )
+            _quantize(fp32, partial)
             fp32.unlink()
         else:
             fp32.replace(partial)
-        graph = onnx.load(str(partial))
-        onnx.helper.set_model_props(
-            graph, {_FINGERPRINT_KEY: fingerprint, _QUANT_KEY: quantization}
-        )
-        onnx.save(graph, str(partial))
+        _write_stamp(partial, fingerprint, quantization)
         partial.replace(target)
     except Exception as exc:
         for leftover in (fp32, partial):
@@ -327,17 +306,19 @@ def _trace(
 ) -> None:
     """The fp32 graph of ``module``, with batch and token axes left dynamic.
 
-    With ``eager``, the transformers models inside ``module`` are switched to their eager
+    With ``eager``, every transformers layer inside ``module`` is switched to its eager
     attention first (the written-out softmax the optimizer recognises; the SDPA graph does
-    not fuse). ``module`` is a throwaway copy loaded for the export.
+    not fuse). Layers copied from another model (the NLI branch's) keep a config of their
+    own, so each submodule's config is switched, not only the model's. ``module`` is a
+    throwaway copy loaded for the export.
     """
     import torch
 
     if eager:
         for sub in module.modules():
-            switch = getattr(sub, "set_attn_implementation", None)
-            if switch is not None:
-                switch("eager")
+            config = getattr(sub, "config", None)
+            if getattr(config, "_attn_implementation", "eager") != "eager":
+                config._attn_implementation = "eager"  # type: ignore[union-attr]
     example = torch.ones((2, 16), dtype=torch.long)
     axes = {n: {0: "batch", 1: "tokens"} for n in (*inputs, *outputs)}
     # The tracer warns about every Python-level branch it freezes; the shapes that
@@ -356,11 +337,38 @@ def _trace(
         )
 
 
+def _write_stamp(path: Path, fingerprint: str, quantization: Quantization) -> None:
+    """Store the weights' fingerprint and the precision in the graph's metadata."""
+    import onnx
+
+    graph = onnx.load(str(path))
+    onnx.helper.set_model_props(graph, {_FINGERPRINT_KEY: fingerprint, _QUANT_KEY: quantization})
+    onnx.save(graph, str(path))
+
+
+def _quantize(source: Path, target: Path) -> None:
+    """int8 dynamic quantization of ``source`` into ``target``, weights per output channel."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with _quiet_root_logger():
+        quantize_dynamic(
+            str(source),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            # fused operators carry no shape information for the quantizer
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+
+
 def _fuse(path: Path, heads: int, hidden: int) -> None:
     """Rewrite the graph at ``path`` with ONNX Runtime's fused transformer operators.
 
-    Only the portable fusions run here (``opt_level=0``); the session applies the
-    machine-specific ones when it loads the graph.
+    Each layer's attention, residual layer norms and GELU become one operator each: the
+    traced graph of many small operators ran at 0.65-0.88x torch's speed on the CPU, the
+    fused one as fast as torch. Only the portable fusions run here (``opt_level=0``); the
+    session applies the machine-specific ones when it loads the graph.
     """
     from onnxruntime.transformers.optimizer import optimize_model
 
