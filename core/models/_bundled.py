@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ModelLoadError, ModelNotAvailableError
 from ._loading import LoadedModel, load_token_classifier, sequence_probabilities
-from ._onnx import OnnxModel, export_graph, load_graph, weights_fingerprint
+from ._onnx import OnnxModel, export_graph, fusion_shape, load_graph, weights_fingerprint
 
 if TYPE_CHECKING:
     import torch
@@ -222,8 +222,6 @@ def _onnx_branch(shared: Shared, folder: Path, k: int) -> Branch:
     def build(path: Path) -> Path:
         import torch
         from transformers import BertForTokenClassification
-
-        from ._onnx import fusion_shape
 
         encoder = BertForTokenClassification.from_pretrained(
             str(shared.folder), dtype=torch.float32
