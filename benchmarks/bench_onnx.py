@@ -3,9 +3,13 @@
 Usage (from the repository root, on a quiet machine)::
 
     python benchmarks/bench_onnx.py [--contexts 1000 8000 20000] [--answer-tokens 100]
-        [--items 5] [--repeats 20] [--guard-repeats 20]
+        [--items 5] [--repeats 20] [--guard-repeats 20] [--stage-repeats 5]
         [--agreement benchmarks/results/onnx_agreement.json]
         [--out benchmarks/results/onnx_backend.md]
+
+The measured part of ``--out`` is written between the markers
+``<!-- bench_onnx.py: begin -->`` and ``<!-- bench_onnx.py: end -->``; the text around
+them (what the numbers decide) is kept. A file without the markers is replaced whole.
 
 The detector timings use the inputs of ``bench_evidence.py`` (real news sentences, an
 answer restating them with one changed digit, ``--items`` inputs per context size, p50 /
@@ -17,7 +21,10 @@ bundled models and running one guard call. All rows run in one process per backe
 one after another, with the same threads (``torch.set_num_threads`` and ONNX Runtime's
 intra-op threads both the cores this process may use). ``--agreement`` adds the figures
 of ``bench_onnx_agreement.py`` to the report. The load average is written beside the
-numbers: other processes on the machine slow every row alike but widen p99.
+numbers: other processes on the machine slow every row alike but widen p99. Last, the
+stage breakdown of ``bench_stages.py`` (tokenising, evidence selection, forward pass,
+rules, ...) for torch fp32 and ONNX fp32 at each context size (``--stage-repeats``
+calls of each input; 0 skips it).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_evidence import _pct, _sentences, _time, _triple
+from bench_stages import add_input_options, stage_table
 
 from truthlens_integrations.core.models._onnx import _threads
 
@@ -45,6 +53,10 @@ BACKENDS = {
     "onnx fp32": {"backend": "onnx", "precision": "float32"},
     "onnx int8": {"backend": "onnx", "precision": "int8"},
 }
+
+
+_BEGIN = "<!-- bench_onnx.py: begin -->"
+_END = "<!-- bench_onnx.py: end -->"
 
 
 def _policy(settings: dict[str, str]) -> Any:
@@ -56,6 +68,34 @@ def _policy(settings: dict[str, str]) -> Any:
         f"  precision: {settings['precision']}\n"
         "  use_cpu: true\n"
     )
+
+
+def _lettuce(tokenizer: Any) -> Any:
+    """lettucedetect's detector on the bundled weights (fp32), or ``None`` when not installed.
+
+    It reads every window of the context (its chunks, 512 tokens) and takes each token's
+    maximum over them; the bundled folder's config says float16, which it would load on
+    the CPU, so its model is cast to fp32 like ours.
+    """
+    try:
+        from lettucedetect.detectors.transformer import TransformerDetector as Lettuce
+    except ImportError:
+        return None
+    from truthlens_integrations.core.models._bundled import bundled_detector_path
+
+    window = min(tokenizer.model_max_length, 512)
+    detector = Lettuce(model_path=str(bundled_detector_path()), max_length=window, device="cpu")
+    detector.model.to(torch.float32)
+
+    def run(item: Any) -> Any:
+        return detector.predict(
+            context=list(item.context),
+            question=item.question,
+            answer=item.answer,
+            output_format="spans",
+        )
+
+    return run
 
 
 def _memory(settings: dict[str, str]) -> float:
@@ -130,12 +170,16 @@ def _agreement_rows(path: Path | None) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--contexts", type=int, nargs="+", default=[1000, 8000, 20000])
-    ap.add_argument("--answer-tokens", type=int, default=100)
-    ap.add_argument("--items", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=20)
+    add_input_options(ap, repeats=20)
     ap.add_argument("--guard-repeats", type=int, default=20)
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    ap.add_argument("--stage-repeats", type=int, default=5, help="stage breakdown (0: skip)")
+    ap.add_argument(
+        "--lettuce-repeats",
+        type=int,
+        default=3,
+        help="lettucedetect rows, when installed (0: skip)",
+    )
     ap.add_argument("--no-memory", action="store_true", help="skip the resident-size processes")
     ap.add_argument(
         "--agreement", type=Path, default=Path("benchmarks/results/onnx_agreement.json")
@@ -162,10 +206,12 @@ def main() -> None:
         for size in args.contexts
     }
     p50: dict[tuple[int, str], float] = {}
+    detectors = {}
     for name in args.backends:
         settings = BACKENDS[name]
         dtype = "float32" if settings["precision"] == "float32" else "int8"
         detector = load_detector(backend=settings["backend"], dtype=dtype, device="cpu")
+        detectors[name] = detector
         for size, items in inputs.items():
             times, results = _time(detector, items, args.repeats)
             p50[(size, name)] = _pct(times, 50)
@@ -188,6 +234,34 @@ def main() -> None:
                 f"| {name} | {_pct(times, 50):.0f} | {_pct(times, 99):.0f} | {memory} |"
             )
             print(guard_rows[-1], flush=True)
+    lettuce = _lettuce(tokenizer) if args.lettuce_repeats else None
+    if lettuce is not None:
+        for size, items in inputs.items():
+            times = []
+            for item in items:
+                lettuce(item)  # warm-up
+                for _ in range(args.lettuce_repeats):
+                    t0 = time.perf_counter()
+                    lettuce(item)
+                    times.append((time.perf_counter() - t0) * 1000)
+            ratio = p50.get((size, "torch fp32"), 0.0) / _pct(times, 50)
+            rows.append(
+                f"| {size} | {args.answer_tokens} | lettucedetect 0.2 (torch fp32, every window) "
+                f"| {_pct(times, 50):.0f} | {_pct(times, 99):.0f} | {ratio:.2f}x | |"
+            )
+            print(rows[-1], flush=True)
+    stages: list[str] = []
+    if args.stage_repeats:
+        for name in ("torch fp32", "onnx fp32"):
+            if name in detectors:
+                print(f"stages, {name}:", flush=True)
+                stages += [
+                    "",
+                    f"Where a call's time goes, {name} (ms per call, each stage without the "
+                    f"stages it calls; {args.stage_repeats} calls of each input):",
+                    "",
+                    *stage_table(detectors[name], inputs, args.stage_repeats),
+                ]
     machine = (
         f"{platform.platform()}, {os.cpu_count()} CPU cores ({_threads()} usable), "
         f"Python {sys.version.split()[0]}, torch {torch.__version__}"
@@ -200,8 +274,7 @@ def main() -> None:
         pass
     text = "\n".join(
         [
-            "# Encoder backends: torch fp32, ONNX Runtime fp32 and int8",
-            "",
+            _BEGIN,
             f"- machine: {machine}",
             f"- command: `python benchmarks/bench_onnx.py {' '.join(sys.argv[1:])}`".rstrip(),
             f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
@@ -222,11 +295,18 @@ def main() -> None:
             "|---|---:|---:|---:|",
             *guard_rows,
             *_agreement_rows(args.agreement),
-            "",
+            *stages,
+            _END,
         ]
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    old = args.out.read_text(encoding="utf-8") if args.out.is_file() else ""
+    if _BEGIN in old and _END in old:
+        text = old[: old.index(_BEGIN)] + text + old[old.index(_END) + len(_END) :]
+    else:
+        text = f"# Encoder backends: torch fp32, ONNX Runtime fp32 and int8\n\n{text}\n"
     args.out.write_text(text, encoding="utf-8")
+    print(text)
     print(f"wrote {args.out}")
 
 

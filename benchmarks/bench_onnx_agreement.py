@@ -19,6 +19,17 @@ measured here, nothing is tuned on them. ``ragtruth_dev`` (train role) is read w
 The NLI branch is compared on e-SNLI test pairs (labels equal) and the prompt head on
 TruthfulQA questions and Self-Instruct prompts (decisions equal). Nothing is timed here:
 see ``bench_onnx.py`` for latency.
+
+Two checkouts (a change that must not move any output)::
+
+    python benchmarks/bench_onnx_agreement.py --backends "torch fp32" --sets ragtruth_dev \
+        --nli 0 --prompts 0 --out /tmp/a.json --save /tmp/before.jsonl     # old checkout
+    python benchmarks/bench_onnx_agreement.py --backends "torch fp32" --sets ragtruth_dev \
+        --nli 0 --prompts 0 --out /tmp/b.json --against /tmp/before.jsonl  # new one
+
+``--save`` writes every answer's torch fp32 result (spans, score, verdict, token
+probabilities); ``--against`` compares this checkout's with them and exits 1 unless every
+record is identical.
 """
 
 from __future__ import annotations
@@ -89,7 +100,12 @@ def _run(detector: Any, items: list[DetectionInput]) -> list[dict[str, Any]]:
     out = []
     for start in range(0, len(items), 8):
         out.extend(
-            {"spans": [[s.start, s.end] for s in r.spans], "score": r.score, "detected": r.detected}
+            {
+                "spans": [[s.start, s.end] for s in r.spans],
+                "score": r.score,
+                "detected": r.detected,
+                "tokens": [[t.start, t.end, t.probability] for t in r.tokens],
+            }
             for r in detector.detect_batch(items[start : start + 8])
         )
     return out
@@ -109,8 +125,10 @@ def _compare(ref: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str
     }
 
 
-def _detector_agreement(root: Path, sets: list[str], limit: int | None) -> list[dict[str, Any]]:
-    detectors = {name: load_detector(**opts) for name, opts in BACKENDS.items()}
+def _detector_agreement(
+    root: Path, sets: list[str], limit: int | None, backends: list[str], saved: list[Any]
+) -> list[dict[str, Any]]:
+    detectors = {name: load_detector(**BACKENDS[name]) for name in backends}
     rows = []
     for name in sets:
         examples = _examples(name, root, limit)
@@ -122,6 +140,8 @@ def _detector_agreement(root: Path, sets: list[str], limit: int | None) -> list[
             results[backend] = _run(detector, items)
             seconds = time.perf_counter() - t0
             print(f"{name}: {backend} {len(items)} answers in {seconds:.0f} s", flush=True)
+        if "torch fp32" in results:
+            saved.extend({"set": name, **r} for r in results["torch fp32"])
         for backend, res in results.items():
             row = {
                 "set": name,
@@ -129,7 +149,7 @@ def _detector_agreement(root: Path, sets: list[str], limit: int | None) -> list[
                 "backend": backend,
                 "auroc": auroc(gold, [r["score"] for r in res]),
             }
-            if backend != "torch fp32":
+            if backend != "torch fp32" and "torch fp32" in results:
                 row |= _compare(results["torch fp32"], res)
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -198,18 +218,39 @@ def main() -> None:
     ap.add_argument("--nli", type=int, default=1000, help="e-SNLI test pairs (0: skip)")
     ap.add_argument("--prompts", type=int, default=1000, help="prompts (0: skip)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/onnx_agreement.json"))
+    ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    ap.add_argument("--save", type=Path, help="write torch fp32's per-answer results here")
+    ap.add_argument("--against", type=Path, help="compare torch fp32 with a --save file")
     args = ap.parse_args()
     root = default_data_dir()
+    saved: list[Any] = []
     report: dict[str, Any] = {
         "command": "python benchmarks/bench_onnx_agreement.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPU cores",
-        "detector": _detector_agreement(root, args.sets, args.limit),
+        "detector": _detector_agreement(root, args.sets, args.limit, args.backends, saved),
     }
-    if args.nli:
+    lines = [json.dumps(r) for r in saved]
+    if args.save:
+        args.save.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {len(lines)} torch fp32 results to {args.save}")
+    if args.against:
+        before = args.against.read_text(encoding="utf-8").splitlines()
+        same = sum(a == b for a, b in zip(before, lines, strict=False))
+        spans = sum(
+            json.loads(a)["spans"] == json.loads(b)["spans"]
+            for a, b in zip(before, lines, strict=False)
+        )
+        print(
+            f"against {args.against}: {len(lines)} answers here, {len(before)} there; "
+            f"identical records {same}, spans equal {spans}"
+        )
+        if same != len(lines) or len(before) != len(lines):
+            raise SystemExit(1)
+    if args.nli and "torch fp32" in args.backends:
         report["nli"] = _nli_agreement(root, args.nli)
         print(json.dumps(report["nli"]), flush=True)
-    if args.prompts:
+    if args.prompts and "torch fp32" in args.backends:
         report["prompt"] = _prompt_agreement(root, args.prompts)
         print(json.dumps(report["prompt"]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

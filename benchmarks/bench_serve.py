@@ -1,7 +1,8 @@
 """Detection through the Ray Serve service against in-process detection.
 
 Usage:
-    python benchmarks/bench_serve.py [--requests 96] [--out benchmarks/results/serve.md]
+    python benchmarks/bench_serve.py [--requests 96] [--backend auto|torch|onnx]
+        [--replicas 1 2] [--out benchmarks/results/serve.md]
 
 Starts a local Ray (all cores, 200 MB object store, no dashboard) and the service on
 127.0.0.1, then for each deployment (1 or 2 replicas of 1 CPU each, dynamic batching on
@@ -12,7 +13,9 @@ threads, and one ``detect_batch`` of all requests (the batching ceiling).
 
 Requests cycle through four short grounded answers (the Eiffel record and a Statue of
 Liberty sentence, wrong and right answers; 20-40 tokens each). Latency is per request as
-the client sees it; throughput is requests per second of wall time.
+the client sees it; throughput is requests per second of wall time. ``--backend`` sets the
+policy's ``hallucination.backend`` (in-process and in every replica), ``--replicas`` which
+deployments run.
 """
 
 from __future__ import annotations
@@ -128,12 +131,12 @@ def bench_service(url: str, name: str, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def deploy(replicas: int, max_batch_size: int) -> None:
+def deploy(policy: dict[str, Any] | None, replicas: int, max_batch_size: int) -> None:
     from ray import serve
 
     from truthlens_integrations.serve._app import APP_NAME, service_app
 
-    app = service_app(None, replicas=replicas, max_batch_size=max_batch_size)
+    app = service_app(policy, replicas=replicas, max_batch_size=max_batch_size)
     serve.run(app, name=APP_NAME, route_prefix="/", blocking=False)
 
 
@@ -145,25 +148,30 @@ def main() -> None:
     parser.add_argument(
         "--torch-threads", type=int, default=1, help="in-process torch threads (a replica has 1)"
     )
+    parser.add_argument("--backend", default="auto", choices=["auto", "torch", "onnx"])
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
+    policy = None if args.backend == "auto" else {"hallucination": {"backend": args.backend}}
     load_before = os.getloadavg()
 
     import torch
 
     torch.set_num_threads(args.torch_threads)
-    detector = TruthLens.from_config(None).detector
-    described = f"{type(detector).__name__} `{detector.model_id}`"
+    detector = TruthLens.from_config(policy).detector
+    described = (
+        f"{type(detector).__name__} `{detector.model_id}` ({getattr(detector, 'backend', '?')})"
+    )
     rows = bench_in_process(detector, args.requests)
     for row in rows:
         print(row, flush=True)
 
     from truthlens_integrations.serve import start_local
 
-    service = start_local(None, host="127.0.0.1", port=args.port, replicas=1)
+    service = start_local(policy, host="127.0.0.1", port=args.port, replicas=1)
     try:
-        for replicas in (1, 2):
+        for replicas in args.replicas:
             for batch in (16, 1):
-                deploy(replicas, batch)
+                deploy(policy, replicas, batch)
                 label = (
                     f"service, {replicas} replica(s), batching {'on (16)' if batch > 1 else 'off'}"
                 )
@@ -194,7 +202,8 @@ def _write(
         f"- load average (1/5/15 min) before: {' / '.join(f'{x:.1f}' for x in before)}, "
         f"after: {' / '.join(f'{x:.1f}' for x in after)} (a model was training on the same cores)",
         f"- command: `python benchmarks/bench_serve.py --requests {args.requests} "
-        f"--torch-threads {args.torch_threads}`",
+        f"--torch-threads {args.torch_threads} --backend {args.backend} "
+        f"--replicas {' '.join(map(str, args.replicas))}`",
         f"- detector: {described} (the default of `load_detector`, in-process and in "
         "each replica); requests: short grounded answers (20-40 tokens); p50 / p99 are "
         "per request as the client sees them",

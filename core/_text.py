@@ -42,8 +42,10 @@ STOP_WORDS: frozenset[str] = frozenset(
 """Words too common to say what a text is about (lower case)."""
 
 # A sentence ends at . ! ? (with closing quotes or brackets) followed by white space, or
-# at a line break. Decimal points and "1887-1889." inside a token never match.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'’”)\]]*\s+|\n+")
+# at a line break. Decimal points and "1887-1889." inside a token never match. The match
+# starts at the end mark (a literal first character lets the regex engine skip ahead; a
+# look-behind made it try every position) and the sentence keeps the mark.
+_SENTENCE_END = re.compile(r"[.!?][\"'’”)\]]*\s+|\n+")
 
 
 def words(text: str) -> list[str]:
@@ -61,7 +63,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     ranges = []
     start = 0
     for match in _SENTENCE_END.finditer(text):
-        ranges.append((start, match.start()))
+        end = match.start()
+        ranges.append((start, end if text[end] == "\n" else end + 1))
         start = match.end()
     ranges.append((start, len(text)))
     out = []

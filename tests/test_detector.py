@@ -114,6 +114,11 @@ def test_cpu_batches_bound_the_padding_of_every_row() -> None:
     assert [len(b) for b in _batches(order, 16, None)] == [7]
     assert [len(b) for b in _batches(order, 3, None)] == [3, 3, 1]
     assert [len(b) for b in _batches(order, 2, 32)] == [2, 2, 2, 1]
+    # a token budget per run (the ONNX backend's): padded size rows x first row's length
+    by_tokens = [[len(s.input_ids) for s in b] for b in _batches(order, 16, None, 512)]
+    assert by_tokens == [[300], [290], [269], [250, 60], [50, 40]]
+    both = [[len(s.input_ids) for s in b] for b in _batches(order, 16, 32, 512)]
+    assert both == [[300], [290], [269], [250], [60, 50, 40]]
 
 
 def test_rows_of_very_different_lengths_score_as_they_do_alone(tiny_bert_dir: Path) -> None:

@@ -46,6 +46,23 @@ def test_sentences_keep_decimals_and_ranges_whole() -> None:
     assert parts == ["It is 4.2 km long.", "Built 1887-1889.", "Open daily!", "Tickets: 25 euros"]
 
 
+def test_sentence_ends_after_quotes_brackets_and_repeated_marks() -> None:
+    # The end mark stays with its sentence; closing quotes and brackets after it and the
+    # white space go to the gap; a line break ends a sentence without a mark.
+    text = 'He said "Stop." Then he left!.. Really?!\n\nNext line\nWhy? (Nobody knows.) End'
+    assert [text[a:b] for a, b in split_sentences(text)] == [
+        'He said "Stop.',
+        "Then he left!..",
+        "Really?!",
+        "Next line",
+        "Why?",
+        "(Nobody knows.",
+        "End",
+    ]
+    assert split_sentences("") == []
+    assert split_sentences(" .\n") == [(1, 2)]
+
+
 def test_units_cover_every_sentence_and_respect_the_budget() -> None:
     answer = "One two three. Four five six seven. " + " ".join(["word"] * 30) + ". End."
     units = answer_units(answer, lambda t: len(t.split()), unit_tokens=8)
@@ -165,6 +182,21 @@ def test_tiny_evidence_detector_offsets_and_coverage(tiny_bert_dir: Path) -> Non
     assert result.coverage.evidence_sentences is not None
     assert result.coverage.context_sentences == 3
     assert result.coverage.answer_chars_scored == sum(len(t.text) for t in result.tokens)
+
+
+def test_token_counts_are_the_tokenizers_even_after_a_truncating_call(
+    tiny_bert_dir: Path,
+) -> None:
+    detector = EvidenceDetector(tiny_bert_dir)
+    tokenizer = detector._loaded.tokenizer
+    texts = ["alice visited rome in 1920 and sold the old tower", "bob", ""]
+    expected = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    assert expected[0] > 4
+    assert detector._count_many(texts) == expected
+    # another user of the shared tokenizer (the NLI branch) truncates and pads
+    tokenizer(texts, truncation=True, max_length=4, padding="max_length")
+    assert detector._count_many(texts) == expected
+    assert detector._count_many([]) == []
 
 
 def test_load_detector_picks_the_strategy(tiny_bert_dir: Path) -> None:
@@ -468,6 +500,13 @@ def test_a_dropped_or_added_negation_is_raised_and_a_copied_one_lowered() -> Non
     positive = ["The ceramic bowls are dishwasher safe and oven safe."]
     out = adjust_tokens(_tokens(added, 0.3), added, positive, None)
     assert _probability(out, "never") >= 0.85
+
+
+def test_negation_aligns_whole_words_only() -> None:
+    answer = "The bowls are not dishwasher safe."
+    assert negation_verdicts(answer, ["The bowls are dishwasher safe."]) == [(14, 17, "conflict")]
+    # the same letters inside longer words ("bowls_x", "dishwasher_safe") are other words
+    assert negation_verdicts(answer, ["The bowls_x are dishwasher_safe."]) == []
 
 
 def test_negation_is_compared_only_with_sentences_that_say_the_same_thing() -> None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ModelLoadError, ModelNotAvailableError
 from ._loading import LoadedModel, load_token_classifier, no_load_bar, sequence_probabilities
-from ._onnx import OnnxModel, export_graph, load_graph, weights_fingerprint
+from ._onnx import OnnxModel, export_graph, fusion_shape, load_graph, weights_fingerprint
 
 if TYPE_CHECKING:
     import torch
@@ -235,6 +235,7 @@ def _onnx_branch(shared: Shared, folder: Path, k: int) -> Branch:
             outputs=("last_hidden_state",),
             fingerprint=fingerprint,
             quantization=graph.quantization,
+            fuse=fusion_shape(encoder.config),
         )
 
     branch_graph = load_graph(folder, fingerprint, graph.quantization, build, name="nli")

@@ -32,6 +32,7 @@ from ._onnx import (
     OnnxModel,
     Quantization,
     export_graph,
+    fusion_shape,
     load_graph,
     resolve_backend,
     weights_fingerprint,
@@ -323,6 +324,7 @@ def _load_onnx(
             outputs=graph_outputs(task),
             fingerprint=fingerprint,
             quantization=quantization,
+            fuse=fusion_shape(model.config),
         )
 
     check_config_numbers(source, config.to_dict())
@@ -394,6 +396,7 @@ def export_onnx(
             outputs=graph_outputs(task),
             fingerprint=fingerprint,
             quantization=quantization,
+            fuse=fusion_shape(model.config),
         )
         for quantization in quantizations
     ]

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "AUTO_ONNX",
     "BACKENDS",
     "DEFAULT_QUANTIZATION",
     "Backend",
@@ -42,6 +43,7 @@ __all__ = [
     "Quantization",
     "cache_dir",
     "export_graph",
+    "fusion_shape",
     "graph_path",
     "load_graph",
     "onnx_available",
@@ -54,6 +56,12 @@ logger = logging.getLogger(__name__)
 Backend = Literal["auto", "torch", "onnx"]
 Quantization = Literal["fp32", "int8"]
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
+#: The graph ``backend="auto"`` runs on a CPU where onnxruntime is installed, or ``None``
+#: to keep torch there. ``None``: the fused fp32 graph gives torch's verdicts but was no
+#: faster than torch on the 2-core CPU (one thread, CPU time: 0.98x; on a quiet machine
+#: with both cores, see benchmarks/results/onnx_backend.md), and no int8 graph keeps the
+#: verdicts. Set to ``"fp32"`` where the quiet benchmark shows the graph faster.
+AUTO_ONNX: Quantization | None = None
 #: The graph ``backend="onnx"`` runs when no precision is asked for. fp32: int8 dynamic
 #: quantization moved the detector's spans on most real answers (per-tensor and
 #: per-channel, with and without fp32 first/last layers; benchmarks/results/onnx_backend.md),
@@ -63,7 +71,9 @@ DEFAULT_QUANTIZATION: Quantization = "fp32"
 # ``backend="auto"`` uses ONNX only for them; others can still be forced.
 _VERIFIED_TYPES = frozenset({"bert"})
 # Bumped when the export recipe changes, so graphs from an older recipe are rebuilt.
-_RECIPE = "truthlens-onnx-1"
+# 2: eager attention traced and fused by ONNX Runtime's transformer optimizer (Attention,
+# SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), int8 weights per channel.
+_RECIPE = "truthlens-onnx-2"
 _OPSET = 17
 _FINGERPRINT_KEY = "truthlens.weights_sha256"
 _QUANT_KEY = "truthlens.quantization"
@@ -90,10 +100,12 @@ def resolve_backend(
 ) -> tuple[Literal["torch", "onnx"], Quantization]:
     """Which backend runs a model, and which graph when it is ONNX.
 
-    ``"auto"`` runs fp32 on torch: on the 2-core CPU the fp32 ONNX graph gave the same
-    verdicts but took 121 ms against torch's 99 ms at a 1k-token context (0.73-0.81x,
-    ``benchmarks/results/onnx_backend.md``), so it is not worth choosing by itself.
-    ``"int8"`` (faster, but it moves verdicts) and ``backend="onnx"`` are asked for.
+    ``"auto"`` runs the :data:`AUTO_ONNX` graph on a CPU where onnxruntime is installed
+    and the model is a local folder of a verified family, and torch everywhere else (a
+    GPU, half precision, a hub id, no onnxruntime). :data:`AUTO_ONNX` is ``None`` (torch)
+    until the ONNX graph is measured faster than torch with the same verdicts
+    (``benchmarks/results/onnx_backend.md``). ``"int8"`` (faster, but it moves verdicts)
+    and ``backend="onnx"`` are asked for.
 
     Args:
         backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
@@ -122,6 +134,8 @@ def resolve_backend(
     if name == "int8":
         quantization = "int8"
     if not wants_onnx:
+        if AUTO_ONNX is not None and _auto_onnx(device, name, model_type, local=local):
+            return "onnx", AUTO_ONNX
         return "torch", "fp32"
     _check_forced(device, name, local=local)
     if model_type not in _VERIFIED_TYPES:
@@ -130,6 +144,29 @@ def resolve_backend(
             f"not {model_type!r}; use backend='torch'"
         )
     return "onnx", quantization
+
+
+def _auto_onnx(
+    device: torch.device, precision: str, model_type: str | None, *, local: bool
+) -> bool:
+    """Whether ``backend="auto"`` can run the ONNX graph here (otherwise it runs torch)."""
+    return (
+        device.type == "cpu"
+        and precision in {"auto", "float32"}
+        and local
+        and model_type in _VERIFIED_TYPES
+        and onnx_available()
+    )
+
+
+def fusion_shape(config: Any) -> tuple[int, int] | None:
+    """``(attention heads, hidden size)`` of an encoder whose fused export is verified.
+
+    ``None`` for other families: their graphs are exported as traced.
+    """
+    if getattr(config, "model_type", None) not in _VERIFIED_TYPES:
+        return None
+    return int(config.num_attention_heads), int(config.hidden_size)
 
 
 def _check_forced(device: torch.device, precision: str, *, local: bool) -> None:
@@ -214,30 +251,31 @@ def export_graph(
     outputs: Sequence[str],
     fingerprint: str,
     quantization: Quantization,
+    fuse: tuple[int, int] | None = None,
 ) -> Path:
     """Export a torch module to ONNX at ``target`` (fp32, or int8 dynamic quantization).
 
-    The file is written beside ``target`` and renamed into place (no half graphs).
+    The file is written beside ``target`` and renamed into place (no half graphs); int8
+    graphs are quantized from the (fused) fp32 graph, weights per output channel.
 
     Args:
         module: A torch module in eval mode, in fp32, on the CPU, taking ``inputs``
             (int64 ``[batch, tokens]``) in order and returning a tuple of ``outputs``.
         target: The graph file to write.
-        inputs: Input names, e.g. ``("input_ids", "attention_mask", "token_type_ids")``.
-        outputs: Output names, e.g. ``("logits", "last_hidden_state")``.
+        inputs: Input names (``input_ids``, ``attention_mask``, ...).
+        outputs: Output names (``logits``, ``last_hidden_state``).
         fingerprint: The weights' fingerprint, stored in the graph's metadata.
         quantization: ``"fp32"`` or ``"int8"``.
+        fuse: ``(attention heads, hidden size)`` of a BERT-family encoder to fuse
+            (:func:`_fuse`), or ``None`` to keep the traced graph as it is.
 
     Returns:
         ``target``.
 
     Raises:
-        ModelLoadError: If the export or the quantization fails, or ``target`` cannot be
-            written.
+        ModelLoadError: If the export or quantization fails, or ``target`` is not writable.
     """
     _require_onnx("building an ONNX graph")
-    import onnx
-
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -245,20 +283,15 @@ def export_graph(
     fp32 = target.with_name(f".{target.stem}.{os.getpid()}.fp32.tmp.onnx")
     partial = target.with_name(f".{target.stem}.{os.getpid()}.tmp.onnx")
     try:
-        _trace(module, fp32, inputs, outputs)
+        _trace(module, fp32, inputs, outputs, eager=fuse is not None)
+        if fuse is not None:
+            _fuse(fp32, *fuse)
         if quantization == "int8":
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            with _quiet_root_logger():
-                quantize_dynamic(str(fp32), str(partial), weight_type=QuantType.QInt8)
+            _quantize(fp32, partial)
             fp32.unlink()
         else:
             fp32.replace(partial)
-        graph = onnx.load(str(partial))
-        onnx.helper.set_model_props(
-            graph, {_FINGERPRINT_KEY: fingerprint, _QUANT_KEY: quantization}
-        )
-        onnx.save(graph, str(partial))
+        _write_stamp(partial, fingerprint, quantization)
         partial.replace(target)
     except Exception as exc:
         for leftover in (fp32, partial):
@@ -268,10 +301,24 @@ def export_graph(
     return target
 
 
-def _trace(module: Any, path: Path, inputs: Sequence[str], outputs: Sequence[str]) -> None:
-    """The fp32 graph of ``module``, with batch and token axes left dynamic."""
+def _trace(
+    module: Any, path: Path, inputs: Sequence[str], outputs: Sequence[str], *, eager: bool = False
+) -> None:
+    """The fp32 graph of ``module``, with batch and token axes left dynamic.
+
+    With ``eager``, every transformers layer inside ``module`` is switched to its eager
+    attention first (the written-out softmax the optimizer recognises; the SDPA graph does
+    not fuse). Layers copied from another model (the NLI branch's) keep a config of their
+    own, so each submodule's config is switched, not only the model's. ``module`` is a
+    throwaway copy loaded for the export.
+    """
     import torch
 
+    if eager:
+        for sub in module.modules():
+            config = getattr(sub, "config", None)
+            if getattr(config, "_attn_implementation", "eager") != "eager":
+                config._attn_implementation = "eager"  # type: ignore[union-attr]
     example = torch.ones((2, 16), dtype=torch.long)
     axes = {n: {0: "batch", 1: "tokens"} for n in (*inputs, *outputs)}
     # The tracer warns about every Python-level branch it freezes; the shapes that
@@ -288,6 +335,48 @@ def _trace(module: Any, path: Path, inputs: Sequence[str], outputs: Sequence[str
             opset_version=_OPSET,
             dynamo=False,
         )
+
+
+def _write_stamp(path: Path, fingerprint: str, quantization: Quantization) -> None:
+    """Store the weights' fingerprint and the precision in the graph's metadata."""
+    import onnx
+
+    graph = onnx.load(str(path))
+    onnx.helper.set_model_props(graph, {_FINGERPRINT_KEY: fingerprint, _QUANT_KEY: quantization})
+    onnx.save(graph, str(path))
+
+
+def _quantize(source: Path, target: Path) -> None:
+    """int8 dynamic quantization of ``source`` into ``target``, weights per output channel."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with _quiet_root_logger():
+        quantize_dynamic(
+            str(source),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            # fused operators carry no shape information for the quantizer
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+
+
+def _fuse(path: Path, heads: int, hidden: int) -> None:
+    """Rewrite the graph at ``path`` with ONNX Runtime's fused transformer operators.
+
+    Each layer's attention, residual layer norms and GELU become one operator each: the
+    traced graph of many small operators ran at 0.65-0.88x torch's speed on the CPU, the
+    fused one as fast as torch. Only the portable fusions run here (``opt_level=0``); the
+    session applies the machine-specific ones when it loads the graph.
+    """
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    with _quiet_root_logger():
+        model = optimize_model(
+            str(path), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0
+        )
+    model.save_model_to_file(str(path))
 
 
 @contextlib.contextmanager
@@ -379,6 +468,12 @@ def _session(path: Path) -> Any:
     options.intra_op_num_threads = _threads()
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # Idle intra-op threads sleep instead of spinning: a spinning thread takes the core
+    # the Python side (tokenising, evidence selection) needs between runs, and on a
+    # shared machine it waits for descheduled peers. With both cores of the 2-core CPU
+    # under other load, a 1k-token detector call took 329 ms p50 without spinning, 434 ms
+    # with it (benchmarks/results/onnx_backend.md).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

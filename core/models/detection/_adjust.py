@@ -103,9 +103,12 @@ _ABSTAIN_WORDS = frozenset(
 
 def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int, QuantityVerdict]]:
     """``(start, end, verdict)`` of the digits of every number of the answer."""
+    found = extract_quantities(answer)
+    if not found:
+        return []  # no pass over the context
     known = ContextQuantities(context)
     out: list[tuple[int, int, QuantityVerdict]] = []
-    for q in extract_quantities(answer):
+    for q in found:
         # The verdict is about the digits, and about the unit word too when it is a
         # measurement unit ("4.2 miles" against "4.2 km": the unit is the error). Any other
         # word after a number is scored as it is: it is often not a unit ("420 people" /
@@ -171,20 +174,22 @@ def _negated_words(sentence: str) -> list[str]:
     return out
 
 
+_RUN = re.compile(r"\w+")
+
+
 def _aligned_sentences(
     context: Sequence[str], wanted: set[str]
 ) -> list[tuple[str, set[str], bool]]:
     """``(text, content words, negated)`` of the context sentences sharing 3+ of ``wanted``.
 
-    One regex pass finds the passages that hold enough of the words; only those are split
-    into sentences (a 20,000-word context costs a few milliseconds, not a full analysis).
+    One pass over each passage's words finds the passages that hold enough of them; only
+    those are split into sentences (a 20,000-word context costs a few milliseconds, not a
+    full analysis). ``wanted`` holds words (letters and digits), so a passage holds one
+    exactly when one of its maximal runs of word characters is that word.
     """
-    pattern = re.compile(
-        r"\b(?:" + "|".join(sorted(map(re.escape, wanted), key=len, reverse=True)) + r")\b"
-    )
     out = []
     for passage in context:
-        if len(set(pattern.findall(passage.lower()))) < _MIN_ALIGNED:
+        if len(wanted.intersection(_RUN.findall(passage.lower()))) < _MIN_ALIGNED:
             continue
         for start, end in split_sentences(passage):
             text = passage[start:end]

@@ -87,9 +87,6 @@ class EvidenceDetector(TransformerDetector):
             plans.append(_Plan(pieces=pieces, segments=segments.get(owner, [])))
         return plans, sentences
 
-    def _count_many(self, texts: list[str]) -> list[int]:
-        return [len(offsets) for offsets in self._count(texts)]
-
     def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
         # An abstention's words ("the provided information does not mention ...") are
         # left unflagged by the rule, and so are not counted as absent either.
