@@ -441,12 +441,12 @@ def no_load_bar(hide: bool = True) -> Iterator[None]:
     from transformers.utils import logging as transformers_logging
 
     shown = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:
         if shown:
-            transformers_logging.enable_progress_bar()
+            transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def _from_pretrained(
