@@ -380,14 +380,33 @@ Accuracy on the held-out split ({m.get("prompt_heldout_n")} prompts):
     (pc_dir / "README.md").write_text(prompt)
 
 
+def _real_pairs(m: dict[str, Any], repeat: int) -> str:
+    if not repeat:
+        return ""
+    times = "once" if repeat == 1 else f"{repeat} times"
+    return f"""
+
+Real answers judged by people (`training/nli_real.py`), {times} per pass: ExpertQA claims
+against the passages they cite (support Complete → entailment; Partial, Incomplete →
+neutral; Missing claims cite no passage) and the sentences of `ragtruth_dev` answers of the
+committed split's **train** sources against their source (a sentence with a RAGTruth
+Conflict span → contradiction, with only Baseless Info spans → neutral, each sentence of an
+answer without spans → entailment), the premise picked as the engine picks it (the two
+context sentences sharing the most words). 20% of their sources are held out
+({m.get("heldout_real_n", 0)} pairs, in the pooled held-out split)."""
+
+
 def branch_card(metrics_path: Path) -> str:
     """Model card of an NLI branch written by ``training.train_nli``."""
     saved = json.loads(metrics_path.read_text())
     args: dict[str, str] = saved["args"]
     m: dict[str, Any] = saved["metrics"]
     k = int(args["shared_layers"])
+    real = int(args.get("real_repeat", "0"))
     epochs = "\n".join(
-        f"| {h['epoch']} | {h['heldout']:.3f} | {h['heldout_snli']:.3f} |" for h in m["epochs"]
+        f"| {h['epoch']} | {h['heldout']:.3f} | {h['heldout_snli']:.3f} |"
+        + (f" {h['heldout_real']:.3f} |" if real else "")
+        for h in m["epochs"]
     )
     chosen = next(h for h in m["epochs"] if h["epoch"] == m["chosen_epoch"])
     size = (metrics_path.parent / "model.safetensors").stat().st_size / 1e6
@@ -395,7 +414,9 @@ def branch_card(metrics_path: Path) -> str:
         f"--{key.replace('_', '-')} {args[key]}"
         for key in ("seed", "shared_layers", "epochs", "batch", "lr", "max_length",
                     "synthetic_nli", "threads")
-    )  # fmt: skip
+    ) + (f" --real-repeat {real}" if real else "")  # fmt: skip
+    real_head = " real-answer held-out accuracy |" if real else ""
+    real_rule = "---|" if real else ""
     return f"""# TruthLens bundled NLI explainer
 
 Labels (premise, hypothesis) pairs as entailment / neutral / contradiction, to explain a span
@@ -425,7 +446,7 @@ NOT_ENOUGH_INFO → neutral); 10% of the pooled pairs (fixed seed) held out
 ({m["heldout_n"]} pairs, {m["heldout_snli_n"]} of them SNLI dev). Plus {args["synthetic_nli"]}
 synthetic pairs from HaluEval training contexts: a sentence and its perturbed copy (number,
 date, unit, entity, negation) → contradiction; a paraphrase-like copy → entailment; another
-sentence of the same document → neutral. {m["train_n"]} training pairs in all.
+sentence of the same document → neutral.{_real_pairs(m, real)} {m["train_n"]} training pairs in all.
 
 The detector's lower layers were trained (as part of the multi-task model) on NLI pairs
 drawn with other splits, so some of this held-out split's pairs passed through them: read the
@@ -434,8 +455,8 @@ eval-only data (`benchmarks/results/snli-test_bundled-nli.md`), is the unbiased 
 
 ## Held-out metrics (the epoch is chosen on the pooled split)
 
-| epoch | pooled held-out accuracy | SNLI-dev held-out accuracy |
-|---|---|---|
+| epoch | pooled held-out accuracy | SNLI-dev held-out accuracy |{real_head}
+|---|---|---|{real_rule}
 {epochs}
 
 Shipped: epoch {m["chosen_epoch"]} (pooled {chosen["heldout"]:.3f}, SNLI dev

@@ -10,7 +10,9 @@ shipped, in ``core/_bundled/nli/model.safetensors``. Run from the repository roo
 
 It reads train-role data only (SNLI dev, SICK, CLIMATE-FEVER, synthetic pairs; see
 ``training/data.py``) and keeps 10% of the pooled pairs as a held-out split, which is where
-the epoch is chosen.
+the epoch is chosen. ``--real-repeat N`` adds the pairs of real answers judged by people
+(ExpertQA, the train part of ``ragtruth_dev``; ``training/nli_real.py``) N times per pass;
+their sources' held-out part (20%, by source) joins the held-out split.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from torch import nn
 
 from truthlens_integrations.core.models import encoder_fingerprint
 
-from . import data
+from . import data, nli_real
 from .model import SequenceHead
 from .train import OUT_DIR as DETECTOR_DIR
 from .train import Stream, encode_pairs, pad, start_run
@@ -51,9 +53,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--synthetic-nli", type=int, default=3000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    p.add_argument(
+        "--real-repeat",
+        type=int,
+        default=0,
+        help="add the real-answer pairs (training.nli_real) this many times (0: none)",
+    )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     p.add_argument("--out", type=Path, default=OUT_DIR)
     args = p.parse_args(argv)
+    if args.real_repeat < 0:
+        p.error("--real-repeat must be 0 or more")
     if args.quick:
         args.epochs, args.synthetic_nli = 1, 50
     return args
@@ -115,6 +125,14 @@ def main(argv: list[str] | None = None) -> None:
     train += data.synthetic_nli(rng, args.synthetic_nli)
     if args.quick:
         train, heldout = train[:400], heldout[:200]
+    heldout_real: list[data.NLIExample] = []
+    if args.real_repeat:
+        # After the generator's draws, so the pairs above stay those of a run without them.
+        real_train, heldout_real = nli_real.training_examples(nli_real.train_role_pairs())
+        if args.quick:
+            real_train, heldout_real = real_train[:100], heldout_real[:50]
+        train += real_train * args.real_repeat
+        heldout += heldout_real
 
     def enc(xs: list[data.NLIExample]) -> list[dict[str, Any]]:
         pairs: list[tuple[str, str | None]] = [(e.premise, e.hypothesis) for e in xs]
@@ -123,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     tr_enc = enc(train)
     ho_all = enc(heldout)
     ho_snli = enc([e for e in heldout if e.source == "snli"])
+    ho_real = enc(heldout_real)
     steps_per_epoch = (len(tr_enc) + args.batch - 1) // args.batch
     total = steps_per_epoch * args.epochs
     log.info(
@@ -168,8 +187,11 @@ def main(argv: list[str] | None = None) -> None:
         if (step + 1) % steps_per_epoch == 0:
             acc = accuracy(model, ho_all, device)
             snli = accuracy(model, ho_snli, device)
-            history.append({"epoch": len(history) + 1, "heldout": acc, "heldout_snli": snli})
-            log.info("epoch %d: held-out %.4f, snli-dev held-out %.4f", len(history), acc, snli)
+            scores = {"epoch": len(history) + 1, "heldout": acc, "heldout_snli": snli}
+            if ho_real:
+                scores["heldout_real"] = accuracy(model, ho_real, device)
+            history.append(scores)
+            log.info("epoch %d: %s", len(history), json.dumps(scores))
             # the checkpoint is picked on the pooled held-out split of train-role data
             if best is None or acc > best[0]:
                 state = model.shipped_state()
@@ -182,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         "chosen_epoch": max(history, key=lambda h: h["heldout"])["epoch"],
         "heldout_n": len(ho_all),
         "heldout_snli_n": len(ho_snli),
+        "heldout_real_n": len(ho_real),
         "train_n": len(tr_enc),
     }
     save(best[1], args, metrics)
