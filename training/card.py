@@ -414,7 +414,19 @@ def branch_card(metrics_path: Path) -> str:
         f"--{key.replace('_', '-')} {args[key]}"
         for key in ("seed", "shared_layers", "epochs", "batch", "lr", "max_length",
                     "synthetic_nli", "threads")
-    ) + (f" --real-repeat {real}" if real else "")  # fmt: skip
+    ) + "".join(
+        f" --{key.replace('_', '-')} {args[key]}"
+        for key, unset in (("real_repeat", "0"), ("init_branch", "None"), ("mix_share", "1.0"))
+        if args.get(key, unset) != unset
+    )  # fmt: skip
+    start = (
+        ""
+        if args.get("init_branch", "None") == "None"
+        else f"\n\nStarted from the trained branch in `{args['init_branch']}` (the one shipped "
+        f"before), trained {args['epochs']} more epoch(s) on {float(args['mix_share']):.0%} of "
+        "the mix above (a seeded sample) with the real-answer pairs."
+    )
+    total = m["train_n"]
     real_head = " real-answer held-out accuracy |" if real else ""
     real_rule = "---|" if real else ""
     return f"""# TruthLens bundled NLI explainer
@@ -446,7 +458,7 @@ NOT_ENOUGH_INFO → neutral); 10% of the pooled pairs (fixed seed) held out
 ({m["heldout_n"]} pairs, {m["heldout_snli_n"]} of them SNLI dev). Plus {args["synthetic_nli"]}
 synthetic pairs from HaluEval training contexts: a sentence and its perturbed copy (number,
 date, unit, entity, negation) → contradiction; a paraphrase-like copy → entailment; another
-sentence of the same document → neutral.{_real_pairs(m, real)} {m["train_n"]} training pairs in all.
+sentence of the same document → neutral.{_real_pairs(m, real)}{start} {total} training pairs in all.
 
 The detector's lower layers were trained (as part of the multi-task model) on NLI pairs
 drawn with other splits, so some of this held-out split's pairs passed through them: read the

@@ -21,6 +21,7 @@ import argparse
 import copy
 import json
 import logging
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="add the real-answer pairs (training.nli_real) this many times (0: none)",
     )
+    p.add_argument(
+        "--init-branch",
+        type=Path,
+        default=None,
+        help="start from this trained branch (a folder with model.safetensors for --encoder)",
+    )
+    p.add_argument(
+        "--mix-share",
+        type=float,
+        default=1.0,
+        help="share of the existing mix (SNLI dev, SICK, CLIMATE-FEVER, synthetic) to train on",
+    )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     p.add_argument("--out", type=Path, default=OUT_DIR)
     args = p.parse_args(argv)
     if args.real_repeat < 0:
         p.error("--real-repeat must be 0 or more")
+    if not 0.0 < args.mix_share <= 1.0:
+        p.error("--mix-share must be in (0, 1]")
     if args.quick:
         args.epochs, args.synthetic_nli = 1, 50
     return args
@@ -84,6 +99,22 @@ class NLIBranch(nn.Module):
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         states = self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
         return self.head(states, mask)
+
+    def load_shipped(self, state: dict[str, torch.Tensor]) -> None:
+        """Take the upper layers and the head from a saved branch (see :meth:`shipped_state`)."""
+        layers: dict[int, dict[str, torch.Tensor]] = {}
+        head: dict[str, torch.Tensor] = {}
+        for key, value in state.items():
+            if key.startswith("head."):
+                head[key.removeprefix("head.")] = value.float()
+            else:
+                _, _, index, rest = key.split(".", 3)
+                layers.setdefault(int(index), {})[rest] = value.float()
+        if sorted(layers) != list(range(self.shared_layers, len(self.bert.encoder.layer))):
+            raise ValueError(f"the branch holds layers {sorted(layers)}, not the upper ones")
+        for index, layer_state in layers.items():
+            self.bert.encoder.layer[index].load_state_dict(layer_state)
+        self.head.load_state_dict(head)
 
     def shipped_state(self) -> dict[str, torch.Tensor]:
         """What the package stores: the upper layers and the head, nothing shared."""
@@ -118,11 +149,17 @@ def main(argv: list[str] | None = None) -> None:
     tok = AutoTokenizer.from_pretrained(args.encoder)
     det = AutoModelForTokenClassification.from_pretrained(args.encoder, dtype=torch.float32)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    model = NLIBranch(det.bert, args.shared_layers).to(device)
+    model = NLIBranch(det.bert, args.shared_layers)
     del det
+    if args.init_branch is not None:
+        model.load_shipped(_read_branch(args.init_branch, args.encoder, args.shared_layers))
+    model = model.to(device)
 
     train, heldout = data.nli_examples(rng)
     train += data.synthetic_nli(rng, args.synthetic_nli)
+    if args.mix_share < 1.0:
+        # a seeded sample of the mix; the held-out split stays whole
+        train = random.Random(args.seed).sample(train, round(len(train) * args.mix_share))
     if args.quick:
         train, heldout = train[:400], heldout[:200]
     heldout_real: list[data.NLIExample] = []
@@ -208,6 +245,21 @@ def main(argv: list[str] | None = None) -> None:
         "train_n": len(tr_enc),
     }
     save(best[1], args, metrics)
+
+
+def _read_branch(folder: Path, encoder: Path, shared_layers: int) -> dict[str, torch.Tensor]:
+    """A saved branch's tensors, checked to belong to ``encoder`` with as many shared layers."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    file = folder / "model.safetensors"
+    with safe_open(str(file), framework="pt") as fh:
+        meta = fh.metadata() or {}
+    if meta.get("shared_layers") != str(shared_layers) or meta.get(
+        "encoder_sha256"
+    ) != encoder_fingerprint(encoder, shared_layers):
+        raise SystemExit(f"{file} was not trained on {encoder} with {shared_layers} shared layers")
+    return load_file(str(file))
 
 
 def save(state: dict[str, torch.Tensor], args: argparse.Namespace, metrics: dict[str, Any]) -> None:
