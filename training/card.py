@@ -380,10 +380,12 @@ Accuracy on the held-out split ({m.get("prompt_heldout_n")} prompts):
     (pc_dir / "README.md").write_text(prompt)
 
 
-def _real_pairs(m: dict[str, Any], repeat: int) -> str:
+def _real_pairs(m: dict[str, Any], repeat: int, balanced: bool) -> str:
     if not repeat:
         return ""
     times = "once" if repeat == 1 else f"{repeat} times"
+    if balanced:
+        times += " (the entailed ones a seeded sample as large as the rest)"
     return f"""
 
 Real answers judged by people (`training/nli_real.py`), {times} per pass: ExpertQA claims
@@ -403,6 +405,7 @@ def branch_card(metrics_path: Path) -> str:
     m: dict[str, Any] = saved["metrics"]
     k = int(args["shared_layers"])
     real = int(args.get("real_repeat", "0"))
+    balanced = args.get("real_balanced") == "True"
     epochs = "\n".join(
         f"| {h['epoch']} | {h['heldout']:.3f} | {h['heldout_snli']:.3f} |"
         + (f" {h['heldout_real']:.3f} |" if real else "")
@@ -418,7 +421,7 @@ def branch_card(metrics_path: Path) -> str:
         f" --{key.replace('_', '-')} {args[key]}"
         for key, unset in (("real_repeat", "0"), ("init_branch", "None"), ("mix_share", "1.0"))
         if args.get(key, unset) != unset
-    )  # fmt: skip
+    ) + (" --real-balanced" if balanced else "")  # fmt: skip
     start = (
         ""
         if args.get("init_branch", "None") == "None"
@@ -427,6 +430,7 @@ def branch_card(metrics_path: Path) -> str:
         "the mix above (a seeded sample) with the real-answer pairs."
     )
     total = m["train_n"]
+    extra = _real_pairs(m, real, balanced) + start
     real_head = " real-answer held-out accuracy |" if real else ""
     real_rule = "---|" if real else ""
     return f"""# TruthLens bundled NLI explainer
@@ -458,7 +462,7 @@ NOT_ENOUGH_INFO → neutral); 10% of the pooled pairs (fixed seed) held out
 ({m["heldout_n"]} pairs, {m["heldout_snli_n"]} of them SNLI dev). Plus {args["synthetic_nli"]}
 synthetic pairs from HaluEval training contexts: a sentence and its perturbed copy (number,
 date, unit, entity, negation) → contradiction; a paraphrase-like copy → entailment; another
-sentence of the same document → neutral.{_real_pairs(m, real)}{start} {total} training pairs in all.
+sentence of the same document → neutral.{extra} {total} training pairs in all.
 
 The detector's lower layers were trained (as part of the multi-task model) on NLI pairs
 drawn with other splits, so some of this held-out split's pairs passed through them: read the

@@ -61,6 +61,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="add the real-answer pairs (training.nli_real) this many times (0: none)",
     )
     p.add_argument(
+        "--real-balanced",
+        action="store_true",
+        help="keep only as many entailed real pairs (a seeded sample) as the others",
+    )
+    p.add_argument(
         "--init-branch",
         type=Path,
         default=None,
@@ -166,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.real_repeat:
         # After the generator's draws, so the pairs above stay those of a run without them.
         real_train, heldout_real = nli_real.training_examples(nli_real.train_role_pairs())
+        if args.real_balanced:
+            real_train = _balanced(real_train, random.Random(args.seed))
         if args.quick:
             real_train, heldout_real = real_train[:100], heldout_real[:50]
         train += real_train * args.real_repeat
@@ -245,6 +252,13 @@ def main(argv: list[str] | None = None) -> None:
         "train_n": len(tr_enc),
     }
     save(best[1], args, metrics)
+
+
+def _balanced(pairs: list[data.NLIExample], rng: random.Random) -> list[data.NLIExample]:
+    """The pairs not entailed, and as many entailed ones drawn at random, in their order."""
+    entailed = [i for i, e in enumerate(pairs) if e.label == 0]
+    keep = set(rng.sample(entailed, min(len(entailed), len(pairs) - len(entailed))))
+    return [e for i, e in enumerate(pairs) if e.label != 0 or i in keep]
 
 
 def _read_branch(folder: Path, encoder: Path, shared_layers: int) -> dict[str, torch.Tensor]:
