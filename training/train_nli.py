@@ -293,9 +293,11 @@ def save(state: dict[str, torch.Tensor], args: argparse.Namespace, metrics: dict
         },
     )
     flat = {k: str(v) for k, v in vars(args).items()}
-    (out / "training_metrics.json").write_text(
-        json.dumps({"args": flat, "metrics": metrics}, indent=1)
-    )
+    record: dict[str, Any] = {"args": flat, "metrics": metrics}
+    if args.init_branch is not None and (args.init_branch / "training_metrics.json").is_file():
+        # how the branch it started from was made, for the card
+        record["init"] = json.loads((args.init_branch / "training_metrics.json").read_text())
+    (out / "training_metrics.json").write_text(json.dumps(record, indent=1))
     size = (out / "model.safetensors").stat().st_size / 1e6
     log.info("wrote %s (%.1f MB): %s", out, size, json.dumps(metrics))
     from .card import branch_card
