@@ -7,7 +7,10 @@ The bundled detector scores ``training/data/hardcases_test.jsonl`` (train-role, 
 of training) four times: with neither rule, with each one alone and with both (the
 shipped default). A rule is switched off for the run by emptying what it reads (the unit
 table, the negation check); everything else is the runtime path. The report gives AUROC
-over the set and, per kind of hard case, the share flagged at the default threshold.
+over the set and, per kind of hard case, the share flagged at the default threshold; then
+the same four runs on the new user's six cases of issue 27 (``tests/data/user_cases.jsonl``:
+three correct paraphrases, three errors with their exact unsupported characters), case by
+case, with the characters the detector marks.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from training.train_evidence import _hard_cases
-from truthlens_integrations.core import _quantities
+from truthlens_integrations.core import DetectionInput, _quantities
 from truthlens_integrations.core.models.detection import _adjust, load_detector
 from truthlens_integrations.evaluation import auroc
+from truthlens_integrations.evaluation._rag_readers import read_labelled_answers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_heldout import _inputs, _scores
+
+USER_CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "user_cases.jsonl"
 
 
 @contextmanager
@@ -64,7 +70,13 @@ def main() -> None:
         if args.folder is None
         else load_detector(args.folder, strategy="evidence", aggregation="calibrated")
     )
+    user = read_labelled_answers(USER_CASES)
+    user_items = [
+        DetectionInput.create(context=list(e.context), question=e.question, answer=e.answer)
+        for e in user
+    ]
     runs = {}
+    user_runs: dict[str, list[str]] = {}
     started = time.perf_counter()
     for name, units, negation in [
         ("neither rule", False, False),
@@ -75,6 +87,11 @@ def main() -> None:
         with _rules(units, negation):
             scores, flagged, _ = _scores(detector, items)
             runs[name] = list(zip(scores, flagged, strict=True))
+            user_runs[name] = [
+                f"{r.score:.2f} {'flagged' if r.detected else 'passed'}: "
+                + (", ".join(f"'{s.text}'" for s in r.spans) or "no span")
+                for r in detector.detect_batch(user_items)
+            ]
     kinds: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(cases):
         kinds[c.source.split("/")[-1]].append(i)
@@ -100,6 +117,20 @@ def main() -> None:
         what = "caught" if unsupported else "clean flagged"
         cells = [f"{sum(r[i][1] for i in idx) / len(idx):.0%}" for r in runs.values()]
         lines.append(f"| {kind} ({len(idx)}, {what}) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## The new user's six cases (issue 27)",
+        "",
+        "`tests/data/user_cases.jsonl`: the detector's score, verdict and marked characters "
+        "(before the NLI explainer); gold: the characters that are unsupported.",
+        "",
+        "| case | gold | " + " | ".join(user_runs) + " |",
+        "|---|---|" + "---|" * len(user_runs),
+    ]
+    for i, e in enumerate(user):
+        gold = ", ".join(f"'{e.answer[g.start : g.end]}'" for g in e.gold_spans) or "no span"
+        cells = [user_runs[name][i] for name in user_runs]
+        lines.append(f"| {e.id} | {gold} | " + " | ".join(cells) + " |")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

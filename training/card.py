@@ -380,22 +380,93 @@ Accuracy on the held-out split ({m.get("prompt_heldout_n")} prompts):
     (pc_dir / "README.md").write_text(prompt)
 
 
+def _branch_flags(args: dict[str, str]) -> str:
+    flags = " ".join(
+        f"--{key.replace('_', '-')} {args[key]}"
+        for key in ("seed", "shared_layers", "epochs", "batch", "lr", "max_length",
+                    "synthetic_nli", "threads")
+    ) + "".join(
+        f" --{key.replace('_', '-')} {args[key]}"
+        for key, unset in (("real_repeat", "0"), ("init_branch", "None"), ("mix_share", "1.0"))
+        if args.get(key, unset) != unset
+    )  # fmt: skip
+    return flags + (" --real-balanced" if args.get("real_balanced") == "True" else "")
+
+
+def _branch_training(saved: dict[str, Any]) -> str:
+    m = saved["metrics"]
+    this = f"""```bash
+python -m training.train_nli {_branch_flags(saved["args"])}
+```
+
+on top of `core/_bundled/detector` (`--encoder`), {m["train_seconds"] / 60:.0f} min on
+{m["device"]} (the 2-core development CPU)."""
+    init = saved.get("init")
+    if init is None:
+        return this
+    first = init["metrics"]
+    best = next(h for h in first["epochs"] if h["epoch"] == first["chosen_epoch"])
+    minutes = first["train_seconds"] / 60
+    return f"""Two runs. First the branch it started from ({minutes:.0f} min; its
+epoch {first["chosen_epoch"]}: pooled held-out {best["heldout"]:.3f}, SNLI-dev held-out
+{best["heldout_snli"]:.3f}, on its own held-out split without real answers):
+
+```bash
+python -m training.train_nli {_branch_flags(init["args"])}
+```
+
+then this continuation, from that branch's weights (`--init-branch`: the folder held them
+when it ran; they are in the repository's history):
+
+{this}"""
+
+
+def _real_pairs(m: dict[str, Any], repeat: int, balanced: bool) -> str:
+    if not repeat:
+        return ""
+    times = "once per pass" if repeat == 1 else f"{repeat} times per pass"
+    if balanced:
+        times += " (the entailed ones a seeded sample as large as the rest)"
+    return f"""
+
+Real answers judged by people (`training/nli_real.py`), {times}: ExpertQA claims
+against the passages they cite (support Complete → entailment; Partial, Incomplete →
+neutral; Missing claims cite no passage) and the sentences of `ragtruth_dev` answers of the
+committed split's **train** sources against their source (a sentence with a RAGTruth
+Conflict span → contradiction, with only Baseless Info spans → neutral, each sentence of an
+answer without spans → entailment), the premise picked as the engine picks it (the two
+context sentences sharing the most words). 20% of their sources are held out
+({m.get("heldout_real_n", 0)} pairs, in the pooled held-out split). How it was chosen
+against the branch before it: `benchmarks/results/nli_real/` (a rule written before training;
+select-role data)."""
+
+
 def branch_card(metrics_path: Path) -> str:
     """Model card of an NLI branch written by ``training.train_nli``."""
     saved = json.loads(metrics_path.read_text())
     args: dict[str, str] = saved["args"]
     m: dict[str, Any] = saved["metrics"]
     k = int(args["shared_layers"])
+    real = int(args.get("real_repeat", "0"))
+    balanced = args.get("real_balanced") == "True"
     epochs = "\n".join(
-        f"| {h['epoch']} | {h['heldout']:.3f} | {h['heldout_snli']:.3f} |" for h in m["epochs"]
+        f"| {h['epoch']} | {h['heldout']:.3f} | {h['heldout_snli']:.3f} |"
+        + (f" {h['heldout_real']:.3f} |" if real else "")
+        for h in m["epochs"]
     )
     chosen = next(h for h in m["epochs"] if h["epoch"] == m["chosen_epoch"])
     size = (metrics_path.parent / "model.safetensors").stat().st_size / 1e6
-    flags = " ".join(
-        f"--{key.replace('_', '-')} {args[key]}"
-        for key in ("seed", "shared_layers", "epochs", "batch", "lr", "max_length",
-                    "synthetic_nli", "threads")
-    )  # fmt: skip
+    start = (
+        ""
+        if args.get("init_branch", "None") == "None"
+        else f"\n\nStarted from a trained branch (the first run under Training), trained "
+        f"{args['epochs']} more epoch(s) on {float(args['mix_share']):.0%} of the mix above (a "
+        "seeded sample) with the real-answer pairs."
+    )
+    total = m["train_n"]
+    extra = _real_pairs(m, real, balanced) + start
+    real_head = " real-answer held-out accuracy |" if real else ""
+    real_rule = "---|" if real else ""
     return f"""# TruthLens bundled NLI explainer
 
 Labels (premise, hypothesis) pairs as entailment / neutral / contradiction, to explain a span
@@ -425,7 +496,7 @@ NOT_ENOUGH_INFO → neutral); 10% of the pooled pairs (fixed seed) held out
 ({m["heldout_n"]} pairs, {m["heldout_snli_n"]} of them SNLI dev). Plus {args["synthetic_nli"]}
 synthetic pairs from HaluEval training contexts: a sentence and its perturbed copy (number,
 date, unit, entity, negation) → contradiction; a paraphrase-like copy → entailment; another
-sentence of the same document → neutral. {m["train_n"]} training pairs in all.
+sentence of the same document → neutral.{extra} {total} training pairs in all.
 
 The detector's lower layers were trained (as part of the multi-task model) on NLI pairs
 drawn with other splits, so some of this held-out split's pairs passed through them: read the
@@ -434,8 +505,8 @@ eval-only data (`benchmarks/results/snli-test_bundled-nli.md`), is the unbiased 
 
 ## Held-out metrics (the epoch is chosen on the pooled split)
 
-| epoch | pooled held-out accuracy | SNLI-dev held-out accuracy |
-|---|---|---|
+| epoch | pooled held-out accuracy | SNLI-dev held-out accuracy |{real_head}
+|---|---|---|{real_rule}
 {epochs}
 
 Shipped: epoch {m["chosen_epoch"]} (pooled {chosen["heldout"]:.3f}, SNLI dev
@@ -443,12 +514,7 @@ Shipped: epoch {m["chosen_epoch"]} (pooled {chosen["heldout"]:.3f}, SNLI dev
 
 ## Training
 
-```bash
-python -m training.train_nli {flags}
-```
-
-on top of `core/_bundled/detector` (`--encoder`), {m["train_seconds"] / 60:.0f} min on
-{m["device"]} (the 2-core development CPU). AdamW, weight decay 0.01, 5% warm-up then linear
+{_branch_training(saved)} AdamW, weight decay 0.01, 5% warm-up then linear
 decay, gradient clipping 1.0, batches of similar length.
 """
 
