@@ -8,7 +8,8 @@ decisions refer to. Every model forbids unknown keys so that typos fail loudly.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import (
     AfterValidator,
@@ -57,8 +58,10 @@ __all__ = [
     "PluginConfiguration",
     "Policy",
     "PremiumSettings",
+    "ReplicaKwargs",
     "ResolvedSettings",
     "Rules",
+    "ServiceKwargs",
     "ServiceSettings",
     "StandardSettings",
 ]
@@ -600,6 +603,39 @@ class ServiceSettings(_Strict):
             max_request_answer_chars=self.max_request_answer_chars,
             max_request_context_chars=self.max_request_context_chars,
         )
+
+
+class ReplicaKwargs(TypedDict, total=False):
+    """The ``service`` fields a caller may override as keywords, beside the start-up ones.
+
+    Mirrors :class:`ServiceSettings` (a test pins the keys) minus ``host``, ``port`` and
+    ``num_cpus``, which the service functions take as their own keywords; values are
+    checked by ``ServiceSettings`` itself. ``start_local`` takes these.
+    """
+
+    url: str | None
+    timeout_s: float
+    retries: int
+    on_error: Literal["raise", "unverifiable"]
+    replicas: int
+    autoscaling: AutoscalingSettings | Mapping[str, Any] | None
+    num_gpus: float
+    max_ongoing_requests: int
+    max_batch_size: int
+    batch_wait_timeout_s: float
+    max_request_bytes: int
+    max_inputs: int
+    max_answer_chars: int
+    max_context_chars: int
+    max_request_answer_chars: int
+    max_request_context_chars: int
+    redact: bool
+
+
+class ServiceKwargs(ReplicaKwargs, total=False):
+    """:class:`ReplicaKwargs` plus ``num_cpus`` (CPUs per replica): ``deploy``, ``service_app``."""
+
+    num_cpus: float
 
 
 class Policy(_Strict):

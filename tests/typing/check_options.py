@@ -105,3 +105,16 @@ def llamaindex(built: TruthLens, inner: BaseQueryEngine, li_llm: LIBaseLLM, llm:
     li.TruthLensFunctionAgent(tols=[], llm=li_llm)  # type: ignore[call-arg]
     li.CoreLLMAsLlamaIndex(llm, context_window=4096)
     li.CoreLLMAsLlamaIndex(llm, context_windw=4096)  # type: ignore[call-arg]
+
+
+def service() -> None:
+    """The service: its functions take the ``service`` block's fields as typed keywords."""
+    from truthlens_integrations.serve import deploy, service_app, start_local
+
+    service_app(None, replicas=2, max_batch_size=8, num_cpus=0.5)
+    service_app(None, replicas="2")  # type: ignore[arg-type]
+    service_app(None, replica=2)  # type: ignore[call-arg]
+    deploy(None, address="auto", port=8001, redact=True)
+    deploy(None, address="auto", on_error="ignore")  # type: ignore[arg-type]
+    start_local(None, num_cpus=2, max_inputs=64)
+    start_local(None, max_batch=8)  # type: ignore[call-arg]

@@ -34,10 +34,11 @@ import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import quote
 
 from truthlens_integrations.core import require
+from truthlens_integrations.core.policy._config import ServiceKwargs
 
 require("ray.serve", extra="serve", feature="truthlens serve")
 require("fastapi", extra="serve", feature="truthlens serve")
@@ -468,12 +469,21 @@ def deployment_options(policy: Policy) -> dict[str, Any]:
     return options
 
 
-def service_app(policy: PolicySource = None, **overrides: Any) -> Application:
+def service_app(
+    policy: PolicySource = None,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    **overrides: Unpack[ServiceKwargs],
+) -> Application:
     """The bound application for ``serve.run``.
 
     Args:
         policy: Anything :func:`load_policy` accepts.
-        **overrides: ``service`` fields to replace (``replicas=2``, ``max_batch_size=1``).
+        host: Overrides ``service.host``.
+        port: Overrides ``service.port``.
+        **overrides: Other ``service`` fields to replace (``replicas=2``,
+            ``max_batch_size=1``; :class:`ServiceKwargs`).
 
     Returns:
         The application, with the policy passed to every replica as data (replicas on
@@ -482,7 +492,7 @@ def service_app(policy: PolicySource = None, **overrides: Any) -> Application:
     from ._runner import resolved_policy
 
     # Validated like the policy file: a bad override is a ConfigError naming it.
-    loaded = resolved_policy(policy, **overrides)
+    loaded = resolved_policy(policy, host=host, port=port, **overrides)
     data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     deployment: Any = TruthLensService  # a Ray Serve Deployment once decorated
     app: Application = deployment.options(**deployment_options(loaded)).bind(data)

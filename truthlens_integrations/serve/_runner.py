@@ -10,10 +10,11 @@ import socket
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from truthlens_integrations.core import ServiceError, require
 from truthlens_integrations.core.policy import Policy, PolicySource, load_policy
+from truthlens_integrations.core.policy._config import ReplicaKwargs, ServiceKwargs
 
 __all__ = ["LocalService", "deploy", "start_local"]
 
@@ -61,7 +62,11 @@ class LocalService:
 
 
 def resolved_policy(
-    policy: PolicySource, *, host: str | None = None, port: int | None = None, **overrides: Any
+    policy: PolicySource,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    **overrides: Unpack[ServiceKwargs],
 ) -> Policy:
     """The policy with ``host``, ``port`` and other ``service`` fields replaced, validated.
 
@@ -142,7 +147,7 @@ def start_local(
     num_cpus: int | None = None,
     object_store_bytes: int = DEFAULT_OBJECT_STORE_BYTES,
     metrics_port: int | None = None,
-    **overrides: Any,
+    **overrides: Unpack[ReplicaKwargs],
 ) -> LocalService:
     """Start Ray on this machine (unless already running) and deploy the service.
 
@@ -200,7 +205,7 @@ def deploy(
     address: str,
     host: str | None = None,
     port: int | None = None,
-    **overrides: Any,
+    **overrides: Unpack[ServiceKwargs],
 ) -> LocalService:
     """Deploy the service to an existing Ray cluster; it keeps running after we exit.
 
