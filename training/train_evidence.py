@@ -497,8 +497,14 @@ def report(scores: np.ndarray, data: list[Encoded]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+def start_training(args: argparse.Namespace) -> tuple[random.Random, Any, Any, torch.device]:
+    """Seed everything, load ``args.init`` and freeze its embeddings and lower layers.
+
+    Shared by the training scripts that fine-tune the detector's token head.
+
+    Returns:
+        The seeded random generator, the tokenizer, the model (on its device) and the device.
+    """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
@@ -515,6 +521,12 @@ def main(argv: list[str] | None = None) -> None:
     frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(FROZEN_LAYERS)))
     for name, param in model.named_parameters():
         param.requires_grad = not name.startswith(frozen)
+    return rng, tokenizer, model, device
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    rng, tokenizer, model, device = start_training(args)
 
     started = time.time()
     train_examples = load_examples(args, "train", rng)

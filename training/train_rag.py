@@ -30,7 +30,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from truthlens_integrations.core import DetectionConfig
@@ -39,7 +38,6 @@ from . import rag_rows
 from .realdata import Claim
 from .train_evidence import (
     BUNDLED,
-    FROZEN_LAYERS,
     Encoded,
     Example,
     _from_claim,
@@ -48,6 +46,7 @@ from .train_evidence import (
     load_examples,
     optimizer_step,
     save,
+    start_training,
 )
 
 log = logging.getLogger("train_rag")
@@ -124,22 +123,7 @@ def encode_all(tokenizer: Any, examples: list[Example], args: argparse.Namespace
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    torch.set_num_threads(args.threads)
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
-
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(args.init)
-    model = AutoModelForTokenClassification.from_pretrained(args.init, dtype=torch.float32)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model.to(device)
-    frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(FROZEN_LAYERS)))
-    for name, param in model.named_parameters():
-        param.requires_grad = not name.startswith(frozen)
+    rng, tokenizer, model, device = start_training(args)
 
     started = time.time()
     train = encode_all(tokenizer, training_examples(args, rng), args)

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..._calibration import RESPONSE_COEFFICIENTS
 from ..._errors import InvalidInputError
 from ._response import ResponseCalibration, ResponseSignals
 
@@ -22,15 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SIGNALS", "SIGNALS", "fit_response_map", "signal_matrix", "threshold_for"]
 
-SIGNALS: tuple[str, ...] = (
-    "max_logit",
-    "sentence_peak",
-    "log_sentences",
-    "absent_words",
-    "absent_numbers",
-    "flagged_tokens",
-    "number_conflicts",
-    "negation_conflicts",
+# Every coefficient but the ones that are not fitted against a signal column.
+SIGNALS: tuple[str, ...] = tuple(
+    c for c in RESPONSE_COEFFICIENTS if c not in ("rule_floor", "bias")
 )
 """The map's coefficient names, in :func:`signal_matrix`'s column order."""
 
