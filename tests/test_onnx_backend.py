@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import shutil
 import subprocess
 import sys
@@ -43,11 +44,11 @@ def _no_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- which backend runs ----------------------------------------------------------------------
 
 
-def test_auto_keeps_fp32_on_torch_and_int8_goes_to_onnx() -> None:
-    # fp32 ONNX gave torch's verdicts but was not faster on the CPU: auto keeps torch.
-    assert _onnx.AUTO_ONNX is None
+def test_auto_runs_the_fp32_graph_on_a_cpu_and_int8_only_when_asked() -> None:
+    # fp32 ONNX gives torch's verdicts and is the faster CPU path; int8 moves spans.
+    assert _onnx.AUTO_ONNX == "fp32"
     assert _onnx.resolve_backend("auto", CPU, None, model_type="bert", local=True) == (
-        "torch",
+        "onnx",
         "fp32",
     )
     assert _onnx.resolve_backend("onnx", CPU, None, model_type="bert", local=True) == (
@@ -80,7 +81,7 @@ def test_auto_stays_on_torch(
 def test_auto_runs_the_chosen_graph_on_a_cpu_where_it_can(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # What auto does once AUTO_ONNX names a graph (the benchmark decides whether it does).
+    # Where auto runs the graph AUTO_ONNX names, and where it keeps torch.
     monkeypatch.setattr(_onnx, "AUTO_ONNX", "fp32")
     cases = {
         # (backend, device, dtype, model family, local folder): what runs
@@ -120,7 +121,7 @@ def test_forced_torch_and_bad_values_are_typed_errors(tiny_bert_dir: Path) -> No
     with pytest.raises(ConfigError, match="fp32 or int8"):
         _onnx.resolve_backend("onnx", CPU, "float16", model_type="bert", local=True)
     assert load_detector(tiny_bert_dir, backend="torch").backend == "torch"  # type: ignore[attr-defined]
-    assert load_detector(tiny_bert_dir).backend == "torch"  # type: ignore[attr-defined]
+    assert load_detector(tiny_bert_dir).backend == "onnx-fp32"  # type: ignore[attr-defined]
     assert load_detector(tiny_bert_dir, backend="onnx").backend == "onnx-fp32"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="verified for bert"):
         _onnx.resolve_backend("onnx", CPU, None, model_type="modernbert", local=True)
@@ -152,9 +153,18 @@ def test_threads_follow_the_cpu_set_or_the_variable(monkeypatch: pytest.MonkeyPa
     import os
 
     monkeypatch.delenv("TRUTHLENS_ONNX_THREADS", raising=False)
-    assert _onnx._threads() == len(os.sched_getaffinity(0))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert _onnx._threads() == cores
+    # a launcher's reservation (Ray sets OMP_NUM_THREADS to a replica's num_cpus) caps it
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert _onnx._threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", str(cores + 4))
+    assert _onnx._threads() == cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # other libraries' value to judge
+    assert _onnx._threads() == cores
     monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "3")
-    assert _onnx._threads() == 3
+    assert _onnx._threads() == 3  # the package's own variable wins over the reservation
     monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "zero")
     with pytest.raises(ConfigError):
         _onnx._threads()
@@ -222,7 +232,9 @@ def test_a_foreign_graph_in_the_cache_is_rebuilt(tiny_bert_dir: Path, tmp_path: 
     )
 
 
-def test_a_stale_graph_beside_the_weights_is_refused(tiny_bert_dir: Path, tmp_path: Path) -> None:
+def test_a_stale_graph_beside_the_weights_is_refused(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     folder = tmp_path / "model"
     shutil.copytree(tiny_bert_dir, folder)
     assert main(["export-onnx", str(folder)]) == 0
@@ -235,6 +247,12 @@ def test_a_stale_graph_beside_the_weights_is_refused(tiny_bert_dir: Path, tmp_pa
     clear_model_cache()
     with pytest.raises(ModelLoadError, match="export-onnx"):
         load_token_classifier(folder, backend="onnx")
+    # auto chose the graph only for speed: it runs torch instead and says why
+    with caplog.at_level(logging.WARNING, logger="truthlens_integrations.core.models._loading"):
+        fallback = load_token_classifier(folder)
+    assert fallback.backend == "torch"
+    assert fallback.model is not None
+    assert "export-onnx" in caplog.text
     # rebuilding fixes it
     assert main(["export-onnx", str(folder), "--precision", "fp32"]) == 0
     clear_model_cache()
@@ -390,7 +408,10 @@ def test_the_policy_backend_reaches_every_model() -> None:
     assert load_policy_detector(policy).backend == "torch"  # type: ignore[attr-defined]
     assert load_nli(policy)._shared.loaded.backend == "torch"  # type: ignore[union-attr]
     assert load_classifier(policy)._shared.loaded.backend == "torch"  # type: ignore[attr-defined]
-    assert load_policy_detector(load_policy(None)).backend == "torch"  # type: ignore[attr-defined]
+    # the default on this CPU, with the fast extra installed: the fp32 graph
+    default = load_policy(None)
+    assert load_policy_detector(default).backend == "onnx-fp32"  # type: ignore[attr-defined]
+    assert load_nli(default)._shared.loaded.backend == "onnx"  # type: ignore[union-attr]
     forced = load_policy("hallucination:\n  backend: onnx\n")
     assert load_policy_detector(forced).backend == "onnx-fp32"  # type: ignore[attr-defined]
     assert load_nli(forced)._shared.loaded.backend != "torch"  # type: ignore[union-attr]

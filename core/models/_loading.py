@@ -130,8 +130,9 @@ def load_pretrained(
             fp32 graph on the ONNX backend); ``"int8"`` asks for the ONNX int8 graph.
         revision: Hub revision (branch, tag or commit) for hub ids.
         local_files_only: Only use the local Hugging Face cache for hub ids.
-        backend: ``"auto"`` (torch; ONNX only for ``dtype="int8"``), ``"torch"`` or
-            ``"onnx"`` (a local BERT-family folder on the CPU).
+        backend: ``"auto"`` (the ONNX fp32 graph for a local BERT-family folder on a
+            CPU with onnxruntime installed, torch elsewhere or if the graph cannot be
+            built), ``"torch"`` or ``"onnx"`` (a local BERT-family folder on the CPU).
 
     Returns:
         The shared, loaded model, in eval mode on ``device``.
@@ -149,18 +150,41 @@ def load_pretrained(
     chosen, quantization = resolve_backend(
         backend, resolved_device, dtype, model_type=_model_type(source), local=local
     )
-    resolved_dtype = resolve_dtype(resolved_device, "float32" if chosen == "onnx" else dtype)
-    variant = f"onnx-{quantization}" if chosen == "onnx" else "torch"
-    key = (source, task, str(resolved_device), str(resolved_dtype), revision, variant)
+    if chosen == "onnx":
+        try:
+            return _cached_load(source, task, resolved_device, None, revision, None, quantization)
+        except ModelLoadError as exc:
+            if backend != "auto":
+                raise
+            # auto chose the graph for speed; one that cannot be built or opened here
+            # (read-only cache, a stale graph beside the weights) leaves torch, which
+            # gives the same verdicts, and says why.
+            logger.warning("running %s on torch: its ONNX graph is unavailable (%s)", source, exc)
+    return _cached_load(
+        source, task, resolved_device, dtype, revision, local_files_only, quantization=None
+    )
+
+
+def _cached_load(
+    source: str,
+    task: Task,
+    device: torch.device,
+    dtype: str | torch.dtype | None,
+    revision: str | None,
+    local_files_only: bool | None,
+    quantization: Quantization | None,
+) -> LoadedModel:
+    """The shared model for one key: torch, or the ONNX graph ``quantization`` names."""
+    resolved_dtype = resolve_dtype(device, "float32" if quantization else dtype)
+    variant = f"onnx-{quantization}" if quantization else "torch"
+    key = (source, task, str(device), str(resolved_dtype), revision, variant)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is None:
-            if chosen == "onnx":
-                cached = _load_onnx(source, task, resolved_device, quantization)
+            if quantization:
+                cached = _load_onnx(source, task, device, quantization)
             else:
-                cached = _load(
-                    source, task, resolved_device, resolved_dtype, revision, local_files_only
-                )
+                cached = _load(source, task, device, resolved_dtype, revision, local_files_only)
             _cache[key] = cached
     return cached
 

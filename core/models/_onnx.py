@@ -57,11 +57,11 @@ Backend = Literal["auto", "torch", "onnx"]
 Quantization = Literal["fp32", "int8"]
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
 #: The graph ``backend="auto"`` runs on a CPU where onnxruntime is installed, or ``None``
-#: to keep torch there. ``None``: the fused fp32 graph gives torch's verdicts but was no
-#: faster than torch on the 2-core CPU (one thread, CPU time: 0.98x; on a quiet machine
-#: with both cores, see benchmarks/results/onnx_backend.md), and no int8 graph keeps the
-#: verdicts. Set to ``"fp32"`` where the quiet benchmark shows the graph faster.
-AUTO_ONNX: Quantization | None = None
+#: to keep torch there. fp32: the fused graph gives torch's spans on every answer measured,
+#: is faster on short answers and at a 1k-token context, as fast at 8k-20k, holds up far
+#: better when other work shares the cores, and takes less memory
+#: (benchmarks/results/onnx_backend.md). int8 is never chosen by itself: it moves spans.
+AUTO_ONNX: Quantization | None = "fp32"
 #: The graph ``backend="onnx"`` runs when no precision is asked for. fp32: int8 dynamic
 #: quantization moved the detector's spans on most real answers (per-tensor and
 #: per-channel, with and without fp32 first/last layers; benchmarks/results/onnx_backend.md),
@@ -100,12 +100,10 @@ def resolve_backend(
 ) -> tuple[Literal["torch", "onnx"], Quantization]:
     """Which backend runs a model, and which graph when it is ONNX.
 
-    ``"auto"`` runs the :data:`AUTO_ONNX` graph on a CPU where onnxruntime is installed
-    and the model is a local folder of a verified family, and torch everywhere else (a
-    GPU, half precision, a hub id, no onnxruntime). :data:`AUTO_ONNX` is ``None`` (torch)
-    until the ONNX graph is measured faster than torch with the same verdicts
-    (``benchmarks/results/onnx_backend.md``). ``"int8"`` (faster, but it moves verdicts)
-    and ``backend="onnx"`` are asked for.
+    ``"auto"`` runs the :data:`AUTO_ONNX` graph (fp32) on a CPU where onnxruntime is
+    installed and the model is a local folder of a verified family, and torch everywhere
+    else (a GPU, half precision, a hub id, no onnxruntime). ``"int8"`` (faster, but it
+    moves verdicts) is only run when asked for.
 
     Args:
         backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
@@ -444,21 +442,37 @@ def _threads() -> int:
     """Intra-op threads: ``$TRUTHLENS_ONNX_THREADS``, else the cores this process may use.
 
     The cores come from the process's CPU set (a container's share, not the host's
-    count); a server running several replicas on one machine sets the variable.
+    count), capped by ``$OMP_NUM_THREADS`` where a launcher sets it: Ray sets it to a
+    replica's ``num_cpus``, and torch reads it the same way, so a replica's graph uses
+    the cores the replica reserved instead of every core of the node.
     """
-    asked = os.environ.get("TRUTHLENS_ONNX_THREADS", "").strip()
-    if asked:
-        try:
-            value = int(asked)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise ConfigError(f"TRUTHLENS_ONNX_THREADS must be a positive integer, got {asked!r}")
-        return value
+    asked = _positive_env("TRUTHLENS_ONNX_THREADS", strict=True)
+    if asked is not None:
+        return asked
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        cores = max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    # OMP_NUM_THREADS belongs to other libraries too: a value they would not accept is
+    # theirs to report, so it is ignored here rather than refused.
+    reserved = _positive_env("OMP_NUM_THREADS", strict=False)
+    return min(cores, reserved) if reserved is not None else cores
+
+
+def _positive_env(name: str, *, strict: bool) -> int | None:
+    """A positive integer from the environment, ``None`` when unset (or bad, if not strict)."""
+    asked = os.environ.get(name, "").strip()
+    if not asked:
+        return None
+    try:
+        value = int(asked)
+    except ValueError:
+        value = 0
+    if value >= 1:
+        return value
+    if strict:
+        raise ConfigError(f"{name} must be a positive integer, got {asked!r}")
+    return None
 
 
 def _session(path: Path) -> Any:

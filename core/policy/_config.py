@@ -153,9 +153,10 @@ class HallucinationSettings(_Strict):
             near-identical scores (see ``benchmarks/results/detector_bf16.md``).
             ``int8``: the ONNX int8 graph (CPU only; it moves spans, see
             ``benchmarks/results/onnx_backend.md``).
-        backend: What runs the encoder models. ``auto``: torch (the fp32 ONNX graph
-            gives the same verdicts but was slower on the CPU); ``onnx`` runs ONNX
-            Runtime on the CPU (the ``fast`` extra), as does ``precision: int8``.
+        backend: What runs the encoder models. ``auto``: the fp32 ONNX graph on a CPU
+            where the ``fast`` extra is installed (same verdicts as torch, faster on
+            short answers, steadier on shared cores), torch on GPUs and elsewhere;
+            ``torch`` or ``onnx`` force one; ``precision: int8`` runs ONNX.
         default_mode: Mode for decisions that do not set one.
         threshold: Response score at or above which an answer is flagged.
         warning_template: Text the ``body`` action and disclaimers add.

@@ -124,8 +124,9 @@ class TransformerDetector(BaseDetector):
             revision: Hub revision for hub ids.
             local_files_only: Use only the local Hugging Face cache for hub ids.
             model_id: Name reported in results; defaults to ``model``.
-            backend: ``"auto"`` runs torch (ONNX only for ``dtype="int8"``);
-                ``"onnx"`` runs ONNX Runtime on the CPU (the ``fast`` extra).
+            backend: ``"auto"`` runs the fp32 ONNX graph of a local BERT-family
+                folder on a CPU with the ``fast`` extra, torch elsewhere; ``"torch"``
+                and ``"onnx"`` force one.
 
         Raises:
             ModelNotAvailableError: The model is neither local nor reachable.
