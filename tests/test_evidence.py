@@ -502,6 +502,37 @@ def test_a_dropped_or_added_negation_is_raised_and_a_copied_one_lowered() -> Non
     assert _probability(out, "never") >= 0.85
 
 
+def test_a_dropped_negation_blames_the_predicate_not_who_it_is_about() -> None:
+    context = ["The new budget was not approved by Amara Osei."]
+    answer = "Amara Osei approved the new budget."
+    out = adjust_tokens(_tokens(answer, 0.3), answer, context, None)
+    assert _probability(out, "approved") >= 0.85
+    # "by Amara Osei" names the agent; the answer names her truly
+    assert _probability(out, "Amara") == 0.3 and _probability(out, "Osei") == 0.3
+    # the denied verb is found in the form the answer's subject takes
+    context = ["The city museum does not open on national public holidays."]
+    answer = "The city museum opens on national public holidays."
+    marks = [answer[a:b] for a, b, v in negation_verdicts(answer, context) if v == "conflict"]
+    assert "opens" in marks
+
+
+def test_a_yes_or_no_particle_is_judged_by_the_claim_after_it() -> None:
+    answer = "No, the ceramic bowls hold soup."
+    tokens = _tokens(answer, 0.2)
+    tokens[0] = tokens[0].model_copy(update={"probability": 0.9})
+    out = adjust_tokens(tokens, answer, ["The ceramic bowls hold soup."], None)
+    assert _probability(out, "No") == 0.2  # as suspicious as what it asserts
+    wrong = "Yes, it was built in 1950."
+    tokens = [
+        t.model_copy(update={"probability": 0.9 if t.text in {"Yes,", "1950."} else 0.1})
+        for t in _tokens(wrong, 0.1)
+    ]
+    out = adjust_tokens(tokens, wrong, ["It was built in 1889."], None)
+    assert out[0].probability >= 0.85  # the claim after it is unsupported: it stays
+    alone = adjust_tokens(_tokens("No.", 0.9), "No.", ["The bowls hold soup."], None)
+    assert alone[0].probability == 0.9  # nothing after it to judge it by
+
+
 def test_negation_aligns_whole_words_only() -> None:
     answer = "The bowls are not dishwasher safe."
     assert negation_verdicts(answer, ["The bowls are dishwasher safe."]) == [(14, 17, "conflict")]

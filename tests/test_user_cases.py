@@ -62,12 +62,7 @@ def _paraphrases(failing: dict[str, str]) -> list[object]:
 @needs_weights
 @pytest.mark.parametrize(
     "case_id",
-    _paraphrases(
-        {
-            "paraphrase-free-entry": "the bundled NLI reads 'No, children under twelve get in "
-            "for free' against 'Entry is free for children under twelve' as a contradiction",
-        }
-    ),
+    PARAPHRASES,
 )
 def test_a_correct_paraphrase_is_never_a_contradiction(
     verdicts: dict[str, Verdict], case_id: str
@@ -82,9 +77,9 @@ def test_a_correct_paraphrase_is_never_a_contradiction(
     "case_id",
     _paraphrases(
         {
-            "paraphrase-sunday": "the detector marks 'No' and 'no'; the NLI finds them "
-            "neutral, not entailed",
-            "paraphrase-free-entry": "the detector marks 'No'; the NLI finds it a contradiction",
+            "paraphrase-sunday": "the detector marks the inner 'no' of 'there is no Sunday "
+            "service' (two content words: too few for the negation rule to align it with "
+            "'does not run on Sundays'); the NLI finds it neutral, not entailed",
         }
     ),
 )
@@ -105,11 +100,6 @@ def test_a_real_error_is_flagged_on_its_unsupported_text(
 
 
 @needs_weights
-@pytest.mark.xfail(
-    strict=True,
-    reason="the detector's negation rule marks 'Amara' as well as 'approved' when the "
-    "context's negation is dropped, and the NLI keeps both as contradictions",
-)
 def test_the_negation_flip_is_not_blamed_on_the_name(verdicts: dict[str, Verdict]) -> None:
     answer = CASES["error-negation-flip"]["answer"]
     name = answer.index("Amara Osei")

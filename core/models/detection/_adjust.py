@@ -58,6 +58,8 @@ _NEGATION = re.compile(
 )
 # A leading "No," answers the question; it says nothing of the sentence's own polarity.
 _ANSWER_PARTICLE = re.compile(r"^\s*no\b[,.!]?", re.IGNORECASE)
+# A leading "Yes," or "No," answers a yes/no question with the claim that follows it.
+_YES_NO = re.compile(r"^\s*(?:yes|no)\b[,.!]?", re.IGNORECASE)
 # Words a negation leaves behind once split into words ("isn't" -> "isn", "t").
 _NEGATION_WORDS = frozenset(
     """not no never none nobody nothing neither nor without cannot t isn aren wasn weren
@@ -166,10 +168,15 @@ def _negations(sentence: str) -> list[tuple[int, int]]:
 
 
 def _negated_words(sentence: str) -> list[str]:
-    """The first content words after each negation of a context sentence (what it negates)."""
+    """What each negation of a context sentence denies: the first content words after it.
+
+    At most two, and none from a passive's agent: "was not approved by Amara Osei"
+    denies "approved", and an answer that drops the negation ("Amara Osei approved the
+    budget") names her truly; "is not open to cyclists" denies "open" and "cyclists".
+    """
     out: list[str] = []
     for _, end in _negations(sentence):
-        clause = re.split(r"[,;:.!?]", sentence[end:], maxsplit=1)[0]
+        clause = re.split(r"[,;:.!?]|\bby\b", sentence[end:], maxsplit=1)[0]
         out += [w for w in words(clause) if w not in STOP_WORDS][:2]
     return out
 
@@ -229,9 +236,11 @@ def negation_verdicts(
             out += [(start + a, start + b, "conflict") for a, b in negated]
         else:
             for word in {w for t, _ in aligned for w in _negated_words(t)}:
+                # "does not run" against "runs": the answer's verb agrees with its subject
+                form = rf"\b{re.escape(word)}(?:s|es|d|ed|ing)?\b"
                 out += [
                     (start + m.start(), start + m.end(), "conflict")
-                    for m in re.finditer(rf"\b{re.escape(word)}\b", text, re.IGNORECASE)
+                    for m in re.finditer(form, text, re.IGNORECASE)
                 ]
     return out
 
@@ -306,7 +315,7 @@ def adjust_tokens(
     ]
     quiet = abstentions(answer, context, question)
     if not marks and not quiet:
-        return tokens
+        return _particle_follows_its_claim(tokens, answer)
     out = []
     for token in tokens:
         p = token.probability
@@ -322,4 +331,29 @@ def adjust_tokens(
         if any(token.start >= s and token.end <= e for s, e in quiet):
             p = min(p, _ABSTENTION_CAP)
         out.append(token if p == token.probability else token.model_copy(update={"probability": p}))
-    return out
+    return _particle_follows_its_claim(out, answer)
+
+
+def _particle_follows_its_claim(tokens: list[TokenScore], answer: str) -> list[TokenScore]:
+    """A leading "Yes,"/"No," is at most as suspicious as the rest of its sentence.
+
+    A context never says "yes" or "no", so the model marks the particle of correct and
+    wrong answers alike; what the particle asserts is the claim after it ("No, there is
+    no Sunday service"), whose own tokens carry the evidence. A particle alone keeps its
+    score.
+    """
+    particle = _YES_NO.match(answer)
+    if particle is None:
+        return tokens
+    first = next(iter(split_sentences(answer)), None)
+    end = first[1] if first else len(answer)
+    rest = [t.probability for t in tokens if particle.end() <= t.start and t.end <= end]
+    if not rest:
+        return tokens
+    cap = max(rest)
+    return [
+        t.model_copy(update={"probability": cap})
+        if t.end <= particle.end() and t.probability > cap
+        else t
+        for t in tokens
+    ]
