@@ -30,12 +30,13 @@ from training.train_evidence import _hard_cases
 from truthlens_integrations.core import DetectionInput, _quantities
 from truthlens_integrations.core.models.detection import _adjust, load_detector
 from truthlens_integrations.evaluation import auroc
-from truthlens_integrations.evaluation._rag_readers import read_labelled_answers
+from truthlens_integrations.evaluation._rag_readers import read_labelled_answers, read_ragtruth_dev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_heldout import _inputs, _scores
 
 USER_CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "user_cases.jsonl"
+RAGTRUTH_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchdata" / "ragtruth_dev"
 
 
 @contextmanager
@@ -137,8 +138,46 @@ def main() -> None:
         gold = ", ".join(f"'{e.answer[g.start : g.end]}'" for g in e.gold_spans) or "no span"
         cells = [user_runs[name][i] for name in user_runs]
         lines.append(f"| {e.id} | {gold} | " + " | ".join(cells) + " |")
+    lines += _real_answers(RAGTRUTH_DEV)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+
+
+def _real_answers(folder: Path) -> list[str]:
+    """Where each rule's conflict marks fall on real RAG answers (rules only, no model).
+
+    ``ragtruth_dev`` (train role, all 1,098 answers, RAGTruth's span labels): the hard
+    cases above were generated for the failures the rules were written for; these
+    answers were not.
+    """
+    if not folder.is_dir():
+        return ["", f"(`{folder}` not found: the real-answer section is skipped)"]
+    examples = read_ragtruth_dev(folder)
+    counts = {"unit": [0, 0, 0], "negation": [0, 0, 0]}  # marks, inside a gold span, answers
+    for e in examples:
+        gold = [(g.start, g.end) for g in e.gold_spans]
+        rules = {
+            "unit": _adjust._number_verdicts(e.answer, list(e.context)),
+            "negation": _adjust.negation_verdicts(e.answer, list(e.context)),
+        }
+        for name, verdicts in rules.items():
+            marks = [(a, b) for a, b, v in verdicts if v == "conflict"]
+            counts[name][0] += len(marks)
+            counts[name][1] += sum(any(a < ge and b > gs for gs, ge in gold) for a, b in marks)
+            counts[name][2] += bool(marks)
+    lines = [
+        "",
+        "## On real RAG answers",
+        "",
+        f"`ragtruth_dev` ({len(examples)} answers, train role, RAGTruth's span labels): the "
+        "conflict marks each rule raises to 0.85 or more, and how many fall inside a span the "
+        "annotators marked as unsupported (rules only, no model).",
+        "",
+        "| rule | conflict marks | inside a gold span | answers with a mark |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {n} | {m} | {g} | {a} |" for n, (m, g, a) in counts.items()]
+    return lines
 
 
 if __name__ == "__main__":

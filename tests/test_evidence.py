@@ -549,6 +549,8 @@ def test_negation_is_compared_only_with_sentences_that_say_the_same_thing() -> N
     assert negation_verdicts("Bowls are nice.", ["Bowls are not nice."]) == []
     only = "The bowls are not only dishwasher safe but also oven safe."
     assert negation_verdicts(only, ["The bowls are dishwasher safe and oven safe."]) == []
+    just = "The cost covers not just tuition fees but also books and lab fees."
+    assert negation_verdicts(just, ["The cost covers tuition fees, books and lab fees."]) == []
 
 
 def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:

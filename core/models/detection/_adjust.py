@@ -52,8 +52,10 @@ _ABSTENTION_CAP = 0.05
 _ALIGNED_SHARE = 0.8
 _MIN_ALIGNED = 3
 
+# "not only / just / merely / simply X but also Y" adds to X; it denies nothing.
 _NEGATION = re.compile(
-    r"\b(?:no(?:t(?!\s+only\b)|ne|body|thing|r|)|never|neither|without|cannot)\b|n[’']t\b",
+    r"\b(?:no(?:t(?!\s+(?:only|just|merely|simply)\b)|ne|body|thing|r|)|never|neither|"
+    r"without|cannot)\b|n[’']t\b",
     re.IGNORECASE,
 )
 # A leading "No," answers the question; it says nothing of the sentence's own polarity.
