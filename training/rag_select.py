@@ -385,6 +385,10 @@ def report(detectors: dict[str, str | None], baseline: str, candidate: str) -> d
         "against_baseline_refitted": bootstrap_difference(
             cand, all_scores[f"{baseline} / map refitted on select"], y, groups
         ),
+        # the candidate's weights read by the map they carry (RULE_candidate6.md, 6b)
+        "stored_map_against_baseline": bootstrap_difference(
+            all_scores[f"{candidate} / stored map"], base, y, groups
+        ),
     }
     return {"table": table, "bootstrap": choice}
 
