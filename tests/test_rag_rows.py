@@ -211,3 +211,24 @@ def test_bootstrap_of_a_detector_against_itself_is_zero_and_a_better_one_is_abov
     assert rag_select.bootstrap_difference(weak, weak, y, groups, draws=50) == (0.0, 0.0, 0.0)
     point, low, high = rag_select.bootstrap_difference(strong, weak, y, groups, draws=200)
     assert 0 < low <= point <= high
+
+
+def test_the_answer_level_term_ranks_whole_answers() -> None:
+    import torch
+
+    from training.train_evidence import label_loss
+
+    # two exactly labelled answers: a clean one whose peak token is high, a wrong one whose
+    # unsupported token is high; token BCE is the same whichever answer holds the peak
+    labels = torch.tensor([[0, 0, -100], [0, 1, -100]])
+    margin = torch.tensor([[3.0, -3.0, 9.0], [-3.0, 3.0, 9.0]])
+    owner = [0, 1]
+    plain = label_loss(margin, labels, [True, True], owner)
+    assert label_loss(margin, labels, [True, True], owner, response_weight=0.0) == plain
+    ranked = label_loss(margin, labels, [True, True], owner, response_weight=1.0)
+    # the clean answer's peak (3.0) is punished by the answer-level term; padding (-100) is
+    # never read, or its 9.0 would dominate both peaks
+    peak_terms = torch.nn.functional.binary_cross_entropy_with_logits(
+        torch.tensor([3.0, 3.0]), torch.tensor([0.0, 1.0])
+    )
+    assert ranked == pytest.approx(float((plain + peak_terms) / 2), rel=1e-5)

@@ -340,7 +340,11 @@ def step_groups(
 
 
 def label_loss(
-    margin: torch.Tensor, labels: torch.Tensor, exact: list[bool], owner: list[int]
+    margin: torch.Tensor,
+    labels: torch.Tensor,
+    exact: list[bool],
+    owner: list[int],
+    response_weight: float = 0.0,
 ) -> torch.Tensor:
     """The loss of the labels: token BCE where they are exact, the MIL loss elsewhere.
 
@@ -350,6 +354,10 @@ def label_loss(
             elsewhere.
         exact: Per example of the batch, whether its token labels are exact.
         owner: Per row, the index of its example in ``exact``.
+        response_weight: Weight of an answer-level term for exactly labelled examples:
+            the largest margin over all rows of an answer against whether it has an
+            unsupported token. The response score reads that maximum, so the term trains
+            the ranking of whole answers, which token BCE leaves to chance.
     """
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     known = labels >= 0
@@ -369,6 +377,16 @@ def label_loss(
             mil.append(margin[mask].max())
     if mil:
         losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=margin.device)))
+    if response_weight > 0:
+        peaks, targets = [], []
+        for k, is_exact in enumerate(exact):
+            mask = known & (owners[:, None] == k)
+            if is_exact and mask.any():
+                peaks.append(margin[mask].max())
+                targets.append((labels[mask] > 0).any().float())
+        if peaks:
+            term = bce(torch.stack(peaks), torch.stack(targets))
+            return (sum(losses) + response_weight * term) / (len(losses) + response_weight)  # type: ignore[no-any-return]
     return sum(losses) / len(losses)  # type: ignore[return-value]
 
 
@@ -394,6 +412,7 @@ def loss_of(
     teacher_weight: float = 0.0,
     pad_id: int = 0,
     teacher_temperature: float = 1.0,
+    response_weight: float = 0.0,
 ) -> Any:
     rows = [r for i in group for r in data[i].rows]
     owner = [k for k, i in enumerate(group) for _ in data[i].rows]
@@ -402,7 +421,9 @@ def loss_of(
     soft = batch.pop("soft", None)
     logits = logits_of(model, batch, device)
     margin = logits[..., 1] - logits[..., 0]
-    total = label_loss(margin, labels, [data[i].exact for i in group], owner)
+    total = label_loss(
+        margin, labels, [data[i].exact for i in group], owner, response_weight=response_weight
+    )
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     if soft is not None and teacher_weight > 0 and (soft >= 0).any():
         # Distillation: the larger teacher's probability of every answer token, labelled
@@ -424,6 +445,7 @@ def optimizer_step(
     teacher_weight: float = 0.0,
     teacher_temperature: float = 1.0,
     pad_id: int = 0,
+    response_weight: float = 0.0,
 ) -> torch.Tensor:
     """One update on ``group``: the learning rate set, the loss, clipped gradients.
 
@@ -440,6 +462,7 @@ def optimizer_step(
         teacher_weight,
         pad_id=pad_id,
         teacher_temperature=teacher_temperature,
+        response_weight=response_weight,
     )
     loss.backward()
     params = [p for g in optim.param_groups for p in g["params"]]

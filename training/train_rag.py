@@ -71,6 +71,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--synthetic", type=int, default=500)
     p.add_argument("--unit-tokens", type=int, default=defaults.unit_tokens)
     p.add_argument("--evidence-tokens", type=int, default=defaults.evidence_tokens)
+    p.add_argument(
+        "--response-weight",
+        type=float,
+        default=0.0,
+        help="weight of the answer-level term (largest margin of an answer against its label)",
+    )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     return p.parse_args(argv)
 
@@ -152,7 +158,15 @@ def main(argv: list[str] | None = None) -> None:
                 break
             warmup = min(1.0, (step + 1) / max(args.warmup_steps, 1))
             scale = warmup * max(0.05, 1.0 - elapsed / budget)
-            loss = optimizer_step(model, optim, train, group, device, args.lr * scale)
+            loss = optimizer_step(
+                model,
+                optim,
+                train,
+                group,
+                device,
+                args.lr * scale,
+                response_weight=args.response_weight,
+            )
             step += 1
             if step % 10 == 0:
                 log.info(
