@@ -2,9 +2,9 @@
 
 ``tests/data/user_cases.jsonl`` holds three correct paraphrases (no span) and three real
 errors with the exact characters that are unsupported, in the labelled-answers format
-``truthlens eval --data`` reads. Each behaviour the user expected is one test; where the
-bundled models still fail it, that one test is marked ``xfail(strict=True)``, so it fails
-loudly once a model fixes it.
+``truthlens eval --data`` reads. Each behaviour the user expected is one test; all of
+them pass on the bundled models (the last four failures were fixed by the detector's rules
+and by the detector trained on RAG answers, issue 27).
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ UNSUPPORTED = {
     "error-wrong-operator": "a private foundation",
 }
 PARAPHRASES = ("paraphrase-author", "paraphrase-sunday", "paraphrase-free-entry")
-
-
-def _fails_today(case: str, reason: str) -> object:
-    return pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=reason))
 
 
 def _overlaps(verdict: Verdict, start: int, end: int) -> bool:
@@ -54,11 +50,6 @@ def verdicts(base: TruthLens) -> dict[str, Verdict]:
     }
 
 
-def _paraphrases(failing: dict[str, str]) -> list[object]:
-    """The three paraphrases; those in ``failing`` are expected to fail, for that reason."""
-    return [_fails_today(c, failing[c]) if c in failing else c for c in PARAPHRASES]
-
-
 @needs_weights
 @pytest.mark.parametrize(
     "case_id",
@@ -73,16 +64,7 @@ def test_a_correct_paraphrase_is_never_a_contradiction(
 
 
 @needs_weights
-@pytest.mark.parametrize(
-    "case_id",
-    _paraphrases(
-        {
-            "paraphrase-sunday": "the detector marks the inner 'no' of 'there is no Sunday "
-            "service' (two content words: too few for the negation rule to align it with "
-            "'does not run on Sundays'); the NLI finds it neutral, not entailed",
-        }
-    ),
-)
+@pytest.mark.parametrize("case_id", PARAPHRASES)
 def test_a_correct_paraphrase_passes(verdicts: dict[str, Verdict], case_id: str) -> None:
     assert not verdicts[case_id].detected
 
