@@ -34,7 +34,7 @@ COMMAND = (
 )
 
 
-def provenance(figures: dict[str, Any]) -> dict[str, Any]:
+def provenance(figures: dict[str, Any], source: Path = FIGURES) -> dict[str, Any]:
     """The select-role figures of candidate 4a and the shipped map, from the selection run."""
     select = figures["select_crossfitted"]
     faith = figures["faithjudge_select_crossfitted"]
@@ -59,7 +59,7 @@ def provenance(figures: dict[str, Any]) -> dict[str, Any]:
         "training/data/ragtruth_dev_split.json), the bundled detector's tokens and the "
         "unit and negation rules' conflict counts",
         "command": COMMAND,
-        "figures": "benchmarks/results/rag_selection/crossfit_detector.json",
+        "figures": source.resolve().relative_to(ROOT).as_posix(),
         "this_map": row(CANDIDATE),
         "shipped_map": row("shipped"),
         "lexical_reference": {
@@ -70,7 +70,7 @@ def provenance(figures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build(folder: Path, figures: dict[str, Any]) -> dict[str, Any]:
+def build(folder: Path, figures: dict[str, Any], source: Path = FIGURES) -> dict[str, Any]:
     """The calibration file's contents: 4a refitted on all select sources, threshold 0.5."""
     from truthlens_integrations.core._calibration import CALIBRATION_FORMAT
 
@@ -78,7 +78,7 @@ def build(folder: Path, figures: dict[str, Any]) -> dict[str, Any]:
     fitted = fit_candidate(CANDIDATE, select.signals, select.y)
     entry = fitted.to_config(fitted_on(CANDIDATE))
     if entry != figures["maps"][CANDIDATE]:
-        raise SystemExit(f"the refitted map differs from {FIGURES.name}'s: {entry}")
+        raise SystemExit(f"the refitted map differs from {source}'s: {entry}")
     return {
         "format": CALIBRATION_FORMAT,
         "model": "bundled",
@@ -86,7 +86,7 @@ def build(folder: Path, figures: dict[str, Any]) -> dict[str, Any]:
         "threshold": 0.5,
         "token_threshold": 0.5,
         "target": {},
-        "metrics": provenance(figures),
+        "metrics": provenance(figures, source),
     }
 
 
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=BUNDLED)
     parser.add_argument("--check", action="store_true", help="compare with --out, write nothing")
     args = parser.parse_args(argv)
-    content = build(args.folder, json.loads(args.figures.read_text()))
+    content = build(args.folder, json.loads(args.figures.read_text()), args.figures)
     text = json.dumps(content, indent=1) + "\n"
     if args.check:
         same = args.out.is_file() and args.out.read_text() == text
