@@ -104,8 +104,8 @@ def test_rag_is_a_bundled_name_for_the_selection_runs_map() -> None:
 
     assert "rag" in bundled_calibration_names()
     rag = read_calibration_file("rag")
-    # the map that would have shipped (candidate 4a, fitted on all select sources)
-    figures = json.loads((SELECTION / "crossfit_detector.json").read_text())
+    # candidate 4a's map refitted for the bundled detector now in place (stage 6)
+    figures = json.loads((SELECTION / "stage6" / "crossfit_detector.json").read_text())
     assert rag.response_calibration == figures["maps"]["rules"]
     assert rag.model == "bundled" and rag.threshold == 0.5 and rag.target == {}
     assert rag.metrics["this_map"]["select_split_crossfitted"] == {

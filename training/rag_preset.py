@@ -28,7 +28,8 @@ from .rag_response import fit_candidate, fitted_on, load_set
 
 CANDIDATE = "rules"  # candidate 4a's name in rag_response
 BUNDLED = ROOT / "core" / "_bundled" / "calibrations" / "rag.json"
-FIGURES = ROOT / "benchmarks" / "results" / "rag_selection" / "crossfit_detector.json"
+# the figures of the bundled detector now in place (stage 6); stage 5's are one folder up
+FIGURES = ROOT / "benchmarks" / "results" / "rag_selection" / "stage6" / "crossfit_detector.json"
 COMMAND = (
     "python -m training.rag_features --dataset ragtruth_dev_select; python -m training.rag_preset"
 )
