@@ -377,6 +377,7 @@ def label_loss(
             mil.append(margin[mask].max())
     if mil:
         losses.append(bce(torch.stack(mil), torch.ones(len(mil), device=margin.device)))
+    weights = [1.0] * len(losses)
     if response_weight > 0:
         peaks, targets = [], []
         for k, is_exact in enumerate(exact):
@@ -385,9 +386,10 @@ def label_loss(
                 peaks.append(margin[mask].max())
                 targets.append((labels[mask] > 0).any().float())
         if peaks:
-            term = bce(torch.stack(peaks), torch.stack(targets))
-            return (sum(losses) + response_weight * term) / (len(losses) + response_weight)  # type: ignore[no-any-return]
-    return sum(losses) / len(losses)  # type: ignore[return-value]
+            losses.append(bce(torch.stack(peaks), torch.stack(targets)))
+            weights.append(response_weight)
+    total = sum(w * loss for w, loss in zip(weights, losses, strict=True))
+    return total / sum(weights)  # type: ignore[return-value]
 
 
 def soft_targets(probabilities: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

@@ -152,7 +152,9 @@ def load_pretrained(
     )
     if chosen == "onnx":
         try:
-            return _cached_load(source, task, resolved_device, None, revision, None, quantization)
+            return _cached_load(
+                source, task, resolved_device, None, revision, None, quantization=quantization
+            )
         except ModelLoadError as exc:
             if backend != "auto":
                 raise

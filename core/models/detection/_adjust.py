@@ -347,8 +347,8 @@ def _particle_follows_its_claim(tokens: list[TokenScore], answer: str) -> list[T
     particle = _YES_NO.match(answer)
     if particle is None:
         return tokens
-    first = next(iter(split_sentences(answer)), None)
-    end = first[1] if first else len(answer)
+    sentences = split_sentences(answer)
+    end = sentences[0][1] if sentences else len(answer)
     rest = [t.probability for t in tokens if particle.end() <= t.start and t.end <= end]
     if not rest:
         return tokens
