@@ -524,7 +524,7 @@ _POSITIVE = {("calibration", "scale")}
 _NON_NEGATIVE = {("response_calibration", "max_logit")}
 _REQUIRED = {"calibration": (), "response_calibration": ("max_logit", "log_sentences", "bias")}
 _OPTIONAL = {
-    "calibration": ("scale", "shift"),
+    "calibration": ("scale", "shift", "span_shift"),
     "response_calibration": ("absent_words", "sentence_peak"),
 }
 

@@ -10,7 +10,7 @@ from ._adjust import abstentions, adjust_tokens
 from ._base import TokenScoring
 from ._evidence import ContextIndex, EvidenceRow, plan_rows
 from ._lexical import absent_words
-from ._transformer import TransformerDetector, _Piece, _Plan, _Segment
+from ._transformer import TransformerDetector, _Piece, _Plan, _Segment, shifted
 
 __all__ = ["EvidenceDetector"]
 
@@ -33,6 +33,8 @@ class EvidenceDetector(TransformerDetector):
     trained for this input); LettuceDetect checkpoints were trained on whole windows and
     are best used with :class:`TransformerDetector`.
     """
+
+    _rules_adjust_tokens = True
 
     def _evidence_plans(
         self, inputs: Sequence[DetectionInput]
@@ -100,6 +102,7 @@ class EvidenceDetector(TransformerDetector):
         for item, plan, (read, total) in zip(inputs, plans, sentences, strict=True):
             tokens, coverage = self._assemble(item, plan, probabilities)
             tokens = adjust_tokens(tokens, item.answer, item.context, item.question)
+            tokens = shifted(tokens, self._span_shift)
             coverage = coverage.model_copy(
                 update={
                     "context_windows": 1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ _CPU_PAD_SLACK = 32
 # the same either way; 303-token rows 92 ms batched by 8 against 78 ms alone), so its
 # runs hold at most this many tokens (a longer row runs alone).
 _ONNX_RUN_TOKENS = 512
+# Probabilities are kept this far from 0 and 1 before a logit is taken.
+_EPSILON = 1e-6
 
 
 @dataclass
@@ -102,6 +105,10 @@ class TransformerDetector(BaseDetector):
         ['1950']
     """
 
+    # Whether a subclass adjusts token probabilities by rules after the model (the
+    # evidence detector does); the folder's span shift then comes after those rules.
+    _rules_adjust_tokens = False
+
     def __init__(
         self,
         model: str | os.PathLike[str],
@@ -151,7 +158,10 @@ class TransformerDetector(BaseDetector):
         self._uses_type_ids = "token_type_ids" in self._loaded.input_names
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._unk_id = tokenizer.unk_token_id
-        self._scale, self._shift = _calibration(self._loaded.config)
+        self._scale, self._shift, self._span_shift = _calibration(self._loaded.config)
+        if not self._rules_adjust_tokens:
+            # Without rules between the two, the span shift is one more Platt shift.
+            self._shift, self._span_shift = self._shift + self._span_shift, 0.0
 
     def _calibrates_responses(self) -> bool:
         return self._response is not None
@@ -523,13 +533,41 @@ def _untruncated(tokenizer: Any, backend: Any) -> None:
         backend.encode_special_tokens = split
 
 
-def _calibration(config: Any) -> tuple[float, float]:
-    """Platt scale and shift stored in the model's config (``truthlens.calibration``)."""
+def _calibration(config: Any) -> tuple[float, float, float]:
+    """Platt scale, shift and span shift stored in the model's config (``truthlens.calibration``).
+
+    ``span_shift`` is a logit shift applied to every token after the runtime rules
+    (:func:`shifted`); 0 for a folder without one. The loader has checked that each is a
+    finite number (``check_config_numbers``).
+    """
     extra = getattr(config, "truthlens", None)
     calibration = extra.get("calibration") if isinstance(extra, dict) else None
     if not isinstance(calibration, dict):
-        return 1.0, 0.0
-    return float(calibration.get("scale", 1.0)), float(calibration.get("shift", 0.0))
+        return 1.0, 0.0, 0.0
+    return (
+        float(calibration.get("scale", 1.0)),
+        float(calibration.get("shift", 0.0)),
+        float(calibration.get("span_shift", 0.0)),
+    )
+
+
+def shifted(tokens: list[TokenScore], shift: float) -> list[TokenScore]:
+    """``tokens`` with ``shift`` added to the logit of each probability (0: unchanged).
+
+    The bundled detector's span shift: its token scale is set so that the 0.5 token
+    threshold marks the characters people mark on RAG answers (``training/span_cut.py``).
+    It comes after the rules, so their fixed probabilities keep their meaning, and it is
+    monotone, so every ranking, and any response map that reads the logit linearly, is
+    unchanged up to its bias.
+    """
+    if shift == 0.0:
+        return tokens
+    out = []
+    for token in tokens:
+        p = min(max(token.probability, _EPSILON), 1.0 - _EPSILON)
+        moved = 1.0 / (1.0 + math.exp(-(math.log(p / (1.0 - p)) + shift)))
+        out.append(token.model_copy(update={"probability": moved}))
+    return out
 
 
 def _words(text: str) -> set[str]:
