@@ -242,7 +242,11 @@ def test_bundled_detector_on_the_eiffel_record_and_a_paraphrase() -> None:
         return any(a <= start and start + len(word) <= b for a, b in flagged)
 
     assert inside("1950") and inside("500")
-    assert not any(a < answer.index("Paris") + 5 and answer.index("Paris") < b for a, b in flagged)
+    # The span cut trades precision for recall (RULE_candidate8.md): a supported word may be
+    # marked too, but never as confidently as the two contradicted facts.
+    confidence = {s.text.strip(): s.confidence for s in result.spans}
+    wrong = min(confidence["1950"], confidence["500 meters"])
+    assert all(c < wrong for text, c in confidence.items() if text not in ("1950", "500 meters"))
     # a paraphrase of the context is supported
     clean = detector.detect(
         context=["Roughly 2,400 people work at the tower every day."],
