@@ -42,6 +42,7 @@ RESPONSE_COEFFICIENTS = (
     "number_conflicts",
     "negation_conflicts",
     "rule_floor",
+    "rule_sentence_floor",
     "bias",
 )
 _COEFFICIENTS = frozenset(RESPONSE_COEFFICIENTS)
@@ -66,6 +67,10 @@ def _check_map(entry: dict[str, Any]) -> None:
             raise ValueError(f"response_calibration: {key!r} must be finite")
         if key == "rule_floor" and not 0.0 <= value <= 1.0:
             raise ValueError(f"response_calibration: 'rule_floor' must be in [0, 1], got {value}")
+        if key == "rule_sentence_floor" and value not in (0, 1):
+            raise ValueError(
+                f"response_calibration: 'rule_sentence_floor' must be 0 or 1, got {value}"
+            )
 
 
 CALIBRATION_FORMAT = "truthlens-response-calibration/1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -127,6 +128,88 @@ def test_rule_conflicts_count_the_rules_verdicts_and_never_fall_with_padding() -
     assert rule_conflicts(right, context) == (0, 0)
     padded = " ".join([wrong, "The museum is open on Sundays.", *[right] * 5])
     assert rule_conflicts(padded, context) == (2, 1)
+
+
+def test_conflict_marks_place_the_rules_verdicts_in_the_answer() -> None:
+    from truthlens_integrations.core.models.detection._adjust import (
+        conflict_marks,
+        count_conflicts,
+        rule_conflicts,
+    )
+
+    context = ["The tower is 330 meters tall.", "The museum is not open on Sundays."]
+    answer = "The tower is 500 meters tall. The museum is open on Sundays. It is lovely."
+    numbers, negations = conflict_marks(answer, context)
+    assert [answer[n : n + 3] for n in numbers] == ["500"]
+    assert negations and all(answer.index("museum") <= m < answer.index("It is") for m in negations)
+    assert (
+        count_conflicts(answer, (numbers, negations)) == rule_conflicts(answer, context) == (1, 1)
+    )
+
+
+def _tokens(answer: str, scores: dict[str, float]) -> list[TokenScore]:
+    out = []
+    for match in re.finditer(r"\w+", answer):
+        p = scores.get(match.group(), 0.1)
+        out.append(
+            TokenScore(text=match.group(), start=match.start(), end=match.end(), probability=p)
+        )
+    return out
+
+
+def test_a_sentence_alone_reads_only_its_own_signals() -> None:
+    from truthlens_integrations.core.models.detection._response import sentence_signals
+
+    answer = "It was built in 1950. It stands in Paris."
+    tokens = _tokens(answer, {"1950": 0.9, "Paris": 0.6})
+    absent = [(answer.index("1950"), "#1950"), (answer.index("stands"), "stands")]
+    marks = ([answer.index("1950")], [])
+    (first, one), (second, two) = sentence_signals(answer, tokens, absent, conflicts=marks)
+    assert answer[first[0] : first[1]] == "It was built in 1950."
+    assert (one.max_probability, one.sentences, one.absent_words, one.absent_numbers) == (
+        0.9,
+        1,
+        1,
+        1,
+    )
+    assert (one.flagged_tokens, one.number_conflicts, one.negation_conflicts) == (1, 1, 0)
+    assert one.peak == pytest.approx(math.log(0.9 / 0.1) + math.log(2))
+    assert answer[second[0] : second[1]] == "It stands in Paris."
+    assert (two.max_probability, two.absent_words, two.number_conflicts) == (0.6, 1, 0)
+
+
+def test_the_rule_sentence_floor_keeps_a_conflicting_sentence_from_being_diluted() -> None:
+    from truthlens_integrations.core.models.detection._response import calibrated_score
+
+    wrong = "It was built in 1950."
+    tokens_of = {"1950": 0.9}
+    shrinking = ResponseCalibration(max_logit=1.0, log_sentences=-1.5, bias=0.0)
+    floored = ResponseCalibration(1.0, -1.5, 0.0, rule_sentence_floor=1.0)
+
+    def score(response: ResponseCalibration, answer: str, *, marked: bool) -> float:
+        marks = ([answer.index("1950")], []) if marked else ([], [])
+        tokens = _tokens(answer, tokens_of)
+        return calibrated_score(response, answer, tokens, [], token_threshold=0.5, conflicts=marks)
+
+    padded = " ".join([wrong, *["It is tall."] * 8])
+    alone = score(floored, wrong, marked=True)
+    assert alone == pytest.approx(0.9)
+    assert score(shrinking, padded, marked=True) < 0.5 < alone  # the length term dilutes it
+    assert score(floored, padded, marked=True) == pytest.approx(alone)  # the floor does not
+    # only a sentence the rules find in conflict floors the answer
+    assert score(floored, padded, marked=False) == pytest.approx(
+        score(shrinking, padded, marked=False)
+    )
+
+
+@pytest.mark.parametrize("value", [0.5, 2, True])
+def test_the_rule_sentence_floor_is_zero_or_one(value: object) -> None:
+    entry = {**ResponseCalibration(1.0, -0.2, 0.0).to_config("t"), "rule_sentence_floor": value}
+    with pytest.raises(ConfigError, match="rule_sentence_floor"):
+        ResponseCalibration.from_entry(entry)
+    on = {**entry, "rule_sentence_floor": 1}
+    assert ResponseCalibration.from_entry(on).reads_rules
+    assert ResponseCalibration.from_entry(on).to_config("t")["rule_sentence_floor"] == 1.0
 
 
 def test_read_from_a_model_config() -> None:

@@ -177,3 +177,24 @@ def test_padding_never_lowers_the_rag_maps_score(rag_guard: TruthLens) -> None:
     # count here: 12 alone, 9 padded); that moves the score by well under 0.005, where the
     # default map's length term took 0.29 off it.
     assert all(b >= a - 0.005 for a, b in pairwise(scores)), scores
+
+
+def test_padding_never_lowers_the_default_maps_score_of_a_contradicted_number() -> None:
+    # Issue 27: the default map's length term took the wrong Eiffel answer from 0.80 to
+    # 0.66 with 20 supported sentences after it. Its numbers contradict the context, so
+    # the rule sentence floor keeps the sentence at what it scores alone.
+    from tests.conftest import BUNDLED
+    from truthlens_integrations.core.models.detection import load_detector
+
+    if BUNDLED is None:
+        pytest.skip("bundled weights are not here")
+    detector = load_detector()
+    wrong = "The Eiffel Tower was built in 1950 and is 500 meters tall."
+    scores = [
+        detector.detect(
+            context=TOWER, question=TOWER_QUESTION, answer=" ".join([wrong, *PADDING[:n]])
+        ).score
+        for n in (0, 5, len(PADDING))
+    ]
+    assert scores[0] >= 0.5
+    assert all(score >= scores[0] for score in scores), scores

@@ -37,6 +37,8 @@ from ..._types import TokenScore
 __all__ = [
     "abstentions",
     "adjust_tokens",
+    "conflict_marks",
+    "count_conflicts",
     "hedge_verdicts",
     "negation_verdicts",
     "rule_conflicts",
@@ -282,6 +284,18 @@ def hedge_verdicts(
     return out
 
 
+def conflict_marks(answer: str, context: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Where the unit and negation rules find the answer in conflict with the context.
+
+    Returns:
+        ``(numbers, negations)``: the start of each number the unit rule judges a
+        conflict, and of each word the negation rule marks in conflict.
+    """
+    numbers = [s for s, _, verdict in _number_verdicts(answer, context) if verdict == "conflict"]
+    negations = [s for s, _, verdict in negation_verdicts(answer, context) if verdict == "conflict"]
+    return numbers, negations
+
+
 def rule_conflicts(answer: str, context: Sequence[str]) -> tuple[int, int]:
     """The unit and negation rules' evidence against an answer, as two counts.
 
@@ -291,14 +305,16 @@ def rule_conflicts(answer: str, context: Sequence[str]) -> tuple[int, int]:
         many of its sentences the negation rule finds in conflict. Each verdict reads one
         answer sentence against the context, so adding sentences never lowers either count.
     """
-    numbers = sum(1 for *_, verdict in _number_verdicts(answer, context) if verdict == "conflict")
-    marks = [
-        start for start, _, verdict in negation_verdicts(answer, context) if verdict == "conflict"
-    ]
-    if not marks:
-        return numbers, 0
-    sentences = sum(1 for a, b in split_sentences(answer) if any(a <= m < b for m in marks))
-    return numbers, sentences
+    return count_conflicts(answer, conflict_marks(answer, context))
+
+
+def count_conflicts(answer: str, marks: tuple[Sequence[int], Sequence[int]]) -> tuple[int, int]:
+    """:func:`rule_conflicts`'s two counts from the rules' :func:`conflict_marks`."""
+    numbers, negations = marks
+    if not negations:
+        return len(numbers), 0
+    sentences = sum(1 for a, b in split_sentences(answer) if any(a <= m < b for m in negations))
+    return len(numbers), sentences
 
 
 def _odds_down(p: float) -> float:

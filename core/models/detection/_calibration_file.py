@@ -18,9 +18,14 @@ from ..._calibration import (
     resolve_calibration,
 )
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
-from ._adjust import abstentions, rule_conflicts
+from ._adjust import abstentions, conflict_marks, rule_conflicts
 from ._lexical import absent_words
-from ._response import ResponseCalibration, ResponseSignals, response_signals
+from ._response import (
+    ResponseCalibration,
+    ResponseSignals,
+    calibrated_score,
+    response_signals,
+)
 
 __all__ = [
     "CALIBRATION_FORMAT",
@@ -68,13 +73,15 @@ def rescore(
     if not result.grounded:
         return result
     response = ResponseCalibration.from_entry(calibration.response_calibration)
-    signals = answer_signals(
-        item,
+    skip = abstentions(item.answer, item.context, item.question)
+    score = calibrated_score(
+        response,
+        item.answer,
         result.tokens,
+        absent_words(item, skip),
         token_threshold=calibration.token_threshold,
-        rules=response.reads_rules,
+        conflicts=conflict_marks(item.answer, item.context) if response.reads_rules else ((), ()),
     )
-    score = response.score(signals)
     detected = score >= threshold
     return result.model_copy(
         update={

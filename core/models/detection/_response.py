@@ -20,7 +20,10 @@ and the number of its content words that occur nowhere in the grounding::
                     + bias)
 
 and, with ``rule_floor`` set, at least ``rule_floor`` for an answer either rule finds in
-conflict with the context (``_adjust.rule_conflicts``).
+conflict with the context (``_adjust.rule_conflicts``). With ``rule_sentence_floor`` set
+(1), a sentence in which either rule finds a conflict scores the answer at least what the
+map gives that sentence read alone (:func:`sentence_signals`): supported sentences added
+around it cannot lower it (:func:`calibrated_score`).
 
 The absent-word count is the lexical reference's signal
 (:class:`~truthlens_integrations.core.models.detection.LexicalDetector`): on real LLM
@@ -46,14 +49,17 @@ from ..._calibration import RESPONSE_COEFFICIENTS
 from ..._errors import ConfigError
 from ..._text import split_sentences
 from ..._types import TokenScore
+from ._adjust import count_conflicts
 
 __all__ = [
     "ResponseCalibration",
     "ResponseSignals",
+    "calibrated_score",
     "read_response_calibration",
     "response_signals",
     "sentence_count",
     "sentence_peak",
+    "sentence_signals",
 ]
 
 _KEY = "response_calibration"
@@ -69,6 +75,7 @@ _OPTIONAL = frozenset(
         "number_conflicts",
         "negation_conflicts",
         "rule_floor",
+        "rule_sentence_floor",
     }
 )
 # Terms written only when set, so folders written before them stay byte-identical.
@@ -101,7 +108,9 @@ class ResponseCalibration:
 
     ``absent_words`` is 0 for a calibration fitted without the absent-word count (the
     map then reads only the token model and the length), ``sentence_peak`` 0 for one
-    fitted without the sentence peak (a folder written before it). ``rule_floor`` is the
+    fitted without the sentence peak (a folder written before it). ``rule_sentence_floor``
+    is 1 when a sentence the rules find in conflict floors the answer's score with its own
+    (:func:`calibrated_score`), else 0. ``rule_floor`` is the
     least score of an answer the unit or negation rule finds in conflict (0: no floor).
     """
 
@@ -115,6 +124,7 @@ class ResponseCalibration:
     number_conflicts: float = 0.0
     negation_conflicts: float = 0.0
     rule_floor: float = 0.0
+    rule_sentence_floor: float = 0.0
 
     @property
     def reads_absent_words(self) -> bool:
@@ -124,7 +134,12 @@ class ResponseCalibration:
     @property
     def reads_rules(self) -> bool:
         """Whether the map needs the unit and negation rules' conflict counts."""
-        return self.number_conflicts != 0.0 or self.negation_conflicts != 0.0 or self.rule_floor > 0
+        return (
+            self.number_conflicts != 0.0
+            or self.negation_conflicts != 0.0
+            or self.rule_floor > 0
+            or self.rule_sentence_floor > 0
+        )
 
     @property
     def length_safe(self) -> bool:
@@ -174,7 +189,7 @@ class ResponseCalibration:
     def to_config(self, fitted_on: str) -> dict[str, Any]:
         """The ``truthlens.response_calibration`` entry of a model folder's config."""
         entry: dict[str, Any] = {k: round(getattr(self, k), 6) for k in _COEFFICIENTS}
-        for key in (*_WRITTEN_IF_SET, "rule_floor"):
+        for key in (*_WRITTEN_IF_SET, "rule_floor", "rule_sentence_floor"):
             if entry[key] == 0.0:
                 del entry[key]  # folders written before these terms stay byte-identical
         entry["fitted_on"] = fitted_on
@@ -206,6 +221,8 @@ class ResponseCalibration:
                 raise ConfigError(f"{where}: {key!r} must be finite, got {value!r}")
             if key == "rule_floor" and not 0.0 <= value <= 1.0:
                 raise ConfigError(f"{where}: 'rule_floor' must be in [0, 1], got {value!r}")
+            if key == "rule_sentence_floor" and value not in (0, 1):
+                raise ConfigError(f"{where}: 'rule_sentence_floor' must be 0 or 1, got {value!r}")
             values[key] = float(value)
         return cls(**values)
 
@@ -275,3 +292,84 @@ def response_signals(
 def sentence_count(answer: str) -> int:
     """How many sentences the answer has, by the package's one sentence rule (at least 1)."""
     return max(len(split_sentences(answer)), 1)
+
+
+def sentence_signals(
+    answer: str,
+    tokens: Sequence[TokenScore],
+    absent: Sequence[tuple[int, str]],
+    *,
+    token_threshold: float = 0.5,
+    conflicts: tuple[Sequence[int], Sequence[int]] = ((), ()),
+) -> list[tuple[tuple[int, int], ResponseSignals]]:
+    """Each sentence of the answer with its :class:`ResponseSignals` read as if it were alone.
+
+    A sentence's signals are those of a one-sentence answer: the tokens inside it, the
+    absent words (and numbers) that start in it, its peak, and the rules' conflicts inside
+    it. What the token model read around the sentence still shaped its tokens.
+
+    Args:
+        answer: The answer.
+        tokens: Its scored tokens.
+        absent: Its absent content words as ``(start, key)``; a key starting with ``#``
+            is a number (``_lexical.absent_words``).
+        token_threshold: A token at or above this probability counts as flagged.
+        conflicts: Where the unit and negation rules find a conflict
+            (``_adjust.conflict_marks``).
+    """
+    numbers, negations = conflicts
+    out = []
+    for start, end in split_sentences(answer) or [(0, len(answer))]:
+        inside = [t.probability for t in tokens if start <= t.start < end]
+        words = [key for at, key in absent if start <= at < end]
+        largest = max(inside, default=0.0)
+        signals = ResponseSignals(
+            max_probability=largest,
+            sentences=1,
+            absent_words=len(words),
+            peak=_logit(largest) + math.log1p(len(words)),
+            absent_numbers=sum(1 for key in words if key.startswith("#")),
+            flagged_tokens=sum(1 for p in inside if p >= token_threshold),
+            number_conflicts=sum(1 for at in numbers if start <= at < end),
+            negation_conflicts=int(any(start <= at < end for at in negations)),
+        )
+        out.append(((start, end), signals))
+    return out
+
+
+def calibrated_score(
+    response: ResponseCalibration,
+    answer: str,
+    tokens: Sequence[TokenScore],
+    absent: Sequence[tuple[int, str]],
+    *,
+    token_threshold: float,
+    conflicts: tuple[Sequence[int], Sequence[int]] = ((), ()),
+) -> float:
+    """The map's score of an answer, with its sentence floor when the map has one.
+
+    Args:
+        response: The map.
+        answer: The answer.
+        tokens: Its scored tokens.
+        absent: Its absent content words as ``(start, key)`` (``_lexical.absent_words``).
+        token_threshold: A token at or above this probability counts as flagged.
+        conflicts: Where the unit and negation rules find a conflict
+            (``_adjust.conflict_marks``; empty for a map that does not read the rules).
+    """
+    signals = response_signals(
+        answer,
+        tokens,
+        [start for start, _ in absent],
+        absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
+        token_threshold=token_threshold,
+        rule_conflicts=count_conflicts(answer, conflicts),
+    )
+    score = response.score(signals)
+    if response.rule_sentence_floor > 0 and any(conflicts):
+        for _, alone in sentence_signals(
+            answer, tokens, absent, token_threshold=token_threshold, conflicts=conflicts
+        ):
+            if alone.number_conflicts > 0 or alone.negation_conflicts > 0:
+                score = max(score, response.score(alone))
+    return score

@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_SIGNALS", "SIGNALS", "fit_response_map", "signal_matrix", "t
 
 # Every coefficient but the ones that are not fitted against a signal column.
 SIGNALS: tuple[str, ...] = tuple(
-    c for c in RESPONSE_COEFFICIENTS if c not in ("rule_floor", "bias")
+    c for c in RESPONSE_COEFFICIENTS if c not in ("rule_floor", "rule_sentence_floor", "bias")
 )
 """The map's coefficient names, in :func:`signal_matrix`'s column order."""
 

@@ -20,11 +20,11 @@ from ..._types import (
     TokenScore,
 )
 from .._loading import LoadedModel, load_token_classifier
-from ._adjust import rule_conflicts
+from ._adjust import conflict_marks
 from ._base import BaseDetector, TokenScoring
 from ._lexical import absent_words
 from ._prompt import format_prompt
-from ._response import read_response_calibration, response_signals
+from ._response import calibrated_score, read_response_calibration
 
 if TYPE_CHECKING:
     import torch
@@ -173,17 +173,16 @@ class TransformerDetector(BaseDetector):
             return super()._response_score(item, tokens, spans)
         response = self._response
         absent = self._absent_words(item) if response.reads_absent_words else []
-        signals = response_signals(
+        return calibrated_score(
+            response,
             item.answer,
             tokens,
-            [start for start, _ in absent],
-            absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
+            absent,
             token_threshold=self.config.token_threshold,
-            rule_conflicts=rule_conflicts(item.answer, item.context)
+            conflicts=conflict_marks(item.answer, item.context)
             if response.reads_rules
-            else (0, 0),
+            else ((), ()),
         )
-        return response.score(signals)
 
     def _absent_word_starts(self, item: DetectionInput) -> list[int]:
         """Where the answer's absent words start, as the response calibration reads them."""
