@@ -202,6 +202,22 @@ def test_the_fit_keeps_coefficients_non_negative_and_padding_cannot_lower_a_scor
         assert calibration.score(padded) >= before
 
 
+def test_a_free_column_may_go_negative_and_the_others_stay_bounded() -> None:
+    # The same data: long answers mostly clean. Freed, the length term goes negative
+    # (the map is then not length safe); the bounded columns stay >= 0.
+    signals, labels = [], []
+    for n in range(40):
+        bad = n % 2 == 0
+        sentences = 1 + (n % 7) * (1 if bad else 3)
+        signals.append(ResponseSignals(0.9 if bad else 0.2 + 0.01 * n % 5, sentences, 3 * bad))
+        labels.append(bad)
+    free = fit_response_map(signals, labels, free=("log_sentences",))
+    assert free.log_sentences < 0 and not free.length_safe
+    assert all(getattr(free, c) >= 0 for c in ("max_logit", "sentence_peak", "absent_words"))
+    with pytest.raises(InvalidInputError, match="free columns"):
+        fit_response_map(signals, labels, columns=("max_logit",), free=("log_sentences",))
+
+
 def test_threshold_for_targets() -> None:
     scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
     labels = [True, True, False, True, False, True, False, False]

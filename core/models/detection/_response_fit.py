@@ -61,17 +61,24 @@ def signal_matrix(signals: Sequence[ResponseSignals]) -> np.ndarray:
 
 
 def _bounded_logistic(
-    x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float, steps: int = 200
+    x: np.ndarray,
+    y: np.ndarray,
+    weights: np.ndarray,
+    l2: float,
+    steps: int = 200,
+    free: np.ndarray | None = None,
 ) -> np.ndarray:
     """Weighted logistic regression with every coefficient but the bias kept >= 0.
 
     Projected Newton steps: coefficients held at zero whose gradient pushes them below
-    stay there; the others take a damped Newton step, clipped back to the bound.
+    stay there; the others take a damped Newton step, clipped back to the bound. Columns
+    marked in ``free`` (a boolean per column) take any sign, like the bias.
     """
     import numpy as np
 
     z = np.c_[x, np.ones(len(x))]
     n = z.shape[1]
+    bounded = np.ones(n - 1, dtype=bool) if free is None else ~np.asarray(free, dtype=bool)
     penalty = np.full(n, l2)
     penalty[-1] = 0.0
 
@@ -84,7 +91,7 @@ def _bounded_logistic(
     for _ in range(steps):
         p = 1.0 / (1.0 + np.exp(-np.clip(z @ b, -40, 40)))
         grad = z.T @ (weights * (p - y)) + penalty * b
-        held = np.r_[(b[:-1] <= 0.0) & (grad[:-1] > 0.0), False]
+        held = np.r_[bounded & (b[:-1] <= 0.0) & (grad[:-1] > 0.0), False]
         free = ~held
         if not free.any():
             break
@@ -95,7 +102,7 @@ def _bounded_logistic(
         t = 1.0
         while t > 1e-8:
             candidate = b - t * step
-            candidate[:-1] = np.maximum(candidate[:-1], 0.0)
+            candidate[:-1] = np.where(bounded, np.maximum(candidate[:-1], 0.0), candidate[:-1])
             if loss(candidate) <= current:
                 break
             t /= 2
@@ -115,6 +122,7 @@ def fit_response_map(
     columns: Sequence[str] = DEFAULT_SIGNALS,
     weights: Sequence[float] | None = None,
     l2: float = 1e-2,
+    free: Sequence[str] = (),
 ) -> ResponseCalibration:
     """Fit a length-safe :class:`ResponseCalibration` on labelled answers.
 
@@ -126,9 +134,13 @@ def fit_response_map(
         weights: Per-answer weights (default 1).
         l2: Ridge penalty on the coefficients (not the bias), so that a small file
             gives a finite, stable map.
+        free: Columns (of ``columns``) whose coefficient may take any sign; with a free
+            ``log_sentences`` the map may read length as evidence against an error and is
+            then not length safe.
 
     Returns:
-        The map; its coefficients are all >= 0 (:attr:`ResponseCalibration.length_safe`).
+        The map; with no ``free`` column its coefficients are all >= 0
+        (:attr:`ResponseCalibration.length_safe`).
 
     Raises:
         InvalidInputError: With fewer than 2 answers of each label, mismatched lengths
@@ -141,6 +153,8 @@ def fit_response_map(
     unknown = set(columns) - set(SIGNALS)
     if unknown or not columns:
         raise InvalidInputError(f"unknown or no signal columns: {sorted(unknown)}")
+    if set(free) - set(columns):
+        raise InvalidInputError(f"free columns {sorted(set(free) - set(columns))} are not fitted")
     y = np.asarray([1.0 if v else 0.0 for v in labels])
     positives = int(y.sum())
     if positives < 2 or len(y) - positives < 2:
@@ -150,7 +164,8 @@ def fit_response_map(
         )
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     index = [SIGNALS.index(c) for c in columns]
-    b = _bounded_logistic(signal_matrix(signals)[:, index], y, w, l2)
+    mask = np.array([c in free for c in columns], dtype=bool)
+    b = _bounded_logistic(signal_matrix(signals)[:, index], y, w, l2, free=mask)
     if not np.all(np.isfinite(b)):
         raise InvalidInputError("the fit did not converge")
     coefficients: dict[str, Any] = dict.fromkeys(SIGNALS, 0.0)

@@ -1,0 +1,252 @@
+"""Candidate 11 of issue 27: the default map refitted with a free length term, by its rule.
+
+``benchmarks/results/rag_selection/RULE_candidate11.md`` (committed before any figure of
+it): the map over every signal, ``log_sentences`` of any sign and every other coefficient
+>= 0, fitted on the 502 select answers of ``ragtruth_dev`` together with the 1,400
+train-role hard cases (weighing ``w`` times the select answers in all), with the rule
+sentence floor on. Every score is the runtime's ``calibrated_score`` (the floor included).
+Select figures cross-fitted (5 folds by source, every fold's fit sees all the hard cases),
+FaithJudge answers by their source's fold map; AttributionBench, the hard-case **test**
+file and the padded Eiffel answer by the map fitted on all. Reads the caches of
+``training.rag_features``; nothing eval-only is read.
+
+    python -m training.free_length_map --out benchmarks/results/rag_selection/candidate11.json \
+        [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from truthlens_integrations.evaluation import auroc
+
+from .rag_features import HARD_CASES, ROOT, hard_case_examples
+from .rag_response import (
+    Scored,
+    folder_map,
+    lexical_scores,
+    load_set,
+    padded_answers,
+    paired_bootstrap,
+    report,
+    source_folds,
+)
+
+log = logging.getLogger("free_length_map")
+
+WEIGHTS = (0.1, 0.2, 0.35, 0.5, 1.0)
+FOLDS = 5
+
+
+class Answer(NamedTuple):
+    """What ``calibrated_score`` reads of one answer besides the map."""
+
+    answer: str
+    tokens: list[Any]
+    absent: list[tuple[int, str]]
+    marks: tuple[list[int], list[int]]
+
+
+class _Token(NamedTuple):
+    start: int
+    end: int
+    probability: float
+
+
+def answer_of(item: Any, tokens: Sequence[Any]) -> Answer:
+    from truthlens_integrations.core.models.detection._adjust import abstentions, conflict_marks
+    from truthlens_integrations.core.models.detection._lexical import absent_words
+
+    absent = absent_words(item, abstentions(item.answer, item.context, item.question))
+    return Answer(item.answer, list(tokens), absent, conflict_marks(item.answer, item.context))
+
+
+def cached_answers(data: Scored) -> list[Answer]:
+    return [
+        answer_of(e.to_input(), [_Token(*t) for t in r["tokens"]])
+        for e, r in zip(data.examples, data.rows, strict=True)
+    ]
+
+
+def runtime_answers(folder: Path, items: Sequence[Any]) -> list[Answer]:
+    """The runtime detector's exact tokens (rules on) for each input."""
+    from truthlens_integrations.core import DetectionConfig
+    from truthlens_integrations.core.models.detection import EvidenceDetector
+
+    config = DetectionConfig(aggregation="max", early_exit=False)
+    detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
+    results = []
+    for first in range(0, len(items), 16):
+        results.extend(detector.detect_batch(items[first : first + 16]))
+    return [answer_of(i, r.tokens) for i, r in zip(items, results, strict=True)]
+
+
+def scores(response: Any, answers: Sequence[Answer]) -> np.ndarray:
+    from truthlens_integrations.core.models.detection._response import calibrated_score
+
+    return np.array(
+        [
+            calibrated_score(
+                response, a.answer, a.tokens, a.absent, token_threshold=0.5, conflicts=a.marks
+            )
+            for a in answers
+        ]
+    )
+
+
+def fit(select: Scored, rows: np.ndarray, hard: Scored, weight: float) -> Any:
+    """The candidate's map on the select answers ``rows`` (a mask) and all hard cases."""
+    from truthlens_integrations.core.models.detection._response_fit import (
+        SIGNALS,
+        fit_response_map,
+    )
+
+    signals = [s for s, keep in zip(select.signals, rows, strict=True) if keep]
+    share = weight * len(signals) / len(hard.signals)
+    fitted = fit_response_map(
+        [*signals, *hard.signals],
+        [*select.y[rows].astype(bool).tolist(), *hard.y.astype(bool).tolist()],
+        columns=SIGNALS,
+        weights=[1.0] * len(signals) + [share] * len(hard.signals),
+        free=("log_sentences",),
+    )
+    return dataclasses.replace(fitted, rule_sentence_floor=1.0)
+
+
+def fitted_on(weight: float) -> str:
+    return (
+        "ragtruth_dev select split (85 sources, training/data/ragtruth_dev_split.json) and the "
+        f"1,400 train-role hard cases (training/data/hardcases_train.jsonl) weighing {weight} "
+        "of the select answers in all; free length term, rule sentence floor; candidate 11 "
+        "(training/free_length_map.py)"
+    )
+
+
+def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
+    """RULE_candidate11.md's conditions 1-5 (the suite's part of condition 4 is run apart)."""
+    _select, ab = result["select_crossfitted"], result["attributionbench"]
+    fj, hard = result["faithjudge_select_crossfitted"], result["hard_cases_auroc"]
+    padding = [result["padding"][name][k] for k in sorted(result["padding"][name], key=int)]
+    conditions = {
+        "1_select_auroc_above_with_interval_above_0": result["select_bootstrap_minus_shipped"][
+            name
+        ]["low"]
+        > 0,
+        "2_attributionbench_at_most_0.02_below": ab[name]["auroc"] >= ab["shipped"]["auroc"] - 0.02,
+        "3_faithjudge_clean_flagged_not_higher": fj[name]["clean_flagged"]
+        <= fj["shipped"]["clean_flagged"],
+        "4_hard_cases_at_most_0.02_below": hard[name] >= hard["shipped"] - 0.02,
+        "5_padding_never_lower_than_alone": all(p >= padding[0] for p in padding),
+    }
+    return {**conditions, "passes": all(conditions.values())}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
+    parser.add_argument("--faithjudge-limit", type=int, default=1500)
+    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
+    parser.add_argument("--write", action="store_true", help="write the chosen map, if any")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    shipped = folder_map(args.folder)
+    select = load_set(args.folder, "ragtruth_dev_select")
+    hard = load_set(args.folder, HARD_CASES)
+    ab = load_set(args.folder, "attributionbench")
+    faith = load_set(args.folder, "faithjudge_select", args.faithjudge_limit)
+    read = {
+        "select": cached_answers(select),
+        "attributionbench": cached_answers(ab),
+        "faithjudge": cached_answers(faith),
+    }
+    cases = hard_case_examples("test")
+    read["hard"] = runtime_answers(args.folder, [c.to_input() for c in cases])
+    read["padding"] = runtime_answers(args.folder, padded_answers())
+    gold = [c.hallucinated for c in cases]
+
+    names = [f"w={w}" for w in WEIGHTS]
+    everything = np.ones(len(select.y), dtype=bool)
+    final = {f"w={w}": fit(select, everything, hard, w) for w in WEIGHTS}
+    folds = source_folds(select.sources.tolist())
+    fold = np.array([folds[s] for s in select.sources])
+    faith_fold = np.array([folds.get(s, -1) for s in faith.sources])
+    crossed = {n: np.zeros(len(select.y)) for n in names}
+    faith_crossed = {n: np.zeros(len(faith.y)) for n in names}
+    for k in range(FOLDS):
+        for w, n in zip(WEIGHTS, names, strict=True):
+            fitted = fit(select, fold != k, hard, w)
+            crossed[n][fold == k] = scores(
+                fitted, [a for a, f in zip(read["select"], fold, strict=True) if f == k]
+            )
+            theirs = [a for a, f in zip(read["faithjudge"], faith_fold, strict=True) if f == k]
+            faith_crossed[n][faith_fold == k] = scores(fitted, theirs)
+    maps = {"shipped": shipped, **final}
+    shipped_select = scores(shipped, read["select"])
+    result: dict[str, Any] = {
+        "folder": str(args.folder),
+        "rule": "benchmarks/results/rag_selection/RULE_candidate11.md",
+        "shipped_map": shipped.to_config("the folder's default map"),
+        "maps": {n: final[n].to_config(fitted_on(w)) for w, n in zip(WEIGHTS, names, strict=True)},
+        "select_crossfitted": {
+            "shipped": report(shipped_select, select.y),
+            **{n: report(crossed[n], select.y) for n in names},
+            "lexical": report(lexical_scores(select), select.y),
+        },
+        "select_bootstrap_minus_shipped": {
+            n: paired_bootstrap(crossed[n], shipped_select, select.y, select.sources) for n in names
+        },
+        "faithjudge_select_crossfitted": {
+            "shipped": report(scores(shipped, read["faithjudge"]), faith.y),
+            **{n: report(faith_crossed[n], faith.y) for n in names},
+        },
+        "attributionbench": {
+            n: report(scores(m, read["attributionbench"]), ab.y) for n, m in maps.items()
+        },
+        "hard_cases_auroc": {
+            n: round(auroc(gold, scores(m, read["hard"]).tolist()), 4) for n, m in maps.items()
+        },
+        "padding": {
+            n: {
+                str(k): round(float(v), 4)
+                for k, v in zip((0, 10, 20), scores(m, read["padding"]), strict=True)
+            }
+            for n, m in maps.items()
+        },
+    }
+    kinds: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
+        kinds.setdefault(case.task_type, []).append(i)
+    result["hard_cases_flagged_by_kind"] = {
+        n: {
+            k: round(float((scores(m, [read["hard"][i] for i in idx]) >= 0.5).mean()), 4)
+            for k, idx in sorted(kinds.items())
+        }
+        for n, m in maps.items()
+    }
+    result["decision"] = {n: decide(result, n) for n in names}
+    passing = [n for n in names if result["decision"][n]["passes"]]
+    chosen = max(passing, key=lambda n: result["select_crossfitted"][n]["auroc"], default=None)
+    result["chosen"] = chosen
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    if args.write and chosen is not None:
+        path = args.folder / "config.json"
+        config = json.loads(path.read_text())
+        weight = WEIGHTS[names.index(chosen)]
+        config["truthlens"]["response_calibration"] = final[chosen].to_config(fitted_on(weight))
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        log.info("wrote candidate 11 (%s) into %s", chosen, path)
+
+
+if __name__ == "__main__":
+    main()
