@@ -3,7 +3,7 @@
 Usage (from the repository root, on a quiet machine)::
 
     python benchmarks/bench_span_floor.py [--items 5] [--repeats 20] [--guard-repeats 10]
-        [--out benchmarks/results/span_floor.md]
+        [--rag 20] [--out benchmarks/results/span_floor.md]
 
 Issue 27, candidates 8 and 10b. The shipped folder against a copy whose ``config.json`` is
 the one before them (no ``span_shift``, no ``rule_sentence_floor``, the map's bias as it
@@ -11,7 +11,8 @@ was), both on the same backend (``auto``: ONNX Runtime fp32 on a CPU with the ``
 extra), the inputs of ``bench_evidence.py`` at a 1k-token context with a 100-token answer,
 calls of the two interleaved input by input. The detector call and the whole guard
 (``TruthLens.guard``: prompt classifier, detector, NLI on each kept span); the spans per
-answer say why the guard's NLI stage costs more: more tokens reach 0.5.
+answer say why the guard's NLI stage costs more: more tokens reach 0.5. ``--rag N`` also
+guards N real RAG answers (the select split of ``ragtruth_dev``), where spans are many.
 """
 
 from __future__ import annotations
@@ -60,6 +61,31 @@ def _detector(folder: Path) -> Any:
     return EvidenceDetector(folder, config=config, model_id="truthlens-bundled-detector")
 
 
+def _rag_rows(engines: dict[str, Any], n: int) -> list[str]:
+    """Guard latency, kept spans and flags on ``n`` real RAG answers, per folder."""
+    from truthlens_integrations.evaluation import load_detection_dataset
+
+    examples = load_detection_dataset("ragtruth_dev_select", limit=n)
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    spans: dict[str, list[int]] = {name: [] for name in engines}
+    flagged: dict[str, int] = dict.fromkeys(engines, 0)
+    for example in examples:
+        item = example.to_input()
+        kwargs = {"context": list(item.context), "question": item.question, "answer": item.answer}
+        for name, engine in engines.items():
+            engine.guard(**kwargs)  # warm-up
+            t0 = time.perf_counter()
+            verdict = engine.guard(**kwargs)
+            times[name].append((time.perf_counter() - t0) * 1000)
+            spans[name].append(len(verdict.spans))
+            flagged[name] += verdict.detected
+    return [
+        f"| {name} | {_pct(times[name], 50):.0f} / {_pct(times[name], 99):.0f} | "
+        f"{statistics.mean(spans[name]):.1f} | {flagged[name]} of {len(examples)} |"
+        for name in engines
+    ]
+
+
 def main() -> None:
     from truthlens_integrations.core.engine import TruthLens
     from truthlens_integrations.core.models import bundled_detector_path
@@ -68,6 +94,9 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--guard-repeats", type=int, default=10)
+    ap.add_argument(
+        "--rag", type=int, default=20, help="also guard N ragtruth_dev select answers (0: skip)"
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/span_floor.md"))
     args = ap.parse_args()
     root = Path(
@@ -107,13 +136,15 @@ def main() -> None:
                 t0 = time.perf_counter()
                 engine.guard(**kwargs)
                 guard[name].append((time.perf_counter() - t0) * 1000)
+    rag_rows = _rag_rows(engines, args.rag) if args.rag else []
     shutil.rmtree(work)
     backend = next(iter(detectors.values())).backend  # type: ignore[attr-defined]
     lines = [
         "# The span shift and the rule sentence floor: latency (issue 27, candidates 8 and 10b)",
         "",
         "- command: `python benchmarks/bench_span_floor.py "
-        f"--items {args.items} --repeats {args.repeats} --guard-repeats {args.guard_repeats}`",
+        f"--items {args.items} --repeats {args.repeats} --guard-repeats {args.guard_repeats} "
+        f"--rag {args.rag}`",
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: "
         f"{platform.machine()}, {os.cpu_count()} cores; backend {backend}, "
         f"{_threads()} thread(s); load average {os.getloadavg()[0]:.1f} at the end",
@@ -129,6 +160,16 @@ def main() -> None:
         f"{statistics.mean(spans[name]):.1f} |"
         for name in folders
     )
+    if rag_rows:
+        lines += [
+            "",
+            f"Real RAG answers: the first {args.rag} of the `ragtruth_dev` select split (select "
+            "role), each guarded once per folder after a warm-up, interleaved:",
+            "",
+            "| detector folder | guard p50 / p99 ms | spans per answer (kept after NLI) | flagged |",
+            "|---|---:|---:|---:|",
+            *rag_rows,
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)

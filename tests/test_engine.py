@@ -256,6 +256,20 @@ def test_use_nli_false_skips_the_explainer(detector: Detector) -> None:
     assert "nli" not in verdict.latency_ms and "context" not in verdict.latency_ms
 
 
+def test_nli_explains_the_spans_of_flagged_answers_only(detector: Detector) -> None:
+    # NLI can clear a flagged answer, never flag a passing one (whose verdict shows no
+    # span): below the threshold the explainer is not called for the detector's spans.
+    assert detector.detect(**EIFFEL).spans
+    nli = RuleNLI()
+    passed = make(detector, {"hallucination": {"threshold": 1.0}}, nli=nli).guard(**EIFFEL)
+    assert not passed.detected and nli.calls == []
+    assert passed.spans == [] and passed.dropped_spans == []
+    assert "nli" not in passed.latency_ms
+    flagged = make(detector, nli=nli).guard(**EIFFEL)
+    assert flagged.detected and len(nli.calls) == 1
+    assert flagged.spans and all(s.nli_label is not None for s in flagged.spans)
+
+
 def test_clean_answer_passes(detector: Detector) -> None:
     answer = "The Eiffel Tower was built from 1887 to 1889 in Paris."
     verdict = make(detector).guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
