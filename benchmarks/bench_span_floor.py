@@ -166,7 +166,7 @@ def main() -> None:
             f"Real RAG answers: the first {args.rag} of the `ragtruth_dev` select split (select "
             "role), each guarded once per folder after a warm-up, interleaved:",
             "",
-            "| detector folder | guard p50 / p99 ms | spans per answer (kept after NLI) | flagged |",
+            "| detector folder | guard p50 / p99 ms | spans shown per answer | flagged |",
             "|---|---:|---:|---:|",
             *rag_rows,
         ]
