@@ -184,15 +184,20 @@ def test_nan_and_missing_files_are_config_errors(tmp_path: Path) -> None:
     assert read_calibration_file(path).threshold == 0.4
 
 
-def test_the_fit_keeps_coefficients_non_negative_and_padding_cannot_lower_a_score() -> None:
-    # Long answers are mostly clean here, so a free fit would give length a negative
-    # weight; the fitted map may not.
+def _long_answers_mostly_clean() -> tuple[list[ResponseSignals], list[bool]]:
     signals, labels = [], []
     for n in range(40):
         bad = n % 2 == 0
         sentences = 1 + (n % 7) * (1 if bad else 3)
         signals.append(ResponseSignals(0.9 if bad else 0.2 + 0.01 * n % 5, sentences, 3 * bad))
         labels.append(bad)
+    return signals, labels
+
+
+def test_the_fit_keeps_coefficients_non_negative_and_padding_cannot_lower_a_score() -> None:
+    # Long answers are mostly clean here, so a free fit would give length a negative
+    # weight; the fitted map may not.
+    signals, labels = _long_answers_mostly_clean()
     calibration = fit_response_map(signals, labels)
     assert calibration.length_safe and calibration.max_logit > 0
     wrong = ResponseSignals(0.85, 1, 2, peak=2.0, absent_numbers=2, flagged_tokens=3)
@@ -205,12 +210,7 @@ def test_the_fit_keeps_coefficients_non_negative_and_padding_cannot_lower_a_scor
 def test_a_free_column_may_go_negative_and_the_others_stay_bounded() -> None:
     # The same data: long answers mostly clean. Freed, the length term goes negative
     # (the map is then not length safe); the bounded columns stay >= 0.
-    signals, labels = [], []
-    for n in range(40):
-        bad = n % 2 == 0
-        sentences = 1 + (n % 7) * (1 if bad else 3)
-        signals.append(ResponseSignals(0.9 if bad else 0.2 + 0.01 * n % 5, sentences, 3 * bad))
-        labels.append(bad)
+    signals, labels = _long_answers_mostly_clean()
     free = fit_response_map(signals, labels, free=("log_sentences",))
     assert free.log_sentences < 0 and not free.length_safe
     assert all(getattr(free, c) >= 0 for c in ("max_logit", "sentence_peak", "absent_words"))

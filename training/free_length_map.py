@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,9 +27,11 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
+from .length_safe_map import finish
 from .rag_features import HARD_CASES, ROOT, hard_case_examples
 from .rag_response import (
     Scored,
+    exact_results,
     folder_map,
     lexical_scores,
     load_set,
@@ -78,14 +79,7 @@ def cached_answers(data: Scored) -> list[Answer]:
 
 def runtime_answers(folder: Path, items: Sequence[Any]) -> list[Answer]:
     """The runtime detector's exact tokens (rules on) for each input."""
-    from truthlens_integrations.core import DetectionConfig
-    from truthlens_integrations.core.models.detection import EvidenceDetector
-
-    config = DetectionConfig(aggregation="max", early_exit=False)
-    detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
-    results = []
-    for first in range(0, len(items), 16):
-        results.extend(detector.detect_batch(items[first : first + 16]))
+    results = exact_results(folder, items)
     return [answer_of(i, r.tokens) for i, r in zip(items, results, strict=True)]
 
 
@@ -232,20 +226,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         for n, m in maps.items()
     }
     result["decision"] = {n: decide(result, n) for n in names}
-    passing = [n for n in names if result["decision"][n]["passes"]]
-    chosen = max(passing, key=lambda n: result["select_crossfitted"][n]["auroc"], default=None)
-    result["chosen"] = chosen
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    if args.write and chosen is not None:
-        path = args.folder / "config.json"
-        config = json.loads(path.read_text())
-        weight = WEIGHTS[names.index(chosen)]
-        config["truthlens"]["response_calibration"] = final[chosen].to_config(fitted_on(weight))
-        path.write_text(json.dumps(config, indent=2) + "\n")
-        log.info("wrote candidate 11 (%s) into %s", chosen, path)
+    finish(
+        result,
+        args,
+        {n: final[n].to_config(fitted_on(w)) for w, n in zip(WEIGHTS, names, strict=True)},
+    )
 
 
 if __name__ == "__main__":

@@ -106,6 +106,27 @@ def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
     return {**conditions, "passes": all(conditions.values())}
 
 
+def finish(result: dict[str, Any], args: argparse.Namespace, entries: dict[str, Any]) -> None:
+    """Choose by the rule, print and write the figures, and with ``--write`` the chosen map.
+
+    Among the candidates whose ``result["decision"]`` passes, the highest cross-fitted
+    select AUROC; ``entries`` holds each candidate's ``response_calibration`` entry.
+    """
+    passing = [n for n, d in result["decision"].items() if d["passes"]]
+    chosen = max(passing, key=lambda n: result["select_crossfitted"][n]["auroc"], default=None)
+    result["chosen"] = chosen
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    if args.write and chosen is not None:
+        path = args.folder / "config.json"
+        config = json.loads(path.read_text())
+        config["truthlens"]["response_calibration"] = entries[chosen]
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        log.info("wrote %s of %s into %s", chosen, result["rule"], path)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
@@ -157,20 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     result["padding"] = padding_scores(args.folder, maps)
     result["decision"] = {n: decide(result, n) for n in names}
-    passing = [n for n in names if result["decision"][n]["passes"]]
-    chosen = max(passing, key=lambda n: result["select_crossfitted"][n]["auroc"], default=None)
-    result["chosen"] = chosen
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    if args.write and chosen is not None:
-        path = args.folder / "config.json"
-        config = json.loads(path.read_text())
-        weight = WEIGHTS[names.index(chosen)]
-        config["truthlens"]["response_calibration"] = final[chosen].to_config(fitted_on(weight))
-        path.write_text(json.dumps(config, indent=2) + "\n")
-        log.info("wrote candidate 9 (%s) into %s", chosen, path)
+    finish(result, args, {name_of(w): final[name_of(w)].to_config(fitted_on(w)) for w in WEIGHTS})
 
 
 if __name__ == "__main__":

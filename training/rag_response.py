@@ -523,17 +523,24 @@ def hard_case_aurocs(
     return {name: round(auroc(gold, s), 4) for name, s in scores.items()}, flagged
 
 
-def _signals_of_items(folder: Path, items: Sequence[Any]) -> list[Any]:
-    """Each input's response signals under the folder's detector (exact tokens, rules on)."""
+def exact_results(folder: Path, items: Sequence[Any]) -> list[Any]:
+    """The folder's detector on each input: exact tokens (no early exit), rules on, fp32."""
     from truthlens_integrations.core import DetectionConfig
     from truthlens_integrations.core.models.detection import EvidenceDetector
-    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
 
     config = DetectionConfig(aggregation="max", early_exit=False)
     detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
     results = []
     for first in range(0, len(items), 16):
         results.extend(detector.detect_batch(items[first : first + 16]))
+    return results
+
+
+def _signals_of_items(folder: Path, items: Sequence[Any]) -> list[Any]:
+    """Each input's response signals under the folder's detector (exact tokens, rules on)."""
+    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
+
+    results = exact_results(folder, items)
     return [answer_signals(i, r.tokens) for i, r in zip(items, results, strict=True)]
 
 

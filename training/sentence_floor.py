@@ -29,6 +29,7 @@ from truthlens_integrations.evaluation import auroc
 from .rag_features import ROOT, hard_case_examples
 from .rag_response import (
     Scored,
+    exact_results,
     folder_map,
     lexical_scores,
     load_set,
@@ -94,14 +95,7 @@ def cached_scores(response: Any, data: Scored) -> dict[str, np.ndarray]:
 
 def runtime_scores(folder: Path, response: Any, items: Sequence[Any]) -> list[dict[str, float]]:
     """The same scores from the runtime detector's exact tokens (rules on)."""
-    from truthlens_integrations.core import DetectionConfig
-    from truthlens_integrations.core.models.detection import EvidenceDetector
-
-    config = DetectionConfig(aggregation="max", early_exit=False)
-    detector = EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
-    results = []
-    for first in range(0, len(items), 16):
-        results.extend(detector.detect_batch(items[first : first + 16]))
+    results = exact_results(folder, items)
     return [floored_scores(response, i, r.tokens) for i, r in zip(items, results, strict=True)]
 
 
