@@ -294,6 +294,35 @@ def test_header_action_keeps_text_and_sets_metadata(detector: Detector) -> None:
     assert float(md["x-truthlens-score"]) == pytest.approx(verdict.score, abs=1e-4)
 
 
+def test_the_warning_names_the_most_severe_spans_first() -> None:
+    from truthlens_integrations.core._types import HallucinationSpan
+    from truthlens_integrations.core.engine._conclude import flagged_note
+
+    answer = "It stands in Paris, is made of iron, was built in 1950 and is 500 meters tall."
+
+    def span(text: str, confidence: float, severity: int) -> HallucinationSpan:
+        start = answer.index(text)
+        return HallucinationSpan(
+            start=start,
+            end=start + len(text),
+            text=text,
+            confidence=confidence,
+            nli_label="contradiction" if severity == 4 else "neutral",
+            severity=severity,
+        )
+
+    spans = [
+        span("Paris", 0.6, 2),
+        span("iron", 0.7, 2),
+        span("1950", 0.9, 4),
+        span("500 meters", 0.95, 4),
+    ]
+    # the contradictions before the neutral spans, each in answer order
+    assert flagged_note("Check this.", spans) == (
+        'Check this. Flagged: "1950", "500 meters", "Paris" and 1 more.'
+    )
+
+
 def test_header_without_details_writes_offsets_only(detector: Detector) -> None:
     verdict = make(detector, action_policy("header")).guard(**EIFFEL)
     start = EIFFEL_ANSWER.index("1950")

@@ -102,10 +102,13 @@ def flagged_note(warning: str, spans: list[HallucinationSpan]) -> str:
         spans: The flagged spans of the answer shown (empty: the warning alone).
 
     Returns:
-        ``warning`` followed by ``Flagged: "..."``, "...".`` for up to three parts.
+        ``warning`` followed by ``Flagged: "..."``, "...".`` for up to three parts: the
+        most severe first (a contradiction before a neutral span), each severity in
+        answer order.
     """
     note = warning.strip()
-    parts = list(dict.fromkeys(" ".join(s.text.split()) for s in spans if s.text.strip()))
+    ranked = sorted(spans, key=lambda s: (-(s.severity or 0), s.start))
+    parts = list(dict.fromkeys(" ".join(s.text.split()) for s in ranked if s.text.strip()))
     if not parts:
         return note
     quoted = [
