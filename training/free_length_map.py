@@ -16,7 +16,6 @@ file and the padded Eiffel answer by the map fitted on all. Reads the caches of
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 from collections.abc import Sequence
@@ -27,8 +26,8 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
-from .length_safe_map import finish
-from .rag_features import HARD_CASES, ROOT, hard_case_examples
+from .length_safe_map import candidate_args, finish
+from .rag_features import HARD_CASES, hard_case_examples
 from .rag_response import (
     Scored,
     exact_results,
@@ -144,13 +143,7 @@ def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
-    parser.add_argument("--faithjudge-limit", type=int, default=1500)
-    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
-    parser.add_argument("--write", action="store_true", help="write the chosen map, if any")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = candidate_args(__doc__, argv)
     shipped = folder_map(args.folder)
     select = load_set(args.folder, "ragtruth_dev_select")
     hard = load_set(args.folder, HARD_CASES)

@@ -106,6 +106,18 @@ def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
     return {**conditions, "passes": all(conditions.values())}
 
 
+def candidate_args(doc: str | None, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line of a map candidate's script (``--folder``, ``--out``, ``--write``)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
+    parser.add_argument("--faithjudge-limit", type=int, default=1500)
+    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
+    parser.add_argument("--write", action="store_true", help="write the chosen map, if any")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    return args
+
+
 def finish(result: dict[str, Any], args: argparse.Namespace, entries: dict[str, Any]) -> None:
     """Choose by the rule, print and write the figures, and with ``--write`` the chosen map.
 
@@ -128,13 +140,7 @@ def finish(result: dict[str, Any], args: argparse.Namespace, entries: dict[str, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
-    parser.add_argument("--faithjudge-limit", type=int, default=1500)
-    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
-    parser.add_argument("--write", action="store_true", help="write the chosen map, if any")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = candidate_args(__doc__, argv)
     shipped = folder_map(args.folder)
     select = load_set(args.folder, "ragtruth_dev_select")
     hard = load_set(args.folder, HARD_CASES)
