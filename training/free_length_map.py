@@ -62,11 +62,10 @@ class _Token(NamedTuple):
 
 
 def answer_of(item: Any, tokens: Sequence[Any]) -> Answer:
-    from truthlens_integrations.core.models.detection._adjust import abstentions, conflict_marks
-    from truthlens_integrations.core.models.detection._lexical import absent_words
+    from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
 
-    absent = absent_words(item, abstentions(item.answer, item.context, item.question))
-    return Answer(item.answer, list(tokens), absent, conflict_marks(item.answer, item.context))
+    absent, marks = answer_evidence(item)
+    return Answer(item.answer, list(tokens), absent, marks)
 
 
 def cached_answers(data: Scored) -> list[Answer]:

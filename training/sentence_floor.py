@@ -55,18 +55,13 @@ def floored_scores(response: Any, item: Any, tokens: Sequence[Any]) -> dict[str,
     10b is the runtime's own ``calibrated_score`` with the map's ``rule_sentence_floor``
     on; 10a, every sentence's score alone, is not a runtime mode.
     """
-    from truthlens_integrations.core.models.detection._adjust import (
-        abstentions,
-        conflict_marks,
-    )
-    from truthlens_integrations.core.models.detection._lexical import absent_words
+    from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
     from truthlens_integrations.core.models.detection._response import (
         calibrated_score,
         sentence_signals,
     )
 
-    absent = absent_words(item, abstentions(item.answer, item.context, item.question))
-    marks = conflict_marks(item.answer, item.context)
+    absent, marks = answer_evidence(item)
     off = dataclasses.replace(response, rule_sentence_floor=0.0)
     on = dataclasses.replace(response, rule_sentence_floor=1.0)
     shipped = calibrated_score(

@@ -256,10 +256,9 @@ def wants_nli(it: Item) -> bool:
     """Whether ``it`` has kept spans its route explains by NLI.
 
     Only an answer whose score reaches the route's threshold: NLI can clear a flagged
-    answer (every span entailed) but never flag one below the threshold, so the spans of
-    a passing answer are reported as the detector marked them, without an NLI label. On
-    real RAG answers, where most clean answers carry a span or two, this halves the
-    guard's time.
+    answer (every span entailed) but never flag one below the threshold, and a passing
+    answer's verdict shows no span. On real RAG answers, where most clean answers carry
+    a span or two, this halves the guard's time.
     """
     if not it.kept or it.route is None or not it.route.settings.use_nli:
         return False

@@ -18,7 +18,7 @@ from ..._calibration import (
     resolve_calibration,
 )
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
-from ._adjust import abstentions, conflict_marks, rule_conflicts
+from ._adjust import abstentions, conflict_marks, count_conflicts
 from ._lexical import absent_words
 from ._response import (
     ResponseCalibration,
@@ -30,11 +30,28 @@ from ._response import (
 __all__ = [
     "CALIBRATION_FORMAT",
     "CalibrationFile",
+    "answer_evidence",
     "answer_signals",
     "read_calibration_file",
     "rescore",
     "resolve_calibration",
 ]
+
+
+def answer_evidence(
+    item: DetectionInput, *, rules: bool = True
+) -> tuple[list[tuple[int, str]], tuple[list[int], list[int]]]:
+    """What a response map reads of an answer besides its tokens, as the bundled detector reads it.
+
+    Returns:
+        The answer's absent content words as ``(start, key)`` (sentences that only say the
+        sources lack something left out), and with ``rules`` where the unit and negation
+        rules find a conflict (``_adjust.conflict_marks``; a pass over the context, no
+        model), else no marks.
+    """
+    skip = abstentions(item.answer, item.context, item.question)
+    marks = conflict_marks(item.answer, item.context) if rules else ([], [])
+    return absent_words(item, skip), marks
 
 
 def answer_signals(
@@ -46,19 +63,17 @@ def answer_signals(
 ) -> ResponseSignals:
     """The response map's signals of one checked answer, as the bundled detector reads them.
 
-    Sentences that only say the sources lack something are left out of the absent words.
-    With ``rules`` the unit and negation rules' conflict counts are read too (a pass over
-    the context, no model); without, they are 0.
+    The absent words and, with ``rules``, the rules' conflict counts of
+    :func:`answer_evidence` (without, they are 0).
     """
-    skip = abstentions(item.answer, item.context, item.question)
-    absent = absent_words(item, skip)
+    absent, marks = answer_evidence(item, rules=rules)
     return response_signals(
         item.answer,
         tokens,
         [start for start, _ in absent],
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
-        rule_conflicts=rule_conflicts(item.answer, item.context) if rules else (0, 0),
+        rule_conflicts=count_conflicts(item.answer, marks),
     )
 
 
@@ -73,14 +88,14 @@ def rescore(
     if not result.grounded:
         return result
     response = ResponseCalibration.from_entry(calibration.response_calibration)
-    skip = abstentions(item.answer, item.context, item.question)
+    absent, marks = answer_evidence(item, rules=response.reads_rules)
     score = calibrated_score(
         response,
         item.answer,
         result.tokens,
-        absent_words(item, skip),
+        absent,
         token_threshold=calibration.token_threshold,
-        conflicts=conflict_marks(item.answer, item.context) if response.reads_rules else ((), ()),
+        conflicts=marks,
     )
     detected = score >= threshold
     return result.model_copy(

@@ -24,7 +24,7 @@ from ._adjust import conflict_marks
 from ._base import BaseDetector, TokenScoring
 from ._lexical import absent_words
 from ._prompt import format_prompt
-from ._response import calibrated_score, read_response_calibration
+from ._response import _logit, calibrated_score, read_response_calibration
 
 if TYPE_CHECKING:
     import torch
@@ -47,8 +47,6 @@ _CPU_PAD_SLACK = 32
 # the same either way; 303-token rows 92 ms batched by 8 against 78 ms alone), so its
 # runs hold at most this many tokens (a longer row runs alone).
 _ONNX_RUN_TOKENS = 512
-# Probabilities are kept this far from 0 and 1 before a logit is taken.
-_EPSILON = 1e-6
 
 
 @dataclass
@@ -561,12 +559,12 @@ def shifted(tokens: list[TokenScore], shift: float) -> list[TokenScore]:
     """
     if shift == 0.0:
         return tokens
-    out = []
-    for token in tokens:
-        p = min(max(token.probability, _EPSILON), 1.0 - _EPSILON)
-        moved = 1.0 / (1.0 + math.exp(-(math.log(p / (1.0 - p)) + shift)))
-        out.append(token.model_copy(update={"probability": moved}))
-    return out
+    return [
+        t.model_copy(
+            update={"probability": 1.0 / (1.0 + math.exp(-(_logit(t.probability) + shift)))}
+        )
+        for t in tokens
+    ]
 
 
 def _words(text: str) -> set[str]:
