@@ -49,14 +49,31 @@ _COEFFICIENTS = frozenset(RESPONSE_COEFFICIENTS)
 _REQUIRED = ("max_logit", "log_sentences", "bias")
 
 
+def _check_long_map(entry: Any) -> None:
+    where = "response_calibration: long_answers"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected an object")
+    unknown = set(entry) - (_COEFFICIENTS - {"rule_floor", "rule_sentence_floor"})
+    unknown -= {"from_sentences"}
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
+    start = entry.get("from_sentences")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 2:
+        raise ValueError(f"{where}: 'from_sentences' must be an int >= 2, got {start!r}")
+    _check_map({k: v for k, v in entry.items() if k != "from_sentences"})
+
+
 def _check_map(entry: dict[str, Any]) -> None:
-    unknown = set(entry) - _COEFFICIENTS - {"fitted_on"}
+    unknown = set(entry) - _COEFFICIENTS - {"fitted_on", "long_answers"}
     if unknown:
         raise ValueError(f"response_calibration: unknown key(s) {sorted(unknown)}")
     for key in _REQUIRED:
         if key not in entry:
             raise ValueError(f"response_calibration: missing {key!r}")
     for key, value in entry.items():
+        if key == "long_answers":
+            _check_long_map(value)
+            continue
         if key == "fitted_on":
             if not isinstance(value, str):
                 raise ValueError("response_calibration: 'fitted_on' must be a string")

@@ -160,6 +160,34 @@ def _valid_file() -> dict[str, object]:
             "unknown",
         ),
         ({"target": {"recall": 0.5}}, "target"),
+        (
+            {
+                "response_calibration": {
+                    "max_logit": 1,
+                    "log_sentences": 0,
+                    "bias": 0,
+                    "long_answers": {"max_logit": 1, "log_sentences": 0, "bias": 0},
+                }
+            },
+            "from_sentences",
+        ),
+        (
+            {
+                "response_calibration": {
+                    "max_logit": 1,
+                    "log_sentences": 0,
+                    "bias": 0,
+                    "long_answers": {
+                        "from_sentences": 4,
+                        "max_logit": 1,
+                        "log_sentences": 0,
+                        "bias": 0,
+                        "rule_floor": 0.5,
+                    },
+                }
+            },
+            "unknown",
+        ),
     ],
 )
 def test_calibration_files_are_read_strictly(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -28,6 +29,7 @@ from truthlens_integrations.core.models.detection._lexical import (
     absent_word_starts,
 )
 from truthlens_integrations.core.models.detection._response import (
+    ResponseSignals,
     read_response_calibration,
     sentence_count,
     sentence_peak,
@@ -210,6 +212,74 @@ def test_the_rule_sentence_floor_is_zero_or_one(value: object) -> None:
     on = {**entry, "rule_sentence_floor": 1}
     assert ResponseCalibration.from_entry(on).reads_rules
     assert ResponseCalibration.from_entry(on).to_config("t")["rule_sentence_floor"] == 1.0
+
+
+def test_a_long_answer_map_scores_answers_from_its_sentence_count() -> None:
+    long_map = ResponseCalibration(0.2, 0.0, -3.0, absent_words=0.5)
+    shaped = ResponseCalibration(1.0, -0.5, 0.0, long_answers=long_map, long_from=4)
+    short = ResponseCalibration(1.0, -0.5, 0.0)
+    for sentences in (1, 3):
+        signals = ResponseSignals(0.9, sentences, absent_words=2)
+        assert shaped.score(signals) == pytest.approx(short.score(signals))
+    for sentences in (4, 9):
+        signals = ResponseSignals(0.9, sentences, absent_words=2)
+        assert shaped.score(signals) == pytest.approx(long_map.score(signals))
+        assert shaped.score(signals) != pytest.approx(short.score(signals))
+    # what the long map reads is read; the switch may lower a score, so it is not length safe
+    assert shaped.reads_absent_words and not short.reads_absent_words
+    assert long_map.length_safe and not shaped.length_safe
+
+
+def test_the_rule_floors_of_a_shaped_map_read_a_sentence_with_the_short_map() -> None:
+    from truthlens_integrations.core.models.detection._response import calibrated_score
+
+    wrong = "It was built in 1950."
+    padded = " ".join([wrong, *["It is tall."] * 5])
+    tokens = _tokens(padded, {"1950": 0.9})
+    marks = ([padded.index("1950")], [])
+    quiet = ResponseCalibration(0.0, 0.0, -6.0)  # scores every long answer near 0
+    short = ResponseCalibration(1.0, 0.0, 0.0, rule_sentence_floor=1.0)
+    shaped = dataclasses.replace(short, long_answers=quiet, long_from=2)
+
+    def score(response: ResponseCalibration, conflicts: tuple[list[int], list[int]]) -> float:
+        return calibrated_score(
+            response, padded, tokens, [], token_threshold=0.5, conflicts=conflicts
+        )
+
+    assert score(shaped, ([], [])) < 0.01
+    assert score(shaped, marks) == pytest.approx(0.9)  # the sentence alone, by the short map
+    absolute = dataclasses.replace(quiet, bias=-6.0)
+    floored = ResponseCalibration(0.0, 0.0, 0.0, rule_floor=0.7, long_answers=absolute, long_from=2)
+    assert floored.score(ResponseSignals(0.1, 5, number_conflicts=1)) == pytest.approx(0.7)
+
+
+def test_a_long_answer_map_round_trips_and_is_read_strictly() -> None:
+    long_map = ResponseCalibration(0.3, 0.0, -2.0, absent_words=0.6, flagged_tokens=0.2)
+    shaped = ResponseCalibration(0.6, -0.4, -0.8, long_answers=long_map, long_from=4)
+    entry = shaped.to_config("test")
+    assert entry["long_answers"]["from_sentences"] == 4
+    assert "fitted_on" not in entry["long_answers"]
+    assert ResponseCalibration.from_entry(entry) == shaped
+    bad_inner: list[tuple[dict[str, object], str]] = [
+        ({"from_sentences": True}, "from_sentences"),
+        ({"from_sentences": 1}, "from_sentences"),
+        ({"from_sentences": 3.0}, "from_sentences"),
+        ({"rule_floor": 0.5}, "unknown"),
+        ({"long_answers": {}}, "unknown"),
+        ({"bias": "x"}, "number"),
+    ]
+    for change, message in bad_inner:
+        inner = {**entry["long_answers"], **change}
+        with pytest.raises(ConfigError, match=message):
+            ResponseCalibration.from_entry({**entry, "long_answers": inner})
+    with pytest.raises(ConfigError, match="long_answers"):
+        ResponseCalibration.from_entry({**entry, "long_answers": [1]})
+    with pytest.raises(ConfigError, match="long_from"):
+        ResponseCalibration(0.6, -0.4, -0.8, long_from=3)
+    with pytest.raises(ConfigError, match="floors"):
+        ResponseCalibration(
+            0.6, -0.4, -0.8, long_answers=ResponseCalibration(1, 0, 0, rule_floor=0.5), long_from=3
+        )
 
 
 def test_read_from_a_model_config() -> None:

@@ -16,9 +16,10 @@ file and the padded Eiffel answer by the map fitted on all. Reads the caches of
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -141,34 +142,53 @@ def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
     return {**conditions, "passes": all(conditions.values())}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = candidate_args(__doc__, argv)
-    shipped = folder_map(args.folder)
+class Candidates(NamedTuple):
+    """A grid of candidate maps, as :func:`evaluate` reads it."""
+
+    rule: str
+    names: list[str]
+    fit: Callable[[str, np.ndarray], Any]  # (name, select rows mask) -> map
+    fitted_on: dict[str, str]
+
+
+def read_sets(args: argparse.Namespace) -> dict[str, Any]:
+    """The selection sets (cached tokens) and the runtime tokens of the hard cases and padding."""
     select = load_set(args.folder, "ragtruth_dev_select")
-    hard = load_set(args.folder, HARD_CASES)
     ab = load_set(args.folder, "attributionbench")
     faith = load_set(args.folder, "faithjudge_select", args.faithjudge_limit)
-    read = {
+    cases = hard_case_examples("test")
+    return {
+        "data": {"select": select, "attributionbench": ab, "faithjudge": faith},
         "select": cached_answers(select),
         "attributionbench": cached_answers(ab),
         "faithjudge": cached_answers(faith),
+        "cases": cases,
+        "hard": runtime_answers(args.folder, [c.to_input() for c in cases]),
+        "padding": runtime_answers(args.folder, padded_answers()),
     }
-    cases = hard_case_examples("test")
-    read["hard"] = runtime_answers(args.folder, [c.to_input() for c in cases])
-    read["padding"] = runtime_answers(args.folder, padded_answers())
-    gold = [c.hallucinated for c in cases]
 
-    names = [f"w={w}" for w in WEIGHTS]
+
+def evaluate(args: argparse.Namespace, read: dict[str, Any], grid: Candidates) -> dict[str, Any]:
+    """Every figure a map rule reads, for the shipped map and each candidate of ``grid``.
+
+    Select figures cross-fitted (5 folds by source), FaithJudge answers by their source's
+    fold map; AttributionBench, the hard-case test file and the padded Eiffel answer by the
+    map fitted on all select answers. Every score is the runtime's ``calibrated_score``.
+    """
+    shipped = folder_map(args.folder)
+    select, faith = read["data"]["select"], read["data"]["faithjudge"]
+    ab = read["data"]["attributionbench"]
+    names = grid.names
     everything = np.ones(len(select.y), dtype=bool)
-    final = {f"w={w}": fit(select, everything, hard, w) for w in WEIGHTS}
+    final = {n: grid.fit(n, everything) for n in names}
     folds = source_folds(select.sources.tolist())
     fold = np.array([folds[s] for s in select.sources])
     faith_fold = np.array([folds.get(s, -1) for s in faith.sources])
     crossed = {n: np.zeros(len(select.y)) for n in names}
     faith_crossed = {n: np.zeros(len(faith.y)) for n in names}
     for k in range(FOLDS):
-        for w, n in zip(WEIGHTS, names, strict=True):
-            fitted = fit(select, fold != k, hard, w)
+        for n in names:
+            fitted = grid.fit(n, fold != k)
             crossed[n][fold == k] = scores(
                 fitted, [a for a, f in zip(read["select"], fold, strict=True) if f == k]
             )
@@ -176,11 +196,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             faith_crossed[n][faith_fold == k] = scores(fitted, theirs)
     maps = {"shipped": shipped, **final}
     shipped_select = scores(shipped, read["select"])
+    gold = [c.hallucinated for c in read["cases"]]
     result: dict[str, Any] = {
         "folder": str(args.folder),
-        "rule": "benchmarks/results/rag_selection/RULE_candidate11.md",
+        "rule": grid.rule,
         "shipped_map": shipped.to_config("the folder's default map"),
-        "maps": {n: final[n].to_config(fitted_on(w)) for w, n in zip(WEIGHTS, names, strict=True)},
+        "maps": {n: final[n].to_config(grid.fitted_on[n]) for n in names},
         "select_crossfitted": {
             "shipped": report(shipped_select, select.y),
             **{n: report(crossed[n], select.y) for n in names},
@@ -208,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         },
     }
     kinds: dict[str, list[int]] = {}
-    for i, case in enumerate(cases):
+    for i, case in enumerate(read["cases"]):
         kinds.setdefault(case.task_type, []).append(i)
     result["hard_cases_flagged_by_kind"] = {
         n: {
@@ -217,12 +238,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for n, m in maps.items()
     }
-    result["decision"] = {n: decide(result, n) for n in names}
-    finish(
-        result,
-        args,
-        {n: final[n].to_config(fitted_on(w)) for w, n in zip(WEIGHTS, names, strict=True)},
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = candidate_args(__doc__, argv)
+    read = read_sets(args)
+    select = read["data"]["select"]
+    hard = load_set(args.folder, HARD_CASES)
+    names = [f"w={w}" for w in WEIGHTS]
+    weight = dict(zip(names, WEIGHTS, strict=True))
+    grid = Candidates(
+        rule="benchmarks/results/rag_selection/RULE_candidate11.md",
+        names=names,
+        fit=lambda name, rows: fit(select, rows, hard, weight[name]),
+        fitted_on={n: fitted_on(weight[n]) for n in names},
     )
+    result = evaluate(args, read, grid)
+    result["decision"] = {n: decide(result, n) for n in names}
+    finish(result, args, result["maps"])
 
 
 if __name__ == "__main__":

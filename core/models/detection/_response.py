@@ -80,7 +80,11 @@ _OPTIONAL = frozenset(
 )
 # Terms written only when set, so folders written before them stay byte-identical.
 _WRITTEN_IF_SET = ("absent_numbers", "flagged_tokens", "number_conflicts", "negation_conflicts")
-_ENTRY_KEYS = frozenset({*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features"})
+_ENTRY_KEYS = frozenset(
+    {*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features", "long_answers"}
+)
+# The long-answer map holds coefficients and where it starts; the floors belong to the outer map.
+_LONG_KEYS = frozenset({*_COEFFICIENTS, "from_sentences"} - {"rule_floor", "rule_sentence_floor"})
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,11 @@ class ResponseCalibration:
     is 1 when a sentence the rules find in conflict floors the answer's score with its own
     (:func:`calibrated_score`), else 0. ``rule_floor`` is the
     least score of an answer the unit or negation rule finds in conflict (0: no floor).
+
+    ``long_answers``, when set, is a second map for answers of at least ``long_from``
+    sentences: one map cannot be calibrated for one-sentence answers and RAG paragraphs
+    at once (``benchmarks/results/rag_selection``, candidates 9 and 11). Its floors are
+    this map's: the rule sentence floor reads a sentence alone, with this map.
     """
 
     max_logit: float
@@ -125,18 +134,38 @@ class ResponseCalibration:
     negation_conflicts: float = 0.0
     rule_floor: float = 0.0
     rule_sentence_floor: float = 0.0
+    long_answers: ResponseCalibration | None = None
+    long_from: int = 0
+
+    def __post_init__(self) -> None:
+        if self.long_answers is None:
+            if self.long_from != 0:
+                raise ConfigError("long_from is set without a long_answers map")
+            return
+        if isinstance(self.long_from, bool) or not isinstance(self.long_from, int):
+            raise ConfigError(f"long_from must be an int, got {self.long_from!r}")
+        if self.long_from < 2:
+            raise ConfigError(f"long_from must be at least 2 sentences, got {self.long_from}")
+        inner = self.long_answers
+        if inner.long_answers is not None or inner.rule_floor or inner.rule_sentence_floor:
+            raise ConfigError("the long_answers map cannot hold floors or a map of its own")
+
+    def _maps(self) -> tuple[ResponseCalibration, ...]:
+        return (self,) if self.long_answers is None else (self, self.long_answers)
 
     @property
     def reads_absent_words(self) -> bool:
         """Whether the map needs where the answer's absent words are."""
-        return self.absent_words != 0.0 or self.sentence_peak != 0.0 or self.absent_numbers != 0.0
+        return any(
+            m.absent_words != 0.0 or m.sentence_peak != 0.0 or m.absent_numbers != 0.0
+            for m in self._maps()
+        )
 
     @property
     def reads_rules(self) -> bool:
         """Whether the map needs the unit and negation rules' conflict counts."""
         return (
-            self.number_conflicts != 0.0
-            or self.negation_conflicts != 0.0
+            any(m.number_conflicts != 0.0 or m.negation_conflicts != 0.0 for m in self._maps())
             or self.rule_floor > 0
             or self.rule_sentence_floor > 0
         )
@@ -146,12 +175,24 @@ class ResponseCalibration:
         """Whether adding sentences can never lower the score (no negative coefficient).
 
         Every signal is a maximum or a count over sentences, so this holds exactly when
-        no coefficient but the bias is negative.
+        no coefficient but the bias is negative, and there is no long-answer map (the
+        switch to it at ``long_from`` sentences may lower the score).
         """
-        return all(getattr(self, k) >= 0.0 for k in _COEFFICIENTS if k != "bias")
+        return self.long_answers is None and all(
+            getattr(self, k) >= 0.0 for k in _COEFFICIENTS if k != "bias"
+        )
 
     def score(self, signals: ResponseSignals) -> float:
         """The calibrated response score of an answer's :class:`ResponseSignals`."""
+        chosen = self
+        if self.long_answers is not None and signals.sentences >= self.long_from:
+            chosen = self.long_answers
+        score = chosen._linear_score(signals)
+        if signals.number_conflicts > 0 or signals.negation_conflicts > 0:
+            return max(score, self.rule_floor)
+        return score
+
+    def _linear_score(self, signals: ResponseSignals) -> float:
         z = (
             self.max_logit * _logit(signals.max_probability)
             + self.sentence_peak * signals.peak
@@ -163,10 +204,7 @@ class ResponseCalibration:
             + self.negation_conflicts * math.log1p(max(signals.negation_conflicts, 0))
             + self.bias
         )
-        score = 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
-        if signals.number_conflicts > 0 or signals.negation_conflicts > 0:
-            return max(score, self.rule_floor)
-        return score
+        return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
 
     def probability(
         self,
@@ -192,6 +230,10 @@ class ResponseCalibration:
         for key in (*_WRITTEN_IF_SET, "rule_floor", "rule_sentence_floor"):
             if entry[key] == 0.0:
                 del entry[key]  # folders written before these terms stay byte-identical
+        if self.long_answers is not None:
+            long_entry = self.long_answers.to_config(fitted_on)
+            del long_entry["fitted_on"]
+            entry["long_answers"] = {"from_sentences": self.long_from, **long_entry}
         entry["fitted_on"] = fitted_on
         return entry
 
@@ -208,6 +250,24 @@ class ResponseCalibration:
         unknown = set(entry) - _ENTRY_KEYS
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+        values = cls._coefficients(entry, where)
+        if "long_answers" not in entry:
+            return cls(**values)
+        long_entry = entry["long_answers"]
+        inner_where = f"{where}: long_answers"
+        if not isinstance(long_entry, dict):
+            raise ConfigError(f"{inner_where}: expected an object, got {type(long_entry).__name__}")
+        unknown = set(long_entry) - _LONG_KEYS
+        if unknown:
+            raise ConfigError(f"{inner_where}: unknown key(s) {sorted(unknown)}")
+        start = long_entry.get("from_sentences")
+        if isinstance(start, bool) or not isinstance(start, int) or start < 2:
+            raise ConfigError(f"{inner_where}: 'from_sentences' must be an int >= 2, got {start!r}")
+        inner = cls(**cls._coefficients(long_entry, inner_where))
+        return cls(**values, long_answers=inner, long_from=start)
+
+    @staticmethod
+    def _coefficients(entry: dict[str, Any], where: str) -> dict[str, float]:
         values: dict[str, float] = {}
         for key in _COEFFICIENTS:
             if key not in entry:
@@ -224,7 +284,7 @@ class ResponseCalibration:
             if key == "rule_sentence_floor" and value not in (0, 1):
                 raise ConfigError(f"{where}: 'rule_sentence_floor' must be 0 or 1, got {value!r}")
             values[key] = float(value)
-        return cls(**values)
+        return values
 
 
 def _logit(probability: float) -> float:
