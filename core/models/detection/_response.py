@@ -267,8 +267,8 @@ class ResponseCalibration:
         return cls(**values, long_answers=inner, long_from=start)
 
     @staticmethod
-    def _coefficients(entry: dict[str, Any], where: str) -> dict[str, float]:
-        values: dict[str, float] = {}
+    def _coefficients(entry: dict[str, Any], where: str) -> dict[str, Any]:
+        values: dict[str, Any] = {}
         for key in _COEFFICIENTS:
             if key not in entry:
                 if key in _OPTIONAL:
