@@ -23,7 +23,10 @@ and, with ``rule_floor`` set, at least ``rule_floor`` for an answer either rule 
 conflict with the context (``_adjust.rule_conflicts``). With ``rule_sentence_floor`` set
 (1), a sentence in which either rule finds a conflict scores the answer at least what the
 map gives that sentence read alone (:func:`sentence_signals`): supported sentences added
-around it cannot lower it (:func:`calibrated_score`).
+around it cannot lower it (:func:`calibrated_score`). With ``long_answers`` set, answers
+of at least its ``from_sentences`` sentences are scored by that second map (its own
+coefficients, the same signals), and the floors stay this map's: one map could not be
+calibrated for one-sentence answers and RAG paragraphs at once.
 
 The absent-word count is the lexical reference's signal
 (:class:`~truthlens_integrations.core.models.detection.LexicalDetector`): on real LLM
