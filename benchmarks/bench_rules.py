@@ -44,6 +44,7 @@ def _rules(units: bool, negation: bool) -> Iterator[None]:
     # _is_topic_word memoises what it reads from the unit table: a run without units
     # would otherwise leave its answers in the cache for the runs after it.
     _quantities._is_topic_word.cache_clear()
+    _adjust._rule_verdicts.cache_clear()  # verdicts of the rules as they were
     with (
         mock.patch.dict(_quantities._UNITS, {}, clear=not units),
         mock.patch.object(
@@ -56,6 +57,7 @@ def _rules(units: bool, negation: bool) -> Iterator[None]:
             yield
         finally:
             _quantities._is_topic_word.cache_clear()
+            _adjust._rule_verdicts.cache_clear()
 
 
 def main() -> None:

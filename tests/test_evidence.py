@@ -580,3 +580,35 @@ def test_not_listed_is_an_abstention_only_when_it_names_the_sources() -> None:
     context = ["Northwind Foods was founded in 1998 and is listed on a stock exchange."]
     assert abstentions("The CEO is not listed in the provided text.", context, None)
     assert not abstentions("Northwind Foods is not listed on a stock exchange.", context, None)
+
+
+@needs_weights
+def test_the_response_score_reuses_the_token_stages_rule_verdicts(
+    bundled: EvidenceDetector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from truthlens_integrations.core.models.detection import _adjust
+
+    answer = "The Lumen Museum opened in 1991. It is not free on Sundays."
+    calls: list[str] = []
+    original = _adjust.negation_verdicts
+
+    def counted(text: str, context: object) -> object:
+        calls.append(text)
+        return original(text, context)  # type: ignore[arg-type]
+
+    _adjust._rule_verdicts.cache_clear()
+    monkeypatch.setattr(_adjust, "negation_verdicts", counted)
+    try:
+        assert bundled._response is not None and bundled._response.reads_rules
+        memoised = bundled.detect(context=SEVEN, question=None, answer=answer)
+        assert calls == [answer]  # the token stage's pass, read again by the response score
+        _adjust._rule_verdicts.cache_clear()
+        calls.clear()
+        # read afresh, the rules give the same result; another context is read afresh
+        fresh = bundled.detect(context=SEVEN, question=None, answer=answer)
+        assert calls == [answer]
+        assert fresh.score == memoised.score and fresh.spans == memoised.spans
+        bundled.detect(context=SEVEN[:3], question=None, answer=answer)
+        assert calls == [answer, answer]
+    finally:
+        _adjust._rule_verdicts.cache_clear()

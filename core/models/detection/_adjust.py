@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from ..._quantities import ContextQuantities, QuantityVerdict, extract_quantities, measure
@@ -284,6 +285,24 @@ def hedge_verdicts(
     return out
 
 
+# The token stage and the response score read the same answer's verdicts one after the
+# other; each read is a pass over the context (6-17 ms at a 20k-token context). Enough
+# entries for a large batch, whose tokens are all scored before any response score.
+_VERDICT_CACHE = 64
+
+
+@lru_cache(maxsize=_VERDICT_CACHE)
+def _rule_verdicts(
+    answer: str, context: tuple[str, ...]
+) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, int, str], ...]]:
+    """The unit and the negation rule's verdicts on an answer, memoised.
+
+    Only pure functions of the two texts are kept; a benchmark that swaps a rule out
+    clears the cache (``_rule_verdicts.cache_clear()``).
+    """
+    return tuple(_number_verdicts(answer, context)), tuple(negation_verdicts(answer, context))
+
+
 def conflict_marks(answer: str, context: Sequence[str]) -> tuple[list[int], list[int]]:
     """Where the unit and negation rules find the answer in conflict with the context.
 
@@ -291,8 +310,9 @@ def conflict_marks(answer: str, context: Sequence[str]) -> tuple[list[int], list
         ``(numbers, negations)``: the start of each number the unit rule judges a
         conflict, and of each word the negation rule marks in conflict.
     """
-    numbers = [s for s, _, verdict in _number_verdicts(answer, context) if verdict == "conflict"]
-    negations = [s for s, _, verdict in negation_verdicts(answer, context) if verdict == "conflict"]
+    number_verdicts, negations_found = _rule_verdicts(answer, tuple(context))
+    numbers = [s for s, _, verdict in number_verdicts if verdict == "conflict"]
+    negations = [s for s, _, verdict in negations_found if verdict == "conflict"]
     return numbers, negations
 
 
@@ -326,9 +346,10 @@ def adjust_tokens(
     tokens: list[TokenScore], answer: str, context: Sequence[str], question: str | None
 ) -> list[TokenScore]:
     """Token probabilities with the number, negation, hedge and abstention rules applied."""
+    numbers, negations = _rule_verdicts(answer, tuple(context))
     marks: list[tuple[int, int, str]] = [
-        *_number_verdicts(answer, context),
-        *negation_verdicts(answer, context),
+        *numbers,
+        *negations,
         *hedge_verdicts(answer, context, question),
     ]
     quiet = abstentions(answer, context, question)
