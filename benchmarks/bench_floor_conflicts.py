@@ -1,0 +1,104 @@
+"""Where the unit and negation rules find conflicts in held-out train-role answers, by label.
+
+Usage::
+
+    python benchmarks/bench_floor_conflicts.py [--out benchmarks/results/floor_conflicts.md]
+
+The rule sentence floor (issue 27, candidate 10b) scores an answer at least what the map
+gives a sentence in rule conflict alone, so a false conflict in a clean answer now costs
+that answer its length discount. This counts the answers of ``bench_heldout.py
+--per-source 30`` (the same draws: single held-out answers, the hard-case test set, the
+multi-part answers) with a number or a negation conflict, by label, and quotes each
+conflict the rules find in a multi-part answer labelled clean, with the context passage
+that shares the most words with it. No model runs: the rules read text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from training import realdata
+from training.calibrate_evidence import _half
+from training.calibrate_response import multi_part_answers
+from training.train_evidence import _hard_cases, balanced
+from truthlens_integrations.core._text import content_words
+from truthlens_integrations.core.models.detection._adjust import conflict_marks
+
+_QUOTE = 70
+
+
+def _context(claim: object) -> list[str]:
+    context = claim.context  # type: ignore[attr-defined]
+    return context if isinstance(context, list) else [p for p in context.split("\n") if p.strip()]
+
+
+def _nearest(passages: list[str], text: str) -> str:
+    words = set(content_words(text))
+    return max(passages, key=lambda p: len(words & set(content_words(p))), default="")
+
+
+def _quote(text: str, at: int) -> str:
+    return " ".join(text[max(0, at - _QUOTE) : at + _QUOTE].split()).replace("|", "/")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/floor_conflicts.md"))
+    args = ap.parse_args()
+    held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
+    groups = {
+        "single held-out answers": balanced(held, 30, random.Random(13)),
+        "hard cases (test)": _hard_cases("test"),
+        "multi-part answers": multi_part_answers(held, 30, random.Random(17)),
+    }
+    lines = [
+        "# Rule conflicts in held-out train-role answers, by label",
+        "",
+        f"- command: `{' '.join(['python benchmarks/bench_floor_conflicts.py', *sys.argv[1:]])}`",
+        "- data: the answers of `bench_heldout.py --per-source 30` (same draws)",
+        "",
+        "| group | label | answers | with a number conflict | with a negation conflict |",
+        "|---|---|---:|---:|---:|",
+    ]
+    quotes = []
+    for name, claims in groups.items():
+        counts: Counter[tuple[bool, str]] = Counter()
+        for claim in claims:
+            numbers, negations = conflict_marks(claim.answer, _context(claim))
+            label = bool(claim.label)
+            counts[(label, "all")] += 1
+            counts[(label, "number")] += bool(numbers)
+            counts[(label, "negation")] += bool(negations)
+            if name.startswith("multi") and not label:
+                for kind, marks in (("number", numbers), ("negation", negations)):
+                    for at in marks:
+                        near = _nearest(_context(claim), _quote(claim.answer, at))
+                        quotes.append(
+                            f"| {claim.source} | {kind} | {_quote(claim.answer, at)} | "
+                            f"{' '.join(near.split())[: 2 * _QUOTE * 2].replace('|', '/')} |"
+                        )
+        lines.extend(
+            f"| {name} | {'unsupported' if label else 'clean'} | {counts[(label, 'all')]} | "
+            f"{counts[(label, 'number')]} | {counts[(label, 'negation')]} |"
+            for label in (False, True)
+        )
+    lines += [
+        "",
+        "Each conflict in a multi-part answer labelled clean, with the passage nearest to it:",
+        "",
+        "| source | rule | the answer around the mark | nearest context passage |",
+        "|---|---|---|---|",
+        *quotes,
+    ]
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
