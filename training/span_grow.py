@@ -1,0 +1,157 @@
+"""Candidate 13 of issue 27: spans that grow into their phrase, decided by its rule.
+
+``benchmarks/results/rag_selection/RULE_candidate13.md`` (committed before any figure of
+it): a span starts at a token above ``token_threshold`` and grows into its neighbours while
+they stay above ``sigmoid(logit(token_threshold) - m)`` (:func:`merge_spans`'s
+``extend_threshold``). For each margin ``m`` of the rule's grid, the character F1 of the
+spans made from the cached exact tokens of the select split of ``ragtruth_dev``
+(``training.rag_features``), against ``m`` = 0 with a paired bootstrap by source; with
+``--write`` the chosen margin goes into the folder's ``truthlens.calibration`` as
+``span_extend_margin``. Nothing eval-only is read.
+
+    python -m training.span_grow --out benchmarks/results/rag_selection/span_grow.json [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .rag_features import ROOT, cache_file, load_examples, read_cache
+
+log = logging.getLogger("span_grow")
+
+MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+TIE = 0.005
+THRESHOLD = 0.5
+DATASET = "ragtruth_dev_select"
+BOOTSTRAP = 2000
+
+
+def extend_cut(threshold: float, margin: float) -> float:
+    """The extension cut ``margin`` logits below ``threshold``."""
+    return 1.0 / (1.0 + math.exp(-(math.log(threshold / (1.0 - threshold)) - margin)))
+
+
+def span_counts(examples: Sequence[Any], rows: Sequence[dict[str, Any]], margin: float) -> Any:
+    """Per answer: (overlap, predicted, gold) characters, and whether it has a span."""
+    from truthlens_integrations.core._scoring import merge_spans
+    from truthlens_integrations.core._types import TokenScore
+
+    by_id = {e.id: e for e in examples}
+    counts, with_span = [], []
+    for row in rows:
+        answer = by_id[row["id"]].answer
+        tokens = [
+            TokenScore(text=answer[s:e], start=s, end=e, probability=p) for s, e, p in row["tokens"]
+        ]
+        spans = merge_spans(
+            answer,
+            tokens,
+            token_threshold=THRESHOLD,
+            extend_threshold=extend_cut(THRESHOLD, margin),
+        )
+        predicted = {i for s in spans for i in range(s.start, s.end)}
+        gold = {i for s in by_id[row["id"]].gold_spans for i in range(s.start, s.end)}
+        counts.append((len(predicted & gold), len(predicted), len(gold)))
+        with_span.append(bool(spans))
+    return np.array(counts, dtype=float), np.array(with_span)
+
+
+def f1(counts: np.ndarray) -> tuple[float, float, float]:
+    """Pooled character precision, recall and F1 (``char_span_metrics``'s)."""
+    overlap, predicted, gold = counts.sum(axis=0)
+    precision = overlap / predicted if predicted else 0.0
+    recall = overlap / gold if gold else 0.0
+    both = precision + recall
+    return precision, recall, (2 * precision * recall / both if both else 0.0)
+
+
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, sources: np.ndarray) -> dict[str, float]:
+    """F1(a) - F1(b) with a 95% interval, resampling sources (2,000 draws, seed 0)."""
+    rng = np.random.default_rng(0)
+    unique = sorted(set(sources.tolist()))
+    index = {s: np.flatnonzero(sources == s) for s in unique}
+    diffs = []
+    for _ in range(BOOTSTRAP):
+        picks = rng.integers(0, len(unique), len(unique))
+        rows = np.concatenate([index[unique[i]] for i in picks])
+        diffs.append(f1(a[rows])[2] - f1(b[rows])[2])
+    return {
+        "difference": round(f1(a)[2] - f1(b)[2], 4),
+        "low": round(float(np.percentile(diffs, 2.5)), 4),
+        "high": round(float(np.percentile(diffs, 97.5)), 4),
+        "draws": len(diffs),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
+    parser.add_argument("--out", type=Path, help="where to write the table and the choice (JSON)")
+    parser.add_argument("--write", action="store_true", help="write the chosen margin, if any")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    rows = read_cache(cache_file(args.folder, DATASET))
+    examples = load_examples(DATASET)
+    source = {e.id: e.source_id for e in examples}
+    sources = np.array([source[r["id"]] for r in rows])
+    clean = np.array([not r["label"] for r in rows])
+    measured = {m: span_counts(examples, rows, m) for m in MARGINS}
+    table = []
+    for m, (counts, with_span) in measured.items():
+        precision, recall, score = f1(counts)
+        table.append(
+            {
+                "margin": m,
+                "extend_cut": round(extend_cut(THRESHOLD, m), 4),
+                "precision": round(precision, 4),
+                "recall": round(recall, 4),
+                "f1": round(score, 4),
+                "clean_answers_with_a_span": round(float(with_span[clean].mean()), 4),
+            }
+        )
+    best = max(row["f1"] for row in table)
+    chosen = min((row for row in table if row["f1"] >= best - TIE), key=lambda r: r["margin"])
+    boot = paired_bootstrap(measured[chosen["margin"]][0], measured[0.0][0], sources)
+    conditions = {
+        "1_f1_above_m0_with_interval_above_0": chosen["margin"] > 0 and boot["low"] > 0,
+        "2_clean_answers_with_a_span_unchanged": chosen["clean_answers_with_a_span"]
+        == table[0]["clean_answers_with_a_span"],
+    }
+    result = {
+        "data": f"{DATASET}: {len(rows)} answers, the cached exact tokens of {args.folder}",
+        "rule": "benchmarks/results/rag_selection/RULE_candidate13.md",
+        "token_threshold": THRESHOLD,
+        "table": table,
+        "chosen": chosen,
+        "bootstrap_chosen_minus_m0": boot,
+        "conditions": conditions,
+        "passes_figures": all(conditions.values()),
+    }
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    if args.write and result["passes_figures"]:
+        path = args.folder / "config.json"
+        config = json.loads(path.read_text())
+        calibration = config["truthlens"]["calibration"]
+        calibration["span_extend_margin"] = chosen["margin"]
+        calibration["span_extend_margin_fitted_on"] = (
+            "the margin with the best span character F1 on the ragtruth_dev select split "
+            "(training/span_grow.py, RULE_candidate13.md)"
+        )
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        log.info("wrote span_extend_margin %s into %s", chosen["margin"], path)
+
+
+if __name__ == "__main__":
+    main()
