@@ -98,40 +98,32 @@ def merge_spans(
     tokens: Sequence[TokenScore],
     *,
     token_threshold: float,
-    extend_threshold: float | None = None,
     min_chars: int = 1,
     min_confidence: float = 0.0,
 ) -> list[HallucinationSpan]:
     """Merge runs of consecutive flagged tokens into character spans of ``answer``.
 
     Tokens must be in answer order. A run breaks at the first token at or below the
-    threshold. With ``extend_threshold`` (below ``token_threshold``), a span still starts
-    only at a token above ``token_threshold`` but grows into its neighbours while they
-    stay above ``extend_threshold``: it covers more of a marked phrase without starting
-    spans anywhere new. A span runs from the first token's start to the last token's end,
-    so the whitespace between its tokens is part of it; its confidence is its span score
-    (the largest token probability, so growing never changes it). Spans with fewer than
-    ``min_chars`` non-space characters, or below ``min_confidence``, are dropped.
+    threshold. A span runs from the first token's start to the last token's end, so
+    the whitespace between its tokens is part of it; its confidence is its span score.
+    Spans with fewer than ``min_chars`` non-space characters, or below
+    ``min_confidence``, are dropped.
     """
-    low = token_threshold if extend_threshold is None else min(extend_threshold, token_threshold)
     spans: list[HallucinationSpan] = []
     run: list[TokenScore] = []
 
     def close() -> None:
         if not run:
             return
+        start, end = run[0].start, run[-1].end
+        text = answer[start:end]
         confidence = span_score([t.probability for t in run])
-        if confidence > token_threshold:  # a run of weak neighbours alone is no span
-            start, end = run[0].start, run[-1].end
-            text = answer[start:end]
-            if len(text.strip()) >= min_chars and confidence >= min_confidence:
-                spans.append(
-                    HallucinationSpan(start=start, end=end, text=text, confidence=confidence)
-                )
+        if len(text.strip()) >= min_chars and confidence >= min_confidence:
+            spans.append(HallucinationSpan(start=start, end=end, text=text, confidence=confidence))
         run.clear()
 
     for token in tokens:
-        if token.probability > low:
+        if token.probability > token_threshold:
             run.append(token)
         else:
             close()

@@ -2,14 +2,14 @@
 
 ``benchmarks/results/rag_selection/RULE_candidate13.md`` (committed before any figure of
 it): a span starts at a token above ``token_threshold`` and grows into its neighbours while
-they stay above ``sigmoid(logit(token_threshold) - m)`` (:func:`merge_spans`'s
-``extend_threshold``). For each margin ``m`` of the rule's grid, the character F1 of the
+they stay above ``sigmoid(logit(token_threshold) - m)`` (:func:`grown_spans`). For each
+margin ``m`` of the rule's grid, the character F1 of the
 spans made from the cached exact tokens of the select split of ``ragtruth_dev``
-(``training.rag_features``), against ``m`` = 0 with a paired bootstrap by source; with
-``--write`` the chosen margin goes into the folder's ``truthlens.calibration`` as
-``span_extend_margin``. Nothing eval-only is read.
+(``training.rag_features``), against ``m`` = 0 with a paired bootstrap by source. No
+margin passed (``span_grow.json``), so the runtime has no such setting. Nothing eval-only
+is read.
 
-    python -m training.span_grow --out benchmarks/results/rag_selection/span_grow.json [--write]
+    python -m training.span_grow --out benchmarks/results/rag_selection/span_grow.json
 """
 
 from __future__ import annotations
@@ -40,25 +40,33 @@ def extend_cut(threshold: float, margin: float) -> float:
     return 1.0 / (1.0 + math.exp(-(math.log(threshold / (1.0 - threshold)) - margin)))
 
 
+def grown_spans(
+    tokens: Sequence[tuple[int, int, float]], threshold: float, low: float
+) -> list[tuple[int, int]]:
+    """Runs of tokens above ``low`` that hold a token above ``threshold``, as ``(start, end)``.
+
+    With ``low == threshold`` these are the runtime's spans (``merge_spans``).
+    """
+    spans: list[tuple[int, int]] = []
+    run: list[tuple[int, int, float]] = []
+    for token in [*tokens, (0, 0, 0.0)]:  # the sentinel closes the last run
+        if token[2] > low:
+            run.append(token)
+            continue
+        if run and max(p for _, _, p in run) > threshold:
+            spans.append((run[0][0], run[-1][1]))
+        run = []
+    return spans
+
+
 def span_counts(examples: Sequence[Any], rows: Sequence[dict[str, Any]], margin: float) -> Any:
     """Per answer: (overlap, predicted, gold) characters, and whether it has a span."""
-    from truthlens_integrations.core._scoring import merge_spans
-    from truthlens_integrations.core._types import TokenScore
-
     by_id = {e.id: e for e in examples}
     counts, with_span = [], []
     for row in rows:
-        answer = by_id[row["id"]].answer
-        tokens = [
-            TokenScore(text=answer[s:e], start=s, end=e, probability=p) for s, e, p in row["tokens"]
-        ]
-        spans = merge_spans(
-            answer,
-            tokens,
-            token_threshold=THRESHOLD,
-            extend_threshold=extend_cut(THRESHOLD, margin),
-        )
-        predicted = {i for s in spans for i in range(s.start, s.end)}
+        tokens = [(s, e, p) for s, e, p in row["tokens"]]
+        spans = grown_spans(tokens, THRESHOLD, extend_cut(THRESHOLD, margin))
+        predicted = {i for s, e in spans for i in range(s, e)}
         gold = {i for s in by_id[row["id"]].gold_spans for i in range(s.start, s.end)}
         counts.append((len(predicted & gold), len(predicted), len(gold)))
         with_span.append(bool(spans))
@@ -96,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
     parser.add_argument("--out", type=Path, help="where to write the table and the choice (JSON)")
-    parser.add_argument("--write", action="store_true", help="write the chosen margin, if any")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     rows = read_cache(cache_file(args.folder, DATASET))
@@ -140,17 +147,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
-    if args.write and result["passes_figures"]:
-        path = args.folder / "config.json"
-        config = json.loads(path.read_text())
-        calibration = config["truthlens"]["calibration"]
-        calibration["span_extend_margin"] = chosen["margin"]
-        calibration["span_extend_margin_fitted_on"] = (
-            "the margin with the best span character F1 on the ragtruth_dev select split "
-            "(training/span_grow.py, RULE_candidate13.md)"
-        )
-        path.write_text(json.dumps(config, indent=2) + "\n")
-        log.info("wrote span_extend_margin %s into %s", chosen["margin"], path)
 
 
 if __name__ == "__main__":
