@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .free_length_map import Candidates, evaluate, read_sets
+from .free_length_map import decide as candidate11_conditions
 from .length_safe_map import candidate_args, finish
 from .rag_features import ROOT
 from .rag_response import Scored, folder_map
@@ -98,24 +99,12 @@ def _read_heldout_table(text: str, columns: Sequence[str]) -> dict[str, dict[str
 
 
 def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
-    """RULE_candidate12.md's conditions 1-6 (the suite's part of condition 4 is run apart)."""
-    ab, fj = result["attributionbench"], result["faithjudge_select_crossfitted"]
-    hard, held = result["hard_cases_auroc"], result["heldout_auroc"]
-    padding = [result["padding"][name][k] for k in sorted(result["padding"][name], key=int)]
-    conditions = {
-        "1_select_auroc_above_with_interval_above_0": result["select_bootstrap_minus_shipped"][
-            name
-        ]["low"]
-        > 0,
-        "2_attributionbench_at_most_0.02_below": ab[name]["auroc"] >= ab["shipped"]["auroc"] - 0.02,
-        "3_faithjudge_clean_flagged_not_higher": fj[name]["clean_flagged"]
-        <= fj["shipped"]["clean_flagged"],
-        "4_hard_cases_at_most_0.02_below": hard[name] >= hard["shipped"] - 0.02,
-        "5_padding_never_lower_than_alone": all(p >= padding[0] for p in padding),
-        "6_heldout_all_and_multi_at_most_0.02_below": all(
-            held[name][g] >= held["shipped"][g] - 0.02 for g in HELDOUT_GROUPS
-        ),
-    }
+    """RULE_candidate12.md's conditions: candidate 11's five, and the held-out benchmark (6)."""
+    conditions = {k: v for k, v in candidate11_conditions(result, name).items() if k != "passes"}
+    held = result["heldout_auroc"]
+    conditions["6_heldout_all_and_multi_at_most_0.02_below"] = all(
+        held[name][g] >= held["shipped"][g] - 0.02 for g in HELDOUT_GROUPS
+    )
     return {**conditions, "passes": all(conditions.values())}
 
 

@@ -35,7 +35,7 @@ import dataclasses
 import json
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -297,28 +297,44 @@ def cross_fit(
     return out, other_out
 
 
-def paired_bootstrap(
-    a: np.ndarray, b: np.ndarray, y: np.ndarray, sources: np.ndarray, seed: int = 0
+def source_bootstrap(
+    difference: Callable[[np.ndarray], float | None], sources: np.ndarray, seed: int = 0
 ) -> dict[str, float]:
-    """AUROC(a) - AUROC(b) with a 95% interval, resampling sources (RULE.md)."""
+    """A paired difference with a 95% interval, resampling sources (RULE.md: 2,000 draws).
+
+    ``difference(rows)`` is the statistic's difference on those rows (``None`` drops a
+    draw it is not defined on); it is read on every row for the point estimate.
+    """
     rng = np.random.default_rng(seed)
     unique = sorted(set(sources.tolist()))
     index = {s: np.flatnonzero(sources == s) for s in unique}
     diffs = []
     for _ in range(BOOTSTRAP):
         picks = rng.integers(0, len(unique), len(unique))
-        rows = np.concatenate([index[unique[i]] for i in picks])
-        gold = y[rows].astype(bool).tolist()
-        if not 0 < sum(gold) < len(gold):
-            continue
-        diffs.append(auroc(gold, a[rows].tolist()) - auroc(gold, b[rows].tolist()))
-    gold_all = y.astype(bool).tolist()
+        value = difference(np.concatenate([index[unique[i]] for i in picks]))
+        if value is not None:
+            diffs.append(value)
+    whole = difference(np.arange(len(sources)))
     return {
-        "difference": round(auroc(gold_all, a.tolist()) - auroc(gold_all, b.tolist()), 4),
+        "difference": round(float(whole or 0.0), 4),
         "low": round(float(np.percentile(diffs, 2.5)), 4),
         "high": round(float(np.percentile(diffs, 97.5)), 4),
         "draws": len(diffs),
     }
+
+
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, y: np.ndarray, sources: np.ndarray, seed: int = 0
+) -> dict[str, float]:
+    """AUROC(a) - AUROC(b) with a 95% interval, resampling sources (RULE.md)."""
+
+    def difference(rows: np.ndarray) -> float | None:
+        gold = y[rows].astype(bool).tolist()
+        if not 0 < sum(gold) < len(gold):
+            return None
+        return auroc(gold, a[rows].tolist()) - auroc(gold, b[rows].tolist())
+
+    return source_bootstrap(difference, sources, seed)
 
 
 def reliability_plot(path: Path, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:

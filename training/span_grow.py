@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .rag_features import ROOT, cache_file, load_examples, read_cache
+from .rag_response import source_bootstrap
 
 log = logging.getLogger("span_grow")
 
@@ -32,7 +33,6 @@ MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 TIE = 0.005
 THRESHOLD = 0.5
 DATASET = "ragtruth_dev_select"
-BOOTSTRAP = 2000
 
 
 def extend_cut(threshold: float, margin: float) -> float:
@@ -82,22 +82,9 @@ def f1(counts: np.ndarray) -> tuple[float, float, float]:
     return precision, recall, (2 * precision * recall / both if both else 0.0)
 
 
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, sources: np.ndarray) -> dict[str, float]:
+def f1_bootstrap(a: np.ndarray, b: np.ndarray, sources: np.ndarray) -> dict[str, float]:
     """F1(a) - F1(b) with a 95% interval, resampling sources (2,000 draws, seed 0)."""
-    rng = np.random.default_rng(0)
-    unique = sorted(set(sources.tolist()))
-    index = {s: np.flatnonzero(sources == s) for s in unique}
-    diffs = []
-    for _ in range(BOOTSTRAP):
-        picks = rng.integers(0, len(unique), len(unique))
-        rows = np.concatenate([index[unique[i]] for i in picks])
-        diffs.append(f1(a[rows])[2] - f1(b[rows])[2])
-    return {
-        "difference": round(f1(a)[2] - f1(b)[2], 4),
-        "low": round(float(np.percentile(diffs, 2.5)), 4),
-        "high": round(float(np.percentile(diffs, 97.5)), 4),
-        "draws": len(diffs),
-    }
+    return source_bootstrap(lambda rows: f1(a[rows])[2] - f1(b[rows])[2], sources)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -127,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     best = max(row["f1"] for row in table)
     chosen = min((row for row in table if row["f1"] >= best - TIE), key=lambda r: r["margin"])
-    boot = paired_bootstrap(measured[chosen["margin"]][0], measured[0.0][0], sources)
+    boot = f1_bootstrap(measured[chosen["margin"]][0], measured[0.0][0], sources)
     conditions = {
         "1_f1_above_m0_with_interval_above_0": chosen["margin"] > 0 and boot["low"] > 0,
         "2_clean_answers_with_a_span_unchanged": chosen["clean_answers_with_a_span"]
