@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ._text import STOP_WORDS, content_words, split_sentences
+from ._text import content_words, split_sentences
 
 __all__ = [
     "ContextQuantities",
@@ -51,30 +51,6 @@ _NOT_UNITS = frozenset(
     "and or to in on at of the a an is was are were by for from with as than but "
     "when while after before since until ad bc bce ce".split()
 )
-# A capitalised word right before a number, inside a sentence, names it: "Form 1040",
-# "Section 1983", "Flight 1549" are identifiers, not years. Read as years they conflicted
-# with every year of the passage (RULE_candidate14.md). Dates keep their years.
-_LABEL = re.compile(r"(?<![\w'’.-])([A-Z][A-Za-z]+)[ \u00a0]$")
-_NOT_LABELS = frozenset(
-    """january february march april may june july august september october november december
-    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
-    saturday sunday spring summer autumn fall winter circa ad bc""".split()
-)
-_SENTENCE_OPENERS = frozenset('.!?:;\n"“(')
-
-
-def _label(text: str, start: int) -> str | None:
-    """The name a number at ``start`` is an identifier of, or ``None`` (see ``_LABEL``)."""
-    match = _LABEL.search(text, max(0, start - 40), start)
-    if match is None:
-        return None
-    word = match.group(1).lower()
-    if word in _NOT_LABELS or word in STOP_WORDS:
-        return None
-    before = text[: match.start(1)].rstrip(" \t\u00a0")
-    if not before or before[-1] in _SENTENCE_OPENERS:
-        return None  # a sentence's first word is capitalised anyway
-    return word
 
 
 @dataclass(frozen=True)
@@ -90,8 +66,6 @@ class Quantity:
     """Place of the last significant digit: 2 for "2.65", 0 for "7", -1 for "540"."""
     number_end: int = -1
     """End of the number itself ("4.2" of "4.2 km", "twenty-five" of "twenty-five people")."""
-    label: str | None = None
-    """The name it identifies something by ("form" of "Form 1040"); never a year then."""
 
 
 # Measurement units by dimension, each with its size in the dimension's base unit. Only
@@ -144,10 +118,8 @@ def extract_quantities(text: str) -> list[Quantity]:
         digits = match.group(1).replace(",", "")
         value = float(digits + (match.group(2) or ""))
         unit = _unit(match.group(3))
-        label = _label(text, match.start(1))
         is_year = (
-            label is None
-            and unit is None
+            unit is None
             and match.group(2) is None
             and "," not in match.group(1)
             and len(digits) == 4
@@ -166,7 +138,6 @@ def extract_quantities(text: str) -> list[Quantity]:
                 is_year,
                 decimals,
                 number_end=match.end(2) if match.group(2) else match.end(1),
-                label=label,
             )
         )
     for match in _NUMBER_WORD.finditer(text):
@@ -189,8 +160,6 @@ def extract_quantities(text: str) -> list[Quantity]:
 
 
 def _comparable(a: Quantity, b: Quantity) -> bool:
-    if a.label is not None or b.label is not None:
-        return a.label == b.label
     if a.is_year or b.is_year:
         return a.is_year and b.is_year
     return a.unit is not None and a.unit == b.unit
