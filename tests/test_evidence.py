@@ -554,6 +554,16 @@ def test_negation_is_compared_only_with_sentences_that_say_the_same_thing() -> N
     assert negation_verdicts(just, ["The cost covers tuition fees, books and lab fees."]) == []
 
 
+def test_a_not_after_a_comma_is_a_contrast_not_a_negation() -> None:
+    # ", not X" corrects what precedes it: the claim is not negated (RULE_candidate15.md)
+    contrast = "Healthy weight loss is tied to caloric intake and expenditure, not bowel movements."
+    rather = ["Your caloric intake and expenditure, rather than your bowel movements, are tied to"
+              " healthy weight loss."]  # fmt: skip
+    assert negation_verdicts(contrast, rather) == []
+    flipped = "Healthy weight loss is not tied to caloric intake and expenditure."
+    assert [v for *_, v in negation_verdicts(flipped, rather)] == ["conflict"]
+
+
 def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:
     context = ["Northwind Foods was founded in 1998. Its CFO is Mara Lind."]
     refusal = "The provided information does not mention who the CEO is."

@@ -56,19 +56,15 @@ _ALIGNED_SHARE = 0.8
 _MIN_ALIGNED = 3
 
 # "not only / just / merely / simply X but also Y" adds to X; it denies nothing.
-# "without" is no negation word: "incorporated without Wayne, who sold his share" says
-# who left, it does not deny "Wayne" (RULE_candidate15.md).
 _NEGATION = re.compile(
     r"\b(?:no(?:t(?!\s+(?:only|just|merely|simply)\b)|ne|body|thing|r|)|never|neither|"
-    r"cannot)\b|n[’']t\b",
+    r"without|cannot)\b|n[’']t\b",
     re.IGNORECASE,
 )
 # A "not" right after a comma, dash or semicolon corrects what precedes it ("tied to
-# caloric intake, not bowel movements"): a contrast, not a negation of the claim.
+# caloric intake, not bowel movements"): a contrast, not a negation of the claim
+# (RULE_candidate15.md, 15a).
 _CONTRAST_BEFORE = re.compile(r"[,;\u2013\u2014-]\s*$")
-# What a context negation denies: the first content word after it ("not familiar with the
-# for-profit college" denies "familiar", not "profit").
-_DENIED_WORDS = 1
 # A leading "No," answers the question; it says nothing of the sentence's own polarity.
 _ANSWER_PARTICLE = re.compile(r"^\s*no\b[,.!]?", re.IGNORECASE)
 # A leading "Yes," or "No," answers a yes/no question with the claim that follows it.
@@ -186,16 +182,16 @@ def _negations(sentence: str) -> list[tuple[int, int]]:
 
 
 def _negated_words(sentence: str) -> list[str]:
-    """What each negation of a context sentence denies: the first content word after it.
+    """What each negation of a context sentence denies: the first content words after it.
 
-    None from a passive's agent: "was not approved by Amara Osei" denies "approved", and
-    an answer that drops the negation ("Amara Osei approved the budget") names her truly;
-    "is not open to cyclists" denies "open".
+    At most two, and none from a passive's agent: "was not approved by Amara Osei"
+    denies "approved", and an answer that drops the negation ("Amara Osei approved the
+    budget") names her truly; "is not open to cyclists" denies "open" and "cyclists".
     """
     out: list[str] = []
     for _, end in _negations(sentence):
         clause = re.split(r"[,;:.!?]|\bby\b", sentence[end:], maxsplit=1)[0]
-        out += [w for w in words(clause) if w not in STOP_WORDS][:_DENIED_WORDS]
+        out += [w for w in words(clause) if w not in STOP_WORDS][:2]
     return out
 
 
