@@ -18,7 +18,9 @@ Three things the encoder reads badly and a rule reads well:
   words nearly all occur in one context sentence is compared with it (and with every
   other such sentence) for negation: when all of them disagree, the answer's negation
   word, or the words the context negates, are raised; when one agrees, the answer's
-  negation word is made less suspicious (it was copied, not invented).
+  negation word is made less suspicious (it was copied, not invented). "Not only" and a
+  "not" after a comma ("tied to caloric intake, not bowel movements") are contrasts, not
+  negations of the claim.
 
 All act on token probabilities before spans and scores are made, so spans, the response
 score and the NLI stage stay consistent.
