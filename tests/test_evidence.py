@@ -564,6 +564,16 @@ def test_a_not_after_a_comma_is_a_contrast_not_a_negation() -> None:
     assert [v for *_, v in negation_verdicts(flipped, rather)] == ["conflict"]
 
 
+def test_a_context_negation_denies_a_compound_not_the_next_phrase() -> None:
+    # "not dishwasher safe" denies both words; "not familiar with the ..." only "familiar"
+    context = ["Few people are not familiar with the for-profit college story."]
+    answer = "The for-profit college story is told by few people."
+    assert negation_verdicts(answer, context) == []
+    flipped = "Few people are familiar with the for-profit college story."
+    marks = [flipped[a:b] for a, b, v in negation_verdicts(flipped, context) if v == "conflict"]
+    assert marks == ["familiar"]
+
+
 def test_abstentions_are_not_flagged_but_a_named_answer_is() -> None:
     context = ["Northwind Foods was founded in 1998. Its CFO is Mara Lind."]
     refusal = "The provided information does not mention who the CEO is."

@@ -184,16 +184,23 @@ def _negations(sentence: str) -> list[tuple[int, int]]:
 
 
 def _negated_words(sentence: str) -> list[str]:
-    """What each negation of a context sentence denies: the first content words after it.
+    """What each negation of a context sentence denies: the first content word after it.
 
-    At most two, and none from a passive's agent: "was not approved by Amara Osei"
-    denies "approved", and an answer that drops the negation ("Amara Osei approved the
-    budget") names her truly; "is not open to cyclists" denies "open" and "cyclists".
+    With the word right after it when that is a content word too (a compound: "not
+    dishwasher safe" denies "dishwasher" and "safe"), and none from a passive's agent:
+    "was not approved by Amara Osei" denies "approved", and an answer that drops the
+    negation ("Amara Osei approved the budget") names her truly. A word further on is
+    another phrase: "not familiar with the for-profit college" denies "familiar", not
+    "profit" (RULE_candidate16.md).
     """
     out: list[str] = []
     for _, end in _negations(sentence):
         clause = re.split(r"[,;:.!?]|\bby\b", sentence[end:], maxsplit=1)[0]
-        out += [w for w in words(clause) if w not in STOP_WORDS][:2]
+        found = words(clause)
+        first = next((i for i, w in enumerate(found) if w not in STOP_WORDS), None)
+        if first is None:
+            continue
+        out += [w for w in found[first : first + 2] if w not in STOP_WORDS]
     return out
 
 
