@@ -11,6 +11,7 @@ from typing import Literal
 from ._text import content_words, split_sentences
 
 __all__ = [
+    "TIME_OF_DAY",
     "ContextQuantities",
     "Quantity",
     "QuantityVerdict",
@@ -43,6 +44,16 @@ _DIGIT_WORDS = {
 _NUMBER_WORD = re.compile(
     rf"\b(?=[tfsen])({'|'.join(_WORD_VALUES)})(?:[\s-]({'|'.join(_DIGIT_WORDS)}))?\b"
     r"(?:(?:\s+|-)([A-Za-z]+))?",
+    re.IGNORECASE,
+)
+#: The unit of a clock time, read as minutes after midnight ("9 PM" is 1260).
+TIME_OF_DAY = "time of day"
+# A clock time: an hour with "am"/"pm" ("9 PM", "11:30 a.m."), or an hour with minutes
+# ("21:00", a record's "11:0-21:0"). Read apart, "9 PM" was the number 9 against a
+# record's "21:0", and "11:00 AM" the numbers 11 and 0 (RULE_candidate17.md).
+_TIME = re.compile(
+    r"(?<![\w.:])(\d{1,2})(?::(\d{1,2}))?\s?([ap])(?:\.\s?m\.|\s?m\b)"
+    r"|(?<![\w.:])(\d{1,2}):(\d{1,2})(?![\w:])",
     re.IGNORECASE,
 )
 _YEAR_RANGE = (1000, 2100)
@@ -111,10 +122,38 @@ def _unit(word: str | None) -> str | None:
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
+def _clock_times(text: str) -> list[Quantity]:
+    """The clock times of ``text`` as quantities of :data:`TIME_OF_DAY` (see ``_TIME``)."""
+    out = []
+    for match in _TIME.finditer(text):
+        if match.group(3):  # with am / pm
+            hour, minute = int(match.group(1)), int(match.group(2) or 0)
+            if not 1 <= hour <= 12:
+                continue
+            hour = hour % 12 + (12 if match.group(3).lower() == "p" else 0)
+        else:
+            hour, minute = int(match.group(4)), int(match.group(5))
+            if hour > 24:
+                continue
+        if minute >= 60:
+            continue
+        value = float(hour * 60 + minute)
+        start, end = match.start(), match.end()
+        out.append(Quantity(value, TIME_OF_DAY, start, end, is_year=False, number_end=end))
+    return out
+
+
 def extract_quantities(text: str) -> list[Quantity]:
-    """Every number of ``text``, in digits or in words, with its unit word (or ``None``)."""
-    found = []
+    """Every number of ``text``, in digits or in words, with its unit word (or ``None``).
+
+    A clock time is one quantity of unit :data:`TIME_OF_DAY`; its digits are not read
+    apart.
+    """
+    found = _clock_times(text)
+    inside = [(q.start, q.end) for q in found]
     for match in _NUMBER.finditer(text):
+        if any(a <= match.start(1) < b for a, b in inside):
+            continue
         digits = match.group(1).replace(",", "")
         value = float(digits + (match.group(2) or ""))
         unit = _unit(match.group(3))
@@ -202,6 +241,9 @@ def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVer
         while a comparable number (both years, the same unit word, or the same
         dimension) does; ``"unseen"`` when nothing comparable occurs.
     """
+    # A time of day is compared with times of day only, and a number never with one.
+    clock = quantity.unit == TIME_OF_DAY
+    known = [k for k in known if (k.unit == TIME_OF_DAY) == clock]
     dimension = measure(quantity)
     if dimension is not None:
         if any(_same_amount(quantity, k) for k in known):

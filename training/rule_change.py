@@ -1,22 +1,30 @@
-"""Candidate 16 of issue 27: a context negation denies a compound, not the next phrase.
+"""Runtime-rule candidates of issue 27 (16 and 17), each decided by its rule.
 
-``benchmarks/results/rag_selection/RULE_candidate16.md`` (committed before the candidate
-existed): ``_adjust._negated_words`` denies the first content word after a negation and the
-next word only when it follows at once ("not dishwasher safe"), where it denied the first
-two content words ("not familiar with the for-profit college" denied "profit"). The shipped
-detector is measured with the change on ("after") and with the function as it was
-(:func:`two_words`, "before"), same code otherwise, same default map, every score the
-runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
+Each candidate changes one of the rules that adjust token probabilities, and its rule
+(``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
+committed before the candidate existed) compares the shipped detector with the change on
+("after") and switched off ("before"), same code otherwise, same default map:
 
-- select split, AttributionBench and the 1,500 FaithJudge answers: an answer whose
-  negation verdicts are the same either way reads the same, so both sides take its cached
-  tokens (``training.rag_features``); the others are scored afresh on both sides;
+- 16: ``_adjust._negated_words`` denies the first content word after a negation and the
+  next only when it follows at once ("not dishwasher safe"); before, the first two content
+  words (:func:`two_words`; "not familiar with the for-profit college" denied "profit");
+- 17: clock times are one quantity, a time of day (``_quantities._TIME``); before, "9 PM"
+  was the number 9 and "11:00 AM" the numbers 11 and 0.
+
+Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
+
+- select split, AttributionBench and the 1,500 FaithJudge answers: an answer whose number
+  and negation verdicts are the same either way reads the same, so both sides take its
+  cached tokens (``training.rag_features``, built with the rules as shipped); the others
+  are scored afresh on both sides;
 - the hard-case test set, the padded Eiffel answer and the held-out train-role answers of
   ``bench_heldout.py --per-source 30`` (same draws) afresh on both sides.
 
-(Candidate 15's three changes were measured the same way by this script at commit 6cef7cc.)
+(Candidate 15's three changes were measured the same way at commit 6cef7cc, by this script's
+first form, ``training.negation_rule``.)
 
-    python -m training.negation_rule --out benchmarks/results/rag_selection/candidate16.json
+    python -m training.rule_change --candidate 16 \
+        --out benchmarks/results/rag_selection/candidate16.json
 """
 
 from __future__ import annotations
@@ -40,11 +48,11 @@ from .free_length_map import Answer, cached_answers, runtime_answers, scores
 from .rag_features import ROOT, hard_case_examples
 from .rag_response import folder_map, load_set, padded_answers, report
 
-log = logging.getLogger("negation_rule")
+log = logging.getLogger("rule_change")
 
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
-VARIANTS = ("16",)
+CANDIDATES = ("16", "17")
 
 
 def two_words(sentence: str) -> list[str]:
@@ -60,42 +68,66 @@ def two_words(sentence: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def negation_rule(variant: str) -> Iterator[None]:
-    """The rule with candidate 16 on (``variant`` "16") or off ("") (the rules' memo cleared)."""
+def rule_change(variant: str | None) -> Iterator[None]:
+    """The rules with candidate ``variant`` on, off for "off!<n>", as shipped for ``None``.
+
+    The rules' memo is cleared on the way in and out.
+    """
+    from truthlens_integrations.core import _quantities
     from truthlens_integrations.core.models.detection import _adjust
 
-    function = _adjust._negated_words if variant else two_words
+    if variant is None:
+        _adjust._rule_verdicts.cache_clear()
+        try:
+            yield
+        finally:
+            _adjust._rule_verdicts.cache_clear()
+        return
+    off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
+    if candidate == "16":
+        target, name, before = _adjust, "_negated_words", two_words
+    else:
+        target, name, before = _quantities, "_TIME", re.compile(r"(?!)")  # matches nothing
     _adjust._rule_verdicts.cache_clear()
-    with mock.patch.object(_adjust, "_negated_words", function):
+    with mock.patch.object(target, name, before if off else getattr(target, name)):
         try:
             yield
         finally:
             _adjust._rule_verdicts.cache_clear()
 
 
-def verdicts(items: Sequence[Any], variant: str) -> list[Any]:
-    from truthlens_integrations.core.models.detection._adjust import negation_verdicts
+def verdicts(items: Sequence[Any], variant: str | None) -> list[Any]:
+    """Each input's number and negation verdicts under ``variant``."""
+    from truthlens_integrations.core.models.detection._adjust import (
+        _number_verdicts,
+        negation_verdicts,
+    )
 
-    with negation_rule(variant):
-        return [negation_verdicts(i.answer, list(i.context)) for i in items]
+    with rule_change(variant):
+        return [
+            (
+                _number_verdicts(i.answer, list(i.context)),
+                negation_verdicts(i.answer, list(i.context)),
+            )
+            for i in items
+        ]
 
 
-def after(
-    folder: Path, items: Sequence[Any], before: list[Answer], variant: str
+def reading(
+    folder: Path, items: Sequence[Any], shipped: list[Answer], variant: str
 ) -> tuple[list[Answer], int]:
-    """The reading with ``variant`` on: the inputs whose negation verdicts change read afresh."""
-    touched = [
-        i
-        for i, (b, a) in enumerate(zip(verdicts(items, ""), verdicts(items, variant), strict=True))
-        if a != b
-    ]
-    reading = list(before)
+    """The reading under ``variant``: the inputs whose verdicts differ from the shipped
+    rules' are read afresh, the others keep ``shipped`` (their reading as shipped)."""
+    now = verdicts(items, None)
+    mine = verdicts(items, variant)
+    touched = [i for i, (a, b) in enumerate(zip(now, mine, strict=True)) if a != b]
+    out = list(shipped)
     if touched:
-        with negation_rule(variant):
+        with rule_change(variant):
             fresh = runtime_answers(folder, [items[i] for i in touched])
         for i, answer in zip(touched, fresh, strict=True):
-            reading[i] = answer
-    return reading, len(touched)
+            out[i] = answer
+    return out, len(touched)
 
 
 def heldout_items() -> tuple[list[Any], list[bool], list[str]]:
@@ -133,26 +165,28 @@ def heldout_aurocs(values: np.ndarray, gold: list[bool], groups: list[str]) -> d
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--candidate", choices=CANDIDATES, required=True)
     parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
     parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     shipped = folder_map(args.folder)
+    sides = {"before": f"off!{args.candidate}", args.candidate: args.candidate}
     result: dict[str, Any] = {
         "folder": str(args.folder),
-        "rule": "benchmarks/results/rag_selection/RULE_candidate16.md",
-        "touched": {v: {} for v in VARIANTS},
+        "rule": f"benchmarks/results/rag_selection/RULE_candidate{args.candidate}.md",
+        "touched": {side: {} for side in sides},
     }
     for dataset, limit in SETS:
         data = load_set(args.folder, dataset, limit)
         items = [e.to_input() for e in data.examples]
-        with negation_rule(""):
-            before = cached_answers(data)
-        result[dataset] = {"before": report(scores(shipped, before), data.y)}
-        for v in VARIANTS:
-            reading, touched = after(args.folder, items, before, v)
-            result[dataset][v] = report(scores(shipped, reading), data.y)
-            result["touched"][v][dataset] = touched
+        with rule_change(None):
+            cached = cached_answers(data)
+        result[dataset] = {}
+        for side, variant in sides.items():
+            read, touched = reading(args.folder, items, cached, variant)
+            result[dataset][side] = report(scores(shipped, read), data.y)
+            result["touched"][side][dataset] = touched
         log.info("%s done", dataset)
     cases = hard_case_examples("test")
     gold = [c.hallucinated for c in cases]
@@ -163,13 +197,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "padding": padded_answers(),
         "heldout": items,
     }
-    with negation_rule(""):
-        before_parts = {name: runtime_answers(args.folder, got) for name, got in parts.items()}
-    readings = {"before": before_parts}
-    for v in VARIANTS:
-        readings[v] = {
-            name: after(args.folder, got, before_parts[name], v)[0] for name, got in parts.items()
+    with rule_change(None):
+        now = {name: runtime_answers(args.folder, got) for name, got in parts.items()}
+    readings = {
+        side: {
+            name: reading(args.folder, got, now[name], variant)[0] for name, got in parts.items()
         }
+        for side, variant in sides.items()
+    }
     result["hard_cases_auroc"], result["negation_flips_caught"] = {}, {}
     result["padding"], result["heldout_auroc"] = {}, {}
     for side, read in readings.items():
@@ -181,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             scores(shipped, read["heldout"]), gold_held, groups
         )
     result["negation_flips"] = len(flips)
-    result["decision"] = {v: decide(result, v) for v in VARIANTS}
+    result["decision"] = {args.candidate: decide(result, args.candidate)}
     text = json.dumps(result, indent=1)
     print(text)
     if args.out is not None:
@@ -189,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """RULE_candidate16.md's conditions 1-6 (the suite's part of condition 4 is run apart)."""
+    """The conditions 1-6 of RULE_candidate16.md and 17 (the suite's part of 4 is run apart)."""
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
     ab, hard, held = result["attributionbench"], result["hard_cases_auroc"], result["heldout_auroc"]
     flips = result["negation_flips_caught"]
