@@ -15,8 +15,8 @@ Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, O
 
 - select split, AttributionBench and the 1,500 FaithJudge answers: an answer whose number
   and negation verdicts are the same either way reads the same, so both sides take its
-  cached tokens (``training.rag_features``, built with the rules as shipped); the others
-  are scored afresh on both sides;
+  cached tokens (``training.rag_features``, which must be built with the rules before the
+  candidate, i.e. before its code); the others are scored afresh on the candidate's side;
 - the hard-case test set, the padded Eiffel answer and the held-out train-role answers of
   ``bench_heldout.py --per-source 30`` (same draws) afresh on both sides.
 
@@ -68,21 +68,11 @@ def two_words(sentence: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def rule_change(variant: str | None) -> Iterator[None]:
-    """The rules with candidate ``variant`` on, off for "off!<n>", as shipped for ``None``.
-
-    The rules' memo is cleared on the way in and out.
-    """
+def rule_change(variant: str) -> Iterator[None]:
+    """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
     from truthlens_integrations.core import _quantities
     from truthlens_integrations.core.models.detection import _adjust
 
-    if variant is None:
-        _adjust._rule_verdicts.cache_clear()
-        try:
-            yield
-        finally:
-            _adjust._rule_verdicts.cache_clear()
-        return
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
     if candidate == "16":
         target, name, before = _adjust, "_negated_words", two_words
@@ -96,7 +86,7 @@ def rule_change(variant: str | None) -> Iterator[None]:
             _adjust._rule_verdicts.cache_clear()
 
 
-def verdicts(items: Sequence[Any], variant: str | None) -> list[Any]:
+def verdicts(items: Sequence[Any], variant: str) -> list[Any]:
     """Each input's number and negation verdicts under ``variant``."""
     from truthlens_integrations.core.models.detection._adjust import (
         _number_verdicts,
@@ -114,14 +104,17 @@ def verdicts(items: Sequence[Any], variant: str | None) -> list[Any]:
 
 
 def reading(
-    folder: Path, items: Sequence[Any], shipped: list[Answer], variant: str
+    folder: Path, items: Sequence[Any], base: list[Answer], variant: str, base_variant: str
 ) -> tuple[list[Answer], int]:
-    """The reading under ``variant``: the inputs whose verdicts differ from the shipped
-    rules' are read afresh, the others keep ``shipped`` (their reading as shipped)."""
-    now = verdicts(items, None)
+    """The reading under ``variant``, from ``base`` (the reading under ``base_variant``).
+
+    The inputs whose verdicts differ between the two are read afresh; the others keep
+    their ``base`` reading, which is exact for them.
+    """
     mine = verdicts(items, variant)
-    touched = [i for i, (a, b) in enumerate(zip(now, mine, strict=True)) if a != b]
-    out = list(shipped)
+    known = mine if variant == base_variant else verdicts(items, base_variant)
+    touched = [i for i, (a, b) in enumerate(zip(known, mine, strict=True)) if a != b]
+    out = list(base)
     if touched:
         with rule_change(variant):
             fresh = runtime_answers(folder, [items[i] for i in touched])
@@ -180,11 +173,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     for dataset, limit in SETS:
         data = load_set(args.folder, dataset, limit)
         items = [e.to_input() for e in data.examples]
-        with rule_change(None):
+        # The caches hold the tokens of the rules before the candidate (built before its
+        # code): read their conflict marks the same way.
+        with rule_change(sides["before"]):
             cached = cached_answers(data)
         result[dataset] = {}
         for side, variant in sides.items():
-            read, touched = reading(args.folder, items, cached, variant)
+            read, touched = reading(args.folder, items, cached, variant, sides["before"])
             result[dataset][side] = report(scores(shipped, read), data.y)
             result["touched"][side][dataset] = touched
         log.info("%s done", dataset)
@@ -197,11 +192,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "padding": padded_answers(),
         "heldout": items,
     }
-    with rule_change(None):
+    with rule_change(sides["before"]):
         now = {name: runtime_answers(args.folder, got) for name, got in parts.items()}
     readings = {
         side: {
-            name: reading(args.folder, got, now[name], variant)[0] for name, got in parts.items()
+            name: reading(args.folder, got, now[name], variant, sides["before"])[0]
+            for name, got in parts.items()
         }
         for side, variant in sides.items()
     }
