@@ -8,7 +8,8 @@ Three things the encoder reads badly and a rule reads well:
   suspicious; one that does not occur while the context has a comparable one (both years,
   the same unit word, or a unit of the same dimension: "4.2 miles" against "4.2 km") most
   likely contradicts it, so its tokens are raised; one in digits with nothing comparable
-  is raised less (it may be computed, e.g. a duration).
+  is raised less (it may be computed, e.g. a duration). A clock time ("9 PM", a record's
+  "21:0") is one number, a time of day, compared with times of day only.
 * **Abstentions.** "The provided information does not mention who the CEO is." claims
   nothing about the world. A sentence that says the sources lack the answer, and whose
   other content words come from the question or the context (one other word allowed), is
