@@ -16,26 +16,22 @@ that shares the most words with it. No model runs: the rules read text.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import realdata
-from training.calibrate_evidence import _half
-from training.calibrate_response import multi_part_answers
-from training.train_evidence import _hard_cases, balanced
+from training.heldout import claim_input, heldout_claims
 from truthlens_integrations.core._text import content_words
 from truthlens_integrations.core.models.detection._adjust import conflict_marks
 
 _QUOTE = 70
+_OWN = ("hardcases", "multi")  # the groups that are not single held-out answers
 
 
 def _context(claim: object) -> list[str]:
-    context = claim.context  # type: ignore[attr-defined]
-    return context if isinstance(context, list) else [p for p in context.split("\n") if p.strip()]
+    return list(claim_input(claim).context)
 
 
 def _nearest(passages: list[str], text: str) -> str:
@@ -51,11 +47,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/floor_conflicts.md"))
     args = ap.parse_args()
-    held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
+    claims = heldout_claims(30, 30)
     groups = {
-        "single held-out answers": balanced(held, 30, random.Random(13)),
-        "hard cases (test)": _hard_cases("test"),
-        "multi-part answers": multi_part_answers(held, 30, random.Random(17)),
+        "single held-out answers": [c for c in claims if c.source.split("/")[0] not in _OWN],
+        "hard cases (test)": [c for c in claims if c.source.split("/")[0] == "hardcases"],
+        "multi-part answers": [c for c in claims if c.source.split("/")[0] == "multi"],
     }
     lines = [
         "# Rule conflicts in held-out train-role answers, by label",

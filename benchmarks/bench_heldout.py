@@ -24,7 +24,6 @@ flagged at the detector's own threshold.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from collections import defaultdict
@@ -33,10 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import llm_answers, realdata, removal
-from training.calibrate_evidence import _half
-from training.calibrate_response import multi_part_answers
-from training.train_evidence import _hard_cases, balanced
+from training.heldout import claim_input, heldout_claims
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
@@ -46,16 +42,7 @@ from _settings import add_config_option, parse_settings
 
 
 def _inputs(claims: list[Any]) -> list[DetectionInput]:
-    return [
-        DetectionInput.create(
-            context=c.context
-            if isinstance(c.context, list)
-            else [p for p in c.context.split("\n") if p.strip()],
-            question=c.question or None,
-            answer=c.answer,
-        )
-        for c in claims
-    ]
+    return [claim_input(c) for c in claims]
 
 
 def _scores(detector: Any, items: list[DetectionInput]) -> tuple[list[float], list[bool], float]:
@@ -110,14 +97,12 @@ def main() -> None:
     )
     add_config_option(ap)
     args = ap.parse_args()
-    held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
-    claims = balanced(held, args.per_source, random.Random(13)) + _hard_cases("test")
-    if args.llm_answers:
-        claims += llm_answers.load_llm_answers("test")
-    if args.removal:
-        clean, unsupported = removal.load_removals("test")
-        claims += clean + unsupported
-    claims += multi_part_answers(held, args.multi_per_family, random.Random(17))
+    claims = heldout_claims(
+        args.per_source,
+        args.multi_per_family,
+        llm_answers=args.llm_answers,
+        removal=args.removal,
+    )
     if args.only:
         claims = [c for c in claims if c.source.split("/")[0] in args.only]
     items = _inputs(claims)

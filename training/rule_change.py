@@ -33,7 +33,6 @@ import argparse
 import contextlib
 import json
 import logging
-import random
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -125,27 +124,14 @@ def reading(
 
 def heldout_items() -> tuple[list[Any], list[bool], list[str]]:
     """The inputs, labels and groups of ``bench_heldout.py --per-source 30``."""
-    from truthlens_integrations.core import DetectionInput
+    from .heldout import claim_input, heldout_claims
 
-    from . import realdata
-    from .calibrate_evidence import _half
-    from .calibrate_response import multi_part_answers
-    from .train_evidence import _hard_cases, balanced
-
-    held = [c for c in realdata.load_real(part="heldout") if _half(c) == 1]
-    claims = balanced(held, 30, random.Random(13)) + _hard_cases("test")
-    claims += multi_part_answers(held, 30, random.Random(17))
-    items = [
-        DetectionInput.create(
-            context=c.context
-            if isinstance(c.context, list)
-            else [p for p in c.context.split("\n") if p.strip()],
-            question=c.question or None,
-            answer=c.answer,
-        )
-        for c in claims
-    ]
-    return items, [bool(c.label) for c in claims], [c.source.split("/")[0] for c in claims]
+    claims = heldout_claims(30, 30)
+    return (
+        [claim_input(c) for c in claims],
+        [bool(c.label) for c in claims],
+        [c.source.split("/")[0] for c in claims],
+    )
 
 
 def heldout_aurocs(values: np.ndarray, gold: list[bool], groups: list[str]) -> dict[str, float]:
