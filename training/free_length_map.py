@@ -30,6 +30,7 @@ from truthlens_integrations.evaluation import auroc
 from .length_safe_map import candidate_args, finish
 from .rag_features import HARD_CASES, hard_case_examples
 from .rag_response import (
+    CachedToken,
     Scored,
     exact_results,
     folder_map,
@@ -56,12 +57,6 @@ class Answer(NamedTuple):
     marks: tuple[list[int], list[int]]
 
 
-class _Token(NamedTuple):
-    start: int
-    end: int
-    probability: float
-
-
 def answer_of(item: Any, tokens: Sequence[Any]) -> Answer:
     from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
 
@@ -71,7 +66,7 @@ def answer_of(item: Any, tokens: Sequence[Any]) -> Answer:
 
 def cached_answers(data: Scored) -> list[Answer]:
     return [
-        answer_of(e.to_input(), [_Token(*t) for t in r["tokens"]])
+        answer_of(e.to_input(), [CachedToken(*t) for t in r["tokens"]])
         for e, r in zip(data.examples, data.rows, strict=True)
     ]
 

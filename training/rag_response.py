@@ -73,7 +73,9 @@ CANDIDATES = ("rag", "rules", "rules_floor", "short", "short_floor")
 WITH_SHORT_ANSWERS = ("short", "short_floor")
 
 
-class _Token(NamedTuple):
+class CachedToken(NamedTuple):
+    """A token of ``training.rag_features``' caches, as the response maps read it."""
+
     start: int
     end: int
     probability: float
@@ -92,7 +94,7 @@ def signals_of(examples: Sequence[Any], rows: Sequence[dict[str, Any]]) -> list[
         item = example.to_input()
         skip = abstentions(item.answer, item.context, item.question)
         absent = absent_words(item, skip)
-        tokens = [_Token(*t) for t in row["tokens"]]
+        tokens = [CachedToken(*t) for t in row["tokens"]]
         out.append(
             response_signals(
                 item.answer,

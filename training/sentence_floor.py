@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from truthlens_integrations.evaluation import auroc
 
 from .rag_features import ROOT, hard_case_examples
 from .rag_response import (
+    CachedToken,
     Scored,
     exact_results,
     folder_map,
@@ -41,12 +42,6 @@ from .rag_response import (
 log = logging.getLogger("sentence_floor")
 
 CANDIDATES = ("10a", "10b")
-
-
-class _Token(NamedTuple):
-    start: int
-    end: int
-    probability: float
 
 
 def floored_scores(response: Any, item: Any, tokens: Sequence[Any]) -> dict[str, float]:
@@ -82,7 +77,7 @@ def floored_scores(response: Any, item: Any, tokens: Sequence[Any]) -> dict[str,
 def cached_scores(response: Any, data: Scored) -> dict[str, np.ndarray]:
     """Each answer of a cached set scored by the default map and by 10a and 10b."""
     rows = [
-        floored_scores(response, e.to_input(), [_Token(*t) for t in r["tokens"]])
+        floored_scores(response, e.to_input(), [CachedToken(*t) for t in r["tokens"]])
         for e, r in zip(data.examples, data.rows, strict=True)
     ]
     return {name: np.array([r[name] for r in rows]) for name in ("shipped", *CANDIDATES)}
