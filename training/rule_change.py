@@ -86,20 +86,11 @@ def rule_change(variant: str) -> Iterator[None]:
 
 
 def verdicts(items: Sequence[Any], variant: str) -> list[Any]:
-    """Each input's number and negation verdicts under ``variant``."""
-    from truthlens_integrations.core.models.detection._adjust import (
-        _number_verdicts,
-        negation_verdicts,
-    )
+    """Each input's number and negation verdicts under ``variant`` (the rules' own memo)."""
+    from truthlens_integrations.core.models.detection._adjust import _rule_verdicts
 
     with rule_change(variant):
-        return [
-            (
-                _number_verdicts(i.answer, list(i.context)),
-                negation_verdicts(i.answer, list(i.context)),
-            )
-            for i in items
-        ]
+        return [_rule_verdicts(i.answer, tuple(i.context)) for i in items]
 
 
 def reading(
