@@ -83,7 +83,7 @@ class CachedToken(NamedTuple):
 
 def signals_of(examples: Sequence[Any], rows: Sequence[dict[str, Any]]) -> list[Any]:
     """Each cached answer's :class:`ResponseSignals`, read as the runtime detector reads it."""
-    from truthlens_integrations.core.models.detection._adjust import abstentions
+    from truthlens_integrations.core.models.detection._adjust import uncounted_spans
     from truthlens_integrations.core.models.detection._lexical import absent_words
     from truthlens_integrations.core.models.detection._response import response_signals
 
@@ -92,7 +92,7 @@ def signals_of(examples: Sequence[Any], rows: Sequence[dict[str, Any]]) -> list[
     for row in rows:
         example = by_id[row["id"]]
         item = example.to_input()
-        skip = abstentions(item.answer, item.context, item.question)
+        skip = uncounted_spans(item.answer, item.context, item.question)
         absent = absent_words(item, skip)
         tokens = [CachedToken(*t) for t in row["tokens"]]
         out.append(

@@ -1,22 +1,27 @@
-"""Runtime-rule candidates of issue 27 (16 and 17), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17 and 18), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-committed before the candidate existed) compares the shipped detector with the change on
-("after") and switched off ("before"), same code otherwise, same default map:
+``RULE_candidate18.md``, committed before the candidate existed) compares the shipped
+detector with the change on ("after") and switched off ("before"), same code otherwise,
+same default map:
 
 - 16: ``_adjust._negated_words`` denies the first content word after a negation and the
   next only when it follows at once ("not dishwasher safe"); before, the first two content
   words (:func:`two_words`; "not familiar with the for-profit college" denied "profit");
 - 17: clock times are one quantity, a time of day (``_quantities._TIME``); before, "9 PM"
-  was the number 9 and "11:00 AM" the numbers 11 and 0.
+  was the number 9 and "11:00 AM" the numbers 11 and 0;
+- 18: list-item and source-citation numbers are not quantities
+  (``_quantities.structural_numbers``), in the rules only (18a) or also in the absent-word
+  count the map reads (18b); before, "2." of a numbered list was an "unseen" number.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
 - select split, AttributionBench and the 1,500 FaithJudge answers: an answer whose number
   and negation verdicts are the same either way reads the same, so both sides take its
   cached tokens (``training.rag_features``, which must be built with the rules before the
-  candidate, i.e. before its code); the others are scored afresh on the candidate's side;
+  candidate, i.e. before its code), and each side reads their absent words and conflict
+  marks with its own code; the others are scored afresh on the candidate's side;
 - the hard-case test set, the padded Eiffel answer and the held-out train-role answers of
   ``bench_heldout.py --per-source 30`` (same draws) afresh on both sides.
 
@@ -43,7 +48,7 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
-from .free_length_map import Answer, cached_answers, runtime_answers, scores
+from .free_length_map import Answer, answer_of, cached_answers, runtime_answers, scores
 from .rag_features import ROOT, hard_case_examples
 from .rag_response import folder_map, load_set, padded_answers, report
 
@@ -51,7 +56,8 @@ log = logging.getLogger("rule_change")
 
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
-CANDIDATES = ("16", "17")
+# Each candidate's variants, measured against the rules with the candidate switched off.
+CANDIDATES = {"16": ("16",), "17": ("17",), "18": ("18a", "18b")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -66,6 +72,11 @@ def two_words(sentence: str) -> list[str]:
     return out
 
 
+def no_spans(_text: str) -> list[tuple[int, int]]:
+    """``structural_numbers`` switched off (candidate 18's "before")."""
+    return []
+
+
 @contextlib.contextmanager
 def rule_change(variant: str) -> Iterator[None]:
     """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
@@ -73,12 +84,19 @@ def rule_change(variant: str) -> Iterator[None]:
     from truthlens_integrations.core.models.detection import _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
+    patches: list[tuple[Any, str, Any]]
     if candidate == "16":
-        target, name, before = _adjust, "_negated_words", two_words
+        patches = [(_adjust, "_negated_words", two_words)] if off else []
+    elif candidate == "17":
+        patches = [(_quantities, "_TIME", re.compile(r"(?!)"))] if off else []  # matches nothing
     else:
-        target, name, before = _quantities, "_TIME", re.compile(r"(?!)")  # matches nothing
+        # 18a reads structural numbers in the rules only; "off" in neither place.
+        patches = [(_adjust, "structural_numbers", no_spans)] if off or variant == "18a" else []
+        patches += [(_quantities, "structural_numbers", no_spans)] if off else []
     _adjust._rule_verdicts.cache_clear()
-    with mock.patch.object(target, name, before if off else getattr(target, name)):
+    with contextlib.ExitStack() as stack:
+        for target, name, value in patches:
+            stack.enter_context(mock.patch.object(target, name, value))
         try:
             yield
         finally:
@@ -104,12 +122,14 @@ def reading(
     mine = verdicts(items, variant)
     known = mine if variant == base_variant else verdicts(items, base_variant)
     touched = [i for i, (a, b) in enumerate(zip(known, mine, strict=True)) if a != b]
-    out = list(base)
-    if touched:
-        with rule_change(variant):
+    with rule_change(variant):
+        # The others keep their tokens; what the map reads besides them (absent words,
+        # conflict marks) is read by this side's code (candidate 18b changes the former).
+        out = [answer_of(item, b.tokens) for item, b in zip(items, base, strict=True)]
+        if touched:
             fresh = runtime_answers(folder, [items[i] for i in touched])
-        for i, answer in zip(touched, fresh, strict=True):
-            out[i] = answer
+            for i, answer in zip(touched, fresh, strict=True):
+                out[i] = answer
     return out, len(touched)
 
 
@@ -141,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     shipped = folder_map(args.folder)
-    sides = {"before": f"off!{args.candidate}", args.candidate: args.candidate}
+    sides = {"before": f"off!{args.candidate}"}
+    sides.update({v: v for v in CANDIDATES[args.candidate]})
     result: dict[str, Any] = {
         "folder": str(args.folder),
         "rule": f"benchmarks/results/rag_selection/RULE_candidate{args.candidate}.md",
@@ -189,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             scores(shipped, read["heldout"]), gold_held, groups
         )
     result["negation_flips"] = len(flips)
-    result["decision"] = {args.candidate: decide(result, args.candidate)}
+    result["decision"] = {v: decide(result, v) for v in CANDIDATES[args.candidate]}
     text = json.dumps(result, indent=1)
     print(text)
     if args.out is not None:
@@ -197,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md and 17 (the suite's part of 4 is run apart)."""
+    """The conditions 1-6 of RULE_candidate16.md, 17 and 18 (the suite's part of 4 is run apart)."""
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
     ab, hard, held = result["attributionbench"], result["hard_cases_auroc"], result["heldout_auroc"]
     flips = result["negation_flips_caught"]

@@ -34,7 +34,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
-from ..._quantities import ContextQuantities, QuantityVerdict, extract_quantities, measure
+from ..._quantities import (
+    ContextQuantities,
+    QuantityVerdict,
+    extract_quantities,
+    measure,
+    structural_numbers,
+)
 from ..._text import STOP_WORDS, content_words, split_sentences, words
 from ..._types import TokenScore
 
@@ -46,6 +52,7 @@ __all__ = [
     "hedge_verdicts",
     "negation_verdicts",
     "rule_conflicts",
+    "uncounted_spans",
 ]
 
 # Odds multiplier for a number found in the context, and floors for numbers that are not.
@@ -146,6 +153,18 @@ def _abstains(sentence: str) -> bool:
 def _known_words(context: Sequence[str], question: str | None) -> set[str]:
     """The lower-cased words of the grounding (context and question)."""
     return {w for text in (*context, question or "") for w in words(text)}
+
+
+def uncounted_spans(
+    answer: str, context: Sequence[str], question: str | None
+) -> list[tuple[int, int]]:
+    """``(start, end)`` of what the absent-word count leaves out of ``answer``.
+
+    The sentences that only say the sources lack something (:func:`abstentions`: the
+    rule leaves their words unflagged) and the list-item and source-citation numbers
+    (``_quantities.structural_numbers``: they state nothing; RULE_candidate18.md).
+    """
+    return [*abstentions(answer, context, question), *structural_numbers(answer)]
 
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:

@@ -18,7 +18,7 @@ from ..._calibration import (
     resolve_calibration,
 )
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
-from ._adjust import abstentions, conflict_marks, count_conflicts
+from ._adjust import conflict_marks, count_conflicts, uncounted_spans
 from ._lexical import absent_words
 from ._response import (
     ResponseCalibration,
@@ -45,11 +45,11 @@ def answer_evidence(
 
     Returns:
         The answer's absent content words as ``(start, key)`` (sentences that only say the
-        sources lack something left out), and with ``rules`` where the unit and negation
-        rules find a conflict (``_adjust.conflict_marks``; a pass over the context, no
-        model), else no marks.
+        sources lack something, and list-item and citation numbers, left out), and with
+        ``rules`` where the unit and negation rules find a conflict
+        (``_adjust.conflict_marks``; a pass over the context, no model), else no marks.
     """
-    skip = abstentions(item.answer, item.context, item.question)
+    skip = uncounted_spans(item.answer, item.context, item.question)
     marks = conflict_marks(item.answer, item.context) if rules else ([], [])
     return absent_words(item, skip), marks
 

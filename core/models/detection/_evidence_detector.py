@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..._errors import ContextTooLongError
 from ..._types import DetectionInput
-from ._adjust import abstentions, adjust_tokens
+from ._adjust import adjust_tokens, uncounted_spans
 from ._base import TokenScoring
 from ._evidence import ContextIndex, EvidenceRow, plan_rows
 from ._lexical import absent_words
@@ -91,8 +91,9 @@ class EvidenceDetector(TransformerDetector):
 
     def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
         # An abstention's words ("the provided information does not mention ...") are
-        # left unflagged by the rule, and so are not counted as absent either.
-        skip = abstentions(item.answer, item.context, item.question)
+        # left unflagged by the rule, and so are not counted as absent either; nor are
+        # list-item and citation numbers.
+        skip = uncounted_spans(item.answer, item.context, item.question)
         return absent_words(item, skip)
 
     def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
