@@ -15,10 +15,10 @@ __all__ = [
     "ContextQuantities",
     "Quantity",
     "QuantityVerdict",
+    "citation_numbers",
     "extract_quantities",
     "judge_quantity",
     "measure",
-    "structural_numbers",
 ]
 
 QuantityVerdict = Literal["present", "conflict", "unseen"]
@@ -58,12 +58,9 @@ _TIME = re.compile(
     re.IGNORECASE,
 )
 _YEAR_RANGE = (1000, 2100)
-# Numbers that structure a text instead of stating an amount: the number of a
-# numbered-list item ("1. **Check**", "  2) Turn") and a number citing a source
-# ("(Passages 1, 2, and 3)", "[2]", a context's "passage 1:" label). Current models
-# number their steps and cite their passages; read as quantities, these were "unseen"
-# numbers in 14% of the good answers of current models (RULE_candidate18.md).
-_LIST_NUMBER = re.compile(r"^[ \t>*_#-]*(?:\*\*|__)?(\d{1,2})[.)](?=[\s*_]|$)", re.MULTILINE)
+# A number that cites a source ("(Passages 1, 2, and 3)", "[2]", a context's "passage 1:"
+# label) states no amount. Current models cite the passages they answer from; read as
+# quantities, citations were "unseen" numbers in good answers (RULE_candidate19.md).
 _CITATION = re.compile(
     r"\b(?=[pdscPDSC])(?:passages?|documents?|docs?|sources?|contexts?|snippets?|excerpts?)"
     r"\s*#?\s*\d{1,2}(?:\s*(?:,\s*and|,\s*or|,|and|or|&|-|\u2013|to)\s*\d{1,2})*\b"
@@ -157,28 +154,23 @@ def _clock_times(text: str) -> list[Quantity]:
     return out
 
 
-def structural_numbers(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the list-item and source-citation numbers of ``text``.
-
-    They number or cite; they state no amount (see ``_LIST_NUMBER`` and ``_CITATION``).
-    """
-    out = [match.span(1) for match in _LIST_NUMBER.finditer(text)]
-    for match in _CITATION.finditer(text):
-        out += [
-            (match.start() + d.start(), match.start() + d.end())
-            for d in _DIGITS.finditer(match.group())
-        ]
-    return out
+def citation_numbers(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the numbers of ``text`` that cite a source (see ``_CITATION``)."""
+    return [
+        (match.start() + digits.start(), match.start() + digits.end())
+        for match in _CITATION.finditer(text)
+        for digits in _DIGITS.finditer(match.group())
+    ]
 
 
 def extract_quantities(text: str) -> list[Quantity]:
     """Every number of ``text``, in digits or in words, with its unit word (or ``None``).
 
     A clock time is one quantity of unit :data:`TIME_OF_DAY`; its digits are not read
-    apart. List-item and source-citation numbers (:func:`structural_numbers`) are left out.
+    apart. Numbers that cite a source (:func:`citation_numbers`) are left out.
     """
     found = _clock_times(text)
-    inside = [(q.start, q.end) for q in found] + structural_numbers(text)
+    inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
             continue

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17 and 18), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17 and 19), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate18.md``, committed before the candidate existed) compares the shipped
+``RULE_candidate19.md``, committed before the candidate existed) compares the shipped
 detector with the change on ("after") and switched off ("before"), same code otherwise,
 same default map:
 
@@ -11,9 +11,10 @@ same default map:
   words (:func:`two_words`; "not familiar with the for-profit college" denied "profit");
 - 17: clock times are one quantity, a time of day (``_quantities._TIME``); before, "9 PM"
   was the number 9 and "11:00 AM" the numbers 11 and 0;
-- 18: list-item and source-citation numbers are not quantities
-  (``_quantities.structural_numbers``), in the rules only (18a) or also in the absent-word
-  count the map reads (18b); before, "2." of a numbered list was an "unseen" number.
+- 19: a number that cites a source ("Passage 3", "[1]") is not a quantity and not an
+  absent word (``_quantities.citation_numbers``); before, it was an "unseen" number.
+  Candidate 18 (list-item numbers too, in two variants) was measured by this script at
+  commit ab2c2d9.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -57,7 +58,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {"16": ("16",), "17": ("17",), "18": ("18a", "18b")}
+CANDIDATES = {"16": ("16",), "17": ("17",), "19": ("19",)}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -73,7 +74,7 @@ def two_words(sentence: str) -> list[str]:
 
 
 def no_spans(_text: str) -> list[tuple[int, int]]:
-    """``structural_numbers`` switched off (candidate 18's "before")."""
+    """``citation_numbers`` switched off (candidate 19's "before")."""
     return []
 
 
@@ -90,9 +91,8 @@ def rule_change(variant: str) -> Iterator[None]:
     elif candidate == "17":
         patches = [(_quantities, "_TIME", re.compile(r"(?!)"))] if off else []  # matches nothing
     else:
-        # 18a reads structural numbers in the rules only; "off" in neither place.
-        patches = [(_adjust, "structural_numbers", no_spans)] if off or variant == "18a" else []
-        patches += [(_quantities, "structural_numbers", no_spans)] if off else []
+        patches = [(_adjust, "citation_numbers", no_spans)] if off else []
+        patches += [(_quantities, "citation_numbers", no_spans)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -124,7 +124,7 @@ def reading(
     touched = [i for i, (a, b) in enumerate(zip(known, mine, strict=True)) if a != b]
     with rule_change(variant):
         # The others keep their tokens; what the map reads besides them (absent words,
-        # conflict marks) is read by this side's code (candidate 18b changes the former).
+        # conflict marks) is read by this side's code (candidate 19 changes the former).
         out = [answer_of(item, b.tokens) for item, b in zip(items, base, strict=True)]
         if touched:
             fresh = runtime_answers(folder, [items[i] for i in touched])
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md, 17 and 18 (the suite's part of 4 is run apart)."""
+    """The conditions 1-6 of RULE_candidate16.md, 17 and 19 (the suite's part of 4 is run apart)."""
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
     ab, hard, held = result["attributionbench"], result["hard_cases_auroc"], result["heldout_auroc"]
     flips = result["negation_flips_caught"]

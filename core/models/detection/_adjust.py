@@ -37,9 +37,9 @@ from typing import Literal
 from ..._quantities import (
     ContextQuantities,
     QuantityVerdict,
+    citation_numbers,
     extract_quantities,
     measure,
-    structural_numbers,
 )
 from ..._text import STOP_WORDS, content_words, split_sentences, words
 from ..._types import TokenScore
@@ -161,10 +161,10 @@ def uncounted_spans(
     """``(start, end)`` of what the absent-word count leaves out of ``answer``.
 
     The sentences that only say the sources lack something (:func:`abstentions`: the
-    rule leaves their words unflagged) and the list-item and source-citation numbers
-    (``_quantities.structural_numbers``: they state nothing; RULE_candidate18.md).
+    rule leaves their words unflagged) and the numbers that cite a source
+    (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md).
     """
-    return [*abstentions(answer, context, question), *structural_numbers(answer)]
+    return [*abstentions(answer, context, question), *citation_numbers(answer)]
 
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:

@@ -45,7 +45,7 @@ def answer_evidence(
 
     Returns:
         The answer's absent content words as ``(start, key)`` (sentences that only say the
-        sources lack something, and list-item and citation numbers, left out), and with
+        sources lack something, and citation numbers, left out), and with
         ``rules`` where the unit and negation rules find a conflict
         (``_adjust.conflict_marks``; a pass over the context, no model), else no marks.
     """

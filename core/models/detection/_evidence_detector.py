@@ -92,7 +92,7 @@ class EvidenceDetector(TransformerDetector):
     def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
         # An abstention's words ("the provided information does not mention ...") are
         # left unflagged by the rule, and so are not counted as absent either; nor are
-        # list-item and citation numbers.
+        # the numbers that cite a source.
         skip = uncounted_spans(item.answer, item.context, item.question)
         return absent_words(item, skip)
 
