@@ -58,6 +58,17 @@ _TIME = re.compile(
     re.IGNORECASE,
 )
 _YEAR_RANGE = (1000, 2100)
+# A half written in words is one amount with its unit: "half an hour" (0.5 hour), "five
+# and half years" and "two hours and a half" (N + 0.5), "an hour and a half" (1.5).
+# Read apart, "five and half years" was the number 5 and "half an hour" nothing, so an
+# answer's "every 5.5 years" or "30 minutes" conflicted (RULE_candidate20.md).
+_HALF_OF = rf"\d{{1,3}}|{'|'.join(_WORD_VALUES)}|{'|'.join(_DIGIT_WORDS)}|an?"
+_HALF = re.compile(
+    r"\bhalf\s+(?:of\s+)?an?\s+(?P<unit>[A-Za-z]+)"
+    rf"|\b(?P<whole>{_HALF_OF})\s+and\s+(?:a\s+)?half\s+(?P<unit_after>[A-Za-z]+)"
+    rf"|\b(?P<count>{_HALF_OF})\s+(?P<unit_before>[A-Za-z]+)\s+and\s+a\s+half\b",
+    re.IGNORECASE,
+)
 # A number that cites a source ("(Passages 1, 2, and 3)", "[2]", a context's "passage 1:"
 # label) states no amount. Current models cite the passages they answer from; read as
 # quantities, citations were "unseen" numbers in good answers (RULE_candidate19.md).
@@ -154,6 +165,25 @@ def _clock_times(text: str) -> list[Quantity]:
     return out
 
 
+def _halves(text: str) -> list[Quantity]:
+    """The halves written in words of ``text`` with a measurement unit (see ``_HALF``)."""
+    out = []
+    for match in _HALF.finditer(text):
+        unit = _unit(match.group("unit") or match.group("unit_after") or match.group("unit_before"))
+        if unit not in _UNITS:
+            continue  # "half a dozen", "two and a half people": no amount the rule compares
+        whole = (match.group("whole") or match.group("count") or "").lower()
+        if match.group("unit"):
+            value = 0.5
+        elif whole.isdigit():
+            value = int(whole) + 0.5
+        else:
+            value = _WORD_VALUES.get(whole, _DIGIT_WORDS.get(whole, 1)) + 0.5
+        start, end = match.start(), match.end()
+        out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
+    return out
+
+
 def citation_numbers(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of the numbers of ``text`` that cite a source (see ``_CITATION``)."""
     return [
@@ -167,9 +197,10 @@ def extract_quantities(text: str) -> list[Quantity]:
     """Every number of ``text``, in digits or in words, with its unit word (or ``None``).
 
     A clock time is one quantity of unit :data:`TIME_OF_DAY`; its digits are not read
-    apart. Numbers that cite a source (:func:`citation_numbers`) are left out.
+    apart, nor are the words of a half written in words ("five and half years" is 5.5
+    years). Numbers that cite a source (:func:`citation_numbers`) are left out.
     """
-    found = _clock_times(text)
+    found = _clock_times(text) + _halves(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
@@ -200,6 +231,8 @@ def extract_quantities(text: str) -> list[Quantity]:
             )
         )
     for match in _NUMBER_WORD.finditer(text):
+        if any(a <= match.start(1) < b for a, b in inside):
+            continue
         tens = _WORD_VALUES[match.group(1).lower()]
         ones = _DIGIT_WORDS[match.group(2).lower()] if match.group(2) and tens >= 20 else 0
         unit = _unit(match.group(3) if match.group(2) is None or ones else None)

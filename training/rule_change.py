@@ -1,10 +1,10 @@
-"""Runtime-rule candidates of issue 27 (16, 17 and 19), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19 and 20), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md``, committed before the candidate existed) compares the shipped
-detector with the change on ("after") and switched off ("before"), same code otherwise,
-same default map:
+``RULE_candidate19.md``, ``RULE_candidate20.md``, committed before the candidate existed)
+compares the shipped detector with the change on ("after") and switched off ("before"),
+same code otherwise, same default map:
 
 - 16: ``_adjust._negated_words`` denies the first content word after a negation and the
   next only when it follows at once ("not dishwasher safe"); before, the first two content
@@ -14,7 +14,10 @@ same default map:
 - 19: a number that cites a source ("Passage 3", "[1]") is not a quantity and not an
   absent word (``_quantities.citation_numbers``); before, it was an "unseen" number.
   Candidate 18 (list-item numbers too, in two variants) was measured by this script at
-  commit ab2c2d9.
+  commit ab2c2d9;
+- 20: a half written in words is one amount with its unit (``_quantities._halves``:
+  "five and half years" is 5.5 years, "half an hour" 0.5 hour); before, "five" was read
+  alone and "half an hour" not at all.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -58,7 +61,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {"16": ("16",), "17": ("17",), "19": ("19",)}
+CANDIDATES = {"16": ("16",), "17": ("17",), "19": ("19",), "20": ("20",)}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -78,6 +81,11 @@ def no_spans(_text: str) -> list[tuple[int, int]]:
     return []
 
 
+def no_halves(_text: str) -> list[Any]:
+    """``_quantities._halves`` switched off (candidate 20's "before")."""
+    return []
+
+
 @contextlib.contextmanager
 def rule_change(variant: str) -> Iterator[None]:
     """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
@@ -90,9 +98,11 @@ def rule_change(variant: str) -> Iterator[None]:
         patches = [(_adjust, "_negated_words", two_words)] if off else []
     elif candidate == "17":
         patches = [(_quantities, "_TIME", re.compile(r"(?!)"))] if off else []  # matches nothing
-    else:
+    elif candidate == "19":
         patches = [(_adjust, "citation_numbers", no_spans)] if off else []
         patches += [(_quantities, "citation_numbers", no_spans)] if off else []
+    else:
+        patches = [(_quantities, "_halves", no_halves)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -218,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md, 17 and 19 (the suite's part of 4 is run apart)."""
+    """The conditions 1-6 of RULE_candidate16.md, 17, 19 and 20 (the suite's part of 4 apart)."""
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
     ab, hard, held = result["attributionbench"], result["hard_cases_auroc"], result["heldout_auroc"]
     flips = result["negation_flips_caught"]

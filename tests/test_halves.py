@@ -1,0 +1,46 @@
+"""A half written in words is one amount with its unit (issue 27, candidate 20)."""
+
+from __future__ import annotations
+
+import pytest
+
+from truthlens_integrations.core._quantities import extract_quantities
+from truthlens_integrations.core.models.detection._adjust import _number_verdicts
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("It circles the sun every five and half years.", (5.5, "year", "five and half years")),
+        ("Leave it on for half an hour.", (0.5, "hour", "half an hour")),
+        ("The walk takes an hour and a half.", (1.5, "hour", "an hour and a half")),
+        ("It lasted two hours and a half.", (2.5, "hour", "two hours and a half")),
+        ("The trail is 3 and a half miles long.", (3.5, "mile", "3 and a half miles")),
+        ("About one and a half million people came.", (1.5, "million", "one and a half million")),
+    ],
+)
+def test_a_half_is_one_quantity(text: str, expected: tuple[float, str, str]) -> None:
+    found = extract_quantities(text)
+    assert [(q.value, q.unit, text[q.start : q.end]) for q in found] == [expected]
+
+
+def test_a_half_of_something_that_is_no_unit_is_not_an_amount() -> None:
+    assert extract_quantities("Add half a dozen eggs.") == []
+    # the count is read as before, without the half
+    assert [(q.value, q.unit) for q in extract_quantities("two and a half people")] == [(2.0, None)]
+
+
+def test_the_same_amount_in_digits_and_in_words_agrees() -> None:
+    def verdicts(answer: str, context: str) -> list[tuple[str, str]]:
+        return [(answer[s:e], v) for s, e, v in _number_verdicts(answer, [context])]
+
+    orbit = "The asteroid circles the sun every five and half years, Mainzer said."
+    assert verdicts("It orbits the sun every 5.5 years.", orbit) == [("5.5 years", "present")]
+    assert verdicts("It orbits the sun every 6 years.", orbit) == [("6 years", "conflict")]
+    mask = "Apply it to your scalp and leave it on for half an hour."
+    assert verdicts("Leave it on your scalp for 30 minutes.", mask) == [("30 minutes", "present")]
+    assert verdicts("Leave it on your scalp for 45 minutes.", mask) == [("45 minutes", "conflict")]
+    # and the other way round: the answer's words against the context's digits
+    assert verdicts("It takes an hour and a half.", "The walk takes 90 minutes.") == [
+        ("an hour and a half", "present")
+    ]
