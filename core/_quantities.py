@@ -69,6 +69,12 @@ _HALF = re.compile(
     rf"|\b(?P<count>{_HALF_OF})\s+(?P<unit_before>[A-Za-z]+)\s+and\s+a\s+half\b",
     re.IGNORECASE,
 )
+# The same half written as a fraction: "6 1/2 months", "6-1/2", "6½" (6.5 months), "1/2 mile"
+# (0.5 mile). Read apart, "6 1/2 months" was 6, 1 and "2 months" (RULE_candidate21.md).
+_HALF_FRACTION = re.compile(
+    r"(?<![\w./])(?:(?P<whole>\d{1,3})(?:\s+|-)?)?(?:(?<![\d/])1/2|\u00bd)(?![\w/])"
+    r"\s*(?P<unit>[A-Za-z]+)"
+)
 # A number that cites a source ("(Passages 1, 2, and 3)", "[2]", a context's "passage 1:"
 # label) states no amount. Current models cite the passages they answer from; read as
 # quantities, citations were "unseen" numbers in good answers (RULE_candidate19.md).
@@ -165,6 +171,19 @@ def _clock_times(text: str) -> list[Quantity]:
     return out
 
 
+def _fraction_halves(text: str) -> list[Quantity]:
+    """The halves written as fractions of ``text`` with a measurement unit (``_HALF_FRACTION``)."""
+    out = []
+    for match in _HALF_FRACTION.finditer(text):
+        unit = _unit(match.group("unit"))
+        if unit not in _UNITS:
+            continue
+        value = int(match.group("whole") or 0) + 0.5
+        start, end = match.start(), match.end()
+        out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
+    return out
+
+
 def _halves(text: str) -> list[Quantity]:
     """The halves written in words of ``text`` with a measurement unit (see ``_HALF``)."""
     out = []
@@ -197,10 +216,11 @@ def extract_quantities(text: str) -> list[Quantity]:
     """Every number of ``text``, in digits or in words, with its unit word (or ``None``).
 
     A clock time is one quantity of unit :data:`TIME_OF_DAY`; its digits are not read
-    apart, nor are the words of a half written in words ("five and half years" is 5.5
-    years). Numbers that cite a source (:func:`citation_numbers`) are left out.
+    apart, nor are the words of a half in words or the digits of a half as a fraction
+    ("five and half years" and "5 1/2 years" are 5.5 years). Numbers that cite a source
+    (:func:`citation_numbers`) are left out.
     """
-    found = _clock_times(text) + _halves(text)
+    found = _clock_times(text) + _halves(text) + _fraction_halves(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):

@@ -1,4 +1,4 @@
-"""A half written in words is one amount with its unit (issue 27, candidate 20)."""
+"""A half in words or as a fraction is one amount with its unit (issue 27, candidates 20, 21)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,35 @@ def test_the_same_amount_in_digits_and_in_words_agrees() -> None:
     assert verdicts("It takes an hour and a half.", "The walk takes 90 minutes.") == [
         ("an hour and a half", "present")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Gestation is 6 1/2 months.", (6.5, "month", "6 1/2 months")),
+        ("Gestation is 6-1/2 months.", (6.5, "month", "6-1/2 months")),
+        ("Gestation is 6\u00bd months.", (6.5, "month", "6\u00bd months")),
+        ("A 1/2 mile walk.", (0.5, "mile", "1/2 mile")),
+    ],
+)
+def test_a_half_as_a_fraction_is_one_quantity(text: str, expected: tuple[float, str, str]) -> None:
+    found = extract_quantities(text)
+    assert [(q.value, q.unit, text[q.start : q.end]) for q in found] == [expected]
+
+
+def test_a_date_or_a_count_is_no_fraction() -> None:
+    assert [q.value for q in extract_quantities("Due 1/2/2020.")] == [1.0, 2.0, 2020.0]
+    assert [(q.value, q.unit) for q in extract_quantities("Add 3 1/2 cups.")] == [
+        (3.0, None),
+        (1.0, None),
+        (2.0, "cup"),
+    ]
+
+
+def test_a_half_in_words_agrees_with_the_same_half_as_a_fraction() -> None:
+    context = ["Gestation for mule deer is seven months, for white-tailed deer 6 1/2 months."]
+    answer = "Whitetails carry for six and a half months, mule deer for seven months."
+
+    verdicts = [(answer[s:e], v) for s, e, v in _number_verdicts(answer, context)]
+
+    assert verdicts == [("six and a half months", "present"), ("seven months", "present")]

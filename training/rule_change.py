@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19 and 20), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19, 20 and 21), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md``, ``RULE_candidate20.md``, committed before the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate21.md``, committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -17,7 +17,9 @@ same code otherwise, same default map:
   commit ab2c2d9;
 - 20: a half written in words is one amount with its unit (``_quantities._halves``:
   "five and half years" is 5.5 years, "half an hour" 0.5 hour); before, "five" was read
-  alone and "half an hour" not at all.
+  alone and "half an hour" not at all;
+- 21: a half written as a fraction is one amount (``_quantities._fraction_halves``: "6 1/2
+  months" is 6.5 months); before, the numbers 6, 1 and "2 months".
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -61,7 +63,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {"16": ("16",), "17": ("17",), "19": ("19",), "20": ("20",)}
+CANDIDATES = {"16": ("16",), "17": ("17",), "19": ("19",), "20": ("20",), "21": ("21",)}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -82,7 +84,7 @@ def no_spans(_text: str) -> list[tuple[int, int]]:
 
 
 def no_halves(_text: str) -> list[Any]:
-    """``_quantities._halves`` switched off (candidate 20's "before")."""
+    """``_quantities._halves`` (or ``_fraction_halves``) switched off: 20's (21's) "before"."""
     return []
 
 
@@ -101,8 +103,10 @@ def rule_change(variant: str) -> Iterator[None]:
     elif candidate == "19":
         patches = [(_adjust, "citation_numbers", no_spans)] if off else []
         patches += [(_quantities, "citation_numbers", no_spans)] if off else []
-    else:
+    elif candidate == "20":
         patches = [(_quantities, "_halves", no_halves)] if off else []
+    else:
+        patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -228,12 +232,22 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md, 17, 19 and 20 (the suite's part of 4 apart)."""
+    """The conditions 1-6 of RULE_candidate16.md to 21 (the suite's part of 4 apart).
+
+    Candidate 21's condition 1 asks "not higher" (it repairs a false mark), and its
+    condition 7 is read from ``bench_rules.py``.
+    """
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
     ab, hard, held = result["attributionbench"], result["hard_cases_auroc"], result["heldout_auroc"]
     flips = result["negation_flips_caught"]
+    flagged, before = fj[v]["clean_flagged"], fj["before"]["clean_flagged"]
+    first = (
+        {"1_faithjudge_clean_flagged_not_higher": flagged <= before}
+        if v == "21"
+        else {"1_faithjudge_clean_flagged_lower": flagged < before}
+    )
     conditions = {
-        "1_faithjudge_clean_flagged_lower": fj[v]["clean_flagged"] < fj["before"]["clean_flagged"],
+        **first,
         "2_select_auroc_at_most_0.005_below": select[v]["auroc"]
         >= select["before"]["auroc"] - MARGIN,
         "3_attributionbench_at_most_0.005_below": ab[v]["auroc"] >= ab["before"]["auroc"] - MARGIN,
