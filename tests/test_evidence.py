@@ -108,26 +108,6 @@ def test_evidence_combines_sentences_far_apart() -> None:
     assert "weather number" not in rows[0].prompt.split("\n")[0]
 
 
-def test_a_record_key_glued_from_words_is_found_by_its_words() -> None:
-    # one JSON record, cut into pieces of 48 words; only one piece fits the budget, and the
-    # answer's "groups" must find the piece with the glued key (RULE_candidate22.md)
-    reviews = " ".join(f"'review_{i}': 'the food was fresh and the staff kind'," for i in range(30))
-    record = (
-        "{'name': 'Luna Grill', " + reviews + " 'attributes': {'OutdoorSeating': True, "
-        "'RestaurantsGoodForGroups': False, 'WiFi': 'free'}}"
-    )
-    rows = plan_rows(
-        ContextIndex([record]),
-        None,
-        "The place is not suitable for groups.",
-        count_many=_words,
-        unit_tokens=48,
-        evidence_tokens=50,
-    )
-    assert len(rows) == 1
-    assert "RestaurantsGoodForGroups" in rows[0].prompt
-
-
 def test_every_sentence_of_a_unit_gets_its_own_evidence() -> None:
     # Each "tower" sentence shares three rare words with the first answer sentence, the
     # museum sentence only one with the second. One query for the whole unit ranked every

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17 and 19-22), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17 and 19-21), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate22.md``, committed before the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate21.md``, committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -20,9 +20,9 @@ same code otherwise, same default map:
   alone and "half an hour" not at all;
 - 21: a half written as a fraction is one amount (``_quantities._fraction_halves``: "6 1/2
   months" is 6.5 months); before, the numbers 6, 1 and "2 months";
-- 22: the evidence index also reads a glued word by its parts (``_evidence._index_terms``:
-  ``RestaurantsGoodForGroups`` is found by "groups"); no rule changes, so an answer is
-  read afresh when its evidence prompts change.
+- 22 (the evidence index reads glued record keys by their parts; not shipped) was measured
+  by this script at commit d7695fa, which also read an answer afresh when its evidence
+  prompts changed.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import logging
 import re
@@ -67,7 +66,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "22")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -96,7 +95,7 @@ def no_halves(_text: str) -> list[Any]:
 def rule_change(variant: str) -> Iterator[None]:
     """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
     from truthlens_integrations.core import _quantities
-    from truthlens_integrations.core.models.detection import _adjust, _evidence
+    from truthlens_integrations.core.models.detection import _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
     patches: list[tuple[Any, str, Any]]
@@ -109,10 +108,8 @@ def rule_change(variant: str) -> Iterator[None]:
         patches += [(_quantities, "citation_numbers", no_spans)] if off else []
     elif candidate == "20":
         patches = [(_quantities, "_halves", no_halves)] if off else []
-    elif candidate == "21":
-        patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
     else:
-        patches = [(_evidence, "_index_terms", _evidence._terms)] if off else []
+        patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -123,44 +120,12 @@ def rule_change(variant: str) -> Iterator[None]:
             _adjust._rule_verdicts.cache_clear()
 
 
-@functools.cache
-def _detector(folder: Path) -> Any:
-    from truthlens_integrations.core import DetectionConfig
-    from truthlens_integrations.core.models.detection import EvidenceDetector
-
-    config = DetectionConfig(aggregation="max", early_exit=False)
-    return EvidenceDetector(folder, config=config, device="cpu", dtype="float32")
-
-
-def _prompts(folder: Path, item: Any) -> tuple[str, ...]:
-    """The evidence prompts the folder's detector reads for ``item``, one per answer unit."""
-    from truthlens_integrations.core.models.detection._evidence import ContextIndex, plan_rows
-
-    detector = _detector(folder)
-    rows = plan_rows(
-        ContextIndex(item.context),
-        item.question,
-        item.answer,
-        count_many=detector._count_many,
-        unit_tokens=detector.config.unit_tokens,
-        evidence_tokens=detector.config.evidence_tokens,
-    )
-    return tuple(row.prompt for row in rows)
-
-
-def verdicts(folder: Path, items: Sequence[Any], variant: str) -> list[Any]:
-    """Each input's number and negation verdicts under ``variant`` (the rules' own memo).
-
-    For candidate 22, which changes the evidence the model reads and no rule, each input's
-    evidence prompts too.
-    """
+def verdicts(items: Sequence[Any], variant: str) -> list[Any]:
+    """Each input's number and negation verdicts under ``variant`` (the rules' own memo)."""
     from truthlens_integrations.core.models.detection._adjust import _rule_verdicts
 
     with rule_change(variant):
-        found = [_rule_verdicts(i.answer, tuple(i.context)) for i in items]
-        if variant.removeprefix("off!") == "22":
-            return [(v, _prompts(folder, i)) for v, i in zip(found, items, strict=True)]
-        return found
+        return [_rule_verdicts(i.answer, tuple(i.context)) for i in items]
 
 
 def reading(
@@ -171,8 +136,8 @@ def reading(
     The inputs whose verdicts differ between the two are read afresh; the others keep
     their ``base`` reading, which is exact for them.
     """
-    mine = verdicts(folder, items, variant)
-    known = mine if variant == base_variant else verdicts(folder, items, base_variant)
+    mine = verdicts(items, variant)
+    known = mine if variant == base_variant else verdicts(items, base_variant)
     touched = [i for i, (a, b) in enumerate(zip(known, mine, strict=True)) if a != b]
     with rule_change(variant):
         # The others keep their tokens; what the map reads besides them (absent words,
@@ -270,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md to 22 (the suite's part of 4 apart).
+    """The conditions 1-6 of RULE_candidate16.md to 21 (the suite's part of 4 apart).
 
     Candidate 21's condition 1 asks "not higher" (it repairs a false mark), and its
     condition 7 is read from ``bench_rules.py``.

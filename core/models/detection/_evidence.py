@@ -91,22 +91,6 @@ def _terms(text: str) -> list[str]:
     ]
 
 
-# Records glue words into keys ("RestaurantsGoodForGroups", "OutdoorSeating") that an
-# answer writes apart ("good for groups"); as one term, the key was never found by the
-# answer's words, and the model judged the sentence without the attribute
-# (RULE_candidate22.md). A glued word is indexed by its parts too.
-_GLUED = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*\b")
-_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-
-
-def _index_terms(text: str) -> list[str]:
-    """:func:`_terms` of a context sentence, and the parts of its glued words."""
-    terms = _terms(text)
-    for glued in _GLUED.findall(text):
-        terms += _terms(" ".join(_PART.findall(glued)))
-    return terms
-
-
 def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Cut an over-long sentence into overlapping word windows."""
     # Nearly every sentence is short enough: counting its words is cheaper than locating
@@ -140,7 +124,7 @@ class ContextIndex:
             for a, b in split_sentences(passage):
                 for s, e in _pieces(passage, a, b):
                     text = passage[s:e]
-                    terms = _index_terms(text)
+                    terms = _terms(text)
                     counts = Counter(terms)
                     for term in counts:
                         postings[term].append(len(sentences))
