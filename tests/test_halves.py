@@ -76,3 +76,14 @@ def test_a_half_in_words_agrees_with_the_same_half_as_a_fraction() -> None:
     verdicts = [(answer[s:e], v) for s, e, v in _number_verdicts(answer, context)]
 
     assert verdicts == [("six and a half months", "present"), ("seven months", "present")]
+
+
+def test_halves_close_together_and_far_apart_are_each_read_once() -> None:
+    filler = " ".join(["The river runs past the old mill and the bridge."] * 40)
+    text = f"Walk half a mile and three and a half miles. {filler} It takes an hour and a half."
+    found = [(q.value, q.unit, text[q.start : q.end]) for q in extract_quantities(text)]
+    assert found == [
+        (0.5, "mile", "half a mile"),
+        (3.5, "mile", "three and a half miles"),
+        (1.5, "hour", "an hour and a half"),
+    ]
