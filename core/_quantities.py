@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,6 +80,9 @@ _TEMPERATURE = re.compile(
 )
 # Each scale's degrees Celsius at its 0 and per degree.
 _SCALES = {"fahrenheit": (-160.0 / 9.0, 5.0 / 9.0), "celsius": (0.0, 1.0)}
+# "325 degrees" with no scale: an answer's temperature in either scale may match it, never
+# conflict with it (RULE_candidate24.md).
+_BARE_DEGREE = "degree"
 _HALF_WORD = re.compile(r"\bhalf\b", re.IGNORECASE)
 _HALF_REACH = 60
 _SPACE = re.compile(r"\s")
@@ -349,6 +353,11 @@ def _same_amount(quantity: Quantity, other: Quantity) -> bool:
     and "4.2 miles" does not. Rounding is allowed up to 10% ("3 miles" is not a rounding
     of 2.61 miles); in the same unit only the same value matches.
     """
+    if other.unit == _BARE_DEGREE and quantity.unit in _SCALES:
+        # A context's bare "325 degrees" has no scale: it is that temperature in either one.
+        return any(
+            _same_amount(quantity, dataclasses.replace(other, unit=scale)) for scale in _SCALES
+        )
     mine, theirs = measure(quantity), measure(other)
     if mine is None or theirs is None or mine[0] != theirs[0]:
         return False
@@ -461,6 +470,8 @@ class ContextQuantities:
 def _related(known: Quantity, quantity: Quantity) -> bool:
     """Whether ``known`` can support or contradict ``quantity``."""
     if known.value == quantity.value or _comparable(known, quantity):
+        return True
+    if known.unit == _BARE_DEGREE and quantity.unit in _SCALES:
         return True
     mine, theirs = measure(quantity), measure(known)
     return mine is not None and theirs is not None and mine[0] == theirs[0]

@@ -49,3 +49,14 @@ def test_a_conversion_is_found_and_another_temperature_conflicts() -> None:
     # an oven's "190°C" is the usual rounding of 375 °F (190.6 °C)
     oven = "Heat the oven to 375 degree F and roast the meat."
     assert verdicts("Roast the meat at 190°C.", oven) == [("190°C", "present")]
+
+
+def test_a_bare_degrees_in_the_context_counts_in_either_scale() -> None:
+    context = ["Bake at 325 degrees, then reheat to 165 °F and keep cold food at 41 °F."]
+
+    def verdicts(answer: str) -> list[tuple[str, str]]:
+        return [(answer[s:e], v) for s, e, v in _number_verdicts(answer, context)]
+
+    assert verdicts("Bake at 325°F (163°C).") == [("325°F", "present"), ("163°C", "present")]
+    # a temperature the context states in no scale is still a conflict
+    assert verdicts("Bake at 350°F.") == [("350°F", "conflict")]
