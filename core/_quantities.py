@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,19 +69,6 @@ _HALF = re.compile(
     rf"|\b(?P<count>{_HALF_OF})\s+(?P<unit_before>[A-Za-z]+)\s+and\s+a\s+half\b",
     re.IGNORECASE,
 )
-# A temperature is one amount with its scale: "165°F", "74 °C", "165 degrees Fahrenheit",
-# "375 degree F". Read apart, "165°F" was a bare number and "165 degrees Fahrenheit" 165
-# "degree"s, so an answer's "(74°C)" conversion was never found (RULE_candidate23.md).
-_TEMPERATURE = re.compile(
-    r"(?<![\w.])(\d{1,4})(\.\d+)?\s?(?:[\u00b0\u00ba\u02da]\s?|degrees?\s+)"
-    r"(f|c|fahrenheit|celsius)\b",
-    re.IGNORECASE,
-)
-# Each scale's degrees Celsius at its 0 and per degree.
-_SCALES = {"fahrenheit": (-160.0 / 9.0, 5.0 / 9.0), "celsius": (0.0, 1.0)}
-# "325 degrees" with no scale: an answer's temperature in either scale may match it, never
-# conflict with it (RULE_candidate24.md).
-_BARE_DEGREE = "degree"
 _HALF_WORD = re.compile(r"\bhalf\b", re.IGNORECASE)
 _HALF_REACH = 60
 _SPACE = re.compile(r"\s")
@@ -188,29 +174,6 @@ def _clock_times(text: str) -> list[Quantity]:
     return out
 
 
-def _decimals(digits: str, fraction: str | None) -> int:
-    """The place of a number's last significant digit: 2 for "2.65", -1 for "540"."""
-    return len(fraction) - 1 if fraction else -(len(digits) - len(digits.rstrip("0")))
-
-
-def _temperatures(text: str) -> list[Quantity]:
-    """The temperatures of ``text``, each with its scale (see ``_TEMPERATURE``)."""
-    out = []
-    for match in _TEMPERATURE.finditer(text):
-        letter = match.group(3)[0].lower()
-        scale = "fahrenheit" if letter == "f" else "celsius"
-        value = float(match.group(1) + (match.group(2) or ""))
-        decimals = _decimals(match.group(1), match.group(2))
-        number_end = match.end(2) if match.group(2) else match.end(1)
-        start, end = match.start(1), match.end()
-        out.append(
-            Quantity(
-                value, scale, start, end, is_year=False, decimals=decimals, number_end=number_end
-            )
-        )
-    return out
-
-
 def _near_the_word_half(text: str) -> list[re.Match[str]]:
     """``_HALF``'s matches in ``text``, searched only around the word "half".
 
@@ -279,7 +242,7 @@ def extract_quantities(text: str) -> list[Quantity]:
     ("five and half years" and "5 1/2 years" are 5.5 years). Numbers that cite a source
     (:func:`citation_numbers`) are left out.
     """
-    found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _temperatures(text)
+    found = _clock_times(text) + _halves(text) + _fraction_halves(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
@@ -294,7 +257,10 @@ def extract_quantities(text: str) -> list[Quantity]:
             and len(digits) == 4
             and _YEAR_RANGE[0] <= value <= _YEAR_RANGE[1]
         )
-        decimals = _decimals(digits, match.group(2))
+        # The place of the last significant digit: 2 for "2.65", -1 for "540" (tens).
+        decimals = (
+            len(match.group(2)) - 1 if match.group(2) else -(len(digits) - len(digits.rstrip("0")))
+        )
         found.append(
             Quantity(
                 value,
@@ -334,13 +300,7 @@ def _comparable(a: Quantity, b: Quantity) -> bool:
 
 
 def measure(quantity: Quantity) -> tuple[str, float] | None:
-    """``(dimension, amount in the base unit)`` of a quantity with a known unit, else None.
-
-    A temperature's amount is in degrees Celsius.
-    """
-    scale = _SCALES.get(quantity.unit or "")
-    if scale is not None:
-        return "temperature", scale[0] + scale[1] * quantity.value
+    """``(dimension, amount in the base unit)`` of a quantity with a known unit, else None."""
     known = _UNITS.get(quantity.unit or "")
     return None if known is None else (known[0], quantity.value * known[1])
 
@@ -353,20 +313,11 @@ def _same_amount(quantity: Quantity, other: Quantity) -> bool:
     and "4.2 miles" does not. Rounding is allowed up to 10% ("3 miles" is not a rounding
     of 2.61 miles); in the same unit only the same value matches.
     """
-    if other.unit == _BARE_DEGREE and quantity.unit in _SCALES:
-        # A context's bare "325 degrees" has no scale: it is that temperature in either one.
-        return any(
-            _same_amount(quantity, dataclasses.replace(other, unit=scale)) for scale in _SCALES
-        )
     mine, theirs = measure(quantity), measure(other)
     if mine is None or theirs is None or mine[0] != theirs[0]:
         return False
     if quantity.unit == other.unit:
         return quantity.value == other.value
-    if mine[0] == "temperature":
-        # A converted temperature is rounded, often to whole degrees: at least 1 °C either way.
-        step = 0.5 * 10.0**-quantity.decimals * _SCALES[quantity.unit or ""][1]
-        return abs(mine[1] - theirs[1]) <= max(step, 1.0) * 1.01
     size = _UNITS[quantity.unit or ""][1]  # the answer's unit in the base unit
     slack = min(0.5 * 10.0**-quantity.decimals * size, 0.1 * abs(theirs[1])) * 1.01
     return abs(mine[1] - theirs[1]) <= slack
@@ -470,8 +421,6 @@ class ContextQuantities:
 def _related(known: Quantity, quantity: Quantity) -> bool:
     """Whether ``known`` can support or contradict ``quantity``."""
     if known.value == quantity.value or _comparable(known, quantity):
-        return True
-    if known.unit == _BARE_DEGREE and quantity.unit in _SCALES:
         return True
     mine, theirs = measure(quantity), measure(known)
     return mine is not None and theirs is not None and mine[0] == theirs[0]

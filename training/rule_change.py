@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19-21 and 24), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17 and 19-21), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate24.md``, committed before the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate21.md``, committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -23,11 +23,9 @@ same code otherwise, same default map:
 - 22 (the evidence index reads glued record keys by their parts; not shipped) was measured
   by this script at commit d7695fa, which also read an answer afresh when its evidence
   prompts changed;
-- 24: a temperature is one amount with its scale, compared in degrees Celsius
-  (``_quantities._temperatures``, ``_SCALES``: "74°C" is found in "165 degrees
-  Fahrenheit"), and a context's bare "325 degrees" counts in either scale; before, "165°F"
-  was a bare number. Candidate 23 (without the bare degrees) was measured by this script
-  at commit 4fccaa4.
+- 23 and 24 (temperatures read as amounts with their scale; 24 also reads a context's
+  bare "325 degrees" in either scale; neither shipped) were measured by this script at
+  commits 4fccaa4 and 4622265.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -71,7 +69,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "24")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -92,7 +90,7 @@ def no_spans(_text: str) -> list[tuple[int, int]]:
 
 
 def no_halves(_text: str) -> list[Any]:
-    """A reader of ``_quantities`` switched off: 20's, 21's or 24's "before"."""
+    """A reader of ``_quantities`` switched off: 20's or 21's "before"."""
     return []
 
 
@@ -113,11 +111,8 @@ def rule_change(variant: str) -> Iterator[None]:
         patches += [(_quantities, "citation_numbers", no_spans)] if off else []
     elif candidate == "20":
         patches = [(_quantities, "_halves", no_halves)] if off else []
-    elif candidate == "21":
-        patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
     else:
-        patches = [(_quantities, "_temperatures", no_halves), (_quantities, "_SCALES", {})]
-        patches = patches if off else []
+        patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -243,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md to 24 (the suite's part of 4 apart).
+    """The conditions 1-6 of RULE_candidate16.md to 21 (the suite's part of 4 apart).
 
     Candidate 21's condition 1 asks "not higher" (it repairs a false mark), and its
     condition 7 is read from ``bench_rules.py``.
