@@ -70,6 +70,8 @@ _HALF = re.compile(
     re.IGNORECASE,
 )
 _HALF_WORD = re.compile(r"\bhalf\b", re.IGNORECASE)
+# How far a match of _HALF reaches from its "half": the longest form, "seventeen
+# millimetres and a half", holds 28 characters before it.
 _HALF_REACH = 60
 _SPACE = re.compile(r"\s")
 # The same half written as a fraction: "6 1/2 months", "6-1/2", "6½" (6.5 months), "1/2 mile"
@@ -174,6 +176,25 @@ def _clock_times(text: str) -> list[Quantity]:
     return out
 
 
+def _halves(text: str) -> list[Quantity]:
+    """The halves written in words of ``text`` with a measurement unit (see ``_HALF``)."""
+    out = []
+    for match in _near_the_word_half(text):
+        unit = _unit(match.group("unit") or match.group("unit_after") or match.group("unit_before"))
+        if unit not in _UNITS:
+            continue  # "half a dozen", "two and a half people": no amount the rule compares
+        whole = (match.group("whole") or match.group("count") or "").lower()
+        if match.group("unit"):
+            value = 0.5
+        elif whole.isdigit():
+            value = int(whole) + 0.5
+        else:
+            value = _WORD_VALUES.get(whole, _DIGIT_WORDS.get(whole, 1)) + 0.5
+        start, end = match.start(), match.end()
+        out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
+    return out
+
+
 def _near_the_word_half(text: str) -> list[re.Match[str]]:
     """``_HALF``'s matches in ``text``, searched only around the word "half".
 
@@ -201,25 +222,6 @@ def _fraction_halves(text: str) -> list[Quantity]:
         if unit not in _UNITS:
             continue
         value = int(match.group("whole") or 0) + 0.5
-        start, end = match.start(), match.end()
-        out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
-    return out
-
-
-def _halves(text: str) -> list[Quantity]:
-    """The halves written in words of ``text`` with a measurement unit (see ``_HALF``)."""
-    out = []
-    for match in _near_the_word_half(text):
-        unit = _unit(match.group("unit") or match.group("unit_after") or match.group("unit_before"))
-        if unit not in _UNITS:
-            continue  # "half a dozen", "two and a half people": no amount the rule compares
-        whole = (match.group("whole") or match.group("count") or "").lower()
-        if match.group("unit"):
-            value = 0.5
-        elif whole.isdigit():
-            value = int(whole) + 0.5
-        else:
-            value = _WORD_VALUES.get(whole, _DIGIT_WORDS.get(whole, 1)) + 0.5
         start, end = match.start(), match.end()
         out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
     return out
