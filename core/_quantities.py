@@ -16,6 +16,7 @@ __all__ = [
     "Quantity",
     "QuantityVerdict",
     "citation_numbers",
+    "clock_time_spans",
     "extract_quantities",
     "judge_quantity",
     "measure",
@@ -174,6 +175,11 @@ def _clock_times(text: str) -> list[Quantity]:
         start, end = match.start(), match.end()
         out.append(Quantity(value, TIME_OF_DAY, start, end, is_year=False, number_end=end))
     return out
+
+
+def clock_time_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the clock times of ``text`` ("9 PM", "21:00"; see ``_TIME``)."""
+    return [(q.start, q.end) for q in _clock_times(text)]
 
 
 def _halves(text: str) -> list[Quantity]:

@@ -1,11 +1,13 @@
-"""Clock times are one quantity, a time of day (issue 27, candidate 17)."""
+"""Clock times are one quantity, a time of day (issue 27, candidates 17 and 25)."""
 
 from __future__ import annotations
 
 import pytest
 
+from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core._quantities import TIME_OF_DAY, extract_quantities
 from truthlens_integrations.core.models.detection._adjust import _number_verdicts
+from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
 
 
 @pytest.mark.parametrize(
@@ -43,3 +45,13 @@ def test_a_time_is_judged_against_the_records_times_only() -> None:
     # a plain number is never matched against a time's minutes, nor a time against a number
     assert verdicts("It has 4.5 stars.") == [("4.5", "present")]
     assert verdicts("It opens at 4:30 AM.") == [("4:30 AM", "conflict")]
+
+
+def test_a_clock_time_is_judged_by_the_rule_not_counted_as_absent_words() -> None:
+    record = ["{'hours': {'Monday': '11:0-21:0'}, 'city': 'Santa Barbara'}"]
+    item = DetectionInput(answer="It is open from 11 AM to 9 PM in Santa Barbara.", context=record)
+
+    absent, _ = answer_evidence(item)
+
+    # "11 AM" and "9 PM" are the rule's to judge (present here); only "open" is absent
+    assert [key for _, key in absent] == ["open"]

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17 and 19-21), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19-21 and 25), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate21.md``, committed before the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate25.md``, committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -25,7 +25,9 @@ same code otherwise, same default map:
   prompts changed;
 - 23 and 24 (temperatures read as amounts with their scale; 24 also reads a context's
   bare "325 degrees" in either scale; neither shipped) were measured by this script at
-  commits 4fccaa4 and 4622265.
+  commits 4fccaa4 and 4622265;
+- 25: the absent-word count the map reads leaves out clock times, which the unit rule
+  judges (``_adjust.clock_time_spans``); before, "9 PM" counted "9" and "pm" as absent.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -69,7 +71,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -85,7 +87,7 @@ def two_words(sentence: str) -> list[str]:
 
 
 def no_spans(_text: str) -> list[tuple[int, int]]:
-    """``citation_numbers`` switched off (candidate 19's "before")."""
+    """``citation_numbers`` or ``clock_time_spans`` switched off (19's or 25's "before")."""
     return []
 
 
@@ -111,8 +113,10 @@ def rule_change(variant: str) -> Iterator[None]:
         patches += [(_quantities, "citation_numbers", no_spans)] if off else []
     elif candidate == "20":
         patches = [(_quantities, "_halves", no_halves)] if off else []
-    else:
+    elif candidate == "21":
         patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
+    else:
+        patches = [(_adjust, "clock_time_spans", no_spans)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -238,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md to 21 (the suite's part of 4 apart).
+    """The conditions 1-6 of RULE_candidate16.md to 25 (the suite's part of 4 apart).
 
     Candidate 21's condition 1 asks "not higher" (it repairs a false mark), and its
     condition 7 is read from ``bench_rules.py``.

@@ -38,6 +38,7 @@ from ..._quantities import (
     ContextQuantities,
     QuantityVerdict,
     citation_numbers,
+    clock_time_spans,
     extract_quantities,
     measure,
 )
@@ -161,10 +162,15 @@ def uncounted_spans(
     """``(start, end)`` of what the absent-word count leaves out of ``answer``.
 
     The sentences that only say the sources lack something (:func:`abstentions`: the
-    rule leaves their words unflagged) and the numbers that cite a source
-    (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md).
+    rule leaves their words unflagged), the numbers that cite a source
+    (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md) and the
+    clock times, which the unit rule judges (RULE_candidate25.md).
     """
-    return [*abstentions(answer, context, question), *citation_numbers(answer)]
+    return [
+        *abstentions(answer, context, question),
+        *citation_numbers(answer),
+        *clock_time_spans(answer),
+    ]
 
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
