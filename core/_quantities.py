@@ -91,6 +91,10 @@ _CITATION = re.compile(
     re.IGNORECASE,
 )
 _DIGITS = re.compile(r"\d+")
+# The word after a citation-shaped number: with a measurement unit it was an amount all
+# along ("[50] metres", "Passage 5 km"), not a citation (RULE_candidate26.md).
+_WORD_AFTER = re.compile(r"\s*(%|[A-Za-z]+)")
+_BRACKETED = re.compile(r"\[(\d{1,4})(\.\d+)?\]\s*(%|[A-Za-z]+)")
 # Words after a number that are not its unit.
 _NOT_UNITS = frozenset(
     "and or to in on at of the a an is was are were by for from with as than but "
@@ -233,13 +237,54 @@ def _fraction_halves(text: str) -> list[Quantity]:
     return out
 
 
+def _is_amount_unit(word: str) -> bool:
+    return word == "%" or _unit(word) in _UNITS
+
+
 def citation_numbers(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the numbers of ``text`` that cite a source (see ``_CITATION``)."""
-    return [
-        (match.start() + digits.start(), match.start() + digits.end())
-        for match in _CITATION.finditer(text)
-        for digits in _DIGITS.finditer(match.group())
-    ]
+    """``(start, end)`` of the numbers of ``text`` that cite a source (see ``_CITATION``).
+
+    A citation-shaped number with a measurement unit after it is an amount, not a citation.
+    """
+    out = []
+    for match in _CITATION.finditer(text):
+        after = _WORD_AFTER.match(text, match.end())
+        if after is not None and _is_amount_unit(after.group(1)):
+            continue
+        out += [
+            (match.start() + digits.start(), match.start() + digits.end())
+            for digits in _DIGITS.finditer(match.group())
+        ]
+    return out
+
+
+def _bracketed_amounts(text: str) -> list[Quantity]:
+    """Numbers in brackets with a measurement unit after them ("[50] metres")."""
+    out = []
+    for match in _BRACKETED.finditer(text):
+        if not _is_amount_unit(match.group(3)):
+            continue
+        value = float(match.group(1) + (match.group(2) or ""))
+        decimals = _decimals(match.group(1), match.group(2))
+        number_end = match.end(2) if match.group(2) else match.end(1)
+        unit = _unit(match.group(3))
+        out.append(
+            Quantity(
+                value,
+                unit,
+                match.start(1),
+                match.end(),
+                is_year=False,
+                decimals=decimals,
+                number_end=number_end,
+            )
+        )
+    return out
+
+
+def _decimals(digits: str, fraction: str | None) -> int:
+    """The place of a number's last significant digit: 2 for "2.65", -1 for "540"."""
+    return len(fraction) - 1 if fraction else -(len(digits) - len(digits.rstrip("0")))
 
 
 def extract_quantities(text: str) -> list[Quantity]:
@@ -250,7 +295,7 @@ def extract_quantities(text: str) -> list[Quantity]:
     ("five and half years" and "5 1/2 years" are 5.5 years). Numbers that cite a source
     (:func:`citation_numbers`) are left out.
     """
-    found = _clock_times(text) + _halves(text) + _fraction_halves(text)
+    found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _bracketed_amounts(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
@@ -265,10 +310,7 @@ def extract_quantities(text: str) -> list[Quantity]:
             and len(digits) == 4
             and _YEAR_RANGE[0] <= value <= _YEAR_RANGE[1]
         )
-        # The place of the last significant digit: 2 for "2.65", -1 for "540" (tens).
-        decimals = (
-            len(match.group(2)) - 1 if match.group(2) else -(len(digits) - len(digits.rstrip("0")))
-        )
+        decimals = _decimals(digits, match.group(2))
         found.append(
             Quantity(
                 value,

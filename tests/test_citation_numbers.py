@@ -63,3 +63,16 @@ def test_the_absent_word_count_leaves_citation_numbers_out() -> None:
     # the citations' numbers are left out; the unsupported "7" is not
     assert [key for _, key in absent] == ["#7", "year", "passage"]
     assert len(uncounted_spans(item.answer, item.context, None)) == 2
+
+
+def test_a_citation_shaped_number_with_a_unit_is_an_amount() -> None:
+    # candidate 26: not a way around the unit rule
+    context = ["passage 1: The Eiffel Tower is 330 metres tall and the walk is 5 km long."]
+
+    def verdicts(answer: str) -> list[tuple[str, str]]:
+        return [(answer[s:e], v) for s, e, v in _number_verdicts(answer, context)]
+
+    assert verdicts("The Eiffel Tower is [50] metres tall.") == [("50] metres", "conflict")]
+    assert verdicts("The walk is Passage 5 km long.") == [("5 km", "present")]
+    # a citation followed by any other word is still a citation
+    assert verdicts("As [2] says, it is 330 metres tall.") == [("330 metres", "present")]

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19-21 and 25), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25 and 26), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate25.md``, committed before the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -27,7 +27,9 @@ same code otherwise, same default map:
   bare "325 degrees" in either scale; neither shipped) were measured by this script at
   commits 4fccaa4 and 4622265;
 - 25: the absent-word count the map reads leaves out clock times, which the unit rule
-  judges (``_adjust.clock_time_spans``); before, "9 PM" counted "9" and "pm" as absent.
+  judges (``_adjust.clock_time_spans``); before, "9 PM" counted "9" and "pm" as absent;
+- 26: a citation-shaped number with a measurement unit after it is an amount
+  (``_quantities._is_amount_unit``: "[50] metres", "Passage 5 km"); before, a citation.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -71,7 +73,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -89,6 +91,11 @@ def two_words(sentence: str) -> list[str]:
 def no_spans(_text: str) -> list[tuple[int, int]]:
     """``citation_numbers`` or ``clock_time_spans`` switched off (19's or 25's "before")."""
     return []
+
+
+def no_amount(_word: str) -> bool:
+    """``_quantities._is_amount_unit`` switched off (candidate 26's "before")."""
+    return False
 
 
 def no_halves(_text: str) -> list[Any]:
@@ -115,8 +122,10 @@ def rule_change(variant: str) -> Iterator[None]:
         patches = [(_quantities, "_halves", no_halves)] if off else []
     elif candidate == "21":
         patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
-    else:
+    elif candidate == "25":
         patches = [(_adjust, "clock_time_spans", no_spans)] if off else []
+    else:
+        patches = [(_quantities, "_is_amount_unit", no_amount)] if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -242,9 +251,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md to 25 (the suite's part of 4 apart).
+    """The conditions 1-6 of RULE_candidate16.md to 26 (the suite's part of 4 apart).
 
-    Candidate 21's condition 1 asks "not higher" (it repairs a false mark), and its
+    Candidates 21 and 26 ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.
     """
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
@@ -253,7 +262,7 @@ def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     flagged, before = fj[v]["clean_flagged"], fj["before"]["clean_flagged"]
     first = (
         {"1_faithjudge_clean_flagged_not_higher": flagged <= before}
-        if v == "21"
+        if v in ("21", "26")
         else {"1_faithjudge_clean_flagged_lower": flagged < before}
     )
     conditions = {
