@@ -21,12 +21,12 @@ import json
 import logging
 from collections.abc import Sequence
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .rag_features import HARD_CASES, ROOT
+from ._cli import emit_json, parse_logged, selection_parser
+from .rag_features import HARD_CASES
 from .rag_response import (
     Scored,
     Short,
@@ -108,14 +108,10 @@ def decide(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 def candidate_args(doc: str | None, argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line of a map candidate's script (``--folder``, ``--out``, ``--write``)."""
-    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
+    parser = selection_parser(doc, "where to write the figures and the decision")
     parser.add_argument("--faithjudge-limit", type=int, default=1500)
-    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
     parser.add_argument("--write", action="store_true", help="write the chosen map, if any")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    return args
+    return parse_logged(parser, argv)
 
 
 def finish(result: dict[str, Any], args: argparse.Namespace, entries: dict[str, Any]) -> None:
@@ -127,10 +123,7 @@ def finish(result: dict[str, Any], args: argparse.Namespace, entries: dict[str, 
     passing = [n for n, d in result["decision"].items() if d["passes"]]
     chosen = max(passing, key=lambda n: result["select_crossfitted"][n]["auroc"], default=None)
     result["chosen"] = chosen
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit_json(result, args.out)
     if args.write and chosen is not None:
         path = args.folder / "config.json"
         config = json.loads(path.read_text())

@@ -23,18 +23,16 @@ new text, and the hard-case AUROC here is optimistic.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
-from .rag_features import HARD_CASES, ROOT
+from ._cli import emit_json, parse_logged, selection_parser
+from .rag_features import HARD_CASES
 from .rag_response import (
     FOLDS,
     Short,
@@ -96,11 +94,8 @@ def tradeoff(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
-    parser.add_argument("--out", type=Path, help="folder for short_weight_tradeoff.json")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    parser = selection_parser(__doc__, "folder for short_weight_tradeoff.json")
+    args = parse_logged(parser, argv)
     current = folder_map(args.folder)
     rag = load_set(args.folder, "ragtruth_dev_train")
     hard = load_set(args.folder, HARD_CASES)
@@ -112,10 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         },
         "candidate_5a_by_ratio": tradeoff(rag, hard),
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        (args.out / "short_weight_tradeoff.json").write_text(text + "\n")
+    emit_json(result, None if args.out is None else args.out / "short_weight_tradeoff.json")
 
 
 if __name__ == "__main__":

@@ -50,9 +50,7 @@ first form, ``training.negation_rule``.)
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -64,8 +62,9 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
+from ._cli import emit_json, parse_logged, selection_parser
 from .free_length_map import Answer, answer_of, cached_answers, runtime_answers, scores
-from .rag_features import ROOT, hard_case_examples
+from .rag_features import hard_case_examples
 from .rag_response import folder_map, load_set, padded_answers, report
 
 log = logging.getLogger("rule_change")
@@ -88,8 +87,8 @@ def two_words(sentence: str) -> list[str]:
     return out
 
 
-def no_spans(_text: str) -> list[tuple[int, int]]:
-    """``citation_numbers`` or ``clock_time_spans`` switched off (19's or 25's "before")."""
+def nothing(_text: str) -> list[Any]:
+    """A reader switched off: it finds nothing."""
     return []
 
 
@@ -98,34 +97,29 @@ def no_amount(_word: str) -> bool:
     return False
 
 
-def no_halves(_text: str) -> list[Any]:
-    """A reader of ``_quantities`` switched off: 20's or 21's "before"."""
-    return []
+def _switches(candidate: str) -> list[tuple[Any, str, Any]]:
+    """What turns ``candidate`` off: ``(module, name, stand-in)`` for each patch."""
+    from truthlens_integrations.core import _quantities
+    from truthlens_integrations.core.models.detection import _adjust
+
+    return {
+        "16": [(_adjust, "_negated_words", two_words)],
+        "17": [(_quantities, "_TIME", re.compile(r"(?!)"))],  # matches nothing
+        "19": [(_adjust, "citation_numbers", nothing), (_quantities, "citation_numbers", nothing)],
+        "20": [(_quantities, "_halves", nothing)],
+        "21": [(_quantities, "_fraction_halves", nothing)],
+        "25": [(_adjust, "clock_time_spans", nothing)],
+        "26": [(_quantities, "_is_amount_unit", no_amount)],
+    }[candidate]
 
 
 @contextlib.contextmanager
 def rule_change(variant: str) -> Iterator[None]:
     """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
-    from truthlens_integrations.core import _quantities
     from truthlens_integrations.core.models.detection import _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
-    patches: list[tuple[Any, str, Any]]
-    if candidate == "16":
-        patches = [(_adjust, "_negated_words", two_words)] if off else []
-    elif candidate == "17":
-        patches = [(_quantities, "_TIME", re.compile(r"(?!)"))] if off else []  # matches nothing
-    elif candidate == "19":
-        patches = [(_adjust, "citation_numbers", no_spans)] if off else []
-        patches += [(_quantities, "citation_numbers", no_spans)] if off else []
-    elif candidate == "20":
-        patches = [(_quantities, "_halves", no_halves)] if off else []
-    elif candidate == "21":
-        patches = [(_quantities, "_fraction_halves", no_halves)] if off else []
-    elif candidate == "25":
-        patches = [(_adjust, "clock_time_spans", no_spans)] if off else []
-    else:
-        patches = [(_quantities, "_is_amount_unit", no_amount)] if off else []
+    patches = _switches(candidate) if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -187,12 +181,9 @@ def heldout_aurocs(values: np.ndarray, gold: list[bool], groups: list[str]) -> d
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = selection_parser(__doc__, "where to write the figures and the decision")
     parser.add_argument("--candidate", choices=CANDIDATES, required=True)
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
-    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = parse_logged(parser, argv)
     shipped = folder_map(args.folder)
     sides = {"before": f"off!{args.candidate}"}
     sides.update({v: v for v in CANDIDATES[args.candidate]})
@@ -244,10 +235,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     result["negation_flips"] = len(flips)
     result["decision"] = {v: decide(result, v) for v in CANDIDATES[args.candidate]}
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit_json(result, args.out)
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:

@@ -14,9 +14,7 @@ eval-only is read.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +24,8 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
-from .rag_features import ROOT, hard_case_examples
+from ._cli import emit_json, parse_logged, selection_parser
+from .rag_features import hard_case_examples
 from .rag_response import (
     CachedToken,
     Scored,
@@ -118,12 +117,9 @@ def choose(result: dict[str, Any]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
+    parser = selection_parser(__doc__, "where to write the figures and the decision")
     parser.add_argument("--faithjudge-limit", type=int, default=1500)
-    parser.add_argument("--out", type=Path, help="where to write the figures and the decision")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = parse_logged(parser, argv)
     response = folder_map(args.folder)
     result: dict[str, Any] = {
         "folder": str(args.folder),
@@ -166,10 +162,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     result["decision"] = {n: decide(result, n) for n in CANDIDATES}
     result["chosen"] = choose(result)
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit_json(result, args.out)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,14 @@ probabilities). Nothing eval-only is read.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from .rag_features import ROOT, cache_file, load_examples, read_cache
+from ._cli import emit_json, parse_logged, selection_parser
+from .rag_features import cache_file, load_examples, read_cache
 
 log = logging.getLogger("span_cut")
 
@@ -90,12 +89,9 @@ def apply_cut(config: dict[str, Any], cut: float, note: str) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
-    parser.add_argument("--out", type=Path, help="where to write the table and the choice (JSON)")
+    parser = selection_parser(__doc__, "where to write the table and the choice (JSON)")
     parser.add_argument("--write", action="store_true", help="apply the chosen cut to the folder")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = parse_logged(parser, argv)
     rows = read_cache(cache_file(args.folder, DATASET))
     examples = load_examples(DATASET)
     table = [span_f1(examples, rows, cut) for cut in GRID]
@@ -107,10 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "chosen": chosen,
         "condition_1_above_current": chosen["f1"] > table[0]["f1"],
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit_json(result, args.out)
     if args.write and result["condition_1_above_current"]:
         path = args.folder / "config.json"
         note = (

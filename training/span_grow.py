@@ -14,17 +14,15 @@ is read.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .rag_features import ROOT, cache_file, load_examples, read_cache
+from ._cli import emit_json, parse_logged, selection_parser
+from .rag_features import cache_file, load_examples, read_cache
 from .rag_response import source_bootstrap
 
 log = logging.getLogger("span_grow")
@@ -88,11 +86,8 @@ def f1_bootstrap(a: np.ndarray, b: np.ndarray, sources: np.ndarray) -> dict[str,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, default=ROOT / "core" / "_bundled" / "detector")
-    parser.add_argument("--out", type=Path, help="where to write the table and the choice (JSON)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    parser = selection_parser(__doc__, "where to write the table and the choice (JSON)")
+    args = parse_logged(parser, argv)
     rows = read_cache(cache_file(args.folder, DATASET))
     examples = load_examples(DATASET)
     source = {e.id: e.source_id for e in examples}
@@ -130,10 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "conditions": conditions,
         "passes_figures": all(conditions.values()),
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit_json(result, args.out)
 
 
 if __name__ == "__main__":
