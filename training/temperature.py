@@ -1,0 +1,209 @@
+"""Candidate 27 of issue 27: a temperature on the default map's logit, by its rule.
+
+``benchmarks/results/rag_selection/RULE_candidate27.md`` (committed before this script):
+the default map's logit divided by ``T`` (every coefficient and the bias times ``1/T``), so
+that a score of 0.5 stays 0.5 and no verdict at the default threshold or ranking moves.
+``T`` minimises the log loss of the select split of ``ragtruth_dev``; the select figures
+are cross-fitted (5 folds by source). AttributionBench and the 1,500 FaithJudge answers of
+the select sources are read with the ``T`` fitted on all select answers, as are the
+held-out train-role answers (``bench_heldout.py --per-source 30`` draws), the hard-case
+test set and the padded Eiffel answer, which are scored afresh by the runtime detector.
+Reads the caches of ``training.rag_features``; nothing eval-only is read.
+
+    python -m training.temperature --out benchmarks/results/rag_selection/candidate27.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from truthlens_integrations.evaluation import auroc
+
+from ._cli import emit_json, parse_logged, selection_parser
+from .calibrate_evidence import ece
+from .free_length_map import cached_answers, runtime_answers, scores
+from .rag_features import hard_case_examples
+from .rag_response import folder_map, load_set, padded_answers, source_bootstrap, source_folds
+from .rule_change import heldout_items
+
+log = logging.getLogger("temperature")
+
+SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
+# Every coefficient of the map (the floors are not coefficients: 1 switches a floor on).
+COEFFICIENTS = (
+    "max_logit",
+    "log_sentences",
+    "bias",
+    "absent_words",
+    "sentence_peak",
+    "absent_numbers",
+    "flagged_tokens",
+    "number_conflicts",
+    "negation_conflicts",
+)
+
+
+def tempered(response: Any, temperature: float) -> Any:
+    """``response`` with its logit divided by ``temperature`` (0.5 stays 0.5)."""
+    if response.long_answers is not None or response.rule_floor:
+        # Neither is in the default map; a floor on the score would not scale with it.
+        raise ValueError("a temperature is defined here for a single map without a score floor")
+    changes = {k: getattr(response, k) / temperature for k in COEFFICIENTS}
+    return dataclasses.replace(response, **changes)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-9, 1 - 1e-9)
+    return np.log(p / (1 - p))
+
+
+def fit_temperature(p: np.ndarray, y: np.ndarray) -> float:
+    """The ``T`` that minimises the log loss of ``sigmoid(logit(p) / T)`` against ``y``.
+
+    The loss is convex in ``1/T``; a grid over ``1/T`` then a bisection on its derivative
+    is exact to 1e-6 without an optimiser dependency.
+    """
+    z = _logit(p)
+
+    def slope(inverse: float) -> float:  # d(mean log loss)/d(1/T)
+        q = 1 / (1 + np.exp(-z * inverse))
+        return float(np.mean((q - y) * z))
+
+    low, high = 0.05, 20.0
+    if slope(low) > 0 or slope(high) < 0:
+        raise ValueError("the log loss has no minimum inside 1/T in [0.05, 20]")
+    while high - low > 1e-6:
+        mid = (low + high) / 2
+        low, high = (mid, high) if slope(mid) < 0 else (low, mid)
+    return 1 / ((low + high) / 2)
+
+
+def rescore(p: np.ndarray, temperature: float) -> np.ndarray:
+    """Scores ``p`` read through the temperature (what ``tempered`` gives, up to rounding)."""
+    return 1 / (1 + np.exp(-_logit(p) / temperature))
+
+
+def cross_fitted(
+    p: np.ndarray, y: np.ndarray, sources: np.ndarray
+) -> tuple[np.ndarray, list[float]]:
+    """Each answer rescored with the ``T`` fitted on the other folds' sources."""
+    fold_of = source_folds(sources.tolist())
+    folds = np.array([fold_of[s] for s in sources])
+    out, temperatures = np.empty_like(p), []
+    for k in sorted(set(folds.tolist())):
+        held = folds == k
+        t = fit_temperature(p[~held], y[~held])
+        temperatures.append(round(t, 4))
+        out[held] = rescore(p[held], t)
+    return out, temperatures
+
+
+def figures(before: np.ndarray, after: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """ECE on both sides; AUROC and the verdicts at 0.5, which must be equal."""
+    gold = y.astype(bool).tolist()
+    return {
+        "n": len(y),
+        "ece_before": round(ece(before, y), 4),
+        "ece_after": round(ece(after, y), 4),
+        "auroc_before": round(auroc(gold, before.tolist()), 4),
+        "auroc_after": round(auroc(gold, after.tolist()), 4),
+        "verdicts_changed": int(((before >= 0.5) != (after >= 0.5)).sum()),
+    }
+
+
+def ece_bootstrap(
+    before: np.ndarray, after: np.ndarray, y: np.ndarray, sources: np.ndarray
+) -> dict[str, float]:
+    """ECE(after) - ECE(before) with a 95% interval, resampling sources."""
+    return source_bootstrap(lambda r: ece(after[r], y[r]) - ece(before[r], y[r]), sources)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = selection_parser(__doc__, "where to write the figures and the decision")
+    args = parse_logged(parser, argv)
+    shipped = folder_map(args.folder)
+    read = {}
+    for dataset, limit in SETS:
+        data = load_set(args.folder, dataset, limit)
+        read[dataset] = (data, scores(shipped, cached_answers(data)))
+    select, p_select = read["ragtruth_dev_select"]
+    temperature = fit_temperature(p_select, select.y)
+    after_map = tempered(shipped, temperature)
+    crossed, fold_temperatures = cross_fitted(p_select, select.y, select.sources)
+    result: dict[str, Any] = {
+        "folder": str(args.folder),
+        "rule": "benchmarks/results/rag_selection/RULE_candidate27.md",
+        "temperature": round(temperature, 4),
+        "fold_temperatures": fold_temperatures,
+        "ragtruth_dev_select": {
+            **figures(p_select, crossed, select.y),
+            "ece_difference": ece_bootstrap(p_select, crossed, select.y, select.sources),
+        },
+    }
+    after = {}
+    for dataset in ("attributionbench", "faithjudge_select"):
+        data, before = read[dataset]
+        after[dataset] = scores(after_map, cached_answers(data))
+        result[dataset] = figures(before, after[dataset], data.y)
+    data, before = read["attributionbench"]
+    with_context = np.array([bool("".join(e.to_input().context).strip()) for e in data.examples])
+    result["attributionbench"]["with_context"] = figures(
+        before[with_context], after["attributionbench"][with_context], data.y[with_context]
+    )
+    result["attributionbench"]["empty_context"] = int((~with_context).sum())
+    log.info("select-role sets done")
+    cases = hard_case_examples("test")
+    items, gold_held, _groups = heldout_items()
+    parts = {
+        "hard_cases": ([c.to_input() for c in cases], [c.hallucinated for c in cases]),
+        "heldout_all": (items, gold_held),
+    }
+    for name, (inputs, gold) in parts.items():
+        answers = runtime_answers(args.folder, inputs)
+        y = np.array(gold, dtype=float)
+        result[name] = figures(scores(shipped, answers), scores(after_map, answers), y)
+        log.info("%s done", name)
+    padding = runtime_answers(args.folder, padded_answers())
+    result["padding"] = {
+        "before": [round(float(v), 4) for v in scores(shipped, padding)],
+        "after": [round(float(v), 4) for v in scores(after_map, padding)],
+    }
+    result["map_after"] = {k: round(getattr(after_map, k), 6) for k in COEFFICIENTS}
+    result["decision"] = decide(result)
+    emit_json(result, args.out)
+
+
+def decide(result: dict[str, Any]) -> dict[str, Any]:
+    """The conditions 1-4 of RULE_candidate27.md (5, the suite, is run apart)."""
+    sets = ("ragtruth_dev_select", "attributionbench", "faithjudge_select")
+    sets += ("hard_cases", "heldout_all")
+    select = result["ragtruth_dev_select"]
+    pad = result["padding"]["after"]
+    conditions = {
+        "1_select_ece_lower_and_interval_below_0": select["ece_after"] < select["ece_before"]
+        and select["ece_difference"]["high"] < 0,
+        "2_attributionbench_and_faithjudge_ece_not_higher": all(
+            result[s]["ece_after"] <= result[s]["ece_before"]
+            for s in ("attributionbench", "faithjudge_select")
+        ),
+        "3_heldout_and_hard_cases_ece_at_most_0.02_higher": all(
+            result[s]["ece_after"] <= result[s]["ece_before"] + 0.02
+            for s in ("hard_cases", "heldout_all")
+        ),
+        "4_aurocs_and_verdicts_unchanged_padding_flat": all(
+            result[s]["auroc_after"] == result[s]["auroc_before"]
+            and result[s]["verdicts_changed"] == 0
+            for s in sets
+        )
+        and max(pad) - min(pad) < 1e-4,
+    }
+    return {**conditions, "passes": all(conditions.values())}
+
+
+if __name__ == "__main__":
+    main()
