@@ -1,4 +1,4 @@
-"""Candidate 27 of issue 27: a temperature on the default map's logit, by its rule.
+"""Candidates 27 and 27b of issue 27: a temperature on the default map's logit, by its rule.
 
 ``benchmarks/results/rag_selection/RULE_candidate27.md`` (committed before this script):
 the default map's logit divided by ``T`` (every coefficient and the bias times ``1/T``), so
@@ -10,7 +10,12 @@ held-out train-role answers (``bench_heldout.py --per-source 30`` draws), the ha
 test set and the padded Eiffel answer, which are scored afresh by the runtime detector.
 Reads the caches of ``training.rag_features``; nothing eval-only is read.
 
+27b (``RULE_candidate27b.md``) fits ``T`` on the three select-role sets together, each
+weighing the same, and cross-fits all three by source.
+
     python -m training.temperature --out benchmarks/results/rag_selection/candidate27.json
+    python -m training.temperature --variant 27b \
+        --out benchmarks/results/rag_selection/candidate27b.json
 """
 
 from __future__ import annotations
@@ -62,17 +67,17 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def fit_temperature(p: np.ndarray, y: np.ndarray) -> float:
-    """The ``T`` that minimises the log loss of ``sigmoid(logit(p) / T)`` against ``y``.
+def fit_temperature(p: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """The ``T`` that minimises the (weighted) log loss of ``sigmoid(logit(p) / T)``.
 
-    The loss is convex in ``1/T``; a grid over ``1/T`` then a bisection on its derivative
-    is exact to 1e-6 without an optimiser dependency.
+    The loss is convex in ``1/T``, so a bisection on its derivative is exact to 1e-6
+    without an optimiser dependency.
     """
     z = _logit(p)
 
     def slope(inverse: float) -> float:  # d(mean log loss)/d(1/T)
         q = 1 / (1 + np.exp(-z * inverse))
-        return float(np.mean((q - y) * z))
+        return float(np.average((q - y) * z, weights=weights))
 
     low, high = 0.05, 20.0
     if slope(low) > 0 or slope(high) < 0:
@@ -89,7 +94,7 @@ def rescore(p: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def cross_fitted(
-    p: np.ndarray, y: np.ndarray, sources: np.ndarray
+    p: np.ndarray, y: np.ndarray, sources: np.ndarray, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, list[float]]:
     """Each answer rescored with the ``T`` fitted on the other folds' sources."""
     fold_of = source_folds(sources.tolist())
@@ -97,7 +102,7 @@ def cross_fitted(
     out, temperatures = np.empty_like(p), []
     for k in sorted(set(folds.tolist())):
         held = folds == k
-        t = fit_temperature(p[~held], y[~held])
+        t = fit_temperature(p[~held], y[~held], None if weights is None else weights[~held])
         temperatures.append(round(t, 4))
         out[held] = rescore(p[held], t)
     return out, temperatures
@@ -123,33 +128,78 @@ def ece_bootstrap(
     return source_bootstrap(lambda r: ece(after[r], y[r]) - ece(before[r], y[r]), sources)
 
 
+def select_only(read: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """Candidate 27: ``T`` fitted on the select split, its figures cross-fitted."""
+    select, p = read["ragtruth_dev_select"]
+    crossed, fold_temperatures = cross_fitted(p, select.y, select.sources)
+    return fit_temperature(p, select.y), {
+        "fold_temperatures": fold_temperatures,
+        "ragtruth_dev_select": {
+            **figures(p, crossed, select.y),
+            "ece_difference": ece_bootstrap(p, crossed, select.y, select.sources),
+        },
+    }
+
+
+def all_select_role(read: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """Candidate 27b: ``T`` fitted on the three select-role sets, each weighing the same.
+
+    Cross-fitted by source over the union (a FaithJudge answer shares its select source's
+    fold); each set reports its cross-fitted ECE beside the figures of the ``T`` fitted
+    on all rows.
+    """
+    names = [name for name, _ in SETS]
+    p = np.concatenate([read[n][1] for n in names])
+    y = np.concatenate([read[n][0].y for n in names])
+    sources = np.concatenate([[f"{_family(n)}/{s}" for s in read[n][0].sources] for n in names])
+    weights = np.concatenate([np.full(len(read[n][1]), 1 / len(read[n][1])) for n in names])
+    crossed, fold_temperatures = cross_fitted(p, y, sources, weights)
+    out: dict[str, Any] = {"fold_temperatures": fold_temperatures}
+    at = 0
+    for n in names:
+        data, before = read[n]
+        mine = crossed[at : at + len(before)]
+        at += len(before)
+        out[n] = {"ece_cross_fitted": round(ece(mine, data.y), 4)}
+        if n == "ragtruth_dev_select":
+            out[n]["ece_difference"] = ece_bootstrap(before, mine, data.y, data.sources)
+    return fit_temperature(p, y, weights), out
+
+
+def _family(dataset: str) -> str:
+    """FaithJudge answers answer the select split's prompts: same sources, same folds."""
+    return "attributionbench" if dataset == "attributionbench" else "ragtruth"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = selection_parser(__doc__, "where to write the figures and the decision")
+    parser.add_argument("--variant", choices=("27", "27b"), default="27")
     args = parse_logged(parser, argv)
     shipped = folder_map(args.folder)
     read = {}
     for dataset, limit in SETS:
         data = load_set(args.folder, dataset, limit)
         read[dataset] = (data, scores(shipped, cached_answers(data)))
-    select, p_select = read["ragtruth_dev_select"]
-    temperature = fit_temperature(p_select, select.y)
+    fitted = select_only if args.variant == "27" else all_select_role
+    temperature, result = fitted(read)
     after_map = tempered(shipped, temperature)
-    crossed, fold_temperatures = cross_fitted(p_select, select.y, select.sources)
-    result: dict[str, Any] = {
+    result = {
         "folder": str(args.folder),
-        "rule": "benchmarks/results/rag_selection/RULE_candidate27.md",
+        "rule": f"benchmarks/results/rag_selection/RULE_candidate{args.variant}.md",
         "temperature": round(temperature, 4),
-        "fold_temperatures": fold_temperatures,
-        "ragtruth_dev_select": {
-            **figures(p_select, crossed, select.y),
-            "ece_difference": ece_bootstrap(p_select, crossed, select.y, select.sources),
-        },
+        **result,
     }
     after = {}
-    for dataset in ("attributionbench", "faithjudge_select"):
+    for dataset, _ in SETS:
         data, before = read[dataset]
         after[dataset] = scores(after_map, cached_answers(data))
-        result[dataset] = figures(before, after[dataset], data.y)
+        result.setdefault(dataset, {}).update(
+            {
+                k: v
+                for k, v in figures(before, after[dataset], data.y).items()
+                if k not in result.get(dataset, {})
+            }
+        )
     data, before = read["attributionbench"]
     with_context = np.array([bool("".join(e.to_input().context).strip()) for e in data.examples])
     result["attributionbench"]["with_context"] = figures(
@@ -174,21 +224,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         "after": [round(float(v), 4) for v in scores(after_map, padding)],
     }
     result["map_after"] = {k: round(getattr(after_map, k), 6) for k in COEFFICIENTS}
-    result["decision"] = decide(result)
+    result["decision"] = decide(result, args.variant)
     emit_json(result, args.out)
 
 
-def decide(result: dict[str, Any]) -> dict[str, Any]:
-    """The conditions 1-4 of RULE_candidate27.md (5, the suite, is run apart)."""
+def decide(result: dict[str, Any], variant: str) -> dict[str, Any]:
+    """The conditions 1-4 of RULE_candidate27.md or 27b (5, the suite, is run apart).
+
+    27 reads the select split cross-fitted and the other two with the ``T`` of all; 27b
+    reads the three sets cross-fitted, and condition 4 with the ``T`` of all.
+    """
+    key = "ece_after" if variant == "27" else "ece_cross_fitted"
     sets = ("ragtruth_dev_select", "attributionbench", "faithjudge_select")
     sets += ("hard_cases", "heldout_all")
     select = result["ragtruth_dev_select"]
     pad = result["padding"]["after"]
     conditions = {
-        "1_select_ece_lower_and_interval_below_0": select["ece_after"] < select["ece_before"]
+        "1_select_ece_lower_and_interval_below_0": select[key] < select["ece_before"]
         and select["ece_difference"]["high"] < 0,
         "2_attributionbench_and_faithjudge_ece_not_higher": all(
-            result[s]["ece_after"] <= result[s]["ece_before"]
+            result[s][key] <= result[s]["ece_before"]
             for s in ("attributionbench", "faithjudge_select")
         ),
         "3_heldout_and_hard_cases_ece_at_most_0.02_higher": all(
