@@ -11,11 +11,12 @@ test set and the padded Eiffel answer, which are scored afresh by the runtime de
 Reads the caches of ``training.rag_features``; nothing eval-only is read.
 
 27b (``RULE_candidate27b.md``) fits ``T`` on the three select-role sets together, each
-weighing the same, and cross-fits all three by source.
+weighing the same, and cross-fits all three by source; 27c (``RULE_candidate27c.md``)
+is 27b without AttributionBench's claims whose context is empty.
 
     python -m training.temperature --out benchmarks/results/rag_selection/candidate27.json
     python -m training.temperature --variant 27b \
-        --out benchmarks/results/rag_selection/candidate27b.json
+        --out benchmarks/results/rag_selection/candidate27b.json   # and 27c
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from ._cli import emit_json, parse_logged, selection_parser
 from .calibrate_evidence import ece
 from .free_length_map import cached_answers, runtime_answers, scores
 from .rag_features import hard_case_examples
-from .rag_response import folder_map, load_set, padded_answers, source_bootstrap, source_folds
+from .rag_response import (
+    Scored,
+    folder_map,
+    load_set,
+    padded_answers,
+    source_bootstrap,
+    source_folds,
+)
 from .rule_change import heldout_items
 
 log = logging.getLogger("temperature")
@@ -166,6 +174,24 @@ def all_select_role(read: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     return fit_temperature(p, y, weights), out
 
 
+def has_context(data: Scored) -> np.ndarray:
+    """Which rows have a context to check against (the runtime scores no other)."""
+    return np.array([bool("".join(e.to_input().context).strip()) for e in data.examples])
+
+
+def with_context(data: Scored) -> Scored:
+    """``data`` without its rows whose context is empty (27c)."""
+    keep = has_context(data)
+    return Scored(
+        examples=[e for e, k in zip(data.examples, keep, strict=True) if k],
+        rows=[r for r, k in zip(data.rows, keep, strict=True) if k],
+        signals=[g for g, k in zip(data.signals, keep, strict=True) if k],
+        y=data.y[keep],
+        sources=data.sources[keep],
+        tasks=data.tasks[keep],
+    )
+
+
 def _family(dataset: str) -> str:
     """FaithJudge answers answer the select split's prompts: same sources, same folds."""
     return "attributionbench" if dataset == "attributionbench" else "ragtruth"
@@ -173,14 +199,16 @@ def _family(dataset: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = selection_parser(__doc__, "where to write the figures and the decision")
-    parser.add_argument("--variant", choices=("27", "27b"), default="27")
+    parser.add_argument("--variant", choices=("27", "27b", "27c"), default="27")
     args = parse_logged(parser, argv)
     shipped = folder_map(args.folder)
     read = {}
     for dataset, limit in SETS:
         data = load_set(args.folder, dataset, limit)
+        if args.variant == "27c":
+            data = with_context(data)
         read[dataset] = (data, scores(shipped, cached_answers(data)))
-    fitted = select_only if args.variant == "27" else all_select_role
+    fitted = select_only if args.variant == "27" else all_select_role  # 27b and 27c
     temperature, result = fitted(read)
     after_map = tempered(shipped, temperature)
     result = {
@@ -201,11 +229,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             }
         )
     data, before = read["attributionbench"]
-    with_context = np.array([bool("".join(e.to_input().context).strip()) for e in data.examples])
+    kept = has_context(data)
     result["attributionbench"]["with_context"] = figures(
-        before[with_context], after["attributionbench"][with_context], data.y[with_context]
+        before[kept], after["attributionbench"][kept], data.y[kept]
     )
-    result["attributionbench"]["empty_context"] = int((~with_context).sum())
+    result["attributionbench"]["empty_context"] = int((~kept).sum())
     log.info("select-role sets done")
     cases = hard_case_examples("test")
     items, gold_held, _groups = heldout_items()
