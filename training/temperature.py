@@ -16,14 +16,16 @@ is 27b without AttributionBench's claims whose context is empty.
 
     python -m training.temperature --out benchmarks/results/rag_selection/candidate27.json
     python -m training.temperature --variant 27b \
-        --out benchmarks/results/rag_selection/candidate27b.json   # and 27c
+        --out benchmarks/results/rag_selection/candidate27b.json   # and 27c [--write]
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -200,6 +202,9 @@ def _family(dataset: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = selection_parser(__doc__, "where to write the figures and the decision")
     parser.add_argument("--variant", choices=("27", "27b", "27c"), default="27")
+    parser.add_argument(
+        "--write", action="store_true", help="write the tempered map into the folder if it passes"
+    )
     args = parse_logged(parser, argv)
     shipped = folder_map(args.folder)
     read = {}
@@ -254,6 +259,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     result["map_after"] = {k: round(getattr(after_map, k), 6) for k in COEFFICIENTS}
     result["decision"] = decide(result, args.variant)
     emit_json(result, args.out)
+    if args.write and result["decision"]["passes"]:
+        write_map(args.folder, after_map, temperature, args.variant)
+
+
+def write_map(folder: Path, response: Any, temperature: float, variant: str) -> None:
+    """Replace the folder's default map's coefficients by ``response``'s (the tempered map)."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text())
+    stored = config["truthlens"]["response_calibration"]
+    stored.update({k: round(getattr(response, k), 6) for k in COEFFICIENTS if k in stored})
+    stored["fitted_on"] += (
+        f"; temperature {temperature:.4f} (every coefficient divided by it; 0.5 stays 0.5): "
+        f"candidate {variant}, fitted on the select-role sets (RULE_candidate{variant}.md, "
+        "training/temperature.py)"
+    )
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    log.info("wrote the tempered map into %s", path)
 
 
 def decide(result: dict[str, Any], variant: str) -> dict[str, Any]:
