@@ -1,8 +1,9 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25 and 26), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25, 26 and 28), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, committed before the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, committed before
+the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -29,7 +30,9 @@ same code otherwise, same default map:
 - 25: the absent-word count the map reads leaves out clock times, which the unit rule
   judges (``_adjust.clock_time_spans``); before, "9 PM" counted "9" and "pm" as absent;
 - 26: a citation-shaped number with a measurement unit after it is an amount
-  (``_quantities._is_amount_unit``: "[50] metres", "Passage 5 km"); before, a citation.
+  (``_quantities._is_amount_unit``: "[50] metres", "Passage 5 km"); before, a citation;
+- 28: the absent-word count leaves out the phrases that say where the answer comes from
+  (``_adjust.source_framing``: "Based on the provided passages"); before, they counted.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -72,7 +75,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -110,6 +113,7 @@ def _switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "21": [(_quantities, "_fraction_halves", nothing)],
         "25": [(_adjust, "clock_time_spans", nothing)],
         "26": [(_quantities, "_is_amount_unit", no_amount)],
+        "28": [(_adjust, "source_framing", nothing)],
     }[candidate]
 
 
@@ -239,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md to 26 (the suite's part of 4 apart).
+    """The conditions 1-6 of RULE_candidate16.md to 26 and 28 (the suite's part of 4 apart).
 
     Candidates 21 and 26 ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.

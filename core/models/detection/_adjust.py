@@ -109,6 +109,33 @@ _SOURCE = re.compile(
     r"provided|given|above|excerpts?|snippets?|materials?)\b",
     re.IGNORECASE,
 )
+# The writer's talk about where the answer comes from ("Based on the provided passages",
+# "Here is a concise summary of the passage:", "The passage discusses"): the context never
+# holds these words, so without this every framed answer, right or wrong, counted two to
+# four absent words for them (RULE_candidate28.md). Only the phrase is matched; the claim
+# after it is counted.
+_SOURCE_NOUN = (
+    r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
+    r"snippets?|search\s+results?)"
+)
+_SOURCE_FRAMING = re.compile(
+    r"\b(?:"
+    rf"based\s+(?:solely\s+|only\s+|entirely\s+|purely\s+)?on\s+(?:the\s+)?"
+    rf"(?:provided\s+|given\s+|above\s+|available\s+|following\s+|retrieved\s+)?{_SOURCE_NOUN}"
+    r"(?:\s+(?:provided|given|above))?"
+    rf"|according\s+to\s+(?:the\s+)?(?:provided\s+|given\s+|above\s+)?{_SOURCE_NOUN}"
+    r"|(?:here\s+is|here's|here\s+are|below\s+is)\s+(?:a\s+|an\s+|my\s+|the\s+)?"
+    r"(?:concise\s+|brief\s+|short\s+|quick\s+|possible\s+)?"
+    r"(?:summary|answer|overview|response|breakdown)"
+    rf"(?:\s+(?:of|to|for)\s+(?:the\s+)?(?:given\s+|provided\s+)?(?:{_SOURCE_NOUN}|question))?"
+    rf"|the\s+(?:provided\s+|given\s+|above\s+)?{_SOURCE_NOUN}\s+"
+    r"(?:discuss(?:es)?|describes?|mentions?|states?|says?|notes?|explains?|indicates?|"
+    r"suggests?|covers?|provides?|highlights?)(?:\s+that)?"
+    r"|as\s+(?:noted|mentioned|stated|described)\s+in\s+(?:one|the|another|a)\s+"
+    rf"(?:of\s+the\s+)?{_SOURCE_NOUN}"
+    r")\b",
+    re.IGNORECASE,
+)
 _ABSTAIN_WORDS = frozenset(
     """provided information context passage passages text document documents source sources
     mention mentioned mentions specify specified say says said state stated provide give given
@@ -163,14 +190,25 @@ def uncounted_spans(
 
     The sentences that only say the sources lack something (:func:`abstentions`: the
     rule leaves their words unflagged), the numbers that cite a source
-    (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md) and the
-    clock times, which the unit rule judges (RULE_candidate25.md).
+    (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md), the
+    clock times, which the unit rule judges (RULE_candidate25.md), and the phrases that
+    say where the answer comes from (:func:`source_framing`; RULE_candidate28.md).
     """
     return [
         *abstentions(answer, context, question),
         *citation_numbers(answer),
         *clock_time_spans(answer),
+        *source_framing(answer),
     ]
+
+
+def source_framing(answer: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the phrases that say where the answer comes from.
+
+    "Based on the provided passages", "Here is a concise summary of the passage", "The
+    passage discusses": the writer's talk about the sources, not a claim.
+    """
+    return [m.span() for m in _SOURCE_FRAMING.finditer(answer)]
 
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
