@@ -1,0 +1,60 @@
+"""Words about the sources are not absent words (issue 27, RULE_candidate28.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core.models.detection._adjust import source_framing
+from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
+
+
+@pytest.mark.parametrize(
+    ("text", "framing"),
+    [
+        (
+            "Based on the provided passages, Oracle has two CEOs.",
+            ["Based on the provided passages"],
+        ),
+        (
+            "Here is a concise summary of the passage: the city closed schools.",
+            ["Here is a concise summary of the passage"],
+        ),
+        ("The passage discusses the closure of the college.", ["The passage discusses"]),
+        ("According to the context, it opened in 1990.", ["According to the context"]),
+        ("Craters form by impacts (as noted in one passage).", ["as noted in one passage"]),
+        (
+            "Here's my answer based on the given passages: no.",
+            ["Here's my answer", "based on the given passages"],
+        ),
+        ("The documents say that the bridge is closed.", ["The documents say that"]),
+    ],
+)
+def test_source_framing_is_found(text: str, framing: list[str]) -> None:
+    assert [text[a:b] for a, b in source_framing(text)] == framing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The report states that sales rose.",  # a report in the world, not the sources
+        "Based on his record, he won twice.",
+        "The summary of the case was filed in 2019.",
+        "Passages of the novel describe the war.",
+    ],
+)
+def test_claims_are_not_read_as_framing(text: str) -> None:
+    assert source_framing(text) == []
+
+
+def test_the_framing_is_not_counted_and_the_claim_after_it_is() -> None:
+    context = ["Oracle is led by Safra Catz and Clay Magouyrk."]
+    framed = DetectionInput(
+        answer="Based on the provided passages, Oracle is led by Larry Ellison.",
+        context=context,
+    )
+    plain = DetectionInput(answer="Oracle is led by Larry Ellison.", context=context)
+    absent_framed, _ = answer_evidence(framed)
+    absent_plain, _ = answer_evidence(plain)
+    assert [key for _, key in absent_framed] == [key for _, key in absent_plain]
+    assert {key for _, key in absent_plain} >= {"larry", "ellison"}
