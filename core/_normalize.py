@@ -17,6 +17,11 @@ the combining marks after it):
 - folds compatibility forms with NFKC (full-width digits, ligatures, styled letters),
   except superscripts, subscripts and vulgar fractions, whose NFKC form changes what the
   text says ("m²" is not "m2");
+- reads the decimal digits of every script as ASCII digits ("١٩٥٠" and "१९५०" are 1950,
+  which NFKC leaves as they are), and a free-standing run of superscript or subscript
+  digits inside a sentence ("is ⁵⁰⁰ metres tall") as the number it shows. Attached to
+  what comes before, it stays ("m²", "10⁶", a footnote's "Paris¹"). Without this, a
+  wrong year in other digits had no number for the number check to judge;
 - drops combining marks that sit on a Latin letter, a digit, a space or punctuation
   (stray marks, and Latin diacritics: "café" reads "cafe", in the answer and the context
   alike, so nothing is lost for matching); marks of other scripts (Devanagari vowel
@@ -28,6 +33,7 @@ instruction filter read; it is never shown to anyone.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -70,21 +76,38 @@ def _folds_marks(base: str) -> bool:
     return unicodedata.name(base, "").startswith("LATIN")
 
 
-def _fold(ch: str) -> str:
-    """NFKC of one character, unless that changes what it says (superscripts, fractions)."""
+def _fold(ch: str, free_digit: bool = False) -> str:
+    """NFKC of one character, unless that changes what it says (superscripts, fractions).
+
+    A decimal digit of any script reads as its ASCII digit; a superscript or subscript
+    digit only when ``free_digit`` (it stands free inside a sentence, see ``_FREE_DIGITS``).
+    """
     if ch.isascii():
         return ch
+    if unicodedata.category(ch) == "Nd":
+        return str(unicodedata.decimal(ch))
+    if free_digit:
+        return str(unicodedata.digit(ch))
     if unicodedata.decomposition(ch).startswith(_UNSAFE_NFKC):
         return ch
     return unicodedata.normalize("NFKC", ch)
 
 
-def _cluster(base: str, marks: list[str]) -> str:
+# Superscript and subscript digits.
+_SMALL_DIGITS = "⁰¹²³⁴⁵⁶⁷⁸⁹₀-₉"
+# A run of them that stands free inside a sentence: after a word and one space, before a
+# space, punctuation or the end ("is ⁵⁰⁰ metres"). A footnote mark is attached to its word
+# ("Paris¹") and an exponent to its number or unit ("10⁶", "m²"); neither matches.
+_FREE_DIGITS = re.compile(rf"(?<=[^\s][ \t\u00a0])[{_SMALL_DIGITS}]+(?=[\s.,;:!?)]|$)")
+
+
+def _cluster(base: str, marks: list[str], free_digit: bool = False) -> str:
     """The normalised text of one base character and its marks."""
+    folded = _fold(base, free_digit)
     if _folds_marks(base):
-        stripped = "".join(c for c in unicodedata.normalize("NFD", _fold(base)) if not _is_mark(c))
+        stripped = "".join(c for c in unicodedata.normalize("NFD", folded) if not _is_mark(c))
         return unicodedata.normalize("NFC", stripped)
-    return unicodedata.normalize("NFC", _fold(base) + "".join(marks[:_MAX_MARKS]))
+    return unicodedata.normalize("NFC", folded + "".join(marks[:_MAX_MARKS]))
 
 
 @dataclass(frozen=True)
@@ -137,6 +160,7 @@ def normalize(text: str) -> Normalized:
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
+    free = {i for m in _FREE_DIGITS.finditer(text) for i in range(*m.span())}
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
@@ -151,7 +175,7 @@ def normalize(text: str) -> Normalized:
                 marks.append(text[j])
                 end = j + 1
             j += 1
-        for piece in _cluster(ch, marks):
+        for piece in _cluster(ch, marks, i in free):
             out.append(piece)
             starts.append(start)
             ends.append(end)

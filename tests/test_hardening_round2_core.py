@@ -71,6 +71,40 @@ def test_invisible_characters_do_not_hide_a_wrong_answer(blocking: TruthLens, ma
     assert any("1950" in normalize(s.text).text for s in verdict.spans)
 
 
+# The wrong year written in other digits: the number check read none of these as a
+# number, so the answer passed a block route.
+OTHER_DIGITS = {
+    "Arabic-Indic": "\u0661\u0669\u0665\u0660",
+    "Devanagari": "\u0967\u096f\u096b\u0966",
+    "full-width": "\uff11\uff19\uff15\uff10",
+}
+
+
+@needs_weights
+@pytest.mark.parametrize("digits", OTHER_DIGITS.values(), ids=OTHER_DIGITS.keys())
+def test_a_wrong_year_in_other_digits_is_caught(blocking: TruthLens, digits: str) -> None:
+    answer = f"The Eiffel Tower was built in {digits}."
+    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer).full()
+    assert verdict.checked and verdict.blocked
+    assert any(s.text == digits and s.nli_label == "contradiction" for s in verdict.spans)
+
+
+@needs_weights
+def test_a_free_standing_superscript_number_is_read() -> None:
+    engine = TruthLens.from_config(action="block")
+    wrong = "The Eiffel Tower is \u2075\u2070\u2070 meters tall."
+    verdict = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=wrong).full()
+    assert verdict.blocked
+    assert any(s.text.startswith("\u2075\u2070\u2070") for s in verdict.spans)
+
+
+@needs_weights
+def test_a_right_answer_in_other_digits_passes(blocking: TruthLens) -> None:
+    right = "The Eiffel Tower was built from \u0661\u0668\u0668\u0667 to \u0661\u0668\u0668\u0669."
+    verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=right).full()
+    assert not verdict.blocked, verdict.score
+
+
 @needs_weights
 def test_a_paragraph_the_model_cannot_read_does_not_hide_a_wrong_answer(
     blocking: TruthLens,
@@ -132,6 +166,12 @@ def test_normalisation_maps_offsets_back_and_keeps_what_it_cannot_fold_safely() 
     assert normalize("ｆｕｌｌ ﬁne café").text == "full fine cafe"
     assert normalize("10 m² and ½").text == "10 m² and ½"  # NFKC would change what it says
     assert normalize("क्षि नमस्ते").text == "क्षि नमस्ते"  # marks of other scripts stay
+    # every script's decimal digits read as ASCII; free-standing superscripts as numbers,
+    # attached ones (exponents, units, footnote marks) as they are
+    assert normalize("\u0661\u0669\u0665\u0660 and \u0967\u0968").text == "1950 and 12"
+    assert normalize("is \u2075\u2070\u2070 m tall").text == "is 500 m tall"
+    kept = "10\u2076 cells, 5 m\u00b2, Paris\u00b9, H\u2082O, tall.\u00b2\n\u00b3 Source"
+    assert normalize(kept).text == kept
     plain = "The tower is 330 meters tall."
     assert normalize(plain).text == plain and not normalize(plain).changed
 
