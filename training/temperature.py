@@ -1,4 +1,4 @@
-"""Candidates 27 and 27b of issue 27: a temperature on the default map's logit, by its rule.
+"""Candidates 27, 27b and 27c of issue 27: a temperature on the default map's logit, by its rule.
 
 ``benchmarks/results/rag_selection/RULE_candidate27.md`` (committed before this script):
 the default map's logit divided by ``T`` (every coefficient and the bias times ``1/T``), so
@@ -17,6 +17,10 @@ is 27b without AttributionBench's claims whose context is empty.
     python -m training.temperature --out benchmarks/results/rag_selection/candidate27.json
     python -m training.temperature --variant 27b \
         --out benchmarks/results/rag_selection/candidate27b.json   # and 27c [--write]
+
+The committed figures were made at commit 6452de1, before ``--write`` put the tempered map
+in the folder and before candidate 28 changed the absent-word count; at a later commit the
+script fits a temperature on top of the shipped (tempered) map.
 """
 
 from __future__ import annotations
@@ -49,18 +53,13 @@ from .rule_change import heldout_items
 log = logging.getLogger("temperature")
 
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
-# Every coefficient of the map (the floors are not coefficients: 1 switches a floor on).
-COEFFICIENTS = (
-    "max_logit",
-    "log_sentences",
-    "bias",
-    "absent_words",
-    "sentence_peak",
-    "absent_numbers",
-    "flagged_tokens",
-    "number_conflicts",
-    "negation_conflicts",
-)
+
+
+def _coefficients() -> tuple[str, ...]:
+    """The map's linear coefficients: the stored keys but the floors (1 switches one on)."""
+    from truthlens_integrations.core._calibration import RESPONSE_COEFFICIENTS
+
+    return tuple(k for k in RESPONSE_COEFFICIENTS if k not in ("rule_floor", "rule_sentence_floor"))
 
 
 def tempered(response: Any, temperature: float) -> Any:
@@ -68,7 +67,7 @@ def tempered(response: Any, temperature: float) -> Any:
     if response.long_answers is not None or response.rule_floor:
         # Neither is in the default map; a floor on the score would not scale with it.
         raise ValueError("a temperature is defined here for a single map without a score floor")
-    changes = {k: getattr(response, k) / temperature for k in COEFFICIENTS}
+    changes = {k: getattr(response, k) / temperature for k in _coefficients()}
     return dataclasses.replace(response, **changes)
 
 
@@ -256,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "before": [round(float(v), 4) for v in scores(shipped, padding)],
         "after": [round(float(v), 4) for v in scores(after_map, padding)],
     }
-    result["map_after"] = {k: round(getattr(after_map, k), 6) for k in COEFFICIENTS}
+    result["map_after"] = {k: round(getattr(after_map, k), 6) for k in _coefficients()}
     result["decision"] = decide(result, args.variant)
     emit_json(result, args.out)
     if args.write and result["decision"]["passes"]:
@@ -268,7 +267,7 @@ def write_map(folder: Path, response: Any, temperature: float, variant: str) -> 
     path = folder / "config.json"
     config = json.loads(path.read_text())
     stored = config["truthlens"]["response_calibration"]
-    stored.update({k: round(getattr(response, k), 6) for k in COEFFICIENTS if k in stored})
+    stored.update({k: round(getattr(response, k), 6) for k in _coefficients() if k in stored})
     stored["fitted_on"] += (
         f"; temperature {temperature:.4f} (every coefficient divided by it; 0.5 stays 0.5): "
         f"candidate {variant}, fitted on the select-role sets (RULE_candidate{variant}.md, "
