@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25, 26 and 28), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25, 26, 28, 29), each decided by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, committed before
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md`` and 29, committed before
 the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
@@ -32,7 +32,9 @@ same code otherwise, same default map:
 - 26: a citation-shaped number with a measurement unit after it is an amount
   (``_quantities._is_amount_unit``: "[50] metres", "Passage 5 km"); before, a citation;
 - 28: the absent-word count leaves out the phrases that say where the answer comes from
-  (``_adjust.source_framing``: "Based on the provided passages"); before, they counted.
+  (``_adjust.source_framing``: "Based on the provided passages"); before, they counted;
+- 29: the absent-word count leaves out discourse connectives (``_adjust.connectives``:
+  "However", "In summary"); before, they counted.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -75,7 +77,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29")}
 
 
 def two_words(sentence: str) -> list[str]:
@@ -114,6 +116,7 @@ def _switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "25": [(_adjust, "clock_time_spans", nothing)],
         "26": [(_quantities, "_is_amount_unit", no_amount)],
         "28": [(_adjust, "source_framing", nothing)],
+        "29": [(_adjust, "connectives", nothing)],
     }[candidate]
 
 
@@ -243,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
-    """The conditions 1-6 of RULE_candidate16.md to 26 and 28 (the suite's part of 4 apart).
+    """The conditions 1-6 of RULE_candidate16.md to 26, 28 and 29 (the suite's part of 4 apart).
 
     Candidates 21 and 26 ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.

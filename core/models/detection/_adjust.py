@@ -136,6 +136,17 @@ _SOURCE_FRAMING = re.compile(
     r")\b",
     re.IGNORECASE,
 )
+# The words that join claims ("However, ...", "Overall, ...", "In summary, ..."): they say
+# how the writer links statements, not what is true, and the context rarely holds them
+# (RULE_candidate29.md). Only the connective is matched.
+_CONNECTIVE = re.compile(
+    r"\b(?:however|additionally|furthermore|moreover|overall|notably|importantly|"
+    r"consequently|therefore|thus|hence|meanwhile|nevertheless|nonetheless|likewise|"
+    r"similarly|finally|firstly|secondly|thirdly|lastly|"
+    r"in\s+(?:summary|conclusion|addition|short|general)|for\s+(?:example|instance)|"
+    r"on\s+the\s+other\s+hand)\b",
+    re.IGNORECASE,
+)
 _ABSTAIN_WORDS = frozenset(
     """provided information context passage passages text document documents source sources
     mention mentioned mentions specify specified say says said state stated provide give given
@@ -191,15 +202,22 @@ def uncounted_spans(
     The sentences that only say the sources lack something (:func:`abstentions`: the
     rule leaves their words unflagged), the numbers that cite a source
     (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md), the
-    clock times, which the unit rule judges (RULE_candidate25.md), and the phrases that
-    say where the answer comes from (:func:`source_framing`; RULE_candidate28.md).
+    clock times, which the unit rule judges (RULE_candidate25.md), the phrases that say
+    where the answer comes from (:func:`source_framing`; RULE_candidate28.md) and the
+    words that join claims (:func:`connectives`; RULE_candidate29.md).
     """
     return [
         *abstentions(answer, context, question),
         *citation_numbers(answer),
         *clock_time_spans(answer),
         *source_framing(answer),
+        *connectives(answer),
     ]
+
+
+def connectives(answer: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the discourse connectives of ``answer`` ("However", "In summary")."""
+    return [m.span() for m in _CONNECTIVE.finditer(answer)]
 
 
 def source_framing(answer: str) -> list[tuple[int, int]]:
