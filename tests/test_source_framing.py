@@ -1,11 +1,14 @@
-"""Words about the sources are not absent words (issue 27, RULE_candidate28.md)."""
+"""Words about the sources and discourse connectives are not absent words.
+
+Issue 27, RULE_candidate28.md and RULE_candidate29.md.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.models.detection._adjust import source_framing
+from truthlens_integrations.core.models.detection._adjust import connectives, source_framing
 from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
 
 
@@ -58,3 +61,15 @@ def test_the_framing_is_not_counted_and_the_claim_after_it_is() -> None:
     absent_plain, _ = answer_evidence(plain)
     assert [key for _, key in absent_framed] == [key for _, key in absent_plain]
     assert {key for _, key in absent_plain} >= {"larry", "ellison"}
+
+
+def test_connectives_are_found_and_left_out_of_the_count() -> None:
+    context = ["The museum opens at nine. Entry is free."]
+    answer = "However, the museum opens at nine. In summary, entry is free for example."
+    assert [answer[a:b] for a, b in connectives(answer)] == ["However", "In summary", "for example"]
+    absent, _ = answer_evidence(DetectionInput(answer=answer, context=context))
+    assert absent == []
+    wrong = "Overall, the museum opens at ten and charges a fee."
+    absent, _ = answer_evidence(DetectionInput(answer=wrong, context=context))
+    assert {key for _, key in absent} >= {"charge", "fee"}
+    assert "overall" not in {key for _, key in absent}
