@@ -17,6 +17,9 @@ task type and overall:
 * the detector's spans on the answers whose score reaches the threshold;
 * the verdict's spans (those, after NLI).
 
+It also reports, for each NLI label a verdict span carries (contradiction: severity 4,
+neutral: 2), how many of those spans overlap a span people marked.
+
 Measures only: nothing is tuned or chosen here, so it may read eval-only data.
 """
 
@@ -85,6 +88,22 @@ def table(examples: Sequence[Any], sets: dict[str, list[Spans]]) -> list[str]:
     return lines
 
 
+def label_table(examples: Sequence[Any], verdicts: Sequence[Any]) -> list[str]:
+    """Per NLI label of the verdict spans: how many, and the share inside a marked span."""
+    counts: dict[str, list[int]] = {}
+    for example, verdict in zip(examples, verdicts, strict=True):
+        gold = [(g.start, g.end) for g in example.gold_spans]
+        for span in verdict.spans:
+            inside = any(a < span.end and span.start < b for a, b in gold)
+            tally = counts.setdefault(str(span.nli_label), [0, 0])
+            tally[0] += 1
+            tally[1] += int(inside)
+    lines = ["| NLI label (severity) | spans | inside a marked span |", "|---|---:|---:|"]
+    for label, (n, inside) in sorted(counts.items()):
+        lines.append(f"| {label} | {n} | {inside / n:.1%} |")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="ragtruth")
@@ -117,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"of {dropped + shown} spans of flagged answers as entailed",
         "",
         *table(examples, sets),
+        "",
+        *label_table(examples, verdicts),
         "",
     ]
     text = "\n".join(lines)
