@@ -207,6 +207,34 @@ def test_entailed_span_is_dropped_and_severities_counted(detector: Detector) -> 
     assert verdict.metadata["x-vsr-nli-contradictions"] == "1"
 
 
+class _OneLabelNLI(RuleNLI):
+    """STAND-IN: every pair gets one label at one confidence."""
+
+    def __init__(self, label: str, confidence: float) -> None:
+        super().__init__()
+        self.label = (label, confidence)
+
+    def _label(self, premise: str, hypothesis: str) -> tuple[str, float]:
+        return self.label
+
+
+@pytest.mark.parametrize(
+    ("confidence", "label", "severity"),
+    [(0.95, "contradiction", 4), (0.9, "contradiction", 4), (0.7, "neutral", 2)],
+)
+def test_a_contradiction_counts_only_when_confident(
+    detector: Detector, confidence: float, label: str, severity: int
+) -> None:
+    # below nli_model.threshold (0.9) a contradiction refutes nothing, as a weak
+    # entailment confirms nothing: both read neutral; the span stays and so does the flag
+    nli = _OneLabelNLI("contradiction", confidence)
+    verdict = make(detector, nli=nli).guard(**EIFFEL)
+    assert verdict.detected and [s.text for s in verdict.spans] == ["1950", "500 meters"]
+    assert {(s.nli_label, s.severity) for s in verdict.spans} == {(label, severity)}
+    assert all(s.nli_confidence == confidence for s in verdict.spans)
+    assert verdict.contradiction_count == (2 if label == "contradiction" else 0)
+
+
 def test_all_spans_entailed_passes(detector: Detector) -> None:
     verdict = make(detector, nli=FixedNLI("entailment", 0.95)).guard(**EIFFEL)
     assert verdict.decision is Decision.PASS and not verdict.detected

@@ -296,15 +296,17 @@ def explain(wanted: list[Item], nli: NLIStage, *, tracer: Tracer, metrics: Metri
 def _sort_span(
     it: Item, span: HallucinationSpan, labelled: tuple[NLILabel, float], threshold: float
 ) -> None:
-    """Keep or drop ``span`` by its NLI label."""
+    """Keep or drop ``span`` by its NLI label; a label below ``threshold`` reads neutral."""
     label, confidence = labelled
     update = {"nli_label": label, "nli_confidence": float(confidence), "severity": SEVERITY[label]}
     span = span.model_copy(update=update)
-    # A confident entailment means the detector flagged supported text; a weaker one
-    # does not confirm the span, so it counts as neutral.
+    # A confident entailment means the detector flagged supported text. A weaker one does
+    # not confirm the span, and a weaker contradiction does not refute it: both count as
+    # neutral. On real RAG answers, contradictions below 0.9 overlapped a span people
+    # marked less often than neutral spans did (RULE_contradiction_confidence.md).
     if label == "entailment" and confidence >= threshold:
         it.dropped.append(span)
-    elif label == "entailment":
+    elif label != "neutral" and confidence < threshold:
         neutral = {"nli_label": "neutral", "severity": SEVERITY["neutral"]}
         it.kept.append(span.model_copy(update=neutral))
     else:
