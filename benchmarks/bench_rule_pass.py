@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 from unittest import mock
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_evidence import _pct, _sentences, _triple
 
+from training.rule_change import switches
 from truthlens_integrations.core.models._onnx import _threads
 
 TITLES = {
@@ -41,13 +43,8 @@ TITLES = {
 }
 
 
-def _none(_text: str) -> list[object]:
-    return []
-
-
 def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
     """Each variant's patches (module, name, value); the first variant is the shipped one."""
-    from truthlens_integrations.core import _quantities
     from truthlens_integrations.core.models.detection import _adjust
 
     if compare == "memo":
@@ -56,8 +53,8 @@ def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
             "rules read once (memo)": [],
             "rules read twice": [(_adjust, "_rule_verdicts", plain)],
         }
-    off = [(_quantities, name, _none) for name in ("citation_numbers", "_halves")]
-    off += [(_quantities, "_fraction_halves", _none), (_adjust, "citation_numbers", _none)]
+    # candidates 19-21's off-switches, as training.rule_change measured them
+    off = [patch for candidate in ("19", "20", "21") for patch in switches(candidate)]
     return {"readers on (shipped)": [], "readers off": off}
 
 

@@ -102,7 +102,7 @@ def no_amount(_word: str) -> bool:
     return False
 
 
-def _switches(candidate: str) -> list[tuple[Any, str, Any]]:
+def switches(candidate: str) -> list[tuple[Any, str, Any]]:
     """What turns ``candidate`` off: ``(module, name, stand-in)`` for each patch."""
     from truthlens_integrations.core import _quantities
     from truthlens_integrations.core.models.detection import _adjust
@@ -126,7 +126,7 @@ def rule_change(variant: str) -> Iterator[None]:
     from truthlens_integrations.core.models.detection import _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
-    patches = _switches(candidate) if off else []
+    patches = switches(candidate) if off else []
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:

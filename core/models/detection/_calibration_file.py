@@ -44,8 +44,8 @@ def answer_evidence(
     """What a response map reads of an answer besides its tokens, as the bundled detector reads it.
 
     Returns:
-        The answer's absent content words as ``(start, key)`` (sentences that only say the
-        sources lack something, and citation numbers, left out), and with
+        The answer's absent content words as ``(start, key)`` (what
+        ``_adjust.uncounted_spans`` names left out), and with
         ``rules`` where the unit and negation rules find a conflict
         (``_adjust.conflict_marks``; a pass over the context, no model), else no marks.
     """

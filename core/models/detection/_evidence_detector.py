@@ -90,9 +90,9 @@ class EvidenceDetector(TransformerDetector):
         return plans, sentences
 
     def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
-        # An abstention's words ("the provided information does not mention ...") are
-        # left unflagged by the rule, and so are not counted as absent either; nor are
-        # the numbers that cite a source.
+        # What states nothing the context could lack is not counted as absent: an
+        # abstention's words, citation numbers, clock times (the unit rule judges them),
+        # source framing and connectives (_adjust.uncounted_spans).
         skip = uncounted_spans(item.answer, item.context, item.question)
         return absent_words(item, skip)
 
