@@ -23,6 +23,8 @@ machine and it has no copy of the data, so, as in ``training.gpu_student``:
     python -m training.gpu_rag train --pack .gpu --out OUT \\
         --variant rag:s5:rag:2:5e-5:21 --variant eqa_soup:s5:eqa:2:5e-5:21+22+23+24
     python -m training.gpu_student unpack --delta OUT/eqa_soup.safetensors --out runs/c30/eqa_soup
+    python -m training.gpu_rag score --pack .gpu --folder core/_bundled/detector \\
+        --folder runs/c30/eqa_soup
 """
 
 from __future__ import annotations
@@ -293,6 +295,21 @@ def run_training(args: argparse.Namespace) -> None:
     train_all(args.variant, {"s5": stage5, "s6": args.init}, parts, args.out)
 
 
+def score_folders(pack_dir: Path, folders: list[Path]) -> dict[str, float]:
+    """Stage A on any device: each folder's select-split AUROC of its largest raw token
+    probability (the ``select`` part of the pack)."""
+    with gzip.open(pack_dir / "rows.pkl.gz", "rb") as fh:
+        select = _expand(pickle.load(fh)["select"])  # our own file, written by ``pack``
+    gold = [bool(d.label) for d in select]
+    device = _device()
+    out = {}
+    for folder in folders:
+        model = _student(folder, FROZEN_LAYERS, device)
+        out[str(folder)] = round(auroc(gold, example_scores(model, select, device).tolist()), 4)
+        log.info("%s: select raw AUROC %.4f", folder, out[str(folder)])
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -306,10 +323,15 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--init", type=Path, default=BUNDLED, help="the shipped stage 6 folder")
     t.add_argument("--variant", type=Variant.parse, action="append", required=True)
     t.add_argument("--limit", type=int, default=0, help="first N examples of each part")
+    s = sub.add_parser("score", help="stage A: select raw AUROC of detector folders (any device)")
+    s.add_argument("--pack", type=Path, required=True)
+    s.add_argument("--folder", type=Path, action="append", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.command == "pack":
         pack(args.out, args.quick)
+    elif args.command == "score":
+        print(json.dumps(score_folders(args.pack, args.folder), indent=1))
     else:
         run_training(args)
 
