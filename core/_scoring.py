@@ -11,8 +11,10 @@ For an answer with token hallucination probabilities ``p_i``:
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 from ._errors import InvalidInputError
 from ._types import Aggregation, Decision, HallucinationSpan, TokenScore
@@ -93,6 +95,14 @@ def optimal_threshold(cost_ratio: float, prior: float) -> float:
     return 1.0 / (1.0 + cost_ratio * (1.0 - prior) / prior)
 
 
+# How spans meet words (issue 27, candidate 32; the measurement patches this): "snap"
+# widens each run of flagged pieces to whole words, "vote" flags a word by the mean of its
+# pieces, None keeps piece-level runs.
+_WORD_SPANS: str | None = None
+# A word: letters and digits, with inner apostrophes ("wasn't" is one word).
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+
+
 def merge_spans(
     answer: str,
     tokens: Sequence[TokenScore],
@@ -109,23 +119,81 @@ def merge_spans(
     Spans with fewer than ``min_chars`` non-space characters, or below
     ``min_confidence``, are dropped.
     """
-    spans: list[HallucinationSpan] = []
-    run: list[TokenScore] = []
-
-    def close() -> None:
-        if not run:
-            return
-        start, end = run[0].start, run[-1].end
+    if _WORD_SPANS == "vote":
+        runs = _runs(_word_votes(answer, tokens, token_threshold))
+    else:
+        runs = _runs([(t, t.probability > token_threshold) for t in tokens])
+    bounds = [(run[0].start, run[-1].end, run) for run in runs]
+    if _WORD_SPANS == "snap":
+        bounds = _snapped(answer, bounds)
+    spans = []
+    for start, end, run in bounds:
         text = answer[start:end]
         confidence = span_score([t.probability for t in run])
         if len(text.strip()) >= min_chars and confidence >= min_confidence:
             spans.append(HallucinationSpan(start=start, end=end, text=text, confidence=confidence))
-        run.clear()
-
-    for token in tokens:
-        if token.probability > token_threshold:
-            run.append(token)
-        else:
-            close()
-    close()
     return spans
+
+
+def _runs(marked: Sequence[tuple[TokenScore, bool]]) -> list[list[TokenScore]]:
+    """The runs of consecutive marked tokens."""
+    runs: list[list[TokenScore]] = []
+    run: list[TokenScore] = []
+    for token, flagged in marked:
+        if flagged:
+            run.append(token)
+        elif run:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return runs
+
+
+def _word_of(answer: str) -> Callable[[int], tuple[int, int] | None]:
+    """A lookup from a character offset to the word of ``answer`` around it, if any."""
+    words = [(m.start(), m.end()) for m in _WORD.finditer(answer)]
+    starts = [w[0] for w in words]
+
+    def find(offset: int) -> tuple[int, int] | None:
+        i = bisect.bisect_right(starts, offset) - 1
+        if i >= 0 and words[i][0] <= offset < words[i][1]:
+            return words[i]
+        return None
+
+    return find
+
+
+def _word_votes(
+    answer: str, tokens: Sequence[TokenScore], threshold: float
+) -> list[tuple[TokenScore, bool]]:
+    """Each token marked by the mean probability of its word's pieces (alone outside words)."""
+    find = _word_of(answer)
+    groups: dict[tuple[int, int], list[float]] = {}
+    keys = []
+    for t in tokens:
+        key = find(t.start) or (t.start, t.end)
+        groups.setdefault(key, []).append(t.probability)
+        keys.append(key)
+    return [
+        (t, sum(groups[k]) / len(groups[k]) > threshold) for t, k in zip(tokens, keys, strict=True)
+    ]
+
+
+def _snapped(
+    answer: str, bounds: list[tuple[int, int, list[TokenScore]]]
+) -> list[tuple[int, int, list[TokenScore]]]:
+    """Each span widened to the words it touches; spans that then meet become one."""
+    find = _word_of(answer)
+    out: list[tuple[int, int, list[TokenScore]]] = []
+    for start, end, run in bounds:
+        first, last = find(start), find(end - 1)
+        lo = first[0] if first else start
+        hi = last[1] if last else end
+        if out and lo <= out[-1][1]:
+            prev_lo, prev_hi, prev_run = out.pop()
+            lo, hi, run_ = prev_lo, max(prev_hi, hi), prev_run + run
+        else:
+            run_ = run
+        out.append((lo, hi, run_))
+    return out
