@@ -95,12 +95,15 @@ def optimal_threshold(cost_ratio: float, prior: float) -> float:
     return 1.0 / (1.0 + cost_ratio * (1.0 - prior) / prior)
 
 
-# How spans meet words (issue 27, candidate 32; the measurement patches this): "snap"
-# widens each run of flagged pieces to whole words, "vote" flags a word by the mean of its
-# pieces, None keeps piece-level runs.
-_WORD_SPANS: str | None = None
-# A word: letters and digits, with inner apostrophes ("wasn't" is one word).
-_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+# A word: letters and digits, with inner apostrophes ("wasn't" is one word). Scripts
+# written without spaces (Chinese, Japanese kana, Thai, Lao, Myanmar, Khmer) have no word
+# boundary to find, so each of their characters stands alone: a wrong "1950" inside a
+# Chinese sentence stays a word of its own.
+_UNSPACED = (
+    r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+)
+_LETTER = rf"[^\W_{_UNSPACED}]"
+_WORD = re.compile(rf"{_LETTER}+(?:['\u2019]{_LETTER}+)*")
 
 
 def merge_spans(
@@ -113,21 +116,17 @@ def merge_spans(
 ) -> list[HallucinationSpan]:
     """Merge runs of consecutive flagged tokens into character spans of ``answer``.
 
-    Tokens must be in answer order. A run breaks at the first token at or below the
-    threshold. A span runs from the first token's start to the last token's end, so
-    the whitespace between its tokens is part of it; its confidence is its span score.
-    Spans with fewer than ``min_chars`` non-space characters, or below
+    Tokens must be in answer order. A word is flagged as a whole, when the mean
+    probability of its pieces is above the threshold, so no span starts or ends inside a
+    word (a token outside any word, such as punctuation, counts alone). A run breaks at
+    the first token not flagged. A span runs from the first token's start to the last
+    token's end, so the whitespace between its tokens is part of it; its confidence is
+    its span score. Spans with fewer than ``min_chars`` non-space characters, or below
     ``min_confidence``, are dropped.
     """
-    if _WORD_SPANS == "vote":
-        runs = _runs(_word_votes(answer, tokens, token_threshold))
-    else:
-        runs = _runs([(t, t.probability > token_threshold) for t in tokens])
-    bounds = [(run[0].start, run[-1].end, run) for run in runs]
-    if _WORD_SPANS == "snap":
-        bounds = _snapped(answer, bounds)
     spans = []
-    for start, end, run in bounds:
+    for run in _runs(_word_votes(answer, tokens, token_threshold)):
+        start, end = run[0].start, run[-1].end
         text = answer[start:end]
         confidence = span_score([t.probability for t in run])
         if len(text.strip()) >= min_chars and confidence >= min_confidence:
@@ -178,22 +177,3 @@ def _word_votes(
     return [
         (t, sum(groups[k]) / len(groups[k]) > threshold) for t, k in zip(tokens, keys, strict=True)
     ]
-
-
-def _snapped(
-    answer: str, bounds: list[tuple[int, int, list[TokenScore]]]
-) -> list[tuple[int, int, list[TokenScore]]]:
-    """Each span widened to the words it touches; spans that then meet become one."""
-    find = _word_of(answer)
-    out: list[tuple[int, int, list[TokenScore]]] = []
-    for start, end, run in bounds:
-        first, last = find(start), find(end - 1)
-        lo = first[0] if first else start
-        hi = last[1] if last else end
-        if out and lo <= out[-1][1]:
-            prev_lo, prev_hi, prev_run = out.pop()
-            lo, hi, run_ = prev_lo, max(prev_hi, hi), prev_run + run
-        else:
-            run_ = run
-        out.append((lo, hi, run_))
-    return out

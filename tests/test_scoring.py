@@ -89,3 +89,51 @@ def test_merge_spans_filters_by_length_and_confidence() -> None:
     ]
     kept = merge_spans(answer, tokens, token_threshold=0.5, min_confidence=0.8)
     assert [s.text for s in kept] == ["a"]
+
+
+def _pieces(answer: str, pieces: list[tuple[str, float]]) -> list[TokenScore]:
+    """Word pieces in answer order, each found after the previous one."""
+    out, pos = [], 0
+    for text, p in pieces:
+        start = answer.index(text, pos)
+        out.append(TokenScore(text=text, start=start, end=start + len(text), probability=p))
+        pos = start + len(text)
+    return out
+
+
+def test_a_word_is_marked_by_the_mean_of_its_pieces() -> None:
+    # "Eiffel" came back as "E" "iff" "el"; one piece above the cut no longer marks "iff".
+    answer = "The Eiffel Tower is never open"
+    pieces = [("The", 0.1), ("E", 0.45), ("iff", 0.51), ("el", 0.49), ("Tower", 0.3)]
+    pieces += [("is", 0.2), ("never", 0.7), ("open", 0.6)]
+    spans = merge_spans(answer, _pieces(answer, pieces), token_threshold=0.5)
+    assert [s.text for s in spans] == ["never open"]
+
+
+def test_a_marked_word_is_marked_whole() -> None:
+    answer = "designed by Corbusier"
+    pieces = [("designed", 0.1), ("by", 0.2), ("Co", 0.9), ("rb", 0.4), ("usier", 0.6)]
+    spans = merge_spans(answer, _pieces(answer, pieces), token_threshold=0.5)
+    assert [(s.text, s.confidence) for s in spans] == [("Corbusier", 0.9)]
+    assert answer[spans[0].start : spans[0].end] == "Corbusier"
+
+
+def test_unspaced_scripts_and_punctuation_count_alone() -> None:
+    # Chinese has no spaces: each character stands alone, so the year keeps its own mark
+    # instead of being averaged with the sentence around it.
+    answer = "埃菲尔铁塔建于1950年。"
+    pieces = [(c, 0.1) for c in "埃菲尔铁塔建于"] + [("1950", 0.9), ("年", 0.2), ("。", 0.1)]
+    spans = merge_spans(answer, _pieces(answer, pieces), token_threshold=0.5)
+    assert [s.text for s in spans] == ["1950"]
+    answer = "It costs $5, not $9!"
+    pieces = [("It", 0.1), ("costs", 0.1), ("$", 0.2), ("5", 0.1), (",", 0.9)]
+    pieces += [("not", 0.2), ("$", 0.8), ("9", 0.9), ("!", 0.1)]
+    spans = merge_spans(answer, _pieces(answer, pieces), token_threshold=0.5)
+    assert [s.text for s in spans] == [",", "$9"]
+
+
+def test_contractions_are_one_word() -> None:
+    answer = "It wasn't open"
+    pieces = [("It", 0.1), ("wasn", 0.3), ("'", 0.9), ("t", 0.6), ("open", 0.1)]
+    spans = merge_spans(answer, _pieces(answer, pieces), token_threshold=0.5)
+    assert [s.text for s in spans] == ["wasn't"]

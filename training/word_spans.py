@@ -1,9 +1,10 @@
 """Candidate 32 of issue 27: spans that never split a word, decided by its rule.
 
 ``benchmarks/results/rag_selection/RULE_candidate32.md`` (committed before the candidate)
-compares the runtime's spans as they are with two ways of keeping words whole
-(``core._scoring._WORD_SPANS``: "snap" widens each span to the words it touches, "vote"
-marks a word by the mean probability of its pieces). On the ``ragtruth_dev`` select split
+compares the spans drawn from word pieces ("before") with 32b, which ships: a word is
+marked by the mean probability of its pieces (``core._scoring._word_votes``). 32a (each
+span widened to the words it touches) was measured by this script at commit 8112f04 and
+did not pass; its code is gone. On the ``ragtruth_dev`` select split
 (the shipped detector's cached tokens, ``training.rag_features``): character precision,
 recall and F1 against RAGTruth's spans and the share of clean answers with a span; on the
 hard-case test set, whether any guard response score or decision moves.
@@ -26,15 +27,22 @@ from .span_cut import span_f1
 log = logging.getLogger("word_spans")
 
 DATASET = "ragtruth_dev_select"
-SIDES = {"before": None, "32a_snap": "snap", "32b_vote": "vote"}
+SIDES = ("before", "32b_vote")
+
+
+def piece_votes(_answer: str, tokens: Sequence[Any], threshold: float) -> list[tuple[Any, bool]]:
+    """``_word_votes`` switched off: each piece marked by its own probability (before 32)."""
+    return [(t, t.probability > threshold) for t in tokens]
 
 
 @contextlib.contextmanager
-def word_spans(mode: str | None) -> Iterator[None]:
-    """The runtime's spans drawn with ``mode`` (``None``: piece-level runs)."""
+def word_spans(side: str) -> Iterator[None]:
+    """The runtime's spans as ``side`` draws them."""
     from truthlens_integrations.core import _scoring
 
-    with mock.patch.object(_scoring, "_WORD_SPANS", mode):
+    with contextlib.ExitStack() as stack:
+        if side == "before":
+            stack.enter_context(mock.patch.object(_scoring, "_word_votes", piece_votes))
         yield
 
 
@@ -73,13 +81,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "select": {},
         "hard_cases": {},
     }
-    for side, mode in SIDES.items():
-        with word_spans(mode):
+    for side in SIDES:
+        with word_spans(side):
             result["select"][side] = span_f1(examples, rows, 0.5)
     cases = [c.to_input() for c in hard_case_examples("test")]
     outcomes = {}
-    for side, mode in SIDES.items():
-        with word_spans(mode):
+    for side in SIDES:
+        with word_spans(side):
             outcomes[side] = guard_outcomes(cases)
         log.info("hard cases read with %s", side)
     for side, got in outcomes.items():
