@@ -163,10 +163,12 @@ def _word_of(answer: str) -> Callable[[int], tuple[int, int] | None]:
     return find
 
 
-def _word_votes(
-    answer: str, tokens: Sequence[TokenScore], threshold: float
-) -> list[tuple[TokenScore, bool]]:
-    """Each token marked by the mean probability of its word's pieces (alone outside words)."""
+def word_means(answer: str, tokens: Sequence[TokenScore]) -> list[float]:
+    """Each token's word probability: the mean of the pieces of the word it starts in.
+
+    A token outside any word (punctuation, a character of a script written without
+    spaces) keeps its own probability.
+    """
     find = _word_of(answer)
     groups: dict[tuple[int, int], list[float]] = {}
     keys = []
@@ -174,6 +176,12 @@ def _word_votes(
         key = find(t.start) or (t.start, t.end)
         groups.setdefault(key, []).append(t.probability)
         keys.append(key)
-    return [
-        (t, sum(groups[k]) / len(groups[k]) > threshold) for t, k in zip(tokens, keys, strict=True)
-    ]
+    return [sum(groups[k]) / len(groups[k]) for k in keys]
+
+
+def _word_votes(
+    answer: str, tokens: Sequence[TokenScore], threshold: float
+) -> list[tuple[TokenScore, bool]]:
+    """Each token marked by its word's probability (:func:`word_means`)."""
+    means = word_means(answer, tokens)
+    return [(t, p > threshold) for t, p in zip(tokens, means, strict=True)]

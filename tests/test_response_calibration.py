@@ -534,3 +534,30 @@ def test_candidate_5_weighs_the_hard_cases_as_much_as_the_rag_answers(
     assert "hardcases" not in rag_response.fitted_on("rules")
     with pytest.raises(ValueError, match="hard cases"):
         rag_response.fit_candidate("short", rag, rag_y)
+
+
+def test_the_map_reads_words_not_word_pieces() -> None:
+    # "Eiffel" came back as "E" "iff" "el": one piece at 0.51 no longer sets the answer's
+    # largest probability, the word's mean (0.483) does; a whole-word token reads as it is.
+    from truthlens_integrations.core.models.detection._response import (
+        response_signals,
+        sentence_signals,
+    )
+
+    answer = "The Eiffel Tower. Built in 1950."
+    pieces = [("E", 0.45), ("iff", 0.51), ("el", 0.49), ("Tower", 0.2), ("1950", 0.3)]
+    tokens, pos = [], 0
+    for text, p in pieces:
+        start = answer.index(text, pos)
+        tokens.append(TokenScore(start=start, end=start + len(text), text=text, probability=p))
+        pos = start + len(text)
+    word = (0.45 + 0.51 + 0.49) / 3
+    signals = response_signals(answer, tokens, [])
+    assert signals.max_probability == pytest.approx(word)
+    assert signals.flagged_tokens == 0
+    (_, first), (_, second) = sentence_signals(answer, tokens, [])
+    assert first.max_probability == pytest.approx(word)
+    assert second.max_probability == pytest.approx(0.3)
+    # a piece above the cut inside a word that is, on the mean, above it still counts
+    tokens[0] = tokens[0].model_copy(update={"probability": 0.9})
+    assert response_signals(answer, tokens, []).flagged_tokens == 3

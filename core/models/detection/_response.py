@@ -50,6 +50,7 @@ from typing import Any
 
 from ..._calibration import RESPONSE_COEFFICIENTS
 from ..._errors import ConfigError
+from ..._scoring import word_means
 from ..._text import split_sentences
 from ..._types import TokenScore
 from ._adjust import count_conflicts
@@ -340,6 +341,7 @@ def response_signals(
         rule_conflicts: The unit and negation rules' conflict counts
             (``_adjust.rule_conflicts``).
     """
+    tokens = _by_word(answer, tokens)
     return ResponseSignals(
         max_probability=max((t.probability for t in tokens), default=0.0),
         sentences=sentence_count(answer),
@@ -350,6 +352,22 @@ def response_signals(
         number_conflicts=rule_conflicts[0],
         negation_conflicts=rule_conflicts[1],
     )
+
+
+def _by_word(answer: str, tokens: Sequence[TokenScore]) -> Sequence[TokenScore]:
+    """The tokens as the map reads them: each with its word's probability.
+
+    A word's pieces share one meaning, and since candidate 32 spans mark whole words by
+    the mean of their pieces; the map reads the same, so one piece of a supported name
+    cannot set an answer's score where no span is drawn.
+    """
+    means = word_means(answer, tokens)
+    return [
+        TokenScore.model_construct(
+            start=t.start, end=t.end, text=answer[t.start : t.end], probability=p
+        )
+        for t, p in zip(tokens, means, strict=True)
+    ]
 
 
 def sentence_count(answer: str) -> int:
@@ -381,6 +399,7 @@ def sentence_signals(
             (``_adjust.conflict_marks``).
     """
     numbers, negations = conflicts
+    tokens = _by_word(answer, tokens)
     out = []
     for start, end in split_sentences(answer) or [(0, len(answer))]:
         inside = [t.probability for t in tokens if start <= t.start < end]
