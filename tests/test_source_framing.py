@@ -1,6 +1,6 @@
 """Words about the sources and discourse connectives are not absent words.
 
-Issue 27, RULE_candidate28.md and RULE_candidate29.md.
+Issue 27, RULE_candidate28.md, RULE_candidate29.md and RULE_candidate34.md.
 """
 
 from __future__ import annotations
@@ -31,6 +31,17 @@ from truthlens_integrations.core.models.detection._calibration_file import answe
             ["Here's my answer", "based on the given passages"],
         ),
         ("The documents say that the bridge is closed.", ["The documents say that"]),
+        # candidate 34: headers, "this / these", articles and data
+        (
+            "**Summary:**  This passage describes the city's growth.",
+            ["**Summary:**  ", "This passage describes"],
+        ),
+        ("Answer: the bridge is closed.", ["Answer: "]),
+        ("Intro.\n## Key points:\n- It rained.", ["## Key points:"]),
+        ("Based on the data provided, the cafe opens at 7.", ["Based on the data provided"]),
+        ("The article discusses the war.", ["The article discusses"]),
+        ("These passages focus on tax law.", ["These passages focus on"]),
+        ("According to the news article, it rained.", ["According to the news article"]),
     ],
 )
 def test_source_framing_is_found(text: str, framing: list[str]) -> None:
@@ -44,6 +55,9 @@ def test_source_framing_is_found(text: str, framing: list[str]) -> None:
         "Based on his record, he won twice.",
         "The summary of the case was filed in 2019.",
         "Passages of the novel describe the war.",
+        "The data shows that revenue rose.",  # a finding, not where the answer comes from
+        "Summary statistics: the mean is 5.",
+        "This story is about a dog.",
     ],
 )
 def test_claims_are_not_read_as_framing(text: str) -> None:

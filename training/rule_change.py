@@ -1,9 +1,9 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25, 26, 28, 29), each decided by its rule.
+"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25, 26, 28, 29, 34), each by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md`` and 29, committed before
-the candidate existed)
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34,
+committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
@@ -34,7 +34,9 @@ same code otherwise, same default map:
 - 28: the absent-word count leaves out the phrases that say where the answer comes from
   (``_adjust.source_framing``: "Based on the provided passages"); before, they counted;
 - 29: the absent-word count leaves out discourse connectives (``_adjust.connectives``:
-  "However", "In summary"); before, they counted.
+  "However", "In summary"); before, they counted;
+- 34: more source framings (``_adjust.source_framing``: a "Summary:" header, "This passage
+  describes", "Based on the data provided"); before, 28's forms (:func:`framing_28`).
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -77,7 +79,35 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34")}
+# Candidate 28's source framings, as they were before 34 widened them.
+_SOURCE_NOUN_28 = (
+    r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
+    r"snippets?|search\s+results?)"
+)
+_SOURCE_FRAMING_28 = re.compile(
+    r"\b(?:"
+    rf"based\s+(?:solely\s+|only\s+|entirely\s+|purely\s+)?on\s+(?:the\s+)?"
+    rf"(?:provided\s+|given\s+|above\s+|available\s+|following\s+|retrieved\s+)?{_SOURCE_NOUN_28}"
+    r"(?:\s+(?:provided|given|above))?"
+    rf"|according\s+to\s+(?:the\s+)?(?:provided\s+|given\s+|above\s+)?{_SOURCE_NOUN_28}"
+    r"|(?:here\s+is|here's|here\s+are|below\s+is)\s+(?:a\s+|an\s+|my\s+|the\s+)?"
+    r"(?:concise\s+|brief\s+|short\s+|quick\s+|possible\s+)?"
+    r"(?:summary|answer|overview|response|breakdown)"
+    rf"(?:\s+(?:of|to|for)\s+(?:the\s+)?(?:given\s+|provided\s+)?(?:{_SOURCE_NOUN_28}|question))?"
+    rf"|the\s+(?:provided\s+|given\s+|above\s+)?{_SOURCE_NOUN_28}\s+"
+    r"(?:discuss(?:es)?|describes?|mentions?|states?|says?|notes?|explains?|indicates?|"
+    r"suggests?|covers?|provides?|highlights?)(?:\s+that)?"
+    r"|as\s+(?:noted|mentioned|stated|described)\s+in\s+(?:one|the|another|a)\s+"
+    rf"(?:of\s+the\s+)?{_SOURCE_NOUN_28}"
+    r")\b",
+    re.IGNORECASE,
+)
+
+
+def framing_28(answer: str) -> list[tuple[int, int]]:
+    """``_adjust.source_framing`` as candidate 28 shipped it (candidate 34's "before")."""
+    return [m.span() for m in _SOURCE_FRAMING_28.finditer(answer)]
 
 
 def two_words(sentence: str) -> list[str]:
@@ -117,6 +147,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "26": [(_quantities, "_is_amount_unit", no_amount)],
         "28": [(_adjust, "source_framing", nothing)],
         "29": [(_adjust, "connectives", nothing)],
+        "34": [(_adjust, "source_framing", framing_28)],
     }[candidate]
 
 

@@ -116,8 +116,10 @@ _SOURCE = re.compile(
 # after it is counted.
 _SOURCE_NOUN = (
     r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
-    r"snippets?|search\s+results?)"
+    r"snippets?|search\s+results?|(?:news\s+)?articles?|stor(?:y|ies)|data|json)"
 )
+# "report" and "record" stay out: "The report states that sales rose" is a claim about a
+# report in the world, and "based on his record" one about a person.
 _SOURCE_FRAMING = re.compile(
     r"\b(?:"
     rf"based\s+(?:solely\s+|only\s+|entirely\s+|purely\s+)?on\s+(?:the\s+)?"
@@ -128,13 +130,19 @@ _SOURCE_FRAMING = re.compile(
     r"(?:concise\s+|brief\s+|short\s+|quick\s+|possible\s+)?"
     r"(?:summary|answer|overview|response|breakdown)"
     rf"(?:\s+(?:of|to|for)\s+(?:the\s+)?(?:given\s+|provided\s+)?(?:{_SOURCE_NOUN}|question))?"
-    rf"|the\s+(?:provided\s+|given\s+|above\s+)?{_SOURCE_NOUN}\s+"
+    rf"|(?:the|this|these)\s+(?:provided\s+|given\s+|above\s+)?{_SOURCE_NOUN}\s+"
     r"(?:discuss(?:es)?|describes?|mentions?|states?|says?|notes?|explains?|indicates?|"
-    r"suggests?|covers?|provides?|highlights?)(?:\s+that)?"
+    r"suggests?|covers?|provides?|highlights?|reports?|focus(?:es)?\s+on|details?|"
+    r"presents?|outlines?)(?:\s+that)?"
     r"|as\s+(?:noted|mentioned|stated|described)\s+in\s+(?:one|the|another|a)\s+"
     rf"(?:of\s+the\s+)?{_SOURCE_NOUN}"
     r")\b",
     re.IGNORECASE,
+)
+# A line that only names the kind of text after it ("**Summary:**", "Answer:").
+_FRAMING_HEADER = re.compile(
+    r"^[ \t>#*_-]*(?:summary|answer|overview|key\s+points|response)[ \t*_]*:[ \t*_]*",
+    re.IGNORECASE | re.MULTILINE,
 )
 # The words that join claims ("However, ...", "Overall, ...", "In summary, ..."): they say
 # how the writer links statements, not what is true, and the context rarely holds them
@@ -223,10 +231,13 @@ def connectives(answer: str) -> list[tuple[int, int]]:
 def source_framing(answer: str) -> list[tuple[int, int]]:
     """``(start, end)`` of the phrases that say where the answer comes from.
 
-    "Based on the provided passages", "Here is a concise summary of the passage", "The
-    passage discusses": the writer's talk about the sources, not a claim.
+    "Based on the provided passages", "Here is a concise summary of the passage", "This
+    passage describes", a "Summary:" header: the writer's talk about the sources, not a
+    claim (RULE_candidate28.md, RULE_candidate34.md).
     """
-    return [m.span() for m in _SOURCE_FRAMING.finditer(answer)]
+    found = [m.span() for m in _SOURCE_FRAMING.finditer(answer)]
+    found += [m.span() for m in _FRAMING_HEADER.finditer(answer) if m.end() > m.start()]
+    return sorted(found)
 
 
 def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
