@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import DetectionConfig, DetectionInput
 from truthlens_integrations.core._errors import ConfigError, InvalidInputError
+from truthlens_integrations.core._scoring import word_means
 from truthlens_integrations.core._types import TokenScore
 from truthlens_integrations.core.models.detection import (
     LexicalDetector,
@@ -30,6 +31,7 @@ from truthlens_integrations.core.models.detection._lexical import (
 )
 from truthlens_integrations.core.models.detection._response import (
     ResponseSignals,
+    _by_word,
     read_response_calibration,
     sentence_count,
     sentence_peak,
@@ -351,9 +353,12 @@ def test_a_model_with_calibration_scores_by_it(
     item = DetectionInput.create(**kwargs)
     absent = absent_word_starts(item)
     assert absent
-    expected_peak = sentence_peak(answer, plain.tokens, absent)
+    # the map reads each token at its word's probability (RULE_candidate33.md)
+    words = _by_word(answer, plain.tokens)
+    expected_peak = sentence_peak(answer, words, absent)
+    largest = max(t.probability for t in words)
     assert calibrated.score == pytest.approx(
-        calibration.probability(plain.score, 3, len(absent), expected_peak)
+        calibration.probability(largest, 3, len(absent), expected_peak)
     )
     assert calibrated.spans == plain.spans  # only the response score changes
     assert calibrated.detected == (calibrated.score >= calibrated.threshold)
@@ -375,12 +380,16 @@ def test_a_model_whose_map_reads_the_rules_scores_by_them(
     context = ["The Eiffel Tower was built from 1887 to 1889. It is 330 meters tall."]
     wrong = "It was built in 1950 and is 500 meters tall."
     right = "It was built from 1887 to 1889."
-    scores = {}
+    scores: dict[str, list[float]] = {}
     for aggregation in ("max", "calibrated"):
         detector = TransformerDetector(folder, config=DetectionConfig(aggregation=aggregation))
-        scores[aggregation] = [
-            detector.detect(context=context, question=None, answer=a).score for a in (wrong, right)
+        results = [
+            detector.detect(context=context, question=None, answer=a) for a in (wrong, right)
         ]
+        scores[aggregation] = [r.score for r in results]
+        if aggregation == "max":
+            # the map reads each token at its word's probability (RULE_candidate33.md)
+            scores["max"] = [max(word_means(r.answer, r.tokens), default=0.0) for r in results]
     # "1950" and "500 meters" conflict with the context: two number conflicts, then the floor
     expected = calibration.score(ResponseSignals(scores["max"][0], 1, number_conflicts=2))
     assert expected >= 0.7
