@@ -16,6 +16,7 @@ __all__ = [
     "Quantity",
     "QuantityVerdict",
     "citation_numbers",
+    "citations",
     "clock_time_spans",
     "extract_quantities",
     "judge_quantity",
@@ -241,21 +242,28 @@ def _is_amount_unit(word: str) -> bool:
     return word == "%" or _unit(word) in _UNITS
 
 
-def citation_numbers(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the numbers of ``text`` that cite a source (see ``_CITATION``).
+def citations(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the citations of ``text``: "Passage 3", "(Passages 1 and 2)", "[1]".
 
-    A citation-shaped number with a measurement unit after it is an amount, not a citation.
+    The source noun and its numbers (see ``_CITATION``). A citation-shaped number with a
+    measurement unit after it is an amount, not a citation ("[50] metres").
     """
     out = []
     for match in _CITATION.finditer(text):
         after = _WORD_AFTER.match(text, match.end())
         if after is not None and _is_amount_unit(after.group(1)):
             continue
-        out += [
-            (match.start() + digits.start(), match.start() + digits.end())
-            for digits in _DIGITS.finditer(match.group())
-        ]
+        out.append(match.span())
     return out
+
+
+def citation_numbers(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the numbers of ``text`` that cite a source (:func:`citations`)."""
+    return [
+        digits.span()
+        for start, end in citations(text)
+        for digits in _DIGITS.finditer(text, start, end)
+    ]
 
 
 def _bracketed_amounts(text: str) -> list[Quantity]:

@@ -52,17 +52,19 @@ def test_a_citation_gets_no_verdict_and_a_real_number_still_does() -> None:
     assert verdicts == [("1887", "present"), ("1889", "present"), ("1950", "conflict")]
 
 
-def test_the_absent_word_count_leaves_citation_numbers_out() -> None:
+def test_the_absent_word_count_leaves_citations_out() -> None:
     item = DetectionInput(
-        answer="It is tall [1]. It is 7 years old, per Passage 3.",
+        answer="It is tall [1]. It is 7 years old, per Passage 3 (documents 1 and 2).",
         context=["The tower is tall and old, per the guide."],
     )
 
     absent, _ = answer_evidence(item)
 
-    # the citations' numbers are left out; the unsupported "7" is not
-    assert [key for _, key in absent] == ["#7", "year", "passage"]
-    assert len(uncounted_spans(item.answer, item.context, None)) == 2
+    # whole citations are left out, noun and numbers (candidates 19 and 35); the
+    # unsupported "7" is not
+    assert [key for _, key in absent] == ["#7", "year"]
+    spans = uncounted_spans(item.answer, item.context, None)
+    assert [item.answer[a:b] for a, b in spans] == ["[1]", "Passage 3", "documents 1 and 2"]
 
 
 def test_a_citation_shaped_number_with_a_unit_is_an_amount() -> None:

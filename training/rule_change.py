@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16, 17, 19-21, 25, 26, 28, 29, 34), each by its rule.
+"""Runtime-rule candidates of issue 27 (16-35, the runtime ones), each by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34,
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29, 34 and 35,
 committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
@@ -36,7 +36,9 @@ same code otherwise, same default map:
 - 29: the absent-word count leaves out discourse connectives (``_adjust.connectives``:
   "However", "In summary"); before, they counted;
 - 34: more source framings (``_adjust.source_framing``: a "Summary:" header, "This passage
-  describes", "Based on the data provided"); before, 28's forms (:func:`framing_28`).
+  describes", "Based on the data provided"); before, 28's forms (:func:`framing_28`);
+- 35: the absent-word count leaves out a whole citation (``_adjust.citations``: "passage"
+  of "(passage 1)" too); before, its numbers only (``_quantities.citation_numbers``).
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -79,7 +81,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34")}
+CANDIDATES = {c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34", "35")}
 # Candidate 28's source framings, as they were before 34 widened them.
 _SOURCE_NOUN_28 = (
     r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
@@ -140,7 +142,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
     return {
         "16": [(_adjust, "_negated_words", two_words)],
         "17": [(_quantities, "_TIME", re.compile(r"(?!)"))],  # matches nothing
-        "19": [(_adjust, "citation_numbers", nothing), (_quantities, "citation_numbers", nothing)],
+        "19": [(_adjust, "citations", nothing), (_quantities, "citation_numbers", nothing)],
         "20": [(_quantities, "_halves", nothing)],
         "21": [(_quantities, "_fraction_halves", nothing)],
         "25": [(_adjust, "clock_time_spans", nothing)],
@@ -148,6 +150,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "28": [(_adjust, "source_framing", nothing)],
         "29": [(_adjust, "connectives", nothing)],
         "34": [(_adjust, "source_framing", framing_28)],
+        "35": [(_adjust, "citations", _quantities.citation_numbers)],
     }[candidate]
 
 

@@ -37,7 +37,7 @@ from typing import Literal
 from ..._quantities import (
     ContextQuantities,
     QuantityVerdict,
-    citation_numbers,
+    citations,
     clock_time_spans,
     extract_quantities,
     measure,
@@ -208,15 +208,16 @@ def uncounted_spans(
     """``(start, end)`` of what the absent-word count leaves out of ``answer``.
 
     The sentences that only say the sources lack something (:func:`abstentions`: the
-    rule leaves their words unflagged), the numbers that cite a source
-    (``_quantities.citation_numbers``: they state nothing; RULE_candidate19.md), the
-    clock times, which the unit rule judges (RULE_candidate25.md), the phrases that say
+    rule leaves their words unflagged), the citations of a source, noun and numbers
+    ("(Passage 3)", "[1]": ``_quantities.citations``; they state nothing;
+    RULE_candidate19.md, RULE_candidate35.md), the clock times, which the unit rule
+    judges (RULE_candidate25.md), the phrases that say
     where the answer comes from (:func:`source_framing`; RULE_candidate28.md) and the
     words that join claims (:func:`connectives`; RULE_candidate29.md).
     """
     return [
         *abstentions(answer, context, question),
-        *citation_numbers(answer),
+        *citations(answer),
         *clock_time_spans(answer),
         *source_framing(answer),
         *connectives(answer),
