@@ -266,6 +266,47 @@ def citation_numbers(text: str) -> list[tuple[int, int]]:
     ]
 
 
+# A number with its unit glued on ("500m", "20kg", "1.5L", "£9.8m"): read apart, "500m"
+# was no number at all and "9.8m" the number 9 (RULE_candidate36.md). Case counts: "5G"
+# and "4K" are no amounts, and "1950s" (a decade) and "2nd" are not read.
+_GLUED = re.compile(
+    r"(?<![\w.])([$\u00a3\u20ac\u00a5]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([A-Za-z]{1,3})(?!\w)"
+)
+_GLUED_UNITS = frozenset(
+    "km m cm mm mi ft yd kg g mg lb lbs oz l L ml mL ha hr hrs min sec".split()
+)
+_GLUED_SCALE = {"M": "million", "mn": "million", "B": "billion", "bn": "billion",
+                "tn": "trillion"}  # fmt: skip
+# After a currency sign a lower-case "m" or "b" is a magnitude, not metres ("$2m"), and so
+# is "k" ("$50k"; alone, "4K" is a screen).
+_MONEY_SCALE = {"m": "million", "b": "billion", "k": "thousand", "K": "thousand"}
+
+
+def _glued_amounts(text: str) -> list[Quantity]:
+    """Numbers with a unit or a magnitude glued to them (see ``_GLUED``)."""
+    out = []
+    for match in _GLUED.finditer(text):
+        suffix = match.group(4)
+        unit = (_MONEY_SCALE.get(suffix) if match.group(1) else None) or _GLUED_SCALE.get(suffix)
+        if unit is None and suffix in _GLUED_UNITS:
+            unit = _unit(suffix)
+        if unit is None:
+            continue
+        digits = match.group(2).replace(",", "")
+        out.append(
+            Quantity(
+                float(digits + (match.group(3) or "")),
+                unit,
+                match.start(2),
+                match.end(),
+                is_year=False,
+                decimals=_decimals(digits, match.group(3)),
+                number_end=match.end(3) if match.group(3) else match.end(2),
+            )
+        )
+    return out
+
+
 def _bracketed_amounts(text: str) -> list[Quantity]:
     """Numbers in brackets with a measurement unit after them ("[50] metres")."""
     out = []
@@ -304,6 +345,7 @@ def extract_quantities(text: str) -> list[Quantity]:
     (:func:`citation_numbers`) are left out.
     """
     found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _bracketed_amounts(text)
+    found += _glued_amounts(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
