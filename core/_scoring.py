@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 from collections.abc import Callable, Sequence
 
 from ._errors import InvalidInputError
+from ._text import SPAN_WORD
 from ._types import Aggregation, Decision, HallucinationSpan, TokenScore
 
 __all__ = [
@@ -95,17 +95,6 @@ def optimal_threshold(cost_ratio: float, prior: float) -> float:
     return 1.0 / (1.0 + cost_ratio * (1.0 - prior) / prior)
 
 
-# A word: letters and digits, with inner apostrophes ("wasn't" is one word). Scripts
-# written without spaces (Chinese, Japanese kana, Thai, Lao, Myanmar, Khmer) have no word
-# boundary to find, so each of their characters stands alone: a wrong "1950" inside a
-# Chinese sentence stays a word of its own.
-_UNSPACED = (
-    r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-)
-_LETTER = rf"[^\W_{_UNSPACED}]"
-_WORD = re.compile(rf"{_LETTER}+(?:['\u2019]{_LETTER}+)*")
-
-
 def merge_spans(
     answer: str,
     tokens: Sequence[TokenScore],
@@ -151,7 +140,7 @@ def _runs(marked: Sequence[tuple[TokenScore, bool]]) -> list[list[TokenScore]]:
 
 def _word_of(answer: str) -> Callable[[int], tuple[int, int] | None]:
     """A lookup from a character offset to the word of ``answer`` around it, if any."""
-    words = [(m.start(), m.end()) for m in _WORD.finditer(answer)]
+    words = [(m.start(), m.end()) for m in SPAN_WORD.finditer(answer)]
     starts = [w[0] for w in words]
 
     def find(offset: int) -> tuple[int, int] | None:
@@ -165,6 +154,8 @@ def _word_of(answer: str) -> Callable[[int], tuple[int, int] | None]:
 
 def word_means(answer: str, tokens: Sequence[TokenScore]) -> list[float]:
     """Each token's word probability: the mean of the pieces of the word it starts in.
+
+    Words are ``_text.SPAN_WORD``s.
 
     A token outside any word (punctuation, a character of a script written without
     spaces) keeps its own probability.

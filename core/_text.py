@@ -13,6 +13,7 @@ __all__ = [
     "COMPOUND_WORD",
     "DIGITS",
     "NUMBER",
+    "SPAN_WORD",
     "STOP_WORDS",
     "WORD",
     "content_words",
@@ -25,6 +26,17 @@ WORD = re.compile(r"[^\W_]+")
 
 COMPOUND_WORD = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*")
 """A word that keeps "2,400", "3.5" and "don't" in one piece: the lexical detector's unit."""
+
+# Scripts written without spaces (Chinese, Japanese kana, Thai, Lao, Myanmar, Khmer) have
+# no word boundary to find, so each of their characters stands alone in a SPAN_WORD: a
+# wrong "1950" inside a Chinese sentence stays a word of its own.
+_UNSPACED = (
+    r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+)
+_SPAN_LETTER = rf"[^\W_{_UNSPACED}]"
+SPAN_WORD = re.compile(rf"{_SPAN_LETTER}+(?:['\u2019]{_SPAN_LETTER}+)*")
+"""A word as spans and the response map read it: letters and digits with inner apostrophes
+("wasn't"); a character of a script written without spaces stands alone."""
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 """A number as written (``1,000`` and ``1000`` differ): for comparing the numbers of texts."""
