@@ -116,6 +116,8 @@ class Quantity:
     """Place of the last significant digit: 2 for "2.65", 0 for "7", -1 for "540"."""
     number_end: int = -1
     """End of the number itself ("4.2" of "4.2 km", "twenty-five" of "twenty-five people")."""
+    years: int = 1
+    """How many years a year stands for: 10 for a decade ("1950s"), 100 for "1800s"."""
 
 
 # Measurement units by dimension, each with its size in the dimension's base unit. Only
@@ -307,6 +309,33 @@ def _glued_amounts(text: str) -> list[Quantity]:
     return out
 
 
+# A decade: a year ending in 0 with "s" or "'s" ("the 1950s", "1880's"). Unread, a wrong
+# decade was only an absent word, and "built in the 1950s" passed where "in 1950" was
+# caught (RULE_candidate37.md). "1800s" is mostly said of a century: read as a hundred
+# years, the wider reading never invents a conflict.
+_DECADE = re.compile(r"(?<![\w.])(1\d{2}0|20[0-9]0)(?:['\u2019]?s)(?!\w)")
+
+
+def _decades(text: str) -> list[Quantity]:
+    """Decades and centuries written as years with an "s" ("1950s", "1800s")."""
+    out = []
+    for match in _DECADE.finditer(text):
+        year = match.group(1)
+        out.append(
+            Quantity(
+                float(year),
+                None,
+                match.start(1),
+                match.end(),
+                is_year=True,
+                decimals=_decimals(year, None),
+                number_end=match.end(),
+                years=100 if year.endswith("00") else 10,
+            )
+        )
+    return out
+
+
 def _bracketed_amounts(text: str) -> list[Quantity]:
     """Numbers in brackets with a measurement unit after them ("[50] metres")."""
     out = []
@@ -341,11 +370,12 @@ def extract_quantities(text: str) -> list[Quantity]:
 
     A clock time is one quantity of unit :data:`TIME_OF_DAY`; its digits are not read
     apart, nor are the words of a half in words or the digits of a half as a fraction
-    ("five and half years" and "5 1/2 years" are 5.5 years). Numbers that cite a source
+    ("five and half years" and "5 1/2 years" are 5.5 years). A decade ("1950s") is a year
+    standing for ten years (:attr:`Quantity.years`). Numbers that cite a source
     (:func:`citation_numbers`) are left out.
     """
     found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _bracketed_amounts(text)
-    found += _glued_amounts(text)
+    found += _glued_amounts(text) + _decades(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
@@ -439,6 +469,10 @@ def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVer
     # A time of day is compared with times of day only, and a number never with one.
     clock = quantity.unit == TIME_OF_DAY
     known = [k for k in known if (k.unit == TIME_OF_DAY) == clock]
+    if quantity.is_year:
+        verdict = _judge_years(quantity, [k for k in known if k.is_year])
+        if verdict is not None:
+            return verdict
     dimension = measure(quantity)
     if dimension is not None:
         if any(_same_amount(quantity, k) for k in known):
@@ -450,6 +484,27 @@ def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVer
     if any(_comparable(k, quantity) for k in known):
         return "conflict"
     return "unseen"
+
+
+def _judge_years(year: Quantity, known: Sequence[Quantity]) -> QuantityVerdict | None:
+    """A year of an answer against the context's years, where either side holds a decade.
+
+    Each year is the span of years it stands for: the answer's year is present when a
+    context year lies inside it ("the 1880s" against 1887), unseen when they only overlap
+    ("1955" against "the 1950s" says more than the source, it does not contradict it), and
+    a conflict when no context year overlaps it. ``None`` where no decade is involved:
+    years are then compared by value, as before.
+    """
+    if year.years == 1 and all(k.years == 1 for k in known):
+        return None
+    start, end = year.value, year.value + year.years
+    if any(start <= k.value and k.value + k.years <= end for k in known):
+        return "present"
+    if any(k.value < end and start < k.value + k.years for k in known):
+        return "unseen"
+    if year.years == 1:
+        return None  # no decade overlaps it: compared with the context's single years
+    return "conflict" if known else None
 
 
 def _topic(sentence: str) -> frozenset[str]:

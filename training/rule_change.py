@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16-35, the runtime ones), each by its rule.
+"""Runtime-rule candidates of issue 27 (16-37, the runtime ones), each by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34-36,
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34-37,
 committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
@@ -40,7 +40,9 @@ same code otherwise, same default map:
 - 35: the absent-word count leaves out a whole citation (``_adjust.citations``: "passage"
   of "(passage 1)" too); before, its numbers only (``_quantities.citation_numbers``);
 - 36: a number with a glued unit is an amount (``_quantities._glued_amounts``: "500m",
-  "20kg", "$9.8m"); before, "500m" was no number and "9.8m" the number 9.
+  "20kg", "$9.8m"); before, "500m" was no number and "9.8m" the number 9;
+- 37: a decade is a span of years (``_quantities._decades``: "the 1950s" against 1887 is
+  a conflict, "the 1880s" present); before, "1950s" was no number.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -84,7 +86,7 @@ MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
 CANDIDATES = {
-    c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34", "35", "36")
+    c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34", "35", "36", "37")
 }
 # Candidate 28's source framings, as they were before 34 widened them.
 _SOURCE_NOUN_28 = (
@@ -156,6 +158,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "34": [(_adjust, "source_framing", framing_28)],
         "35": [(_adjust, "citations", _quantities.citation_numbers)],
         "36": [(_quantities, "_glued_amounts", nothing)],
+        "37": [(_quantities, "_decades", nothing)],
     }[candidate]
 
 
@@ -287,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     """The conditions 1-6 of RULE_candidate16.md to 26, 28 and 29 (the suite's part of 4 apart).
 
-    Candidates 21, 26 and 36 ask "not higher" in condition 1 (a repair, a hardening); 21's
+    Candidates 21, 26, 36 and 37 ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.
     """
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
@@ -296,7 +299,7 @@ def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     flagged, before = fj[v]["clean_flagged"], fj["before"]["clean_flagged"]
     first = (
         {"1_faithjudge_clean_flagged_not_higher": flagged <= before}
-        if v in ("21", "26", "36")
+        if v in ("21", "26", "36", "37")
         else {"1_faithjudge_clean_flagged_lower": flagged < before}
     )
     conditions = {
