@@ -27,8 +27,11 @@ QuantityVerdict = Literal["present", "conflict", "unseen"]
 
 # A number with optional thousands separators and decimals, not glued to letters
 # (so "A320" or "3rd" are not read as quantities), and the word right after it.
+# A decimal glued to letters ("3.5GHz") is read whole or not at all, never as its whole
+# part "3" (RULE_candidate38.md).
 _NUMBER = re.compile(
-    r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])(?:(?:\s*|-)(%|[A-Za-z]+))?"
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!\w|\.\d+[^\W\d_])"
+    r"(?:(?:\s*|-)(%|[A-Za-z]+))?"
 )
 # Numbers written as words ("a three-year warranty" against "3-year"); "one" is left out,
 # it is far more often a pronoun ("one of the", "the one") than a count.
@@ -270,10 +273,14 @@ def citation_numbers(text: str) -> list[tuple[int, int]]:
 
 # A number with its unit glued on ("500m", "20kg", "1.5L", "£9.8m"): read apart, "500m"
 # was no number at all and "9.8m" the number 9 (RULE_candidate36.md). Case counts: "5G"
-# and "4K" are no amounts, and "1950s" (a decade) and "2nd" are not read.
+# and "4K" are no amounts, and "1950s" (a decade) and "2nd" are not read. Any other unit of
+# two to four letters is read as its spaced twin: "16GB" is 16 "gb", as "16 GB" is, and
+# "3.5GHz" is 3.5, not 3 (RULE_candidate38.md).
 _GLUED = re.compile(
-    r"(?<![\w.])([$\u00a3\u20ac\u00a5]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([A-Za-z]{1,3})(?!\w)"
+    r"(?<![\w.])([$\u00a3\u20ac\u00a5]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([A-Za-z]{1,4})(?!\w)"
 )
+# Glued letters that are no unit: ordinals, and the clock's "am"/"pm" (read as times).
+_NOT_GLUED_UNITS = frozenset("st nd rd th am pm".split())
 _GLUED_UNITS = frozenset(
     "km m cm mm mi ft yd kg g mg lb lbs oz l L ml mL ha hr hrs min sec".split()
 )
@@ -292,6 +299,8 @@ def _glued_amounts(text: str) -> list[Quantity]:
         unit = (_MONEY_SCALE.get(suffix) if match.group(1) else None) or _GLUED_SCALE.get(suffix)
         if unit is None and suffix in _GLUED_UNITS:
             unit = _unit(suffix)
+        if unit is None:
+            unit = _glued_word(suffix)
         if unit is None:
             continue
         digits = match.group(2).replace(",", "")
@@ -334,6 +343,13 @@ def _decades(text: str) -> list[Quantity]:
             )
         )
     return out
+
+
+def _glued_word(suffix: str) -> str | None:
+    """The unit word of a glued suffix outside the known units ("GB" of "16GB"), if any."""
+    if len(suffix) < 2 or suffix.lower() in _NOT_GLUED_UNITS:
+        return None  # "5G", "4K", "2nd", "10am"
+    return _unit(suffix)
 
 
 def _bracketed_amounts(text: str) -> list[Quantity]:

@@ -1,4 +1,4 @@
-"""A number with its unit glued on is an amount (issue 27, RULE_candidate36.md)."""
+"""A number with its unit glued on is an amount (issue 27, RULE_candidate36.md and 38)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ from truthlens_integrations.core.models.detection._adjust import _number_verdict
         ("A $5bn deal.", (5.0, "billion", "5bn")),
         ("A $50k salary.", (50.0, "thousand", "50k")),
         ("It has 500M users.", (500.0, "million", "500M")),
+        # any other unit of two to four letters, as its spaced twin (candidate 38)
+        ("It has 16GB of RAM.", (16.0, "gb", "16GB")),
+        ("A 3.5GHz processor.", (3.5, "ghz", "3.5GHz")),
+        ("A 5000mAh battery.", (5000.0, "mah", "5000mAh")),
+        ("It runs at 60fps.", (60.0, "fps", "60fps")),
     ],
 )
 def test_a_glued_unit_is_read_with_its_number(text: str, expected: tuple[float, str, str]) -> None:
@@ -30,10 +35,29 @@ def test_a_glued_unit_is_read_with_its_number(text: str, expected: tuple[float, 
 
 @pytest.mark.parametrize(
     "text",
-    ["A 5G network.", "A 4K screen.", "On the 2nd floor.", "An mp3 file."],
+    [
+        "A 5G network.",
+        "A 4K screen.",
+        "On the 2nd floor.",
+        "An mp3 file.",
+        "A 3D film.",
+        "Version 3.5X.",
+    ],
 )
 def test_what_only_looks_glued_is_no_amount(text: str) -> None:
     assert extract_quantities(text) == []
+
+
+def test_a_glued_unit_reads_as_its_spaced_twin() -> None:
+    for glued, spaced in [("16GB", "16 GB"), ("3.5GHz", "3.5 GHz"), ("100Mbps", "100 Mbps")]:
+        (a,), (b,) = extract_quantities(glued), extract_quantities(spaced)
+        assert (a.value, a.unit) == (b.value, b.unit)
+
+
+def test_clock_times_and_version_numbers_read_as_before() -> None:
+    (clock,) = extract_quantities("It opens at 10am.")
+    assert clock.unit == "time of day"
+    assert [(q.value, q.unit) for q in extract_quantities("Python 3.5.2")] == [(3.5, None)]
 
 
 def test_a_glued_amount_is_judged_against_the_context() -> None:
@@ -45,6 +69,9 @@ def test_a_glued_amount_is_judged_against_the_context() -> None:
     assert verdicts("It is 330m tall.") == [("330m", "present")]
     assert verdicts("It is 500m tall.") == [("500m", "conflict")]
     assert verdicts("It cost \u20ac7.8m.") == [("7.8m", "present")]
+    laptop = ["The laptop has a 3.5 GHz processor and 16 GB of RAM."]
+    assert [v for *_, v in _number_verdicts("It has 32GB of RAM.", laptop)] == ["conflict"]
+    assert [v for *_, v in _number_verdicts("A 3.5GHz processor.", laptop)] == ["present"]
 
 
 @needs_weights

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16-37, the runtime ones), each by its rule.
+"""Runtime-rule candidates of issue 27 (16-38, the runtime ones), each by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34-37,
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34-38,
 committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
@@ -42,7 +42,10 @@ same code otherwise, same default map:
 - 36: a number with a glued unit is an amount (``_quantities._glued_amounts``: "500m",
   "20kg", "$9.8m"); before, "500m" was no number and "9.8m" the number 9;
 - 37: a decade is a span of years (``_quantities._decades``: "the 1950s" against 1887 is
-  a conflict, "the 1880s" present); before, "1950s" was no number.
+  a conflict, "the 1880s" present); before, "1950s" was no number;
+- 38: any unit of two to four letters glued to its number is read as its spaced twin
+  (``_quantities._glued_word``: "16GB" is 16 "gb"), and "3.5GHz" is no longer the number 3
+  (``_quantities._NUMBER``); before, 36's closed list of glued units (:data:`NUMBER_37`).
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -86,7 +89,8 @@ MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
 CANDIDATES = {
-    c: (c,) for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34", "35", "36", "37")
+    c: (c,)
+    for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34", "35", "36", "37", "38")
 }
 # Candidate 28's source framings, as they were before 34 widened them.
 _SOURCE_NOUN_28 = (
@@ -113,6 +117,12 @@ _SOURCE_FRAMING_28 = re.compile(
 )
 
 
+# The number reader as it was before candidate 38: "3.5GHz" read as 3.
+NUMBER_37 = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])(?:(?:\s*|-)(%|[A-Za-z]+))?"
+)
+
+
 def framing_28(answer: str) -> list[tuple[int, int]]:
     """``_adjust.source_framing`` as candidate 28 shipped it (candidate 34's "before")."""
     return [m.span() for m in _SOURCE_FRAMING_28.finditer(answer)]
@@ -133,6 +143,10 @@ def two_words(sentence: str) -> list[str]:
 def nothing(_text: str) -> list[Any]:
     """A reader switched off: it finds nothing."""
     return []
+
+
+def no_word(_suffix: str) -> None:
+    """``_quantities._glued_word`` switched off (candidate 38's "before"): no unit word."""
 
 
 def no_amount(_word: str) -> bool:
@@ -159,6 +173,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "35": [(_adjust, "citations", _quantities.citation_numbers)],
         "36": [(_quantities, "_glued_amounts", nothing)],
         "37": [(_quantities, "_decades", nothing)],
+        "38": [(_quantities, "_glued_word", no_word), (_quantities, "_NUMBER", NUMBER_37)],
     }[candidate]
 
 
@@ -290,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     """The conditions 1-6 of RULE_candidate16.md to 26, 28 and 29 (the suite's part of 4 apart).
 
-    Candidates 21, 26, 36 and 37 ask "not higher" in condition 1 (a repair, a hardening); 21's
+    Candidates 21, 26 and 36-38 ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.
     """
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
@@ -299,7 +314,7 @@ def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     flagged, before = fj[v]["clean_flagged"], fj["before"]["clean_flagged"]
     first = (
         {"1_faithjudge_clean_flagged_not_higher": flagged <= before}
-        if v in ("21", "26", "36", "37")
+        if v in ("21", "26", "36", "37", "38")
         else {"1_faithjudge_clean_flagged_lower": flagged < before}
     )
     conditions = {
