@@ -120,7 +120,8 @@ class Quantity:
     number_end: int = -1
     """End of the number itself ("4.2" of "4.2 km", "twenty-five" of "twenty-five people")."""
     years: int = 1
-    """How many years a year stands for: 10 for a decade ("1950s"), 100 for "1800s"."""
+    """How many years a year stands for: 10 for a decade ("1950s"), 100 for "1800s", 101
+    for a century (the "19th century" is 1800 to 1900)."""
 
 
 # Measurement units by dimension, each with its size in the dimension's base unit. Only
@@ -352,6 +353,48 @@ def _glued_word(suffix: str) -> str | None:
     return _unit(suffix)
 
 
+# A century, in digits or in words ("the 19th century", "nineteenth-century"), from the
+# 11th to the 21st: the years it spans, by either count (the 19th century is 1801-1900 by
+# the calendar, 1800-1899 as most say it), so 1800-1900. Unread, "19th" was an absent word,
+# and a right century was flagged as readily as a wrong one (RULE_candidate39.md).
+_CENTURY_WORDS = {
+    w: 11 + i
+    for i, w in enumerate(
+        "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+        "nineteenth twentieth".split()
+    )
+}
+_CENTURY = re.compile(
+    r"\b(?:(1[1-9]|2[01])(?:st|nd|rd|th)|"
+    rf"({'|'.join(_CENTURY_WORDS)}|twenty[\s-]first))[\s-]+centur(?:y|ies)\b"
+    r"(?!\s*(?:BCE?\b|B\.C\.))",
+    re.IGNORECASE,
+)
+
+
+def _centuries(text: str) -> list[Quantity]:
+    """Centuries from the 11th to the 21st, each as the years it spans (``_CENTURY``)."""
+    out = []
+    for match in _CENTURY.finditer(text):
+        if match.group(1):
+            number = int(match.group(1))
+        else:
+            word = match.group(2).lower()
+            number = _CENTURY_WORDS.get(word, 21)  # "twenty-first"
+        out.append(
+            Quantity(
+                float(100 * (number - 1)),
+                None,
+                match.start(),
+                match.end(),
+                is_year=True,
+                number_end=match.end(),
+                years=101,
+            )
+        )
+    return out
+
+
 def _bracketed_amounts(text: str) -> list[Quantity]:
     """Numbers in brackets with a measurement unit after them ("[50] metres")."""
     out = []
@@ -387,11 +430,12 @@ def extract_quantities(text: str) -> list[Quantity]:
     A clock time is one quantity of unit :data:`TIME_OF_DAY`; its digits are not read
     apart, nor are the words of a half in words or the digits of a half as a fraction
     ("five and half years" and "5 1/2 years" are 5.5 years). A decade ("1950s") is a year
-    standing for ten years (:attr:`Quantity.years`). Numbers that cite a source
+    standing for ten years (:attr:`Quantity.years`), a century ("19th century") for the
+    years it spans. Numbers that cite a source
     (:func:`citation_numbers`) are left out.
     """
     found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _bracketed_amounts(text)
-    found += _glued_amounts(text) + _decades(text)
+    found += _glued_amounts(text) + _decades(text) + _centuries(text)
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
@@ -503,23 +547,27 @@ def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVer
 
 
 def _judge_years(year: Quantity, known: Sequence[Quantity]) -> QuantityVerdict | None:
-    """A year of an answer against the context's years, where either side holds a decade.
+    """A year of an answer against the context's years, where either side holds a span.
 
-    Each year is the span of years it stands for: the answer's year is present when a
-    context year lies inside it ("the 1880s" against 1887), unseen when they only overlap
-    ("1955" against "the 1950s" says more than the source, it does not contradict it), and
-    a conflict when no context year overlaps it. ``None`` where no decade is involved:
-    years are then compared by value, as before.
+    Each year is the span of years it stands for (a decade, a century): the answer's year
+    is present when a context year lies inside it ("the 1880s" against 1887). When the
+    context holds only spans, one that overlaps it makes it unseen ("1955" against "the
+    1950s" says more than the source, it does not contradict it); with single years there,
+    a span about something else must not hide a wrong year ("built in 1950" against 1887
+    and an "early twentieth century" of the radio masts), so it is judged by them
+    (RULE_candidate39b.md). Otherwise a conflict when the context holds years. ``None``
+    where the single years decide, or no span is involved: compared by value, as before.
     """
     if year.years == 1 and all(k.years == 1 for k in known):
         return None
     start, end = year.value, year.value + year.years
     if any(start <= k.value and k.value + k.years <= end for k in known):
         return "present"
-    if any(k.value < end and start < k.value + k.years for k in known):
+    singles = any(k.years == 1 for k in known)
+    if not singles and any(k.value < end and start < k.value + k.years for k in known):
         return "unseen"
     if year.years == 1:
-        return None  # no decade overlaps it: compared with the context's single years
+        return None  # judged by value against the context's single years
     return "conflict" if known else None
 
 

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16-38, the runtime ones), each by its rule.
+"""Runtime-rule candidates of issue 27 (16-39b, the runtime ones), each by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29 and 34-38,
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29, 34-39 and 39b,
 committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
@@ -45,7 +45,12 @@ same code otherwise, same default map:
   a conflict, "the 1880s" present); before, "1950s" was no number;
 - 38: any unit of two to four letters glued to its number is read as its spaced twin
   (``_quantities._glued_word``: "16GB" is 16 "gb"), and "3.5GHz" is no longer the number 3
-  (``_quantities._NUMBER``); before, 36's closed list of glued units (:data:`NUMBER_37`).
+  (``_quantities._NUMBER``); before, 36's closed list of glued units (:data:`NUMBER_37`);
+- 39 and 39b: a century is a span of years (``_quantities._centuries``: "the 19th
+  century" is 1800-1900); 39b also keeps a context's span from hiding a wrong year where
+  the context holds single years (``_quantities._judge_years``); 39 is 39b with 37's judge
+  (:func:`judge_years_37`; it failed its rule by the suite); before, "19th" was no number,
+  and 37's judge.
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -88,10 +93,8 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {
-    c: (c,)
-    for c in ("16", "17", "19", "20", "21", "25", "26", "28", "29", "34", "35", "36", "37", "38")
-}
+CANDIDATES = {c: (c,) for c in "16 17 19 20 21 25 26 28 29 34 35 36 37 38".split()}
+CANDIDATES["39b"] = ("39", "39b")  # 39: 39b with 37's judge of years
 # Candidate 28's source framings, as they were before 34 widened them.
 _SOURCE_NOUN_28 = (
     r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
@@ -121,6 +124,20 @@ _SOURCE_FRAMING_28 = re.compile(
 NUMBER_37 = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])(?:(?:\s*|-)(%|[A-Za-z]+))?"
 )
+
+
+def judge_years_37(year: Any, known: Sequence[Any]) -> str | None:
+    """``_quantities._judge_years`` as candidate 37 shipped it (39's judge, 39b's "before")."""
+    if year.years == 1 and all(k.years == 1 for k in known):
+        return None
+    start, end = year.value, year.value + year.years
+    if any(start <= k.value and k.value + k.years <= end for k in known):
+        return "present"
+    if any(k.value < end and start < k.value + k.years for k in known):
+        return "unseen"
+    if year.years == 1:
+        return None
+    return "conflict" if known else None
 
 
 def framing_28(answer: str) -> list[tuple[int, int]]:
@@ -174,7 +191,18 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "36": [(_quantities, "_glued_amounts", nothing)],
         "37": [(_quantities, "_decades", nothing)],
         "38": [(_quantities, "_glued_word", no_word), (_quantities, "_NUMBER", NUMBER_37)],
+        "39b": [
+            (_quantities, "_centuries", nothing),
+            (_quantities, "_judge_years", judge_years_37),
+        ],
     }[candidate]
+
+
+def _on() -> dict[str, list[tuple[Any, str, Any]]]:
+    from truthlens_integrations.core import _quantities
+
+    # 39: 39b's code with candidate 37's judge of years
+    return {"39": [(_quantities, "_judge_years", judge_years_37)]}
 
 
 @contextlib.contextmanager
@@ -183,7 +211,7 @@ def rule_change(variant: str) -> Iterator[None]:
     from truthlens_integrations.core.models.detection import _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
-    patches = switches(candidate) if off else []
+    patches = switches(candidate) if off else _on().get(variant, [])
     _adjust._rule_verdicts.cache_clear()
     with contextlib.ExitStack() as stack:
         for target, name, value in patches:
@@ -305,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     """The conditions 1-6 of RULE_candidate16.md to 26, 28 and 29 (the suite's part of 4 apart).
 
-    Candidates 21, 26 and 36-38 ask "not higher" in condition 1 (a repair, a hardening); 21's
+    Candidates 21, 26 and 36-39b ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.
     """
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
@@ -314,7 +342,7 @@ def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     flagged, before = fj[v]["clean_flagged"], fj["before"]["clean_flagged"]
     first = (
         {"1_faithjudge_clean_flagged_not_higher": flagged <= before}
-        if v in ("21", "26", "36", "37", "38")
+        if v in ("21", "26", "36", "37", "38", "39", "39b")
         else {"1_faithjudge_clean_flagged_lower": flagged < before}
     )
     conditions = {
