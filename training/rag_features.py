@@ -10,7 +10,9 @@ label, the detector's tokens (``[start, end, probability]``, exact: no early exi
 the unit and negation rules' conflict counts (``_adjust.rule_conflicts``, the runtime's
 rule code), which the response map may read as signals of their own.
 The cache is keyed by the folder's weights (size and mtime of ``model.safetensors``), so
-a changed model is never read from a stale cache.
+a changed model is never read from a stale cache; it is not keyed by the runtime rules,
+so rebuild it (delete the folder) after a rule that changes tokens ships, and with
+``--rules-before N`` to measure candidate N once its code is in.
 
     python -m training.rag_features --folder core/_bundled/detector \
         --dataset ragtruth_dev_select --dataset ragtruth_dev_train --dataset attributionbench \
@@ -20,6 +22,7 @@ a changed model is never read from a stale cache.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
 import json
@@ -152,13 +155,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dataset", action="append", choices=DATASETS, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--limit", type=int, help="score N answers spread over each set")
+    parser.add_argument(
+        "--rules-before",
+        metavar="CANDIDATE",
+        help="cache the tokens of the rules before this training.rule_change candidate "
+        "(it switched off), as its measurement needs once it is in the code",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     import torch
 
     torch.set_num_threads(args.threads)
-    for dataset in args.dataset:
-        cache_dataset(args.folder, dataset, limit=args.limit)
+    with contextlib.ExitStack() as stack:
+        if args.rules_before:
+            from .rule_change import rule_change
+
+            stack.enter_context(rule_change(f"off!{args.rules_before}"))
+        for dataset in args.dataset:
+            cache_dataset(args.folder, dataset, limit=args.limit)
 
 
 if __name__ == "__main__":
