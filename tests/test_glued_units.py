@@ -74,6 +74,18 @@ def test_a_glued_amount_is_judged_against_the_context() -> None:
     assert [v for *_, v in _number_verdicts("A 3.5GHz processor.", laptop)] == ["present"]
 
 
+def test_a_glued_unit_word_is_marked_with_its_conflicting_number() -> None:
+    # RULE_candidate40.md: "32GB" is one word; marking only "32" halved the conflict
+    laptop = ["The laptop has a 3.5 GHz processor and 16 GB of RAM."]
+
+    def marked(answer: str) -> list[tuple[str, str]]:
+        return [(answer[s:e], v) for s, e, v in _number_verdicts(answer, laptop)]
+
+    assert marked("It has 32GB of RAM.") == [("32GB", "conflict")]
+    assert marked("It has 32 GB of RAM.") == [("32", "conflict")]  # a spaced word: digits
+    assert marked("It has 16GB of RAM.") == [("16", "present")]
+
+
 @needs_weights
 def test_a_wrong_height_with_a_glued_unit_is_caught() -> None:
     # before candidate 36 "500m" was no number, and the answer passed at 0.34
@@ -84,4 +96,16 @@ def test_a_wrong_height_with_a_glued_unit_is_caught() -> None:
     assert wrong.blocked
     assert any("500m" in s.text for s in wrong.spans), [s.text for s in wrong.spans]
     right = engine.guard(context=context, question=None, answer="The Eiffel Tower is 330m tall.")
+    assert not right.full().blocked, right.score
+
+
+@needs_weights
+def test_a_wrong_glued_amount_scores_as_its_spaced_twin() -> None:
+    # before candidate 40 the wrong "32GB" scored 0.58 where "32 GB" scored 0.89
+    engine = TruthLens.from_config(action="block")
+    context = ["The laptop has a 3.5 GHz processor and 16 GB of RAM."]
+    glued = engine.guard(context=context, question=None, answer="It has 32GB of RAM.")
+    spaced = engine.guard(context=context, question=None, answer="It has 32 GB of RAM.")
+    assert glued.full().blocked and glued.score >= spaced.score - 0.05, (glued.score, spaced.score)
+    right = engine.guard(context=context, question=None, answer="It has a 3.5GHz processor.")
     assert not right.full().blocked, right.score

@@ -1,8 +1,8 @@
-"""Runtime-rule candidates of issue 27 (16-39b, the runtime ones), each by its rule.
+"""Runtime-rule candidates of issue 27 (16-40, the runtime ones), each by its rule.
 
 Each candidate changes one of the rules that adjust token probabilities, and its rule
 (``benchmarks/results/rag_selection/RULE_candidate16.md``, ``RULE_candidate17.md``,
-``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29, 34-39 and 39b,
+``RULE_candidate19.md`` to ``RULE_candidate26.md``, ``RULE_candidate28.md``, 29, 34-39b and 40,
 committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
@@ -50,7 +50,9 @@ same code otherwise, same default map:
   century" is 1800-1900); 39b also keeps a context's span from hiding a wrong year where
   the context holds single years (``_quantities._judge_years``); 39 is 39b with 37's judge
   (:func:`judge_years_37`; it failed its rule by the suite); before, "19th" was no number,
-  and 37's judge.
+  and 37's judge;
+- 40: a unit word glued to a conflicting or unseen number is marked with it
+  (``_adjust._marked_end``: "32GB"); before, its digits only (:func:`marked_end_39b`).
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -93,7 +95,7 @@ log = logging.getLogger("rule_change")
 MARGIN = 0.005
 SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_select", 1500))
 # Each candidate's variants, measured against the rules with the candidate switched off.
-CANDIDATES = {c: (c,) for c in "16 17 19 20 21 25 26 28 29 34 35 36 37 38".split()}
+CANDIDATES = {c: (c,) for c in "16 17 19 20 21 25 26 28 29 34 35 36 37 38 40".split()}
 CANDIDATES["39b"] = ("39", "39b")  # 39: 39b with 37's judge of years
 # Candidate 28's source framings, as they were before 34 widened them.
 _SOURCE_NOUN_28 = (
@@ -138,6 +140,13 @@ def judge_years_37(year: Any, known: Sequence[Any]) -> str | None:
     if year.years == 1:
         return None
     return "conflict" if known else None
+
+
+def marked_end_39b(_answer: str, quantity: Any, _verdict: str) -> int:
+    """``_adjust._marked_end`` before candidate 40: a glued unit word left unmarked."""
+    from truthlens_integrations.core._quantities import measure
+
+    return int(quantity.end if measure(quantity) is not None else quantity.number_end)
 
 
 def framing_28(answer: str) -> list[tuple[int, int]]:
@@ -191,6 +200,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
         "36": [(_quantities, "_glued_amounts", nothing)],
         "37": [(_quantities, "_decades", nothing)],
         "38": [(_quantities, "_glued_word", no_word), (_quantities, "_NUMBER", NUMBER_37)],
+        "40": [(_adjust, "_marked_end", marked_end_39b)],
         "39b": [
             (_quantities, "_centuries", nothing),
             (_quantities, "_judge_years", judge_years_37),
@@ -333,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     """The conditions 1-6 of RULE_candidate16.md to 26, 28 and 29 (the suite's part of 4 apart).
 
-    Candidates 21, 26 and 36-39b ask "not higher" in condition 1 (a repair, a hardening); 21's
+    Candidates 21, 26 and 36-40 ask "not higher" in condition 1 (a repair, a hardening); 21's
     condition 7 is read from ``bench_rules.py``.
     """
     fj, select = result["faithjudge_select"], result["ragtruth_dev_select"]
@@ -342,7 +352,7 @@ def decide(result: dict[str, Any], v: str) -> dict[str, Any]:
     flagged, before = fj[v]["clean_flagged"], fj["before"]["clean_flagged"]
     first = (
         {"1_faithjudge_clean_flagged_not_higher": flagged <= before}
-        if v in ("21", "26", "36", "37", "38", "39", "39b")
+        if v in ("21", "26", "36", "37", "38", "39", "39b", "40")
         else {"1_faithjudge_clean_flagged_lower": flagged < before}
     )
     conditions = {

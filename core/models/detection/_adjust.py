@@ -36,6 +36,7 @@ from typing import Literal
 
 from ..._quantities import (
     ContextQuantities,
+    Quantity,
     QuantityVerdict,
     citations,
     clock_time_spans,
@@ -185,9 +186,22 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
         verdict = known.judge(q, answer)
         if verdict == "unseen" and not answer[q.start].isdigit():
             continue  # "the two companies": a count in words is often the answer's own
-        end = q.end if measure(q) is not None else q.number_end
-        out.append((q.start, end, verdict))
+        out.append((q.start, _marked_end(answer, q, verdict), verdict))
     return out
+
+
+def _marked_end(answer: str, quantity: Quantity, verdict: QuantityVerdict) -> int:
+    """Where a number's mark ends: its unit too when that is a measurement unit.
+
+    A unit glued to a conflicting or unseen number ("32GB") is marked with it: it is one
+    word, which scores the mean of its pieces, so an unmarked "GB" halved the conflict
+    (RULE_candidate40.md).
+    """
+    if measure(quantity) is not None:
+        return quantity.end
+    end = quantity.number_end
+    glued = end < len(answer) and answer[end].isalpha()
+    return quantity.end if glued and verdict != "present" else end
 
 
 def _abstains(sentence: str) -> bool:
