@@ -274,9 +274,9 @@ def citation_numbers(text: str) -> list[tuple[int, int]]:
 
 # A number with its unit glued on ("500m", "20kg", "1.5L", "£9.8m"): read apart, "500m"
 # was no number at all and "9.8m" the number 9 (RULE_candidate36.md). Case counts: "5G"
-# and "4K" are no amounts, and "1950s" (a decade) and "2nd" are not read. Any other unit of
-# two to four letters is read as its spaced twin: "16GB" is 16 "gb", as "16 GB" is, and
-# "3.5GHz" is 3.5, not 3 (RULE_candidate38.md).
+# and "4K" are no amounts, and "2nd" is not read ("1950s" is a decade: ``_decades``). Any
+# other unit of two to four letters is read as its spaced twin: "16GB" is 16 "gb", as "16
+# GB" is, and "3.5GHz" is 3.5, not 3 (RULE_candidate38.md).
 _GLUED = re.compile(
     r"(?<![\w.])([$\u00a3\u20ac\u00a5]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([A-Za-z]{1,4})(?!\w)"
 )
