@@ -292,6 +292,13 @@ _GLUED_SCALE = {"M": "million", "mn": "million", "B": "billion", "bn": "billion"
 _MONEY_SCALE = {"m": "million", "b": "billion", "k": "thousand", "K": "thousand"}
 
 
+def _glued_word(suffix: str) -> str | None:
+    """The unit word of a glued suffix outside the known units ("GB" of "16GB"), if any."""
+    if len(suffix) < 2 or suffix.lower() in _NOT_GLUED_UNITS:
+        return None  # "5G", "4K", "2nd", "10am"
+    return _unit(suffix)
+
+
 def _glued_amounts(text: str) -> list[Quantity]:
     """Numbers with a unit or a magnitude glued to them (see ``_GLUED``)."""
     out = []
@@ -326,31 +333,28 @@ def _glued_amounts(text: str) -> list[Quantity]:
 _DECADE = re.compile(r"(?<![\w.])(1\d{2}0|20[0-9]0)(?:['\u2019]?s)(?!\w)")
 
 
+def _span_of_years(first: int, years: int, start: int, end: int) -> Quantity:
+    """A year standing for ``years`` years from ``first``, written from ``start`` to ``end``."""
+    return Quantity(
+        float(first),
+        None,
+        start,
+        end,
+        is_year=True,
+        decimals=_decimals(str(first), None),
+        number_end=end,
+        years=years,
+    )
+
+
 def _decades(text: str) -> list[Quantity]:
     """Decades and centuries written as years with an "s" ("1950s", "1800s")."""
     out = []
     for match in _DECADE.finditer(text):
         year = match.group(1)
-        out.append(
-            Quantity(
-                float(year),
-                None,
-                match.start(1),
-                match.end(),
-                is_year=True,
-                decimals=_decimals(year, None),
-                number_end=match.end(),
-                years=100 if year.endswith("00") else 10,
-            )
-        )
+        years = 100 if year.endswith("00") else 10
+        out.append(_span_of_years(int(year), years, match.start(1), match.end()))
     return out
-
-
-def _glued_word(suffix: str) -> str | None:
-    """The unit word of a glued suffix outside the known units ("GB" of "16GB"), if any."""
-    if len(suffix) < 2 or suffix.lower() in _NOT_GLUED_UNITS:
-        return None  # "5G", "4K", "2nd", "10am"
-    return _unit(suffix)
 
 
 # A century, in digits or in words ("the 19th century", "nineteenth-century"), from the
@@ -374,24 +378,15 @@ _CENTURY = re.compile(
 
 def _centuries(text: str) -> list[Quantity]:
     """Centuries from the 11th to the 21st, each as the years it spans (``_CENTURY``)."""
+    if "centur" not in text.lower():
+        return []  # most passages: spares the regex a try at every word (8 ms on 20k words)
     out = []
     for match in _CENTURY.finditer(text):
         if match.group(1):
             number = int(match.group(1))
-        else:
-            word = match.group(2).lower()
-            number = _CENTURY_WORDS.get(word, 21)  # "twenty-first"
-        out.append(
-            Quantity(
-                float(100 * (number - 1)),
-                None,
-                match.start(),
-                match.end(),
-                is_year=True,
-                number_end=match.end(),
-                years=101,
-            )
-        )
+        else:  # "twenty-first" is the one ordinal not in the table
+            number = _CENTURY_WORDS.get(match.group(2).lower(), 21)
+        out.append(_span_of_years(100 * (number - 1), 101, match.start(), match.end()))
     return out
 
 
