@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.heldout import claim_input, heldout_claims
+from lab.training.heldout import claim_input, heldout_claims
 from truthlens_integrations.core._text import content_words
 from truthlens_integrations.core.models.detection._adjust import conflict_marks
 

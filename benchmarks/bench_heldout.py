@@ -5,12 +5,12 @@ Usage:
         [--removal] [--only GROUP ...] [--folder DIR ...]
         [--out benchmarks/results/heldout_bundled_detector.md]
 
-Data: the report half of ``training.realdata``'s held-out part (the half the calibration did
+Data: the report half of ``lab.training.realdata``'s held-out part (the half the calibration did
 not see; at most ``--per-source`` examples per source, positives and negatives evened out),
-``training/data/hardcases_test.jsonl`` and, with ``--llm-answers``,
-``training/data/llm_answers_test.jsonl`` (paragraph answers a local LLM wrote over held-out
+``lab/training/data/hardcases_test.jsonl`` and, with ``--llm-answers``,
+``lab/training/data/llm_answers_test.jsonl`` (paragraph answers a local LLM wrote over held-out
 contexts, labelled by a planted change; ``llm_answers`` in the report) and, with
-``--removal``, those answers' evidence-removal pairs (``training.removal``: the clean answer
+``--removal``, those answers' evidence-removal pairs (``lab.training.removal``: the clean answer
 beside its whole context, and beside the context without the pieces that back one of its
 sentences; ``removal`` in the report). Nothing here was
 trained on, and nothing eval-only is read. Detectors: the bundled detector (evidence
@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.heldout import claim_input, heldout_claims
+from lab.training.heldout import claim_input, heldout_claims
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import auroc, average_precision, threshold_curve
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument(
         "--removal",
         action="store_true",
-        help="also the evidence-removal pairs of the LLM test answers (training.removal)",
+        help="also the evidence-removal pairs of the LLM test answers (lab.training.removal)",
     )
     ap.add_argument(
         "--only",
@@ -142,7 +142,7 @@ def main() -> None:
         + " and "
         f"{args.multi_per_family} multi-part answers per data set family (`multi/...`: 3-7 "
         "held-out answers of one data set joined, half with an unsupported part; "
-        "`training.calibrate_response`)",
+        "`lab.training.calibrate_response`)",
         "- time: " + ", ".join(f"{name} {results[name][2]:.0f} s" for name in detectors),
         "",
         header + " |",

@@ -9,7 +9,7 @@ data whose labels come from a construction: planted edits (SummEdits, PAWS, Fact
 DialFact's rewritten claims), hallucinations written on instruction (HaluEval), and this
 repository's generated hard cases, LLM answers and evidence removals. A model that fits
 a construction more closely ranks its held-out part better, and that has pointed away
-from real data before (training/README.md, stage 7). This benchmark keeps only texts a
+from real data before (lab/training/README.md, stage 7). This benchmark keeps only texts a
 system or person wrote freely, judged afterwards by people, in seven families:
 
 * ``begin``: BEGIN and TRUE's copy of it (dialogue responses of several systems);
@@ -27,7 +27,7 @@ span it finds confidently entailed) and compares its decision with the detector'
 the same threshold: what a user of the engine gets.
 
 Every example of the report half (``_half == 1``, the half no calibration saw) of
-``training.realdata``'s held-out part is scored. The headline is the mean of the seven
+``lab.training.realdata``'s held-out part is scored. The headline is the mean of the seven
 families' AUROC (each family weighs the same, whatever its size), with a 95% bootstrap
 interval (families resampled within themselves) for each detector's difference from the
 first one. Nothing here was trained on, and nothing eval-only is read.
@@ -45,8 +45,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import realdata
-from training.calibrate_evidence import _half
+from lab.training import realdata
+from lab.training.calibrate_evidence import _half
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import auroc
 

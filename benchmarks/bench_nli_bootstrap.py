@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_nli_real import RULE_SETS, pair_sets, score
 
-from training import data
+from lab.training import data
 from truthlens_integrations.evaluation import auroc
 
 

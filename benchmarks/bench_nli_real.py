@@ -2,13 +2,13 @@
 
 Usage:
     python benchmarks/bench_nli_real.py [--branch NAME=FOLDER ...] [--baseline NAME]
-        [--candidate NAME ...] [--snli-test] [--out benchmarks/results/nli_real]
+        [--candidate NAME ...] [--snli-test] [--out lab/records/nli_real]
 
-Pairs come from ``training/nli_real.py`` (built as the engine builds them: the answer
+Pairs come from ``lab/training/nli_real.py`` (built as the engine builds them: the answer
 sentence as hypothesis, the two context sentences sharing the most words as premise) and
 are scored through ``BundledNLI``, the runtime path. Sets: AttributionBench (select role),
 ``ragtruth_dev``'s select sources, the held-out 20% of the train-role real pairs (ExpertQA
-questions, ``ragtruth_dev`` train sources) and the SNLI dev pairs ``training.train_nli``
+questions, ``ragtruth_dev`` train sources) and the SNLI dev pairs ``lab.training.train_nli``
 holds out. Nothing eval-only is read unless ``--snli-test`` asks for SNLI test accuracy,
 which is measured after the rule has decided and decides nothing.
 
@@ -17,7 +17,7 @@ Per set: AUROC of P(entailment) for entailed against not entailed pairs; binary 
 entailed pair is labelled contradiction (shown as severity 4); how often a not entailed pair
 is labelled entailment with confidence >= 0.9 (the engine drops such spans). With
 ``--candidate`` (repeatable) and ``--baseline`` the rule of
-``benchmarks/results/nli_real/RULE.md`` is applied to each candidate; of those that pass, the
+``lab/records/nli_real/RULE.md`` is applied to each candidate; of those that pass, the
 one with the higher mean AUROC on the two rule sets ships. The new user's six cases
 (``tests/data/user_cases.jsonl``) run through the whole engine with each branch. Writes
 ``measures.md`` and ``measures.json`` in ``--out``.
@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import data, nli_real
+from lab.training import data, nli_real
 from truthlens_integrations.core.models import BundledNLI, BundledNLIAdapter
 from truthlens_integrations.evaluation import auroc
 
@@ -276,7 +276,7 @@ def main() -> None:
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--candidate", action="append", default=[])
     ap.add_argument("--snli-test", action="store_true", help="also SNLI test (eval-only)")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "nli_real")
+    ap.add_argument("--out", type=Path, default=ROOT / "lab" / "records" / "nli_real")
     args = ap.parse_args()
     branches = {"shipped": SHIPPED}
     for item in args.branch:
@@ -306,7 +306,7 @@ def main() -> None:
         f"{time.perf_counter() - started:.0f} s in all",
         f"- load average (1/5/15 min) at the start {' / '.join(f'{x:.1f}' for x in load_start)}, "
         f"at the end {' / '.join(f'{x:.1f}' for x in load_end)} (the CPU was shared)",
-        "- pairs: `training/nli_real.py` (premise picked as the engine picks it); "
+        "- pairs: `lab/training/nli_real.py` (premise picked as the engine picks it); "
         "nothing eval-only is read",
     ]
     args.out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ Usage:
 Before issue 29 a number of the answer was "present" when its value occurred anywhere in the
 context; now it is judged against the passages about the same thing
 (:class:`~truthlens_integrations.core._quantities.ContextQuantities`). This counts, on the
-report half of ``training.realdata``'s held-out part and the hard-case test records (the data
+report half of ``lab.training.realdata``'s held-out part and the hard-case test records (the data
 ``bench_heldout.py`` reads; train role, nothing eval-only), the answers where the verdict of
 their first changed number differs, by gold label. A change towards ``conflict`` on a clean
 answer is a new false alarm; on an unsupported answer a new hit.
@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import realdata
-from training.calibrate_evidence import _half
-from training.train_evidence import _hard_cases
+from lab.training import realdata
+from lab.training.calibrate_evidence import _half
+from lab.training.train_evidence import _hard_cases
 from truthlens_integrations.core._quantities import (
     ContextQuantities,
     extract_quantities,

@@ -4,7 +4,7 @@ Usage (from the repository root, with the training data beside the checkout)::
 
     python benchmarks/bench_precision.py [--halueval 400] [--synthetic 400]
 
-Runs the held-out examples that calibration uses (``training.calibrate.heldout``: the last
+Runs the held-out examples that calibration uses (``lab.training.calibrate.heldout``: the last
 tenth of every HaluEval file plus synthetic examples from those contexts; never eval-only
 data) through the runtime detector in float32 and in bfloat16, and prints the time, the
 example-level AP and F1 at 0.5 of each, and how far the token probabilities moved.
@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.calibrate import f1_score, heldout
+from lab.training.calibrate import f1_score, heldout
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import average_precision, threshold_curve

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_evidence import _pct, _sentences, _triple
 
-from training.rule_change import switches
+from lab.training.rule_change import switches
 from truthlens_integrations.core.models._onnx import _threads
 
 TITLES = {
@@ -53,7 +53,7 @@ def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
             "rules read once (memo)": [],
             "rules read twice": [(_adjust, "_rule_verdicts", plain)],
         }
-    # candidates 19-21's off-switches, as training.rule_change measured them
+    # candidates 19-21's off-switches, as lab.training.rule_change measured them
     off = [patch for candidate in ("19", "20", "21") for patch in switches(candidate)]
     return {"readers on (shipped)": [], "readers off": off}
 

@@ -3,7 +3,7 @@
 Usage:
     python benchmarks/bench_rules.py [--out benchmarks/results/rules_ablation.md] [--folder DIR]
 
-The bundled detector scores ``training/data/hardcases_test.jsonl`` (train-role, kept out
+The bundled detector scores ``lab/training/data/hardcases_test.jsonl`` (train-role, kept out
 of training) four times: with neither rule, with each one alone and with both (the
 shipped default). A rule is switched off for the run by emptying what it reads (the unit
 table, the negation check); everything else is the runtime path. The report gives AUROC
@@ -26,7 +26,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.train_evidence import _hard_cases
+from lab.training.train_evidence import _hard_cases
 from truthlens_integrations.core import DetectionInput, _quantities
 from truthlens_integrations.core.models.detection import _adjust, load_detector
 from truthlens_integrations.evaluation import auroc
@@ -111,7 +111,7 @@ def main() -> None:
         f"- command: `{' '.join(['python', 'benchmarks/bench_rules.py', *sys.argv[1:]])}`",
         f"- date: {time.strftime('%Y-%m-%d')}; 2-core CPU, fp32; "
         f"{time.perf_counter() - started:.0f} s for the four runs",
-        f"- data: `training/data/hardcases_test.jsonl` ({len(cases)} records, train-role, not "
+        f"- data: `lab/training/data/hardcases_test.jsonl` ({len(cases)} records, train-role, not "
         "trained on); the rules were written for the failures these cases were generated "
         "for, so this is an in-distribution check, not a measure of real data",
         "",

@@ -20,7 +20,7 @@ benchmark says why, on train-role data only:
    sentence-transformers model the detector started from; the ``train`` extra) when it
    is installed. Each page line is passed as one passage.
 2. **Oracle evidence** (multi-part answers: 3 to 7 held-out answers of one data set
-   joined over their joined contexts, as ``training.calibrate_response`` builds them,
+   joined over their joined contexts, as ``lab.training.calibrate_response`` builds them,
    from the report half no calibration saw). The bundled detector judges each joined
    answer as it ships, with evidence selected from the joined context, and again with
    each part judged against its own context only, the evidence a perfect selection could
@@ -50,9 +50,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training import realdata
-from training.calibrate_evidence import _half
-from training.calibrate_response import multi_part_answers
+from lab.training import realdata
+from lab.training.calibrate_evidence import _half
+from lab.training.calibrate_response import multi_part_answers
 from truthlens_integrations.core import DetectionConfig, DetectionInput
 from truthlens_integrations.core._text import split_sentences
 from truthlens_integrations.core.models.detection import EvidenceDetector

@@ -3,7 +3,7 @@
 #
 # Only 64 MiB of the working tree travel to that machine, and the tracked tree is larger
 # (the bundled weights, the benchmark reports, the committed training data). The GPU jobs
-# (training.gpu_student, training.gpu_teacher) read their rows from a carried .gpu/ folder
+# (lab.training.gpu_student, lab.training.gpu_teacher) read their rows from a carried .gpu/ folder
 # and need none of these:
 #
 #   bash scripts/device_slim.sh aside [--weights]   # --weights: the detector's weights too
@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 aside="${TRUTHLENS_ASIDE:-/tmp/truthlens-aside}"
-paths=(benchmarks/results training/data core/_bundled/nli)
+paths=(benchmarks/results lab/records lab/training/data core/_bundled/nli)
 
 case "${1:-}" in
 aside)

@@ -12,7 +12,8 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device_slim.sh"
 MOVED = (
     "benchmarks/results/a.md",
-    "training/data/rows.jsonl",
+    "lab/records/b.md",
+    "lab/training/data/rows.jsonl",
     "core/_bundled/nli/model.safetensors",
 )
 WEIGHTS = "core/_bundled/detector/model.safetensors"
@@ -83,7 +84,7 @@ def test_restore_never_overwrites_what_came_back(checkout: Path, tmp_path: Path)
     assert "merge it by hand" in back.stderr
     assert (checkout / "benchmarks/results/a.md").read_text() == "new\n"
     assert (aside / "benchmarks/results/a.md").exists()  # nothing lost ...
-    assert not (checkout / "training/data/rows.jsonl").exists()  # ... and nothing moved
+    assert not (checkout / "lab/training/data/rows.jsonl").exists()  # ... and nothing moved
 
 
 def test_a_missing_verb_is_a_usage_error(checkout: Path, tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ def test_halueval_split_is_last_ten_percent() -> None:
 
 
 def test_halueval_split_matches_training() -> None:
-    data = pytest.importorskip("training.data")
+    data = pytest.importorskip("lab.training.data")
     for total in (7, 10, 33, 10_000):
         heldout = set(halueval_split(list(range(total)), "heldout"))
         assert heldout == {i for i in range(total) if data.split_of(i, total) == "heldout"}

@@ -132,6 +132,19 @@ def test_the_evaluation_harness_is_outside_the_core() -> None:
     assert (ROOT / "truthlens_integrations" / "evaluation" / "__init__.py").is_file()
 
 
+# what is in the repository and never installed: the product imports none of it
+NOT_INSTALLED = ("lab", "training", "benchmarks", "tests", "cookbook", "scripts")
+
+
+def test_the_product_never_imports_the_lab() -> None:
+    found = [
+        f"{file} imports {target}"
+        for file, _, target in _edges()
+        if target.split(".")[0] in NOT_INSTALLED
+    ]
+    assert not found, "\n".join(found)
+
+
 def test_model_code_has_one_home() -> None:
     # Every classifier the guard runs (detector, NLI, prompt classifier) lives in
     # core/models; outside it only the device helper and the local LLM backend use torch.

@@ -74,7 +74,7 @@ def test_a_bad_calibration_path_or_file_is_a_config_error(tmp_path: Path) -> Non
 
 # -- the bundled calibration ``rag`` (candidate 4a of issue 27, opt-in) -------------------
 
-SELECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "rag_selection"
+SELECTION = Path(__file__).resolve().parents[1] / "lab" / "records" / "rag_selection"
 TOWER = [
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
     "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",

@@ -6,7 +6,7 @@ Each returns :class:`EvalExample` records in file order, with ``source_id`` set 
 the answer was written over (a RAGTruth source, an ExpertQA question, an AttributionBench
 row), so that fits can be cross-validated by source. Roles follow the benchmark
 folder's ``MANIFEST.md``: ``ragtruth_dev`` is split by source (the committed
-``training/data/ragtruth_dev_split.json``); FaithJudge rows are only read for the
+``ragtruth_dev_split.json`` beside this module); FaithJudge rows are only read for the
 sources of the selection split when they choose or calibrate anything.
 """
 
@@ -43,7 +43,7 @@ EXPERTQA_UNSUPPORTED = frozenset({"Incomplete", "Partial", "Missing"})
 """ExpertQA support labels that make a claim unsupported (``Complete`` is supported;
 ``N/A`` and unlabelled claims are left out)."""
 
-_SPLIT_FILE = Path(__file__).resolve().parents[2] / "training" / "data" / "ragtruth_dev_split.json"
+_SPLIT_FILE = Path(__file__).resolve().parent / "ragtruth_dev_split.json"
 _FAITHJUDGE_FILE = "faithjudge_llm_judged/faithjudge_ragtruth_dev_sources.jsonl"
 _FAITHJUDGE_TASKS = {
     "ragtruth-qa": "QA",
@@ -66,7 +66,8 @@ def ragtruth_dev_split(path: str | os.PathLike[str] | None = None) -> dict[str, 
     """The committed split of ``ragtruth_dev`` by source: ``train`` and ``select`` source ids.
 
     Args:
-        path: The split file; ``None`` reads ``training/data/ragtruth_dev_split.json``.
+        path: The split file; ``None`` reads ``ragtruth_dev_split.json``, shipped beside
+            this module.
 
     Raises:
         ConfigError: If the file is missing or does not hold both lists.

@@ -182,7 +182,7 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
         # measurement unit ("4.2 miles" against "4.2 km": the unit is the error). Any other
         # word after a number is scored as it is: it is often not a unit ("420 people" /
         # "420 employees"), and treating it as a conflict lowered held-out AP from 0.781 to
-        # 0.748 (benchmarks/results/archive/heldout.md).
+        # 0.748 (lab/records/archive/heldout.md).
         verdict = known.judge(q, answer)
         if verdict == "unseen" and not answer[q.start].isdigit():
             continue  # "the two companies": a count in words is often the answer's own
