@@ -65,4 +65,6 @@ def test_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     assert "truthlens_integrations/py.typed" in names
     # the bundled calibration a route selects with `calibration: rag`
     assert "truthlens_integrations/core/_bundled/calibrations/rag.json" in names
-    assert not any(n.startswith(("core/", "tests/")) for n in names)
+    # the ragtruth_dev split the evaluation readers read by default
+    assert "truthlens_integrations/evaluation/ragtruth_dev_split.json" in names
+    assert not any(n.startswith(("core/", "tests/", "lab/", "benchmarks/")) for n in names)

@@ -1,4 +1,4 @@
-"""Premium mode: cross-model verification with a judge (design section 5.5).
+"""Premium mode: cross-model verification with a judge.
 
 Each round: the verification models answer the grounded question in parallel; the
 primary answer (the best so far) is split into claims (sentences) and each claim is

@@ -123,7 +123,7 @@ def build_refine_messages(
     answer: str,
     spans: Sequence[HallucinationSpan],
 ) -> list[ChatMessage]:
-    """The self-refine prompt (design 5.4).
+    """The self-refine prompt.
 
     Args:
         context: Grounding passages.

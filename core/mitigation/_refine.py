@@ -1,4 +1,4 @@
-"""Standard mode: self-refine with the same model (design section 5.4)."""
+"""Standard mode: self-refine with the same model."""
 
 from __future__ import annotations
 

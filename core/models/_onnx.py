@@ -60,11 +60,11 @@ BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
 #: to keep torch there. fp32: the fused graph gives torch's spans on every answer measured,
 #: is faster on short answers and at a 1k-token context, as fast at 8k-20k, holds up far
 #: better when other work shares the cores, and takes less memory
-#: (benchmarks/results/onnx_backend.md). int8 is never chosen by itself: it moves spans.
+#: (the results page's Speed section). int8 is never chosen by itself: it moves spans.
 AUTO_ONNX: Quantization | None = "fp32"
 #: The graph ``backend="onnx"`` runs when no precision is asked for. fp32: int8 dynamic
 #: quantization moved the detector's spans on most real answers (per-tensor and
-#: per-channel, with and without fp32 first/last layers; benchmarks/results/onnx_backend.md),
+#: per-channel, with and without fp32 first/last layers),
 #: so it is only used when asked for (``dtype="int8"``).
 DEFAULT_QUANTIZATION: Quantization = "fp32"
 # Model families whose export is checked against torch (tests, the onnx benchmark).
@@ -486,7 +486,7 @@ def _session(path: Path) -> Any:
     # the Python side (tokenising, evidence selection) needs between runs, and on a
     # shared machine it waits for descheduled peers. With both cores of the 2-core CPU
     # under other load, a 1k-token detector call took 329 ms p50 without spinning, 434 ms
-    # with it (benchmarks/results/onnx_backend.md).
+    # with it.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     try:

@@ -1,4 +1,4 @@
-"""Adaptive mode selection by Thompson sampling (design §3.4.3)."""
+"""Adaptive mode selection by Thompson sampling."""
 
 from __future__ import annotations
 

@@ -150,9 +150,8 @@ class HallucinationSettings(_Strict):
         precision: Weights' precision for the detector, NLI and prompt classifier.
             ``auto``: bf16/fp16 on GPUs, fp32 on the CPU. ``bfloat16`` on a CPU with
             native bf16 (AVX512-BF16, AMX) about halves the detector's latency with
-            near-identical scores (see ``benchmarks/results/detector_bf16.md``).
-            ``int8``: the ONNX int8 graph (CPU only; it moves spans, see
-            ``benchmarks/results/onnx_backend.md``).
+            near-identical scores (see the results page's Speed section).
+            ``int8``: the ONNX int8 graph (CPU only; it moves spans).
         backend: What runs the encoder models. ``auto``: the fp32 ONNX graph on a CPU
             where the ``fast`` extra is installed (same verdicts as torch, faster on
             short answers, steadier on shared cores), torch on GPUs and elsewhere;

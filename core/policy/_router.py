@@ -24,7 +24,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Cost ratio ranges ``C_FN / C_FP`` per domain from the design's table (§3.1.4).
+#: Cost ratio ranges ``C_FN / C_FP`` per domain: a missed hallucination costs this many
+#: times a false alarm.
 DOMAIN_COST_RATIOS: Mapping[str, tuple[float, float]] = {
     "healthcare": (10.0, 100.0),
     "finance": (5.0, 20.0),
@@ -37,7 +38,7 @@ def threshold_for_cost(cost_ratio: float, prior: float) -> float:
     """Bayes-optimal detection threshold for a domain's cost ratio and prior.
 
     ``tau = 1 / (1 + cost_ratio * (1 - prior) / prior)``; see
-    :data:`DOMAIN_COST_RATIOS` for the design's ratios per domain.
+    :data:`DOMAIN_COST_RATIOS` for the ratios per domain.
 
     Args:
         cost_ratio: Cost of a missed hallucination over the cost of a false alarm.

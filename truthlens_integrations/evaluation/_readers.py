@@ -280,7 +280,7 @@ def halueval_split(
 
     Item ``i`` of ``n`` is held out when ``i >= int(n * (1 - heldout_fraction))``: the
     last 10% by index (the last 1,000 of each 10,000-item file); training uses the rest.
-    This is the rule of ``lab/training/data.py``'s ``split_of``. Splitting by position needs
+    The model lab's training data is split by the same rule. Splitting by position needs
     no seed, so training and evaluation cannot drift apart.
 
     Args:

@@ -253,7 +253,7 @@ class TruthLensService:
         # The models and libraries just loaded are hundreds of thousands of objects that
         # live as long as the replica. Python's full collections walk them all (200-270 ms
         # measured beside an 8k-token request); frozen, they are skipped, and the p99
-        # latency loses those pauses (benchmarks/results/detector_evidence_gc.md).
+        # latency loses those pauses.
         gc.freeze()
 
     # -- endpoints ----------------------------------------------------------------------

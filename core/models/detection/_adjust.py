@@ -75,7 +75,7 @@ _NEGATION = re.compile(
 )
 # A "not" right after a comma, dash or semicolon corrects what precedes it ("tied to
 # caloric intake, not bowel movements"): a contrast, not a negation of the claim
-# (RULE_candidate15.md, 15a).
+# (tests/test_evidence.py).
 _CONTRAST_BEFORE = re.compile(r"[,;\u2013\u2014-]\s*$")
 # A leading "No," answers the question; it says nothing of the sentence's own polarity.
 _ANSWER_PARTICLE = re.compile(r"^\s*no\b[,.!]?", re.IGNORECASE)
@@ -113,7 +113,7 @@ _SOURCE = re.compile(
 # The writer's talk about where the answer comes from ("Based on the provided passages",
 # "Here is a concise summary of the passage:", "The passage discusses"): the context never
 # holds these words, so without this every framed answer, right or wrong, counted two to
-# four absent words for them (RULE_candidate28.md). Only the phrase is matched; the claim
+# four absent words for them (tests/test_source_framing.py). Only the phrase is matched; the claim
 # after it is counted.
 _SOURCE_NOUN = (
     r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
@@ -147,7 +147,7 @@ _FRAMING_HEADER = re.compile(
 )
 # The words that join claims ("However, ...", "Overall, ...", "In summary, ..."): they say
 # how the writer links statements, not what is true, and the context rarely holds them
-# (RULE_candidate29.md). Only the connective is matched.
+# (tests/test_source_framing.py). Only the connective is matched.
 _CONNECTIVE = re.compile(
     r"\b(?:however|additionally|furthermore|moreover|overall|notably|importantly|"
     r"consequently|therefore|thus|hence|meanwhile|nevertheless|nonetheless|likewise|"
@@ -182,7 +182,7 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
         # measurement unit ("4.2 miles" against "4.2 km": the unit is the error). Any other
         # word after a number is scored as it is: it is often not a unit ("420 people" /
         # "420 employees"), and treating it as a conflict lowered held-out AP from 0.781 to
-        # 0.748 (lab/records/archive/heldout.md).
+        # 0.748 on held-out train-role answers.
         verdict = known.judge(q, answer)
         if verdict == "unseen" and not answer[q.start].isdigit():
             continue  # "the two companies": a count in words is often the answer's own
@@ -195,7 +195,7 @@ def _marked_end(answer: str, quantity: Quantity, verdict: QuantityVerdict) -> in
 
     A unit glued to a conflicting or unseen number ("32GB") is marked with it: it is one
     word, which scores the mean of its pieces, so an unmarked "GB" halved the conflict
-    (RULE_candidate40.md).
+    (tests/test_glued_units.py).
     """
     if measure(quantity) is not None:
         return quantity.end
@@ -224,10 +224,10 @@ def uncounted_spans(
     The sentences that only say the sources lack something (:func:`abstentions`: the
     rule leaves their words unflagged), the citations of a source, noun and numbers
     ("(Passage 3)", "[1]": ``_quantities.citations``; they state nothing;
-    RULE_candidate19.md, RULE_candidate35.md), the clock times, which the unit rule
-    judges (RULE_candidate25.md), the phrases that say
-    where the answer comes from (:func:`source_framing`; RULE_candidate28.md) and the
-    words that join claims (:func:`connectives`; RULE_candidate29.md).
+    tests/test_citation_numbers.py), the clock times, which the unit rule
+    judges (tests/test_clock_times.py), the phrases that say
+    where the answer comes from (:func:`source_framing`; tests/test_source_framing.py) and the
+    words that join claims (:func:`connectives`; tests/test_source_framing.py).
     """
     return [
         *abstentions(answer, context, question),
@@ -248,7 +248,7 @@ def source_framing(answer: str) -> list[tuple[int, int]]:
 
     "Based on the provided passages", "Here is a concise summary of the passage", "This
     passage describes", a "Summary:" header: the writer's talk about the sources, not a
-    claim (RULE_candidate28.md, RULE_candidate34.md).
+    claim (tests/test_source_framing.py).
     """
     found = [m.span() for m in _SOURCE_FRAMING.finditer(answer)]
     found += [m.span() for m in _FRAMING_HEADER.finditer(answer) if m.end() > m.start()]
@@ -299,7 +299,7 @@ def _negated_words(sentence: str) -> list[str]:
     "was not approved by Amara Osei" denies "approved", and an answer that drops the
     negation ("Amara Osei approved the budget") names her truly. A word further on is
     another phrase: "not familiar with the for-profit college" denies "familiar", not
-    "profit" (RULE_candidate16.md).
+    "profit" (tests/test_evidence.py).
     """
     out: list[str] = []
     for _, end in _negations(sentence):

@@ -34,9 +34,9 @@ answers that add facts of their own it ranks better than the token model, which 
 trained mostly on short answers; the fit weighs the two. The sentence peak asks for both
 signals in the same sentence: in a long clean answer a lone suspicious token and a few
 new words elsewhere are common, an invented sentence tends to have both (the bundled
-model's map does not use it: measured and not shipped, see ``lab/training/README.md``). Its
-numbers are fitted on held-out train-role data, single answers and multi-part answers
-alike (``python -m lab.training.calibrate_response FOLDER``), and stored in the model folder's
+model's map gives it no weight: measured, it did not improve the map). Its numbers are
+fitted on held-out train-role data, single answers and multi-part answers alike, and
+stored in the model folder's
 ``config.json`` as ``truthlens.response_calibration``. Token probabilities and spans are
 not changed: only the response score is.
 """
@@ -123,7 +123,7 @@ class ResponseCalibration:
 
     ``long_answers``, when set, is a second map for answers of at least ``long_from``
     sentences: one map cannot be calibrated for one-sentence answers and RAG paragraphs
-    at once (``lab/records/rag_selection``, candidates 9 and 11). Its floors are
+    at once. Its floors are
     this map's: the rule sentence floor reads a sentence alone, with this map.
     """
 
@@ -357,8 +357,8 @@ def response_signals(
 def _by_word(answer: str, tokens: Sequence[TokenScore]) -> Sequence[TokenScore]:
     """The tokens as the map reads them: each with its word's probability.
 
-    A word's pieces share one meaning, and since candidate 32 spans mark whole words by
-    the mean of their pieces; the map reads the same, so one piece of a supported name
+    A word's pieces share one meaning, and spans mark whole words by the mean of their
+    pieces; the map reads the same, so one piece of a supported name
     cannot set an answer's score where no span is drawn.
     """
     means = word_means(answer, tokens)

@@ -5,7 +5,7 @@ a maximum or a count over the answer's sentences, and the fit keeps every coeffi
 but the bias at or above zero, so the fitted score is **length safe**: adding sentences
 to an answer (supported ones included) never lowers its score, and a wrong claim cannot
 be diluted below the threshold by padding. The same fit is used for the bundled
-detector's map (``lab/training/rag_response.py``) and for a user's own labelled answers.
+detector's map and for a user's own labelled answers.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ SIGNALS: tuple[str, ...] = tuple(
 
 DEFAULT_SIGNALS: tuple[str, ...] = SIGNALS[:6]
 """The columns a fit reads unless told: the token and word signals. The unit and negation
-rules' counts are left out: fitted on RAG answers they did not keep the hard cases
-(``lab/records/rag_selection/README.md``, candidate 4), and on a small file one
+rules' counts are left out: fitted on RAG answers they did not keep the hard cases, and
+on a small file one
 conflict could carry a large weight."""
 
 _EPSILON = 1e-6

@@ -552,7 +552,7 @@ def shifted(tokens: list[TokenScore], shift: float) -> list[TokenScore]:
     """``tokens`` with ``shift`` added to the logit of each probability (0: unchanged).
 
     The bundled detector's span shift: its token scale is set so that the 0.5 token
-    threshold marks the characters people mark on RAG answers (``lab/training/span_cut.py``).
+    threshold marks the characters people mark on RAG answers.
     It comes after the rules, so their fixed probabilities keep their meaning, and it is
     monotone, so every ranking, and any response map that reads the logit linearly, is
     unchanged up to its bias.
