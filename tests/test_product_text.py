@@ -98,13 +98,26 @@ def test_the_detector_has_a_version_users_can_read() -> None:
     assert version in (BUNDLED / "detector" / "README.md").read_text(encoding="utf-8")
 
 
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors GitHub gives a page ("## The opt-in `rag`" -> "the-opt-in-rag")."""
+    found: set[str] = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if heading := re.match(r"#{1,6}\s+(.*)", line):
+            found.add(re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-"))
+    return found
+
+
 @pytest.mark.parametrize("page", [*USER_DOCS, ROOT / "CHANGELOG.md"], ids=lambda p: p.name)
 def test_doc_links_and_repository_paths_exist(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
-    targets = [m.group(1).split("#")[0] for m in MD_LINK.finditer(text)]
-    broken = [
-        t for t in targets if t and not re.match(r"[a-z]+:", t) and not (page.parent / t).exists()
-    ]
+    broken = []
+    for link in MD_LINK.findall(text):
+        target, _, anchor = link.partition("#")
+        if re.match(r"[a-z]+:", target):
+            continue
+        path = page.parent / target if target else page
+        if not path.exists() or (anchor and path.suffix == ".md" and anchor not in _anchors(path)):
+            broken.append(link)
     for path in REPO_PATH.findall(text):
         clean = path.rstrip(".,;:)")
         if "{" in clean or "NAME" in clean or "X" in clean.split("/")[-1]:
