@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -238,3 +239,37 @@ def test_guard_through_the_client_matches_in_process(replica: Any) -> None:
         item = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": answer}
         want, got = engine.guard(**item), remote.guard(**item)
         assert (got.action, got.status, got.spans) == (want.action, want.status, want.spans)
+
+
+def test_large_requests_take_turns_and_small_ones_do_not_wait(
+    replica: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spans: dict[str, tuple[float, float]] = {}
+
+    async def detect_many(inputs: list[DetectionInput]) -> list[Any]:
+        name = inputs[0].answer
+        started = time.perf_counter()
+        await asyncio.sleep(0.3)  # the model's work, as time
+        spans[name] = (started, time.perf_counter())
+        return [
+            replica.detector.detect_batch(
+                [DetectionInput.create(context=["x"], question=None, answer=name)]
+            )[0]
+        ]
+
+    monkeypatch.setattr(replica, "_detect_many", detect_many)
+    # 20,000 tokens of context: over a quarter of the budget, a large request
+    large = "The tower was finished in 1889 in Paris. " * 2400
+    assert replica.count_tokens(large) > replica.limits.max_request_tokens * 0.25
+
+    async def run() -> None:
+        first = asyncio.create_task(replica._detect({"context": large, "answer": "large one"}))
+        second = asyncio.create_task(replica._detect({"context": large, "answer": "large two"}))
+        await asyncio.sleep(0.1)
+        await replica._detect({"context": "The tower is in Paris.", "answer": "small"})
+        await asyncio.gather(first, second)
+
+    asyncio.run(run())
+    first, second = sorted([spans["large one"], spans["large two"]])
+    assert second[0] >= first[1]  # one large request at a time
+    assert spans["small"][0] < first[1]  # the small one did not wait for the large lane
