@@ -9,14 +9,26 @@ of one character per token (Chinese) reaches 12,000 tokens, still a bounded cost
 Measured on 2 CPU cores (bundled detector, one thread): a 1,000-character answer takes
 0.3 s, 5,000 characters 1.7 s, 20,000 characters 8.4 s (14 s with a 100,000-character
 context); a 400 KB answer took 45 s on the service before these limits.
+
+Characters are counted as the model reads them, after normalisation (``core/_normalize``
+folds compatibility forms with NFKC): one U+FDFA is 18 characters to the model, and 2,000
+of them counted as 2,000 took 22 s against 2.3 s for 12,000 ASCII characters. The count
+is the longer of the text and its NFKC form, computed in C before anything else runs;
+normalisation only drops characters beyond NFKC, so the model never reads more.
+
+A request's total work is bounded in model tokens too (:func:`check_request_tokens`):
+the character totals bound answers and contexts apart, the token budget bounds all the
+text one request hands the models together, in any endpoint's shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ._errors import InputTooLargeError
+from ._normalize import normalize
 from ._types import DetectionInput
 
 # Public through the core package: the service and the command line share these.
@@ -30,6 +42,11 @@ MAX_CONTEXT_CHARS = 200_000
 MAX_REQUEST_ANSWER_CHARS = 48_000
 #: Characters of all contexts and questions of one request.
 MAX_REQUEST_CONTEXT_CHARS = 800_000
+#: Model tokens of all the text of one request (answers, contexts and questions; NLI
+#: premises and hypotheses; prompts). One input at the character limits in English
+#: (12,000 + 200,000 characters) is about 53,000 tokens and fits; four of them (113 s
+#: of /v1/guard on 2 cores) do not.
+MAX_REQUEST_TOKENS = 65_536
 
 
 @dataclass(frozen=True)
@@ -41,22 +58,92 @@ class InputLimits:
         max_context_chars: One input's context passages and question together.
         max_request_answer_chars: All answers of one request.
         max_request_context_chars: All contexts and questions of one request.
+        max_request_tokens: All text of one request, in model tokens
+            (:func:`check_request_tokens`).
     """
 
     max_answer_chars: int = MAX_ANSWER_CHARS
     max_context_chars: int = MAX_CONTEXT_CHARS
     max_request_answer_chars: int = MAX_REQUEST_ANSWER_CHARS
     max_request_context_chars: int = MAX_REQUEST_CONTEXT_CHARS
+    max_request_tokens: int = MAX_REQUEST_TOKENS
+
+
+def readable_chars(text: str) -> int:
+    """Characters of ``text`` as the model reads it: at least what normalisation leaves.
+
+    ``len(text)`` for ASCII; otherwise the longer of ``text`` and its NFKC form (NFKC is
+    where normalisation expands text, U+FDFA to 18 characters; everything else it does
+    drops characters). C-speed, so it can run on text a limit is about to refuse.
+    """
+    if text.isascii():
+        return len(text)
+    return max(len(text), len(unicodedata.normalize("NFKC", text)))
 
 
 def _context_chars(item: DetectionInput) -> int:
-    return sum(len(passage) for passage in item.context) + len(item.question or "")
+    return sum(readable_chars(passage) for passage in item.context) + readable_chars(
+        item.question or ""
+    )
+
+
+def at_most_one_token_per_char(text: str) -> int:
+    """A token count without a tokenizer: the non-space characters the model reads.
+
+    A word-piece token covers at least one character, so this bounds the tokens from
+    above: a budget checked with it never lets through more than it says.
+    """
+    return sum(1 for ch in text if not ch.isspace())
+
+
+def check_request_tokens(
+    texts: Iterable[str],
+    budget: int,
+    count: Callable[[str], int] = at_most_one_token_per_char,
+    *,
+    what: str = "the text of this request",
+) -> int:
+    """Refuse a request whose text is more than ``budget`` model tokens, before any model runs.
+
+    Each text is normalised first (what the models read, ``core/_normalize``) and counted
+    with ``count`` (the model's tokenizer, or :func:`at_most_one_token_per_char`). The
+    count stops at the first text that goes over the budget, so refusing a huge request
+    costs about as much as counting the budget's worth of text.
+
+    Args:
+        texts: Every text the request hands a model.
+        budget: Most tokens of one request.
+        count: Tokens of one normalised text.
+        what: How the message names the request's text.
+
+    Returns:
+        The tokens counted (all of them, when within the budget).
+
+    Raises:
+        InputTooLargeError: Naming the budget and the tokens counted so far (at least
+            that many: the count stopped there).
+    """
+    total = 0
+    for text in texts:
+        if not text:
+            continue
+        total += count(normalize(text).text)
+        if total > budget:
+            raise InputTooLargeError(
+                f"{what}: at least {total:,} model tokens; the limit is {budget:,} per request "
+                "(service.max_request_tokens): send it as several smaller requests",
+                limit=budget,
+                size=total,
+            )
+    return total
 
 
 def check_input_sizes(
     items: Sequence[DetectionInput], limits: InputLimits, *, where: str = "input"
 ) -> None:
-    """Refuse inputs over the limits, before any model runs.
+    """Refuse inputs over the character limits, before any model runs.
+
+    Characters are counted as the model reads them (:func:`readable_chars`).
 
     Args:
         items: The inputs of one request.
@@ -70,12 +157,13 @@ def check_input_sizes(
     answers = contexts = 0
     for n, item in enumerate(items, start=1):
         name = where if len(items) == 1 else f"{where} {n}"
-        if len(item.answer) > limits.max_answer_chars:
-            raise _too_large(f"the answer of {name}", len(item.answer), limits.max_answer_chars)
+        answer = readable_chars(item.answer)
+        if answer > limits.max_answer_chars:
+            raise _too_large(f"the answer of {name}", answer, limits.max_answer_chars)
         size = _context_chars(item)
         if size > limits.max_context_chars:
             raise _too_large(f"the context and question of {name}", size, limits.max_context_chars)
-        answers += len(item.answer)
+        answers += answer
         contexts += size
     if answers > limits.max_request_answer_chars:
         raise _too_large("the answers of this request", answers, limits.max_request_answer_chars)
@@ -87,5 +175,8 @@ def check_input_sizes(
 
 def _too_large(what: str, size: int, limit: int) -> InputTooLargeError:
     return InputTooLargeError(
-        f"{what}: {size:,} characters; the limit is {limit:,}", limit=limit, size=size
+        f"{what}: {size:,} characters as the model reads them (after normalisation); "
+        f"the limit is {limit:,}",
+        limit=limit,
+        size=size,
     )

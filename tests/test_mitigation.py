@@ -607,3 +607,44 @@ def test_diff_answers() -> None:
 def test_verdict_fields_exist() -> None:
     for name in ("final_answer", "status", "history", "diff", "cost", "original_score"):
         assert name in VERDICT_FIELDS
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "garbage",  # about nothing the request mentions
+        "The Eiffel Tower.",  # words of the question, no claim
+        "When was the Eiffel Tower built?",  # the question echoed
+    ],
+)
+def test_premium_replies_that_answer_nothing_are_failed_rounds(
+    detector: Detector, reply: str
+) -> None:
+    # A reply with no claims gives the detector nothing to flag: it scores low and
+    # would "converge". It is a failed round; the original answer (and its outcome) stays.
+    judge = Scripted(["not json"] * 3, model="judge")
+    verifiers = [Scripted([reply] * 3, model=f"v{i}") for i in range(2)]
+    verdict = engine(
+        detector, mode="premium", options=MitigationOptions(consensus="majority")
+    ).guard(**EIFFEL, llm=judge, verification_llms=verifiers)
+    assert verdict.final_answer == EIFFEL_ANSWER
+    assert verdict.status == "llm_error" and not verdict.converged
+    assert reply not in (verdict.final_answer or "")
+    failed = verdict.history[-1]
+    assert failed.kind == "cross_check" and not failed.accepted
+    # every reply stays retrievable with why it was refused
+    assert failed.answer == reply
+    assert "no verifier produced a usable answer" in (failed.error or "")
+    assert failed.error is not None and failed.error.count("verifier") >= 3
+
+
+def test_premium_judge_reply_that_answers_nothing_is_never_shown(detector: Detector) -> None:
+    judge = Scripted([EIFFEL_QUESTION], model="judge")  # the question echoed back
+    v1 = Scripted(["It was built in 1950 and opened in 1889."], model="v1")
+    verdict = engine(
+        detector, mode="premium", iterations=1, options=MitigationOptions(consensus="majority")
+    ).guard(**EIFFEL, llm=judge, verification_llms=[v1])
+    assert verdict.final_answer != EIFFEL_QUESTION
+    step = verdict.history[-1]
+    assert step.kind == "judge" and not step.accepted and step.answer == EIFFEL_QUESTION
+    assert "states nothing" in (step.error or "")

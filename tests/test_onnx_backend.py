@@ -163,11 +163,27 @@ def test_threads_follow_the_cpu_set_or_the_variable(monkeypatch: pytest.MonkeyPa
     assert _onnx._threads() == cores
     monkeypatch.setenv("OMP_NUM_THREADS", "lots")  # other libraries' value to judge
     assert _onnx._threads() == cores
-    monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "3")
-    assert _onnx._threads() == 3  # the package's own variable wins over the reservation
+    monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", str(cores))
+    assert _onnx._threads() == cores  # the package's own variable wins over the reservation
     monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "zero")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="TRUTHLENS_ONNX_THREADS"):
         _onnx._threads()
+
+
+def test_more_threads_than_cores_are_cut_to_the_cores_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setenv("TRUTHLENS_ONNX_THREADS", "512")
+    monkeypatch.setattr(_onnx, "_warned_threads", set())
+    with caplog.at_level(logging.WARNING, logger=_onnx.__name__):
+        assert _onnx._threads() == cores
+        assert _onnx._threads() == cores
+    warnings = [r for r in caplog.records if "TRUTHLENS_ONNX_THREADS=512" in r.getMessage()]
+    assert len(warnings) == 1  # once per process, not once per session
+    assert f"{cores} cores" in warnings[0].getMessage()
 
 
 # -- graphs belong to their weights ----------------------------------------------------------
@@ -238,7 +254,12 @@ def test_a_stale_graph_beside_the_weights_is_refused(
     folder = tmp_path / "model"
     shutil.copytree(tiny_bert_dir, folder)
     assert main(["export-onnx", str(folder)]) == 0
-    assert {p.name for p in (folder / "onnx").iterdir()} == {"model.fp32.onnx", "model.int8.onnx"}
+    assert {p.name for p in (folder / "onnx").iterdir()} == {
+        "model.fp32.onnx",
+        "model.fp32.onnx.sha256",
+        "model.int8.onnx",
+        "model.int8.onnx.sha256",
+    }
     clear_model_cache()
     loaded = load_token_classifier(folder, backend="onnx")
     assert loaded.graph is not None
@@ -257,6 +278,74 @@ def test_a_stale_graph_beside_the_weights_is_refused(
     assert main(["export-onnx", str(folder), "--precision", "fp32"]) == 0
     clear_model_cache()
     assert load_token_classifier(folder, backend="onnx").graph is not None
+
+
+def _flip_the_classifier(graph: Path) -> None:
+    """Edit a graph's classifier bias in place, keeping its metadata (the fingerprint)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(graph))
+    bias = next(t for t in model.graph.initializer if t.name.endswith("classifier.bias"))
+    values = np.array([50.0, -50.0], dtype=np.float32)  # every token "supported"
+    bias.CopyFrom(numpy_helper.from_array(values, bias.name))
+    onnx.save(model, str(graph))
+
+
+def test_an_edited_graph_beside_the_weights_is_refused(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, folder)
+    assert main(["export-onnx", str(folder), "--precision", "fp32"]) == 0
+    graph = folder / "onnx" / "model.fp32.onnx"
+    item = {"context": ["alice visited the tower in paris"], "answer": "bob built the bridge"}
+    clear_model_cache()
+    honest = load_detector(folder, backend="onnx").detect(**item, question=None)
+    _flip_the_classifier(graph)
+    clear_model_cache()
+    with pytest.raises(ModelLoadError, match=r"checksum.*export-onnx"):
+        load_detector(folder, backend="onnx")
+    # auto runs torch instead, which agrees with the graph as exported
+    with caplog.at_level(logging.WARNING, logger="truthlens_integrations.core.models._loading"):
+        fallback = load_detector(folder)
+    assert fallback.backend == "torch"  # type: ignore[attr-defined]
+    assert "checksum" in caplog.text
+    again = fallback.detect(**item, question=None)
+    assert [t.probability for t in again.tokens] == pytest.approx(
+        [t.probability for t in honest.tokens], abs=1e-5
+    )
+
+
+def test_a_truncated_cached_graph_is_rebuilt(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, folder)
+    clear_model_cache()
+    graph = load_token_classifier(folder, backend="onnx").graph
+    assert graph is not None
+    path, size = graph.path, graph.path.stat().st_size
+    with path.open("r+b") as fh:  # a disk that filled up, a copy cut short
+        fh.truncate(size // 2)
+    clear_model_cache()
+    with caplog.at_level(logging.WARNING):
+        rebuilt = load_token_classifier(folder)  # auto: must not quietly stay on torch
+    assert rebuilt.backend == "onnx"
+    assert rebuilt.graph is not None
+    assert rebuilt.graph.path == path
+    assert path.stat().st_size > size // 2
+    assert [r.getMessage() for r in caplog.records if "rebuilding" in r.getMessage()] == [
+        f"ONNX graph {path} does not match its checksum (changed or cut short after export); "
+        "rebuilding it"
+    ]
+    assert _onnx._integrity_problem(path) is None
+    # no graph and no checksum are left half-written beside it
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        "model.fp32.onnx",
+        "model.fp32.onnx.sha256",
+    ]
 
 
 def test_int8_rows_do_not_depend_on_their_batch(tiny_bert_dir: Path) -> None:

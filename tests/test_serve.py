@@ -325,6 +325,19 @@ def test_text_over_the_character_limits_is_413_naming_limit_and_size(service: An
     assert lenient.status is DetectionStatus.UNVERIFIABLE and "4,000" in (lenient.error or "")
 
 
+def test_limits_count_what_the_model_reads_through_the_service(service: Any) -> None:
+    # 300 U+FDFA are 300 characters to a person and 5,400 to the model: over the 4,000
+    # of one answer. The handlers' budget logic is tested without Ray in test_service_budget.
+    with httpx.Client(base_url=service.url, timeout=60) as http:
+        limits = http.get("/healthz").json()["limits"]
+        assert limits["max_request_tokens"] >= 1
+        reply = http.post("/v1/detect", json={**RECORD, "answer": "\ufdfa" * 300})
+    assert reply.status_code == 413
+    got = reply.json()
+    assert got["size"] == 5400 and got["limit"] == 4000
+    assert "as the model reads them" in got["message"]
+
+
 def test_large_request_is_split_into_chunks_in_order(service: Any, local_engine: TruthLens) -> None:
     # Two answers of 3,000 characters: over the 4,000-character chunk, so two batches;
     # results still come back in input order and equal the in-process ones.

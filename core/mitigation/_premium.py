@@ -6,10 +6,16 @@ checked against every verifier's answer with NLI (a lexical check when no NLI mo
 is available); the votes are merged by majority, weighted confidence, or segment
 replacement (Finch-Zk); when the models disagree, or the merge alone still does not
 pass the detector, a judge writes the final answer, which is detected again.
+
+A reply that answers nothing (about nothing the request mentions, or saying nothing the
+question does not: "garbage", the question echoed, "The Eiffel Tower.") is a failed step,
+never a candidate: a reply without claims gives the detector nothing to flag, so it
+would score low and "converge".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Sequence
 
 from .._errors import LLMError, LLMTimeoutError
@@ -22,6 +28,9 @@ from ._results import Assessment, ClaimCheck, MitigationStatus
 from ._text import content_words, jaccard, numbers, sentences
 
 __all__ = ["VERIFIER_STYLES", "cross_model", "lexical_label", "merge_claims", "tally_claims"]
+
+# Words that answer a yes/no question on their own ("No.", "It was not.").
+_POLAR = re.compile(r"\b(?:yes|no|not|never|none|nothing|nobody)\b", re.IGNORECASE)
 
 #: System-prompt variants given to verifiers in turn, so that verifiers sharing one
 #: model still answer from different angles (prompt diversity; weak but free).
@@ -100,6 +109,27 @@ def tally_claims(
     return checks
 
 
+def _says_nothing(text: str, question: str | None) -> bool:
+    """Whether ``text`` states nothing the question does not already say.
+
+    A claim needs something of its own: a number, a content word the question lacks,
+    or a yes/no or negation word. An abstention ("the documents do not say") has one.
+    """
+    if numbers(text) or _POLAR.search(text):
+        return False
+    return not content_words(text) - content_words(question or "")
+
+
+def _refusal(
+    text: str, *, reference: str, topic: frozenset[str] | None, question: str | None
+) -> str | None:
+    """Why a verifier's or the judge's reply is not an answer (``None`` when it is)."""
+    reason = absurd_reason(text, reference=reference, topic=topic)
+    if reason is None and _says_nothing(text, question):
+        reason = "output that states nothing the question does not"
+    return reason
+
+
 def _best_sentence(claim: str, answer: str) -> str:
     options = [s for _, _, s in sentences(answer)] or [answer.strip()]
     return max(options, key=lambda s: jaccard(claim, s))
@@ -163,10 +193,13 @@ def _claim_flags(primary: Assessment, spans: Sequence[tuple[int, int, str]]) -> 
     return [any(s.start < end and s.end > start for s in primary.spans) for start, end, _ in spans]
 
 
-def _failure(results: Sequence[LLMResponse | LLMError]) -> tuple[MitigationStatus, str]:
+def _failure(
+    results: Sequence[LLMResponse | LLMError], refused: Sequence[str] = ()
+) -> tuple[MitigationStatus, str]:
     errors = [r for r in results if isinstance(r, LLMError)]
     if not errors:
-        return "llm_error", "no verifier produced a usable answer"
+        why = f" ({'; '.join(refused)})" if refused else ""
+        return "llm_error", f"no verifier produced a usable answer{why}"
     if all(isinstance(e, LLMTimeoutError) for e in errors):
         return "llm_timeout", str(errors[0])
     return "llm_error", "; ".join(str(e) for e in errors)
@@ -192,7 +225,12 @@ def _ask_verifiers(
     primary: Assessment,
     verifiers: Sequence[LLM],
     settings: LoopSettings,
-) -> Generator[Op, object, tuple[list[LLMResponse | LLMError], list[str]]]:
+    topic: frozenset[str] | None,
+) -> Generator[Op, object, tuple[list[LLMResponse | LLMError], list[str], list[tuple[str, str]]]]:
+    """Ask every verifier; returns the raw results, the usable answers and the refused ones.
+
+    A refused reply comes with why: ``(reply, "verifier N: reason")``.
+    """
     opts = settings.options
     calls = tuple(
         Generate(
@@ -211,12 +249,18 @@ def _ask_verifiers(
         for i, v in enumerate(verifiers)
     )
     results = yield from generate_all(GenerateAll(calls))
-    answers = [
-        text
-        for text in (clean_output(r.text) for r in results if isinstance(r, LLMResponse))
-        if absurd_reason(text, reference=primary.answer) is None
-    ]
-    return results, answers
+    answers: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for n, result in enumerate(results, start=1):
+        if not isinstance(result, LLMResponse):
+            continue
+        text = clean_output(result.text)
+        reason = _refusal(text, reference=primary.answer, topic=topic, question=question)
+        if reason is None:
+            answers.append(text)
+        else:
+            refused.append((result.text, f"verifier {n}: {reason}"))
+    return results, answers, refused
 
 
 def _weights(
@@ -292,12 +336,14 @@ def _rounds(
     """Run the rounds; return the status and error to stop with."""
     opts = settings.options
     for primary in rec.each_round(settings.max_iterations):
-        results, answers = yield from _ask_verifiers(
-            context, question, primary, verifiers, settings
+        results, answers, refused = yield from _ask_verifiers(
+            context, question, primary, verifiers, settings, rec.topic
         )
         if not answers:
-            status, error = _failure(results)
-            rec.record("cross_check", None, error=error)
+            status, error = _failure(results, [why for _, why in refused])
+            # The refused replies stay in the history (the first one as the step's text).
+            shown = refused[0][0] if refused else None
+            rec.record("cross_check", None, error=error, answer=shown)
             return status, error
         merged, merged_text, checks = yield from _cross_check(rec, context, primary, answers, opts)
         disagree = any(c.verdict == "contradicted" for c in checks) or (
@@ -315,6 +361,11 @@ def _rounds(
             return rec.failed("judge", exc)
         text = rec.usable("judge", raw, reference=primary.answer)
         if text is None:
+            continue
+        if _says_nothing(text, question):
+            rec.record(
+                "judge", None, error="output that states nothing the question does not", answer=raw
+            )
             continue
         verdict = yield from assess(context, text)
         rec.record("judge", verdict, win_ties=True)

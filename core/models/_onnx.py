@@ -3,14 +3,18 @@
 A graph is exported from a model folder's weights (``torch.onnx.export``), optionally
 quantized to int8 (ONNX Runtime dynamic quantization), and stored with the fingerprint of
 the weights it was built from (SHA-256 of ``model.safetensors`` and ``config.json``, in
-the graph's metadata). Graphs live beside the weights (``FOLDER/onnx/``, written by
+the graph's metadata), and with the SHA-256 of the graph file itself beside it
+(``NAME.Q.onnx.sha256``): the metadata says which weights a graph was built from, the
+checksum that the graph is still the one built (an edited graph keeps its metadata; a
+truncated one fails to open). Graphs live beside the weights (``FOLDER/onnx/``, written by
 ``truthlens export-onnx FOLDER``) or in the user cache (``~/.cache/truthlens/onnx``, keyed
-by the fingerprint, written at first use). A graph whose fingerprint does not match the
-weights beside it is refused (the error names the command that rebuilds it); one in the
-cache is rebuilt. A graph is never used for weights it was not built from.
+by the fingerprint, written at first use). A graph beside the weights whose fingerprint or
+checksum does not match is refused (the error names the command that rebuilds it: the
+package does not rewrite files in a model folder); one in the cache is rebuilt, with a
+warning. A graph is never used for weights it was not built from.
 
 Sessions are created once per process per graph and shared; their intra-op threads are
-the cores this process may run on.
+the cores this process may run on, at most.
 
 onnxruntime and onnx are imported lazily, only when the backend is used.
 """
@@ -76,6 +80,7 @@ _VERIFIED_TYPES = frozenset({"bert"})
 _RECIPE = "truthlens-onnx-2"
 _OPSET = 17
 _FINGERPRINT_KEY = "truthlens.weights_sha256"
+_CHECKSUM_SUFFIX = ".sha256"
 _QUANT_KEY = "truthlens.quantization"
 
 
@@ -238,6 +243,40 @@ def _cached_path(fingerprint: str, quantization: Quantization, name: str) -> Pat
     return cache_dir() / fingerprint[:32] / f"{name}.{quantization}.onnx"
 
 
+def _checksum_path(graph: Path) -> Path:
+    """The file holding the SHA-256 of ``graph``'s bytes: ``NAME.Q.onnx.sha256``."""
+    return graph.with_name(graph.name + _CHECKSUM_SUFFIX)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _integrity_problem(graph: Path) -> str | None:
+    """Why ``graph`` is not the file its export wrote, or ``None`` when it is.
+
+    The weights' fingerprint in the metadata survives an edit of the graph's operators
+    or initializers; the checksum of the whole file does not. A graph with no checksum
+    (from an exporter before checksums, or copied without it) is not trusted either.
+    """
+    sidecar = _checksum_path(graph)
+    try:
+        expected = sidecar.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return f"has no readable checksum file {sidecar.name}"
+    try:
+        actual = _file_sha256(graph)
+    except OSError as exc:
+        return f"cannot be read ({exc})"
+    if actual != expected:
+        return "does not match its checksum (changed or cut short after export)"
+    return None
+
+
 # -- building -------------------------------------------------------------------------------
 
 
@@ -290,9 +329,14 @@ def export_graph(
         else:
             fp32.replace(partial)
         _write_stamp(partial, fingerprint, quantization)
+        # Checksum first, graph second, each renamed into place: a crash in between
+        # leaves a checksum that does not match, and the graph is rebuilt or refused.
+        sidecar = _checksum_path(partial)
+        sidecar.write_text(_file_sha256(partial) + "\n", encoding="ascii")
+        sidecar.replace(_checksum_path(target))
         partial.replace(target)
     except Exception as exc:
-        for leftover in (fp32, partial):
+        for leftover in (fp32, partial, _checksum_path(partial)):
             leftover.unlink(missing_ok=True)
         raise ModelLoadError(f"could not build the ONNX graph {target}: {exc}") from exc
     logger.info("built ONNX graph %s (%s)", target, quantization)
@@ -445,18 +489,49 @@ def _threads() -> int:
     count), capped by ``$OMP_NUM_THREADS`` where a launcher sets it: Ray sets it to a
     replica's ``num_cpus``, and torch reads it the same way, so a replica's graph uses
     the cores the replica reserved instead of every core of the node.
+
+    ``$TRUTHLENS_ONNX_THREADS`` above the cores is cut to the cores, with a warning:
+    512 threads on 2 cores ran 3x slower than 2 (threads wait for each other's cores).
+
+    Raises:
+        ConfigError: If ``$TRUTHLENS_ONNX_THREADS`` is not a positive integer.
     """
+    cores = _cores()
     asked = _positive_env("TRUTHLENS_ONNX_THREADS", strict=True)
     if asked is not None:
+        if asked > cores:
+            _warn_threads(asked, cores)
+            return cores
         return asked
-    try:
-        cores = max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
     # OMP_NUM_THREADS belongs to other libraries too: a value they would not accept is
     # theirs to report, so it is ignored here rather than refused.
     reserved = _positive_env("OMP_NUM_THREADS", strict=False)
     return min(cores, reserved) if reserved is not None else cores
+
+
+def _cores() -> int:
+    """The cores this process may run on (its CPU set where the OS has one)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_warned_threads: set[tuple[int, int]] = set()
+
+
+def _warn_threads(asked: int, cores: int) -> None:
+    """Say once per process (per value) that the thread count was cut to the cores."""
+    if (asked, cores) in _warned_threads:
+        return
+    _warned_threads.add((asked, cores))
+    logger.warning(
+        "TRUTHLENS_ONNX_THREADS=%d is more than the %d cores this process may use; "
+        "running %d threads (more threads than cores only wait for each other)",
+        asked,
+        cores,
+        cores,
+    )
 
 
 def _positive_env(name: str, *, strict: bool) -> int | None:
@@ -535,6 +610,12 @@ def load_graph(
         if cached is not None:
             return cached
         if beside.is_file():
+            problem = _integrity_problem(beside)
+            if problem is not None:
+                raise ModelLoadError(
+                    f"the ONNX graph {beside} {problem}; rebuild it with "
+                    f"`truthlens export-onnx {folder}` or delete it"
+                )
             session = _session(beside)
             stamp = _stamp(session)
             if stamp != (fingerprint, quantization):
@@ -546,10 +627,8 @@ def load_graph(
             path = beside
         else:
             path = _cached_path(fingerprint, quantization, name)
-            session = _session(path) if path.is_file() else None
-            if session is None or _stamp(session) != (fingerprint, quantization):
-                if session is not None:
-                    logger.warning("ONNX graph %s does not match its key; rebuilding", path)
+            session = _cached_session(path, fingerprint, quantization)
+            if session is None:
                 build(path)
                 session = _session(path)
                 if _stamp(session) != (fingerprint, quantization):
@@ -558,3 +637,25 @@ def load_graph(
         _sessions[key] = model
         logger.info("ONNX Runtime session for %s (%d threads)", path, _threads())
         return model
+
+
+def _cached_session(path: Path, fingerprint: str, quantization: Quantization) -> Any:
+    """The session of the user cache's graph at ``path``, or ``None`` to rebuild it.
+
+    A graph there that is cut short, edited, unreadable or built from other weights is
+    rebuilt (with a warning), not left for torch to stand in for in every later process.
+    """
+    if not path.is_file():
+        return None
+    problem = _integrity_problem(path)
+    session = None
+    if problem is None:
+        try:
+            session = _session(path)
+        except ModelLoadError as exc:
+            problem = f"cannot be opened ({exc})"
+    if session is not None and _stamp(session) != (fingerprint, quantization):
+        session, problem = None, "does not match its key"
+    if problem is not None:
+        logger.warning("ONNX graph %s %s; rebuilding it", path, problem)
+    return session

@@ -29,6 +29,7 @@ from .._limits import (
     MAX_CONTEXT_CHARS,
     MAX_REQUEST_ANSWER_CHARS,
     MAX_REQUEST_CONTEXT_CHARS,
+    MAX_REQUEST_TOKENS,
     InputLimits,
 )
 from ._defaults import (
@@ -567,6 +568,8 @@ class ServiceSettings(_Strict):
             together), in characters.
         max_request_answer_chars: All answers of one request together, in characters.
         max_request_context_chars: All contexts of one request together, in characters.
+        max_request_tokens: All text of one request (any endpoint) together, in model
+            tokens after normalisation (413 above it).
         redact: ``/v1/guard`` leaves hallucinated text (the original answer, span
             texts, earlier rounds) out of every verdict it sends; a blocked verdict
             never carries it, whatever this says. A request can ask for it too.
@@ -593,6 +596,7 @@ class ServiceSettings(_Strict):
     max_context_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_CONTEXT_CHARS
     max_request_answer_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_ANSWER_CHARS
     max_request_context_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_CONTEXT_CHARS
+    max_request_tokens: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_TOKENS
     redact: Annotated[bool, Strict()] = False
 
     def input_limits(self) -> InputLimits:
@@ -602,6 +606,7 @@ class ServiceSettings(_Strict):
             max_context_chars=self.max_context_chars,
             max_request_answer_chars=self.max_request_answer_chars,
             max_request_context_chars=self.max_request_context_chars,
+            max_request_tokens=self.max_request_tokens,
         )
 
 
@@ -629,6 +634,7 @@ class ReplicaKwargs(TypedDict, total=False):
     max_context_chars: int
     max_request_answer_chars: int
     max_request_context_chars: int
+    max_request_tokens: int
     redact: bool
 
 

@@ -15,11 +15,14 @@ answers, through a FastAPI ingress:
 Concurrent requests are merged into model batches with ``@serve.batch`` (one padded
 forward pass for many answers). Bodies above ``service.max_request_bytes`` get 413,
 more than ``service.max_inputs`` answers 413, text over the character limits
-(``service.max_answer_chars`` and the others, counted before any model runs) 413;
+(``service.max_answer_chars`` and the others, counted as the model reads the text, after
+normalisation, before any model runs) 413, a request whose text is more than
+``service.max_request_tokens`` model tokens in all (every endpoint) 413;
 bad JSON (not UTF-8, duplicate keys, deep nesting, huge numbers, lone surrogates) 400,
 bad fields 422. A request's answers reach the models in chunks of at most
-``max_answer_chars`` characters, so a large request cannot hold the replica while
-smaller ones wait. Under ``block`` (or with ``redact``) a ``/v1/guard`` verdict carries
+``max_answer_chars`` characters, and requests of more than a quarter of the token
+budget run one at a time, so a large request cannot hold the replica while smaller ones
+wait. Under ``block`` (or with ``redact``) a ``/v1/guard`` verdict carries
 no hallucinated text: the blocked answer and the span texts stay in the replica. Request
 counts, latencies and batch sizes are Ray metrics (``truthlens_serve_*``), exported
 with Ray Serve's own on every node's metrics port for Prometheus.
@@ -29,6 +32,7 @@ with Ray Serve's own on every node's metrics port for Prometheus.
 # (`request: Request`) at runtime, and Serve's ingress wrapper cannot resolve strings.
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import logging
@@ -59,6 +63,11 @@ from truthlens_integrations.core import (  # noqa: E402
     TruthLensError,
     check_input_sizes,
     loads_strict,
+)
+from truthlens_integrations.core._limits import (  # noqa: E402
+    at_most_one_token_per_char,
+    check_request_tokens,
+    readable_chars,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict  # noqa: E402
 from truthlens_integrations.core.engine._conclude import _metadata  # noqa: E402
@@ -139,15 +148,48 @@ def _error(status: int, exc: BaseException) -> JSONResponse:
 
 
 def _check_text(text: str, what: str, limit: int) -> None:
-    """Text a model may read: at most ``limit`` characters, UTF-8 encodable."""
-    if len(text) > limit:
+    """Text a model may read: at most ``limit`` characters as it reads them, UTF-8 encodable."""
+    size = readable_chars(text)
+    if size > limit:
         raise InputTooLargeError(
-            f"{what}: {len(text):,} characters; the limit is {limit:,}", limit=limit, size=len(text)
+            f"{what}: {size:,} characters as the model reads them (after normalisation); "
+            f"the limit is {limit:,}",
+            limit=limit,
+            size=size,
         )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInputError(f"{what} is not valid Unicode text (a lone surrogate)") from None
+
+
+def _token_counter(detector: Any) -> Callable[[str], int]:
+    """Tokens of one text by the detector's own tokenizer, or at most one per character.
+
+    The detector's tokenizer is what most of a request's text goes through; the NLI
+    model and the prompt classifier share the bundled detector's vocabulary. A detector
+    without one (lexical, remote) is counted by characters, an upper bound.
+    """
+    loaded = getattr(detector, "_loaded", None)
+    tokenizer = getattr(loaded, "tokenizer", None)
+    lock = getattr(loaded, "tokenizer_lock", None)
+    if tokenizer is None or lock is None:
+        return at_most_one_token_per_char
+
+    def count(text: str) -> int:
+        with lock:  # fast tokenizers are not safe to call from several threads at once
+            encoded = tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)
+        return len(encoded["input_ids"])
+
+    return count
+
+
+def _request_texts(inputs: list[DetectionInput]) -> list[str]:
+    """Every text of a detect or guard request the models read, answers first."""
+    texts = [item.answer for item in inputs]
+    texts += [item.question or "" for item in inputs]
+    texts += [passage for item in inputs for passage in item.context]
+    return texts
 
 
 def _withheld(verdict: Verdict, *, redact: bool) -> Verdict:
@@ -159,6 +201,10 @@ def _withheld(verdict: Verdict, *, redact: bool) -> Verdict:
         return verdict
     return redact_verdict(verdict, _metadata(verdict, include_details=False))
 
+
+#: A request of more than this share of ``max_request_tokens`` is large: one large
+#: request runs at a time per replica, and small ones never wait for that lane.
+_LARGE_SHARE = 0.25
 
 #: Addresses that mean "this machine only".
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -244,6 +290,9 @@ class TruthLensService:
         self.detector = self.engine.detector
         self.explainer = self.engine.nli
         self.classifier = self.engine.fact_checker
+        self.count_tokens = _token_counter(self.detector)
+        # Large requests take turns; small ones run beside them (see ``_admit``).
+        self.large_lane = asyncio.Semaphore(1)
         self.batching = self.settings.max_batch_size > 1
         batched: Any
         for batched in (self._detect_one, self._guard_one):
@@ -361,6 +410,21 @@ class TruthLensService:
         check_input_sizes(inputs, self.limits)
         return inputs, single, bool(getattr(request, "redact", False))
 
+    async def _admit(self, texts: list[str]) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The lane a request runs in; 413 for more than ``max_request_tokens`` tokens.
+
+        A large request's lane lets one run at a time; a small one's is no lane at all.
+        Two large requests at once would each take the cores the other needs while small
+        requests wait behind both; in turns, each finishes sooner and small requests
+        share the cores with one. Counted in a worker thread: normalising and tokenising
+        up to the character limits takes a second the event loop must not wait for.
+        """
+        budget = self.limits.max_request_tokens
+        tokens = await asyncio.to_thread(check_request_tokens, texts, budget, self.count_tokens)
+        if tokens > budget * _LARGE_SHARE:
+            return self.large_lane
+        return contextlib.nullcontext()
+
     def _chunks(self, inputs: list[DetectionInput]) -> list[list[DetectionInput]]:
         """Consecutive inputs of at most ``max_answer_chars`` answer characters (one or more).
 
@@ -381,11 +445,12 @@ class TruthLensService:
     async def _detect(self, body: Any) -> Any:
         inputs, single, _ = self._inputs(body)
         results: list[DetectionResult] = []
-        for chunk in self._chunks(inputs):
-            if self.batching:
-                results += await asyncio.gather(*(self._detect_one(x) for x in chunk))
-            else:
-                results += await self._detect_many(chunk)
+        async with await self._admit(_request_texts(inputs)):
+            for chunk in self._chunks(inputs):
+                if self.batching:
+                    results += await asyncio.gather(*(self._detect_one(x) for x in chunk))
+                else:
+                    results += await self._detect_many(chunk)
         for result in results:
             self.metrics.answers.inc(tags={"status": result.status.value})
         dumped = [r.model_dump(mode="json") for r in results]
@@ -394,11 +459,12 @@ class TruthLensService:
     async def _guard(self, body: Any) -> Any:
         inputs, single, redact = self._inputs(body, guard=True)
         verdicts: list[Verdict] = []
-        for chunk in self._chunks(inputs):
-            if self.batching:
-                verdicts += await asyncio.gather(*(self._guard_one(x) for x in chunk))
-            else:
-                verdicts += await self._guard_many(chunk)
+        async with await self._admit(_request_texts(inputs)):
+            for chunk in self._chunks(inputs):
+                if self.batching:
+                    verdicts += await asyncio.gather(*(self._guard_one(x) for x in chunk))
+                else:
+                    verdicts += await self._guard_many(chunk)
         redact = redact or self.settings.redact
         verdicts = [_withheld(v, redact=redact) for v in verdicts]
         dumped = [v.model_dump(mode="json") for v in verdicts]
@@ -413,10 +479,12 @@ class TruthLensService:
         for n, (premise, hypothesis) in enumerate(pairs, start=1):
             _check_text(premise, f"the premise of pair {n}", self.limits.max_context_chars)
             _check_text(hypothesis, f"the hypothesis of pair {n}", self.limits.max_answer_chars)
+        lane = await self._admit([text for pair in pairs for text in pair])
         explainer = self.explainer
         if explainer is None:
             raise _HTTPError(503, "this service has no NLI explainer")
-        labels = await asyncio.to_thread(explainer.explain, pairs) if pairs else []
+        async with lane:
+            labels = await asyncio.to_thread(explainer.explain, pairs) if pairs else []
         self.metrics.batch.observe(len(pairs), tags={"stage": "nli"})
         model_id = getattr(explainer, "model_id", "unknown")
         return {"labels": [[lab, conf] for lab, conf in labels], "model_id": model_id}
@@ -427,7 +495,8 @@ class TruthLensService:
             raise _HTTPError(413, f"{len(prompts)} prompts; at most {self.settings.max_inputs}")
         for n, prompt in enumerate(prompts, start=1):
             _check_text(prompt, f"prompt {n}", self.limits.max_context_chars)
-        results = await asyncio.to_thread(self.classifier.classify, prompts) if prompts else []
+        async with await self._admit(prompts):
+            results = await asyncio.to_thread(self.classifier.classify, prompts) if prompts else []
         self.metrics.batch.observe(len(prompts), tags={"stage": "classify"})
         return {
             "results": [[bool(need), float(conf)] for need, conf in results],

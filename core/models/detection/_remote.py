@@ -6,7 +6,10 @@ It fails closed: with ``on_error="raise"`` (default) a failed call raises, with
 reason in ``DetectionResult.error``. A failure is never reported as ``supported``, and
 neither is a reply that contradicts itself (``supported`` with a score over the
 threshold, ``supported`` with nothing scored, spans outside the answer): it is a
-malformed reply, a :class:`ServiceError`.
+malformed reply, a :class:`ServiceError`. What the in-process detector may answer is
+never read as a contradiction: ``hallucinated`` with part of the answer unread (what was
+read flags it), and coverage counted over the normalised answer the model read
+(``core/_normalize``), which can be shorter or longer than the caller's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..._errors import ConfigError, InputTooLargeError, InvalidInputError, ServiceError
+from ..._limits import readable_chars
+from ..._normalize import normalize
 from ..._types import (
     Coverage,
     DetectionConfig,
@@ -203,7 +208,10 @@ def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | No
             return f"span {span.start}-{span.end} lies outside the {len(answer)}-character answer"
         if answer[span.start : span.end] != span.text:
             return f"span {span.start}-{span.end} does not hold the text it names"
-    if coverage.answer_chars != len(answer) or coverage.answer_chars_scored > len(answer):
+    # A service that normalises may count the answer as the model read it.
+    read = normalize(answer).text
+    lengths = {len(answer), len(read)}
+    if coverage.answer_chars not in lengths or coverage.answer_chars_scored > max(lengths):
         return "its coverage does not match the answer"
     if result.threshold != config.threshold:
         return f"threshold {result.threshold} differs from the service's {config.threshold}"
@@ -217,7 +225,12 @@ def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | No
         )
     if result.detected != (result.status is DetectionStatus.HALLUCINATED):
         return f"status {result.status.value} with detected={result.detected}"
-    if not covered(answer, coverage, config.min_coverage):
+    # Partial coverage only forbids clearing an answer (the in-process rule): what was
+    # read can still flag it.
+    if not result.detected and not (
+        covered(answer, coverage, config.min_coverage)
+        or covered(read, coverage, config.min_coverage)
+    ):
         return (
             f"status {result.status.value} with {coverage.answer_chars_scored} of "
             f"{coverage.answer_chars} answer characters scored"
@@ -234,14 +247,21 @@ def _chunks(
     """
     most_answer = limits.get("max_request_answer_chars")
     most_context = limits.get("max_request_context_chars")
+    # The service's token budget, met for sure by text of at most that many characters
+    # (a token is at least one character); larger texts go alone and the 413 names it.
+    most_tokens = limits.get("max_request_tokens")
     chunks: list[list[DetectionInput]] = []
     answers = contexts = 0
     for item in items:
-        answer = len(item.answer)
-        context = sum(len(p) for p in item.context) + len(item.question or "")
+        # counted as the service counts them: as the model reads the text
+        answer = readable_chars(item.answer)
+        context = sum(readable_chars(p) for p in item.context)
+        context += readable_chars(item.question or "")
         full = not chunks or len(chunks[-1]) >= size
         full = full or (most_answer is not None and answers + answer > most_answer)
         full = full or (most_context is not None and contexts + context > most_context)
+        total = answers + answer + contexts + context
+        full = full or (most_tokens is not None and total > most_tokens)
         if full:
             chunks.append([])
             answers = contexts = 0
