@@ -9,11 +9,25 @@ A block that cannot run here is marked by an HTML comment on the line before it 
 lines between are allowed):
 
 - ``<!-- snippet: skip REASON -->``: never run; the reason is required.
+
+What a block prints is checked too: a comment on the line of a ``print(...)`` call
+states its output, and the output must match it (see docs/development.md):
+
+- the comment, up to an optional `` -- note``, is the expected output, whole;
+- ``...`` in it stands for any text (as in doctest's ELLIPSIS), newlines included;
+- every output of that call (each pass of a loop) must match; a call that never
+  prints fails, as a stated output that was never shown is not checked.
+
+A ``print`` without a comment is not compared.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,6 +154,114 @@ def test_the_reader_sees_markers_and_blocks(tmp_path: Path) -> None:
     assert [m.kind for m in markers] == ["skip", "skip"]
 
 
+_CHECKED_PRINT = "__snippet_print__"
+_NOTE = " -- "
+
+
+def stated_outputs(code: str) -> dict[int, str]:
+    """The output each commented ``print`` line states: {line: claim}."""
+    comments: dict[int, str] = {}
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.COMMENT:
+            claim = token.string[1:].strip().split(_NOTE, 1)[0].strip()
+            comments[token.start[0]] = claim
+    lines: dict[int, str] = {}
+    for node in ast.walk(ast.parse(code)):
+        if _is_print(node) and node.end_lineno in comments:
+            assert node.end_lineno is not None
+            lines[node.end_lineno] = comments[node.end_lineno]
+    return lines
+
+
+def _is_print(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "print"
+    )
+
+
+class _RoutePrints(ast.NodeTransformer):
+    """Sends the commented ``print`` calls through the recorder, with their line."""
+
+    def __init__(self, lines: set[int]) -> None:
+        self.lines = lines
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        if _is_print(node) and node.end_lineno in self.lines:
+            call = node.value
+            assert isinstance(call, ast.Call)
+            call.func = ast.Name(_CHECKED_PRINT, ast.Load())
+            call.args.insert(0, ast.Constant(node.end_lineno))
+        return self.generic_visit(node)
+
+
+def matches(claim: str, printed: str) -> bool:
+    """Whether ``printed`` is what ``claim`` states (``...`` is any text).
+
+    Runs of whitespace compare equal to one space: a comment is one line, an output
+    may be several.
+    """
+    parts = [re.escape(" ".join(part.split())) for part in claim.split("...")]
+    pattern = r"\s*.*?\s*".join(parts)
+    return re.fullmatch(pattern, " ".join(printed.split()), flags=re.DOTALL) is not None
+
+
+def run_snippet(code: str, name: str) -> tuple[dict[int, str], dict[int, list[str]]]:
+    """Run ``code``; the outputs it states and what each commented print printed."""
+    stated = stated_outputs(code)
+    tree = ast.fix_missing_locations(_RoutePrints(set(stated)).visit(ast.parse(code)))
+    printed: dict[int, list[str]] = {line: [] for line in stated}
+
+    def recorder(line: int, *args: object, **kwargs: object) -> None:
+        kwargs.pop("file", None)
+        buffer = io.StringIO()
+        print(*args, file=buffer, **kwargs)  # type: ignore[call-overload]
+        print(buffer.getvalue(), end="")
+        printed[line].append(buffer.getvalue())
+
+    namespace: dict[str, object] = {"__name__": "__snippet__", _CHECKED_PRINT: recorder}
+    exec(compile(tree, name, "exec"), namespace)
+    return stated, printed
+
+
+def wrong_outputs(stated: dict[int, str], printed: dict[int, list[str]]) -> list[str]:
+    """One line per commented print whose output is not what its comment states."""
+    wrong: list[str] = []
+    for line, claim in sorted(stated.items()):
+        outputs = printed[line]
+        if not outputs:
+            wrong.append(f"line {line}: states {claim!r} but never printed")
+        wrong += [
+            f"line {line}: states {claim!r}, printed {out.strip()!r}"
+            for out in outputs
+            if not matches(claim, out)
+        ]
+    return wrong
+
+
+def test_the_output_check_compares_what_is_printed() -> None:
+    code = (
+        "print('MITIGATE', 0.92)  # MITIGATE 0.92 -- the decision\n"
+        "print('x')  # y\n"
+        "for word in ['a b', 'a c']:\n"
+        "    print(word)  # a ...\n"
+        "if False:\n"
+        "    print('never')  # never\n"
+        "print('free')\n"
+    )
+    with contextlib.redirect_stdout(io.StringIO()):
+        stated, printed = run_snippet(code, "probe")
+    assert stated == {1: "MITIGATE 0.92", 2: "y", 4: "a ...", 6: "never"}
+    assert wrong_outputs(stated, printed) == [
+        "line 2: states 'y', printed 'x'",
+        "line 6: states 'never' but never printed",
+    ]
+    assert matches("The answer. ... Warning", "The answer.\n\nsome Warning")
+    assert not matches("True", "True False")
+
+
 @pytest.mark.parametrize("snippet", PYTHON, ids=[s.id for s in PYTHON])
 def test_snippet_runs(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if snippet.kind == "skip":
@@ -147,8 +269,9 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)
     for key in _HOSTED:
         monkeypatch.delenv(key, raising=False)
-    code = compile(snippet.code, snippet.id, "exec")
-    exec(code, {"__name__": "__snippet__"})
+    stated, printed = run_snippet(snippet.code, snippet.id)
+    wrong = wrong_outputs(stated, printed)
+    assert not wrong, f"{snippet.id}: " + "; ".join(wrong)
 
 
 _LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
