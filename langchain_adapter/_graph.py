@@ -4,13 +4,17 @@ For graphs users write themselves (self-RAG / CRAG style)::
 
     guard = TruthLensGraphGuard(engine, max_attempts=3)
     graph.add_node("guard", guard.node)
-    graph.add_conditional_edges("guard", guard.route, {
+    guard.add_routes(graph, {            # add_conditional_edges, every route mapped
         "supported": END,            # the answer holds up
         "neutral": "rewrite_query",  # the context lacks the evidence: retrieve again
         "contradiction": "generate", # the context says otherwise: regenerate
         "unverified": "rewrite_query",  # nothing was checked: find grounding (or END)
         "exhausted": END,            # out of attempts: the policy's action applied
     })
+
+:meth:`TruthLensGraphGuard.add_routes` refuses, when the graph is built, a map that
+leaves a route out (LangGraph would fail with a ``KeyError`` only when a run takes that
+route, e.g. on the first empty retrieval).
 
 The route follows the NLI labels of the flagged spans: a contradiction means the
 retrieved context holds the right fact and the generator got it wrong (regenerate,
@@ -211,7 +215,8 @@ class TruthLensGraphGuard:
     ``body``, ``blocked_message`` for ``block`` (for an unchecked answer: the route's
     ``unverified_factual_action``); an answer message gets the verdict in
     ``response_metadata["truthlens"]``, as everywhere.
-    Map every route of :data:`GRAPH_ROUTES` in ``add_conditional_edges``.
+    Map every route of :data:`GRAPH_ROUTES`: :meth:`add_routes` adds the conditional
+    edges and refuses a map that leaves one out.
 
     Args:
         engine: The guard engine; ``None`` uses the default policy. With policy knobs
@@ -285,6 +290,25 @@ class TruthLensGraphGuard:
             )
         return route  # type: ignore[no-any-return]
 
+    def add_routes(self, graph: Any, path_map: Mapping[str, Any], *, source: str = "guard") -> None:
+        """Add the guard's conditional edges to ``graph``, every route mapped.
+
+        ``graph.add_conditional_edges(source, self.route, path_map)``, after checking
+        that ``path_map`` maps each of :data:`GRAPH_ROUTES` and nothing else: a route
+        left out would fail only when a run takes it (an empty retrieval goes
+        ``unverified``), with LangGraph's bare ``KeyError``.
+
+        Args:
+            graph: The ``StateGraph`` being built.
+            path_map: Where each route goes: a node name or ``END``.
+            source: The name the guard node was added under.
+
+        Raises:
+            ConfigError: If ``path_map`` leaves a route out or names an unknown one.
+        """
+        _check_path_map(path_map)
+        graph.add_conditional_edges(source, self.route, dict(path_map))
+
     # -- the node -------------------------------------------------------------------
 
     def _parse(self, state: Mapping[str, Any]) -> ParsedInput:
@@ -344,6 +368,31 @@ class TruthLensGraphGuard:
         if text == parsed.answer:
             return {}
         return {self.answer_key: text}
+
+
+def _check_path_map(path_map: Mapping[str, Any]) -> None:
+    """Check that a conditional-edge map sends every route of the guard somewhere.
+
+    Raises:
+        ConfigError: Naming the routes left out and any key that is not a route.
+    """
+    if not isinstance(path_map, Mapping):
+        raise ConfigError(
+            f"the guard's path map is a dict from route to node, got {type(path_map).__name__}"
+        )
+    missing = [route for route in GRAPH_ROUTES if route not in path_map]
+    unknown = sorted(str(key) for key in path_map if key not in GRAPH_ROUTES)
+    if missing or unknown:
+        problems = []
+        if missing:
+            problems.append(f"no edge for {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown route(s) {', '.join(unknown)}")
+        raise ConfigError(
+            f"the guard's path map: {'; '.join(problems)}. Map every route of "
+            f"GRAPH_ROUTES ({', '.join(GRAPH_ROUTES)}): an unchecked answer (e.g. an "
+            "empty retrieval) routes 'unverified'; END is a valid target"
+        )
 
 
 def _in_run() -> bool:
