@@ -35,7 +35,6 @@ from langchain_core.runnables.config import ensure_config, var_child_runnable_co
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from pydantic import ValidationError
 
 from truthlens_integrations.core import ConfigError, LLMError
 from truthlens_integrations.core.engine import (
@@ -49,9 +48,9 @@ from truthlens_integrations.core.engine import (
 )
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
-from truthlens_integrations.core.policy import Policy, PolicySource
+from truthlens_integrations.core.policy import PolicySource
 
-from ._arguments import check_choice, check_int
+from ._arguments import check_choice
 from ._events import UNCHECKED_TAG
 from ._inputs import (
     answered_tool_messages,
@@ -179,27 +178,11 @@ def _state_documents(state: Mapping[str, Any], keys: Sequence[str]) -> list[str]
 #: The middleware's own argument names (for did-you-mean suggestions).
 _OWN = (
     "engine",
-    "max_iterations",
     "verification_llms",
     "judge_llm",
     "stream_mode",
     "document_keys",
 )
-
-
-def _with_max_iterations(policy: Policy, rounds: int) -> Policy:
-    """``policy`` with ``rounds`` refinement rounds on every route (standard and premium)."""
-    data = policy.model_dump(by_alias=True, exclude_unset=True)
-    block = data.setdefault("hallucination", {})
-    for mode in ("standard", "premium"):
-        block.setdefault(mode, {})["max_iterations"] = rounds
-    for decision in data.get("decisions", ()):
-        for entry in decision.get("plugins", ()):
-            entry.setdefault("configuration", {})["max_iterations"] = rounds
-    try:
-        return Policy.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"TruthLensMiddleware: max_iterations={rounds}: {exc}") from None
 
 
 def _checked_text(answer: AIMessage, messages: Sequence[BaseMessage]) -> str:
@@ -336,7 +319,6 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         engine: The guard engine; ``None`` builds one with the default policy. With
             policy knobs or engine options it is copied with them applied (loaded
             models shared).
-        max_iterations: Refinement rounds at most (standard and premium), every route.
         verification_llms: Premium-mode verifiers (chat models or core LLMs);
             ``verification_models`` is its deprecated name (runtime only).
         judge_llm: Premium-mode judge (the agent's model when ``None``);
@@ -347,7 +329,8 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         **options: The policy knobs, on every route: ``mode`` (``lightweight``,
             ``standard`` or ``premium``), ``threshold`` (response score at or above
             which an answer is flagged), ``action`` (``header``, ``body``, ``block``
-            or ``none`` for flagged answers); and engine options (``on_block``:
+            or ``none`` for flagged answers), ``max_iterations`` (refinement rounds
+            at most, standard and premium); and engine options (``on_block``:
             ``"message"``, the default, or ``"raise"``; ``blocked_message``,
             ``detector``, ``nli``, ``fact_checker``, ``metrics``, ``tracer``,
             ``domain_classifier``, ``expose_blocked_text``, ``align_quantities``,
@@ -369,7 +352,6 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         self,
         engine: TruthLens | None = None,
         *,
-        max_iterations: int | None = None,
         verification_llms: Sequence[BaseChatModel | BaseLLM] = (),
         judge_llm: BaseChatModel | BaseLLM | None = None,
         stream_mode: StreamMode = "verified",
@@ -387,12 +369,7 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         judge_llm = rest.pop("judge_llm", None)
         split = split_options(rest, own=_OWN, where=where)
         check_choice("stream_mode", stream_mode, ("verified", "passthrough"))
-        if max_iterations is not None:
-            check_int("max_iterations", max_iterations, where)
-        built = engine_from(engine, None, split, where)
-        if max_iterations is not None:
-            built = built.derive(policy=_with_max_iterations(built.policy, max_iterations))
-        self.engine = built
+        self.engine = engine_from(engine, None, split, where)
         self.verification_llms = list(verification_llms)
         self.judge_llm = judge_llm
         self.stream_mode: StreamMode = stream_mode
@@ -424,7 +401,6 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         cls,
         policy: PolicySource | Sequence[PolicySource] = None,
         *,
-        max_iterations: int | None = None,
         verification_llms: Sequence[BaseChatModel | BaseLLM] = (),
         judge_llm: BaseChatModel | BaseLLM | None = None,
         stream_mode: StreamMode = "verified",
@@ -436,12 +412,12 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         Args:
             policy: Anything :func:`~truthlens_integrations.core.policy.load_policy`
                 takes; ``None`` for the defaults.
-            max_iterations: As for the constructor.
             verification_llms: As for the constructor.
             judge_llm: As for the constructor.
             stream_mode: As for the constructor.
             document_keys: As for the constructor.
-            **options: Policy knobs (``mode``, ``threshold``, ``action``) override
+            **options: Policy knobs (``mode``, ``threshold``, ``action``,
+                ``max_iterations``) override
                 the file on every route; engine options (``detector``, ``redact``,
                 ...) build the engine; unknown names raise ``UnknownArgumentError``.
 
@@ -455,7 +431,6 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
             raise ConfigError("from_config builds the engine; pass engine= to the constructor")
         return cls(
             TruthLens.from_config(policy),
-            max_iterations=max_iterations,
             verification_llms=verification_llms,
             judge_llm=judge_llm,
             stream_mode=stream_mode,

@@ -37,6 +37,7 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
 )
 from truthlens_integrations.core.engine import (
+    POLICY_KNOB_NAMES,
     GuardKwargs,
     OnBlock,
     TruthLens,
@@ -331,6 +332,8 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             ``standard``, ``premium``).
         threshold: Overrides the policy's flagging threshold on every route.
         action: Overrides the policy's ``hallucination_action`` on every route.
+        max_iterations: Overrides the policy's mitigation rounds (standard and
+            premium) on every route.
         chain: A chain or agent to run and guard (wrapper form).
         llm: Chat model for standard / premium mitigation (``with_retry()`` /
             ``with_fallbacks()`` wrappers accepted); in the wrapper form the
@@ -360,6 +363,7 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
     mode: Mode | None = None
     threshold: float | None = None
     action: Action | None = None
+    max_iterations: int | None = None
     chain: Runnable[Any, Any] | None = None
     llm: Runnable[Any, Any] | BaseLLM | None = None
     retriever: BaseRetriever | None = None
@@ -815,8 +819,7 @@ def _engine_kwargs(kwargs: Mapping[str, Any], config: object, where: str) -> dic
     Engine options and policy knobs build an engine from ``config`` or, with
     ``engine=`` given, a copy of that engine with them applied; nothing is ignored.
     """
-    knob_names = ("mode", "threshold", "action")
-    own = [k for k in TruthLensRunnable.model_fields if k not in knob_names]
+    own = [k for k in TruthLensRunnable.model_fields if k not in POLICY_KNOB_NAMES]
     split = split_options(renamed_options(kwargs, where), own=own, where=where)
     rest = dict(split.rest)
     rest.update(split.knobs.model_dump(exclude_none=True))

@@ -5,7 +5,8 @@ Three groups, each a single definition the adapters reuse so that they cannot dr
 - :class:`EngineOptions`: how a :class:`~truthlens_integrations.core.engine.TruthLens`
   is built (models, metrics, ``on_block``, ``redact``, ...);
 - :class:`PolicyKnobs`: the common policy settings every adapter takes as keyword
-  arguments (``mode``, ``threshold``, ``action``), applied over the policy file;
+  arguments (``mode``, ``threshold``, ``action``, ``max_iterations``), applied over
+  the policy file;
 - what one guard call is given (``llm``, ``retriever``, ...) is defined in
   ``_tools`` (:class:`GuardTools`, :data:`GUARD_TOOLS`).
 
@@ -213,6 +214,9 @@ class PolicyKnobs(BaseModel):
         mode: ``lightweight``, ``standard`` or ``premium``.
         threshold: Response score at or above which an answer is flagged.
         action: ``hallucination_action``: ``header``, ``body``, ``block`` or ``none``.
+        max_iterations: Mitigation rounds at most (standard and premium; 0 to 100),
+            the policy's ``standard.max_iterations``, ``premium.max_iterations`` and
+            every decision's ``max_iterations``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -220,6 +224,7 @@ class PolicyKnobs(BaseModel):
     mode: Mode | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
     action: Action | None = None
+    max_iterations: int | None = Field(default=None, ge=0, le=100, strict=True)
 
     @field_validator("threshold", mode="before")
     @classmethod
@@ -229,10 +234,17 @@ class PolicyKnobs(BaseModel):
             raise ValueError("expected a number between 0 and 1, got a bool")
         return float(value) if isinstance(value, int) else value
 
+    @field_validator("max_iterations", mode="before")
+    @classmethod
+    def _rounds(cls, value: object) -> object:
+        if isinstance(value, bool):  # an int to pydantic, never a number of rounds
+            raise ValueError("expected a whole number of rounds, got a bool")
+        return value
+
     @property
     def given(self) -> bool:
         """Whether any knob is set."""
-        return any(v is not None for v in (self.mode, self.threshold, self.action))
+        return any(v is not None for v in self.model_dump().values())
 
     def apply(self, policy: Policy) -> Policy:
         """``policy`` with the knobs that are set written into every scope.
@@ -254,6 +266,10 @@ class PolicyKnobs(BaseModel):
             g["threshold"] = plugin["threshold"] = self.threshold
         if self.action is not None:
             g["hallucination_action"] = plugin["hallucination_action"] = self.action
+        if self.max_iterations is not None:
+            for mode in ("standard", "premium"):
+                g.setdefault(mode, {})["max_iterations"] = self.max_iterations
+            plugin["max_iterations"] = self.max_iterations
         for decision in data.get("decisions", ()):
             for entry in decision.get("plugins", ()):
                 entry.setdefault("configuration", {}).update(plugin)
@@ -285,14 +301,16 @@ class EngineKwargs(TypedDict, total=False):
 
 
 class PolicyKnobKwargs(TypedDict, total=False):
-    """:class:`PolicyKnobs` as typed keyword arguments (``mode``, ``threshold``, ``action``).
+    """:class:`PolicyKnobs` as typed keyword arguments.
 
-    A knob left out, or ``None``, keeps the policy's value.
+    ``mode``, ``threshold``, ``action`` and ``max_iterations``; a knob left out, or
+    ``None``, keeps the policy's value.
     """
 
     mode: Mode | None
     threshold: float | None
     action: Action | None
+    max_iterations: int | None
 
 
 class GuardKwargs(EngineKwargs, PolicyKnobKwargs, total=False):
