@@ -47,6 +47,8 @@ _MAX_PATH_CHARS = 4096
 # Error messages show at most this many problems, each line shortened.
 _MAX_PROBLEMS = 20
 _MAX_LINE_CHARS = 300
+#: Starts the list of allowed keys in an unknown-key message.
+_ALLOWED = "; allowed: "
 
 
 def load_policy(source: PolicySource | Sequence[PolicySource] = None) -> Policy:
@@ -349,10 +351,14 @@ def _format_errors(
         message = _describe(error, loc)
         if not path:
             # Cross-field checks carry their own key paths, one per line.
-            lines.extend(f"{label}: {line}" for line in message.splitlines())
+            lines.extend(_clip(f"{label}: {line}") for line in message.splitlines())
         else:
-            lines.append(f"{label}: {path}: {message}")
-    lines = [_clip(line) for line in lines]
+            # The list of allowed keys is ours and short: never cut it (what the user
+            # wrote, in the label, path and message, is cut to a readable length).
+            message, _, allowed = message.partition(_ALLOWED)
+            lines.append(
+                _clip(f"{label}: {path}: {message}") + (_ALLOWED + allowed if allowed else "")
+            )
     if len(lines) > _MAX_PROBLEMS:
         hidden = len(lines) - _MAX_PROBLEMS
         lines = [*lines[:_MAX_PROBLEMS], f"... and {hidden} more problems"]
@@ -425,7 +431,7 @@ def _unknown_key(loc: tuple[int | str, ...]) -> str:
     hint = ""
     if known:
         close = difflib.get_close_matches(key, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(known)}"
+        hint = f"; did you mean {close[0]!r}?" if close else f"{_ALLOWED}{', '.join(known)}"
     return f"unknown key {_short(key)}{hint}"
 
 
