@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import logging as _logging
 from typing import TYPE_CHECKING
 
 from truthlens_integrations.core import (
@@ -60,6 +61,11 @@ if TYPE_CHECKING:
     from truthlens_integrations.core.policy import load_policy
 
 __version__ = "0.1.0"
+
+# A library writes nothing unless the application configures logging. Without a handler
+# in the package's hierarchy, Python's last-resort handler prints every WARNING record
+# (a flagged answer's "langchain.verdict ...") to stderr of an app that asked for none.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # Names resolved on first access, so that importing the package stays light.
 _LAZY = {
