@@ -391,7 +391,10 @@ def _detect_all(
     from tqdm import tqdm
 
     skipped = 0
-    progress = args.input is not None
+    many = args.input is not None
+    # The bar is for a person at a terminal. Records go to stdout; a bar written to a
+    # piped or redirected stderr (`2>&1`, a CI log) would land between them.
+    progress = many and sys.stderr.isatty()
     with tqdm(total=len(records), disable=not progress, unit="answer", file=sys.stderr) as bar:
         for record in records:
             result = None
@@ -402,16 +405,17 @@ def _detect_all(
                     if stop:
                         raise TruthLensError(f"{record.label}: {exc}") from exc
                     record.error = str(exc)
-            if result is None:
-                skipped += 1
-                _print_skipped(record, as_json=args.json)
-            elif args.json:
-                payload = _as_json(result, tokens=args.tokens)
-                if record.id is not _NO_ID:
-                    payload = {"id": record.id, **payload}
-                print(json.dumps(payload, ensure_ascii=False), flush=True)
-            else:
-                _print_table(result, sys.stdout, record=record if progress else None)
+            with tqdm.external_write_mode(file=sys.stderr):  # the bar steps aside
+                if result is None:
+                    skipped += 1
+                    _print_skipped(record, as_json=args.json)
+                elif args.json:
+                    payload = _as_json(result, tokens=args.tokens)
+                    if record.id is not _NO_ID:
+                        payload = {"id": record.id, **payload}
+                    print(json.dumps(payload, ensure_ascii=False), flush=True)
+                else:
+                    _print_table(result, sys.stdout, record=record if many else None)
             bar.update(1)
     return skipped
 
