@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import sys
 from operator import itemgetter
+from typing import Any
 
 import _langchain_setup as shared
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
 from truthlens_integrations.langchain_adapter import RetrievalQualityFilter, TruthLensRunnable
 
@@ -29,21 +30,30 @@ PROMPT = ChatPromptTemplate.from_messages(
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    shared.setup_logging()
-    fake = shared.use_fake(argv)
-    # scripted: the chain's answer, then the refinement the guard asks for
-    model = shared.chat_model([shared.HALLUCINATED, shared.CORRECT, shared.CORRECT], fake=fake)
+def rag_chain(model: Any) -> Runnable[dict[str, Any], dict[str, Any]]:
+    """Retrieve the question's documents and answer from them (plain LCEL, unguarded)."""
     retriever = shared.vector_store().as_retriever(search_kwargs={"k": 2})
     quality = RetrievalQualityFilter(min_chars=40)
 
     drop_weak = RunnableLambda(
         lambda docs: quality.compress_documents(docs, shared.EIFFEL_QUESTION)
     )
-    rag_chain = RunnablePassthrough.assign(
+    # The prompt gets the passages as plain text; the guard gets the documents. Shown
+    # the documents' Python repr (Document(metadata=..., page_content=...)), the small
+    # local model garbled its answer ("Gustave Eiffelaub").
+    as_text = RunnableLambda(lambda docs: "\n\n".join(d.page_content for d in docs))
+    prompt_input = {"context": itemgetter("context") | as_text, "question": itemgetter("question")}
+    return RunnablePassthrough.assign(
         context=itemgetter("question") | retriever | drop_weak
-    ).assign(answer=PROMPT | model | StrOutputParser())
-    guarded = rag_chain | TruthLensRunnable(engine=shared.engine("standard"), llm=model)
+    ).assign(answer=prompt_input | PROMPT | model | StrOutputParser())
+
+
+def main(argv: list[str] | None = None) -> int:
+    shared.setup_logging()
+    fake = shared.use_fake(argv)
+    # scripted: the chain's answer, then the refinement the guard asks for
+    model = shared.chat_model([shared.HALLUCINATED, shared.CORRECT, shared.CORRECT], fake=fake)
+    guarded = rag_chain(model) | TruthLensRunnable(engine=shared.engine("standard"), llm=model)
 
     print("[1] The RAG chain, guarded")
     print(f"question:          {shared.EIFFEL_QUESTION}")
