@@ -105,7 +105,8 @@ class _ScriptedFunctionLLM(MockFunctionCallingLLM):
 
     @llm_chat_callback()
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        return self.chat(messages, **kwargs)
+        response: ChatResponse = self.chat(messages, **kwargs)
+        return response
 
     @llm_chat_callback()
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
