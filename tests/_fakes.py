@@ -141,6 +141,7 @@ def option_samples(
         "mode": "standard",
         "threshold": 0.42,
         "action": "body",
+        "max_iterations": 2,
         "llm": llm(),
         "retriever": retriever,
         "verification_llms": [llm()],
