@@ -3,8 +3,9 @@
 - the library logs, and never prints: no handler, no output (the callback handler's
   ``langchain.verdict`` warnings reached stderr through Python's last-resort handler);
 - ``truthlens detect`` writes records to stdout and a progress bar only to a terminal;
-- the local service stops the application, then Serve, then Ray, and starts Ray without
-  a dashboard and with its C++ warnings off.
+- the local service stops the application, then Ray (never ``serve.shutdown()``, which
+  made Ray report the controller's own exit as a failed task), and starts Ray without
+  the dashboard UI.
 """
 
 from __future__ import annotations
@@ -123,33 +124,27 @@ class _Recorder:
         return call
 
 
-def test_the_local_service_stops_the_app_then_serve_then_ray(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_local_service_stops_the_app_then_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    # serve.shutdown() before ray.shutdown() made Ray print "Task
+    # ServeController.graceful_shutdown failed. There are infinite retries remaining"
+    # on every stop (seen with a real `truthlens serve`; gone without it).
     from truthlens_integrations.serve import _runner
 
     calls: list[str] = []
     fakes = {"ray": _Recorder(calls, "ray"), "ray.serve": _Recorder(calls, "serve")}
     monkeypatch.setattr(_runner, "require", lambda name, **_: fakes[name])
     _runner.LocalService(url="http://127.0.0.1:1", owns_ray=True).stop()
-    assert calls == ["serve.delete", "serve.shutdown", "ray.shutdown"]
+    assert calls == ["serve.delete", "ray.shutdown"]
     calls.clear()
     _runner.LocalService(url="http://127.0.0.1:1", owns_ray=False).stop()
     assert calls == ["serve.delete"]  # someone else's Ray keeps running
 
 
-def test_local_ray_starts_without_a_dashboard_and_with_quiet_core_logs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_local_ray_starts_without_the_dashboard_ui(monkeypatch: pytest.MonkeyPatch) -> None:
     from truthlens_integrations.serve import _runner
 
     calls: list[str] = []
     monkeypatch.setattr(_runner, "require", lambda name, **_: _Recorder(calls, "ray"))
-    monkeypatch.delenv("RAY_BACKEND_LOG_LEVEL", raising=False)
     _runner._init_local_ray("/tmp/x", num_cpus=1, object_store_bytes=1, metrics_port=None)
     options = dict(json.loads(calls[1]))
     assert (options["include_dashboard"], options["log_to_driver"]) == (False, False)
-    assert os.environ["RAY_BACKEND_LOG_LEVEL"] == "error"
-    monkeypatch.setenv("RAY_BACKEND_LOG_LEVEL", "debug")
-    _runner._init_local_ray("/tmp/x", num_cpus=1, object_store_bytes=1, metrics_port=None)
-    assert os.environ["RAY_BACKEND_LOG_LEVEL"] == "debug"  # the user's setting wins

@@ -46,10 +46,13 @@ class LocalService:
     def stop(self) -> None:
         """Remove the application; shut Ray down if this process started it.
 
-        In order: the application (its replicas finish their requests and exit), then
-        Serve's controller and proxies, then Ray. Ray going down under a live
-        controller is what retried its ``graceful_shutdown`` task and printed
-        "graceful_shutdown failed ... infinite retries".
+        First the application (its replicas finish their requests and exit). Then,
+        when this process started Ray, Ray itself, which ends every process of that
+        instance, Serve's controller and proxy included. ``serve.shutdown()`` is left
+        out there: it asks the controller to shut itself down, the controller kills
+        itself, and Ray reports the killed call on stderr ("Task
+        ServeController.graceful_shutdown failed. There are infinite retries
+        remaining ...") on every healthy stop.
         """
         if self._stopped:
             return
@@ -60,7 +63,6 @@ class LocalService:
 
         serve.delete(APP_NAME)
         if self.owns_ray:
-            serve.shutdown()
             ray.shutdown()
             if self.temp_dir is not None:
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
@@ -113,18 +115,13 @@ def check_port_free(host: str, port: int) -> None:
             raise ServiceError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-#: Ray's core (C++) log level in this process: its warnings about its own actors
-#: (a task retried while Serve's controller exits) are noise on a healthy stop.
-_RAY_LOG_LEVEL = ("RAY_BACKEND_LOG_LEVEL", "error")
-
-
 def _init_local_ray(
     temp_dir: str, *, num_cpus: int | None, object_store_bytes: int, metrics_port: int | None
 ) -> None:
-    os.environ.setdefault(*_RAY_LOG_LEVEL)  # the user's own setting wins
     ray = require("ray", extra="serve", feature="truthlens serve")
-    # No dashboard web server; Ray's per-node agent process (dashboard/agent.py) runs
-    # anyway: Ray starts it with every node, and Serve reports through it.
+    # No dashboard UI. Ray 2.x still starts its API server (ray/dashboard/dashboard.py
+    # without the dashboard's modules: job and state APIs, on the node's address) and a
+    # ray::DashboardAgent with every node; no ray.init option turns them off.
     options: dict[str, Any] = {
         "num_cpus": num_cpus or os.cpu_count() or 1,
         "object_store_memory": object_store_bytes,
