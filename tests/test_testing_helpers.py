@@ -117,3 +117,14 @@ def test_a_query_engine_answers_with_the_scripted_reply_not_its_prompt() -> None
         response = engine.query("When was it built?")
         text = response.get_response().response if streaming else response.response
         assert text == "The Eiffel Tower was built in 1950."
+
+
+def test_scripted_chat_model_answers_on_the_async_paths_too() -> None:
+    model = ScriptedChatModel(replies=["one two", "three"], cycle=True)
+
+    async def run() -> tuple[str, list[str]]:
+        first = await model.ainvoke("q")
+        streamed = [str(c.content) async for c in model.astream("q") if c.content]
+        return str(first.content), streamed
+
+    assert asyncio.run(run()) == ("one two", ["three"])
