@@ -95,6 +95,21 @@ def test_a_base_url_that_is_no_url_is_a_config_error(url: str) -> None:
         OpenAICompatibleLLM(base_url=url, model="m")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_legacy_completions_api(openai_server: OpenAIServer, stream: bool) -> None:
+    import openai
+
+    openai_server.script("Paris is the capital.")
+    client = openai.OpenAI(base_url=openai_server.url, api_key="test", max_retries=0)
+    if stream:
+        pieces = client.completions.create(model="test-model", prompt="Capital?", stream=True)
+        text = "".join(c.choices[0].text for c in pieces if c.choices)
+    else:
+        text = client.completions.create(model="test-model", prompt="Capital?").choices[0].text
+    assert text == "Paris is the capital."
+    assert openai_server.requests[0].path == "/v1/completions"
+
+
 # -- the demo ---------------------------------------------------------------------------
 
 
