@@ -13,6 +13,9 @@ import uuid
 from typing import Any
 
 import pytest
+
+pytest.importorskip("langchain_openai", reason="the dev extra (langchain-openai) is not installed")
+
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser

@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+pytest.importorskip("llama_index.llms.openai", reason="the dev extra is not installed")
+
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.agent.workflow import AgentStream
 from llama_index.core.embeddings import MockEmbedding
