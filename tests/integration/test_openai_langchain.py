@@ -18,6 +18,7 @@ pytest.importorskip("langchain_openai", reason="the dev extra (langchain-openai)
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
@@ -281,6 +282,31 @@ async def test_agent_middleware_refines_with_the_agents_model(
     assert refines and "1950" in refines[0]
     # the refinement keeps the agent's tools
     assert openai_server.chat_requests()[-1].tool_names == ["landmark_record"]
+
+
+def _streamed_text(agent: Any) -> list[str]:
+    """The text of every model message the agent streams (``stream_mode="messages"``)."""
+    pieces = agent.stream({"messages": [("user", QUESTION)]}, stream_mode="messages")
+    return [str(m.content) for m, _meta in pieces if isinstance(m, AIMessage) and m.content]
+
+
+def test_agent_streams_no_token_of_a_blocked_answer(
+    openai_server: OpenAIServer, engine: TruthLens
+) -> None:
+    _agent_script(openai_server, WRONG)
+    texts = _streamed_text(_agent(openai_server, streaming=True, engine=engine, action="block"))
+    assert not any("1950" in t for t in texts)
+    assert texts[-1] == engine.blocked_message
+
+
+def test_agent_streams_tokens_when_the_policy_leaves_text_alone(
+    openai_server: OpenAIServer, engine: TruthLens
+) -> None:
+    _agent_script(openai_server, RIGHT)
+    texts = _streamed_text(_agent(openai_server, streaming=True, engine=engine, action="header"))
+    # the server sends the answer two words a chunk; they arrive as they come
+    assert len(texts) > 2 and "".join(texts).startswith(RIGHT)
+    assert all(r.stream for r in openai_server.chat_requests())
 
 
 # -- LangGraph ------------------------------------------------------------------------

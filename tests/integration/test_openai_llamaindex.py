@@ -160,3 +160,19 @@ async def test_function_agent_standard_mode_refines_with_its_llm(
     assert output.response.content.startswith(RIGHT)
     refines = refine_requests(openai_server)
     assert refines and "1950" in refines[0]
+
+
+@ONE_LOOP
+async def test_function_agent_streams_deltas_when_the_policy_leaves_text_alone(
+    openai_server: OpenAIServer, engine: TruthLens
+) -> None:
+    _agent_script(openai_server, RIGHT)
+    agent = TruthLensFunctionAgent(
+        tools=[landmark_record], llm=llm(openai_server), engine=engine, action="header"
+    )
+    handler = agent.run(user_msg=QUESTION)
+    deltas = [e.delta async for e in handler.stream_events() if isinstance(e, AgentStream)]
+    output = await handler
+    assert output.response.additional_kwargs["truthlens"]["decision"] == "PASS"
+    assert len([d for d in deltas if d]) > 2 and "".join(deltas).startswith(RIGHT)
+    assert all(r.stream for r in openai_server.chat_requests())
