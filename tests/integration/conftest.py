@@ -8,6 +8,7 @@ models are shared).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -46,6 +47,14 @@ def engine() -> TruthLens:
     built = TruthLens.from_config()
     _ = built.detector, built.nli, built.fact_checker
     return built
+
+
+def shows_wrong_year(shown: object) -> bool:
+    """Whether the wrong year appears in what a user can read (its ``str``).
+
+    A year, not any run of its digits: a latency such as ``8.750195`` holds "1950" too.
+    """
+    return re.search(r"(?<![\d.])1950(?!\d)", str(shown)) is not None
 
 
 def refine_requests(server: OpenAIServer) -> list[str]:
