@@ -62,7 +62,7 @@ from ._inputs import (
     tool_passages,
 )
 from ._llm import as_llm
-from ._outputs import TRUTHLENS_EVENT, with_verdict
+from ._outputs import SAFE_PROVIDER_METADATA, TRUTHLENS_EVENT, with_verdict
 from ._runnable import StreamMode, check_passthrough, hide_streaming, passthrough_problems
 
 __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
@@ -680,7 +680,11 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         answer = turn.answer
         metadata = {**answer.response_metadata, "truthlens": payload}
         if verdict.blocked:
-            shown = AIMessage(content=text, response_metadata=metadata, id=answer.id)
+            # with_verdict drops the provider payloads that could carry the text.
+            shown = with_verdict(AIMessage(content="", id=answer.id), text, verdict)
+            shown.response_metadata.update(
+                {k: v for k, v in answer.response_metadata.items() if k in SAFE_PROVIDER_METADATA}
+            )
             kept = [m for m in response.result[: turn.index] if not isinstance(m, ToolMessage)]
             return ModelResponse(result=[*kept, shown], structured_response=None)
         final = verdict.final_answer
