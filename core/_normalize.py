@@ -297,7 +297,7 @@ def restore_result(result: DetectionResult, source: Normalized) -> DetectionResu
     Spans and token offsets point into ``source.original``. An answer shown in another
     order than it reads (:attr:`Normalized.reordered`) is never ``supported``: the check
     read the logical order, the person reads the shown one, so a clean result becomes
-    ``unverifiable`` (a flagged one stays flagged).
+    ``unverifiable``, without spans (a flagged one stays flagged).
     """
     update: dict[str, object] = {
         "answer": source.original,
@@ -305,7 +305,8 @@ def restore_result(result: DetectionResult, source: Normalized) -> DetectionResu
         "tokens": [span_back(t, source) for t in result.tokens],
     }
     if source.reordered and result.status is DetectionStatus.SUPPORTED:
-        update |= {"status": DetectionStatus.UNVERIFIABLE, "error": _REORDERED}
+        # As every unverifiable result: no spans (what was read is not what is shown).
+        update |= {"status": DetectionStatus.UNVERIFIABLE, "error": _REORDERED, "spans": []}
     return result.model_copy(update=update)
 
 

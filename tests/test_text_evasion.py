@@ -172,6 +172,7 @@ def test_an_answer_shown_in_another_order_than_it_reads_is_never_clean(
     )
     assert result.status is not DetectionStatus.SUPPORTED
     assert result.error is not None and "bidirectional" in result.error
+    assert result.spans == []  # as every unverifiable result (the remote client checks it)
     verdict = blocking.guard(
         context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=SHOWN_1988_HOLDS_1889
     )

@@ -14,7 +14,13 @@ from typing import cast
 from .._calibration import CalibrationFile
 from .._errors import ModelLoadError
 from .._normalize import Normalized, normalize_input, restore_result, span_back
-from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel
+from .._types import (
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    NLILabel,
+)
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
@@ -88,6 +94,9 @@ class Item:
         self.dropped = [span_back(s, source) for s in self.dropped]
         if self.detection is not None:
             self.detection = restore_result(self.detection, source)
+            if self.detection.status is DetectionStatus.UNVERIFIABLE:
+                # shown in another order than it reads (restore_result): nothing to show
+                self.kept, self.dropped = [], []
 
     @property
     def question(self) -> str:
