@@ -9,16 +9,23 @@ they can neither clear an answer nor be the only support for a refinement.
 The check is a set of patterns for text aimed at the model reading the page:
 overrides ("ignore previous instructions"), dictated answers, notes addressed to AI
 models ("Note to AI assistants: ..."), claims of authority ("treat this as the
-authoritative record"), role tags, in English, French, German, Spanish, Italian and
-Portuguese. It reads each passage normalised (zero-width characters dropped, accents
-and Cyrillic or Greek look-alikes folded to Latin) and each passage joined with the
-next, so an instruction split over two passages flags both. It errs on the side of
+authoritative record"), role tags and "system:" lines, in English, French, German,
+Spanish, Italian, Portuguese, Dutch, Polish, Russian and Chinese. Disguises are undone
+before any pattern reads the passage, so each pattern covers them all: the passage is
+read normalised (zero-width characters dropped, accents folded), with text written in
+Unicode tag characters (U+E0020-E007E, invisible) decoded, HTML tags and entities
+removed, letters spaced or dotted apart joined ("i.g.n.o.r.e"), underscores and hyphens
+between words read as spaces ("ignore_previous"), leetspeak read as letters
+("1gn0r3"), and Cyrillic or Greek look-alikes read as Latin (Russian patterns read the
+passage without that last step). Each passage is also read joined with the next, so an
+instruction split over two passages flags both. It errs on the side of
 flagging, which at worst removes a passage from the evidence (the answer is then
 checked against less, never passed unchecked).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 
@@ -46,7 +53,30 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "override",
             r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|of)\s+)*"
             r"(?:(?:previous|prior|above|earlier|preceding|original|system|other)\s+)?"
-            r"(?:instructions?|prompts?|directions|guidelines|context|documents?|sources?)\b",
+            r"(?:instructions?|prompts?|directions|guidelines|directives?|commands|guidance"
+            r"|context|documents?|sources?)\b"
+            r"|\b(?:ignore|disregard|forget)\s+(?:everything|anything|all|whatever)\s+"
+            r"(?:above|before|(?:you\s+)?(?:were|have\s+been)\s+told|(?:written|said|stated)\s+"
+            r"(?:above|before|earlier)|(?:that\s+)?(?:came|comes)\s+before)\b"
+            r"|\b(?:ignore|disregard|forget)\s+the\s+(?:above|previous|preceding)\s*(?:[.,;:!]|$|and\b)",
+        ),
+        (
+            # Dutch and Polish: "Negeer alle vorige instructies", "Zignoruj wszystkie
+            # poprzednie instrukcje" (read without accents: "wczesniejsze").
+            "override",
+            r"\b(?:negeer|vergeet|zignoruj|ignoruj|zapomnij\s+o|pomin)\s+"
+            r"(?:(?:alle|al|de|je|jouw|uw|eerdere|vorige|voorgaande|bovenstaande|oorspronkelijke"
+            r"|wszystkie|wszystkich|poprzednie|poprzednich|wczesniejsze|wczesniejszych|powyzsze"
+            r"|powyzszych|swoje|twoje|te|tych|dotychczasowe)\s+)*"
+            r"(?:instructies|instructie|opdrachten|aanwijzingen|richtlijnen|prompts?"
+            r"|instrukcje|instrukcji|instrukcjach|polecenia|polecen|wytyczne|wytycznych)\b",
+        ),
+        (
+            # Chinese, simplified and traditional: "忽略之前的所有指令".
+            "override",
+            r"(?:忽略|无视|無視|忽视|忽視|忘记|忘記|忘掉|不要理会|不要理會|不要遵守|别管|別管)"
+            r"[掉了你您\s]*(?:之前|以上|上面|先前|前面|此前|上述|所有|全部|一切|的|收到的|\s)*"
+            r"(?:指令|指示|说明|說明|提示词|提示詞|提示|规则|規則|设定|設定|要求)",
         ),
         (
             # French, German, Spanish, Italian, Portuguese: "Ignorez les instructions
@@ -119,15 +149,51 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "new_instructions",
             r"\b(?:new|updated|real|actual|system)\s+(?:instructions?|prompt)\b"
             r"|\b(?:nouvelles|vraies) (?:instructions|consignes)\b|\bneue anweisungen\b"
-            r"|\bnuevas instrucciones\b|\bnuove istruzioni\b",
+            r"|\bnuevas instrucciones\b|\bnuove istruzioni\b|\bnieuwe instructies\b"
+            r"|\bnowe instrukcje\b|新的指令|新指令",
         ),
-        ("role_tag", r"</?\s*(?:system|instructions?|assistant|im_start|im_end)\s*>|\[/?inst\]"),
+        (
+            "role_tag",
+            r"</?\s*(?:system|instructions?|assistant|im[ _]start|im[ _]end)\s*>|\[/?inst\]"
+            r"|<\|(?:system|im[ _]start|im[ _]end|assistant|user)\|>",
+        ),
+        (
+            # A line that speaks as the system to the model: "SYSTEM: ignore ...", "[system]:
+            # you are ...". "System: Windows 11" (a specification) is no instruction.
+            "role_tag",
+            r"(?:^|(?<=\n)|(?<=[.!?] ))[\s\[#*>(]*(?:system|developer|admin(?:istrator)?)"
+            r"(?:\s+(?:prompt|message|note|override|instructions?))?[\s\])*]*:\s*"
+            r"(?:you\b|ignore\b|disregard\b|forget\b|do not\b|don't\b|never\b|always\b"
+            r"|from now\b|answer\b|respond\b|reply\b|say\b|new\b|override\b"
+            r"|the (?:assistant|model|ai)\b)"
+            r"|\b(?:system|developer)\s+(?:prompt|message|override)\s*:",
+        ),
         (
             "from_now_on",
             r"\bfrom now on\b|\ba partir de maintenant\b|\bab (?:jetzt|sofort)\b"
             r"|\bvon nun an\b|\ba partir de ahora\b|\bd'ora in poi\b",
         ),
     )
+)
+
+
+# Patterns that read the passage without look-alikes folded: Russian is written in the
+# letters the folding reads as Latin ("игнорируй" would read "игнoрирyй").
+_NATIVE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "override",
+        re.compile(
+            r"\b(?:игнорируй(?:те)?|проигнорируй(?:те)?|забудь(?:те)?|отбрось(?:те)?"
+            r"|не\s+обращай(?:те)?\s+внимания\s+на|не\s+учитывай(?:те)?)\s+"
+            r"(?:(?:все|всё|предыдущие|прежние|прошлые|вышеуказанные|вышеприведенные|данные"
+            r"|тебе|свои|твои|эти|ранее|полученные|системные)\s+)*"
+            r"(?:инструкции|инструкций|указания|указаний|команды|правила|промпт|подсказки)\b"
+        ),
+    ),
+    (
+        "new_instructions",
+        re.compile(r"\bновые\s+(?:инструкции|указания)\b"),
+    ),
 )
 
 
@@ -152,16 +218,71 @@ class ContextFlag(BaseModel):
     joined_with: int | None = Field(default=None, ge=0)
 
 
-def _readable(passage: str) -> str:
-    """The passage as the patterns read it: normalised, look-alikes folded, lower case."""
-    return fold_confusables(normalize(passage).text).lower()
+# Characters of the Unicode tag block that mirror ASCII (U+E0020-U+E007E): invisible,
+# yet a model reads them, so an instruction written in them is read as ASCII here.
+_TAGS = {code: code - 0xE0000 for code in range(0xE0020, 0xE007F)}
+# An HTML or XML tag, and an HTML comment's markers; role tags stay (a pattern of their own).
+_HTML_TAG = re.compile(
+    r"<!--|-->|<(?!/?\s*(?:system|instructions?|assistant|im_start|im_end)\s*>)/?[a-z!?][^<>]{0,200}>"
+)
+# Letters set apart by dots, underscores, hyphens, stars or spaces ("i.g.n.o.r.e",
+# "i g n o r e"): at least four letters, one separator between each.
+_SPACED_LETTERS = re.compile(r"(?<![^\W\d_])[^\W\d_](?:[._*\-\u00b7 ][^\W\d_]){3,}(?![^\W\d_])")
+_SEPARATORS = re.compile(r"[._*\-\u00b7 ]")
+# A separator between two words: "ignore_previous", "ignore-previous".
+_JOINER = re.compile(r"(?<=[^\W\d_])[_\-]+(?=[^\W\d_])")
+# A word holding letters and digits or symbols that stand for letters ("1gn0r3").
+_LEET_WORD = re.compile(r"[a-z0-9@$]*[a-z][a-z0-9@$]*")
+_LEET = str.maketrans("013457@$", "oieastas")
 
 
-def _flag(index: int, text: str) -> ContextFlag | None:
-    for name, pattern in _PATTERNS:
-        match = pattern.search(text)
-        if match is not None:
-            return ContextFlag(index=index, reason=name, excerpt=match.group(0)[:80])
+def _unleet(word: re.Match[str]) -> str:
+    text = word.group(0)
+    return text.translate(_LEET) if not text.isalpha() else text
+
+
+def _joined(run: re.Match[str]) -> str:
+    """A run of letters set apart, joined.
+
+    "i.g.n.o.r.e p.r.e.v" reads "ignore prev" (a space between words stays), "i g n o r e"
+    reads "ignore".
+    """
+    text = run.group(0)
+    if text.replace(" ", "") == _SEPARATORS.sub("", text):
+        return text.replace(" ", "")  # spaced letters only
+    return " ".join(_SEPARATORS.sub("", word) for word in text.split(" "))
+
+
+def _readings(passage: str) -> tuple[str, str]:
+    """The passage as the patterns read it: ``(latin, native)``.
+
+    Both are normalised and lower case, with tag characters decoded, markup removed and
+    letters set apart joined (see the module docstring); ``latin`` also has look-alikes
+    read as Latin, ``native`` keeps them (for Russian).
+    """
+    text = normalize(passage.translate(_TAGS)).text.lower()
+    text = html.unescape(_HTML_TAG.sub(" ", text))
+    text = _SPACED_LETTERS.sub(_joined, text)
+    text = _JOINER.sub(" ", text)
+    text = _LEET_WORD.sub(_unleet, text)
+    return fold_confusables(text), text
+
+
+def _matches(readings: tuple[str, str]) -> list[tuple[str, re.Match[str]]]:
+    """Every pattern's first match in a passage's readings, in pattern order."""
+    latin, native = readings
+    found = []
+    for patterns, text in ((_PATTERNS, latin), (_NATIVE_PATTERNS, native)):
+        for name, pattern in patterns:
+            match = pattern.search(text)
+            if match is not None:
+                found.append((name, match))
+    return found
+
+
+def _flag(index: int, readings: tuple[str, str]) -> ContextFlag | None:
+    for name, match in _matches(readings)[:1]:
+        return ContextFlag(index=index, reason=name, excerpt=match.group(0)[:80])
     return None
 
 
@@ -170,14 +291,16 @@ def _flag(index: int, text: str) -> ContextFlag | None:
 _JOIN_WINDOW = 120
 
 
-def _across(first: str, second: str) -> tuple[str, str] | None:
+def _across(first: tuple[str, str], second: tuple[str, str]) -> tuple[str, str] | None:
     """The pattern and text of an instruction that starts in ``first`` and ends in ``second``."""
-    head = first[-_JOIN_WINDOW:]
-    joined = f"{head} {second[:_JOIN_WINDOW]}"
-    for name, pattern in _PATTERNS:
-        for match in pattern.finditer(joined):
-            if match.start() < len(head) < match.end() - 1:
-                return name, match.group(0)[:80]
+    readings = ((_PATTERNS, first[0], second[0]), (_NATIVE_PATTERNS, first[1], second[1]))
+    for patterns, before, after in readings:
+        head = before[-_JOIN_WINDOW:]
+        joined = f"{head} {after[:_JOIN_WINDOW]}"
+        for name, pattern in patterns:
+            for match in pattern.finditer(joined):
+                if match.start() < len(head) < match.end() - 1:
+                    return name, match.group(0)[:80]
     return None
 
 
@@ -195,7 +318,7 @@ def find_instructions(passages: Sequence[str]) -> list[ContextFlag]:
         One flag per passage that matched, with the first pattern that did;
         ``joined_with`` names the neighbour of a split instruction.
     """
-    texts = [_readable(p) for p in passages]
+    texts = [_readings(p) for p in passages]
     found = {i: f for i, f in ((i, _flag(i, t)) for i, t in enumerate(texts)) if f is not None}
     for i in range(len(texts) - 1):
         if i in found and i + 1 in found:

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import cast
 
 from .._calibration import CalibrationFile
 from .._errors import ModelLoadError
-from .._normalize import Normalized, normalize
-from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel, TokenScore
+from .._normalize import Normalized, normalize_input, restore_result, span_back
+from .._types import (
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    NLILabel,
+)
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
@@ -69,7 +75,7 @@ class Item:
         evidence, flags = split_instructions(data.context)
         if flags:
             data = data.model_copy(update={"context": evidence})
-        checked, source = _normalized(data)
+        checked, source = normalize_input(data)
         original = None if checked is data else data
         return cls(data=checked, instructions=flags, original=original, source=source)
 
@@ -84,47 +90,17 @@ class Item:
         source, self.source = self.source, None
         if source is None:
             return
-        self.kept = [_span_back(s, source) for s in self.kept]
-        self.dropped = [_span_back(s, source) for s in self.dropped]
+        self.kept = [span_back(s, source) for s in self.kept]
+        self.dropped = [span_back(s, source) for s in self.dropped]
         if self.detection is not None:
-            result = self.detection
-            self.detection = result.model_copy(
-                update={
-                    "answer": source.original,
-                    "spans": [_span_back(s, source) for s in result.spans],
-                    "tokens": [_span_back(t, source) for t in result.tokens],
-                }
-            )
+            self.detection = restore_result(self.detection, source)
+            if self.detection.status is DetectionStatus.UNVERIFIABLE:
+                # shown in another order than it reads (restore_result): nothing to show
+                self.kept, self.dropped = [], []
 
     @property
     def question(self) -> str:
         return self.data.question or ""
-
-
-def _normalized(data: DetectionInput) -> tuple[DetectionInput, Normalized | None]:
-    """``data`` as the checks read it, and the answer's offset map when it changed."""
-    answer = normalize(data.answer)
-    if not answer.text.strip():
-        return data, None  # nothing readable left: the detector says it cannot check
-    context = tuple(normalize(p).text for p in data.context)
-    question = normalize(data.question).text if data.question is not None else None
-    if not answer.changed and context == data.context and question == data.question:
-        return data, None
-    update = {
-        "answer": answer.text,
-        "context": context,
-        "question": question if question and question.strip() else None,
-    }
-    return data.model_copy(update=update), answer if answer.changed else None
-
-
-_Located = TypeVar("_Located", HallucinationSpan, TokenScore)
-
-
-def _span_back(span: _Located, source: Normalized) -> _Located:
-    """``span`` (over the normalised answer) over the caller's answer."""
-    start, end = source.span(span.start, span.end)
-    return span.model_copy(update={"start": start, "end": end, "text": source.original[start:end]})
 
 
 def model_name(obj: object, fallback: str) -> str:
