@@ -35,7 +35,8 @@ the combining marks after it):
 Bidirectional controls (embeddings, overrides and isolates, U+202A-202E, U+2066-2068)
 are dropped like every format character, so the checks read the text in its logical
 order; but what a person sees is then not what was checked ("1\u202e988\u202c" shows
-"1889" and holds "1988"), so :attr:`Normalized.reordered` says so and a detector never
+"1889" and holds "1988"; a direction mark inside a number does the same), so
+:attr:`Normalized.reordered` says so and a detector never
 calls such an answer supported (:func:`restore_result`).
 
 The normalised text is what the detector, the NLI model, the number check and the
@@ -217,14 +218,16 @@ def normalize(text: str) -> Normalized:
             starts.append(start)
             ends.append(end)
         i = j
-    return Normalized(
-        _digits_read("".join(out)), text, tuple(starts), tuple(ends), _BIDI.search(text) is not None
-    )
+    reordered = _BIDI.search(text) is not None or _MARK_IN_NUMBER.search(text) is not None
+    return Normalized(_digits_read("".join(out)), text, tuple(starts), tuple(ends), reordered)
 
 
 # An embedding, override or isolate opened around at least one visible character: it
 # changes the order in which that text is shown. Marks (LRM, RLM) and a lone PDF do not.
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2068][\u202a-\u202e\u2066-\u2069\s]*[^\s\u202c\u2069]")
+# A direction mark inside a number splits it into runs a renderer may show in another
+# order ("3<RLM>3<RLM>0" holds 330 and can show 303).
+_MARK_IN_NUMBER = re.compile(r"\d[\u200e\u200f\u061c]+\d")
 
 # A word made of digits and letters that look like digits ("l950", "195O"); see
 # _digits_read for which letters are read as digits.
