@@ -103,6 +103,8 @@ class TruthLens:
     Raises:
         UnknownArgumentError: For an option that does not exist (with a suggestion).
         InvalidArgumentError: For an option of the wrong type (``nli=42``).
+        ConfigError: If a route's calibration file was fitted for another detector than
+            the one this engine uses.
     """
 
     def __init__(self, policy: Policy, **options: Unpack[EngineKwargs]) -> None:
@@ -113,6 +115,8 @@ class TruthLens:
             )
         self.options: EngineOptions = parse_engine_options(options, "TruthLens")
         opts = self.options
+        # A route's response map scores one detector's outputs: the one it was fitted for.
+        policy.check_calibrations(_detector_id(opts.detector, policy))
         self.policy = policy
         self.align_quantities = opts.align_quantities
         self.mitigation_options = opts.mitigation_options or MitigationOptions()
@@ -443,3 +447,10 @@ class TruthLens:
                 self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
         log_verdict(logger, verdict, dropped=len(it.dropped))
         return deliver(verdict, self.options)
+
+
+def _detector_id(detector: Detector | None, policy: Policy) -> str | None:
+    """The ``model_id`` of the detector an engine uses (``None``: the bundled one)."""
+    if detector is None:
+        return policy.hallucination.model_id
+    return getattr(detector, "model_id", None) or f"<{type(detector).__name__}>"

@@ -14,7 +14,14 @@ from typing import TypeVar, cast
 from .._calibration import CalibrationFile
 from .._errors import ModelLoadError
 from .._normalize import Normalized, normalize
-from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel, TokenScore
+from .._types import (
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    HallucinationSpan,
+    NLILabel,
+    TokenScore,
+)
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
@@ -119,6 +126,8 @@ def _normalized(data: DetectionInput) -> tuple[DetectionInput, Normalized | None
 
 
 _Located = TypeVar("_Located", HallucinationSpan, TokenScore)
+# A detector without a ``config`` (a stand-in) is held to the bundled detector's share.
+_DEFAULT_MIN_COVERAGE = DetectionConfig().min_coverage
 
 
 def _span_back(span: _Located, source: Normalized) -> _Located:
@@ -209,15 +218,56 @@ def detect(
         detector = load()
         results = detector.detect_batch([it.data for it in items])
     metrics.record_model_use(model=detector.model_id, role="detector", count=len(items))
+    min_coverage = _min_coverage(detector)
     for it, raw in zip(items, results, strict=True):
         settings = it.route.settings if it.route is not None else None
         result = raw
         if settings is not None and settings.calibration is not None:
             # The route's own response map (truthlens calibrate); tokens and spans stay.
             result = _route_rescore(it.data, raw, settings.calibration, settings.threshold)
+        if settings is not None:
+            result = _unverifiable_if_partly_read(it.data, result, settings.threshold, min_coverage)
         it.detection = result
         it.kept = list(result.spans)
     _share(items, "detector", stage.elapsed_ms)
+
+
+def _min_coverage(detector: Detector) -> float:
+    """The share of an answer a detector must read to clear it (its ``min_coverage``)."""
+    config = getattr(detector, "config", None)
+    value = getattr(config, "min_coverage", None)
+    return float(value) if isinstance(value, int | float) else _DEFAULT_MIN_COVERAGE
+
+
+def _unverifiable_if_partly_read(
+    item: DetectionInput, result: DetectionResult, threshold: float, min_coverage: float
+) -> DetectionResult:
+    """``result`` as unverifiable when too little of the answer was read to clear it.
+
+    The detector clears a partly read answer only below its own threshold; what it read
+    may flag it. The route decides at its own threshold, though: an answer the detector
+    called hallucinated at 0.5 but that scores under a route's 0.7 would otherwise pass
+    as checked and clean with half of it never read. Not checked is never clean.
+    """
+    if not result.grounded or result.score >= threshold:
+        return result
+    from ..models.detection._base import covered, unverifiable_result
+
+    if covered(item.answer, result.coverage, min_coverage):
+        return result
+    coverage = result.coverage
+    return unverifiable_result(
+        item,
+        coverage=coverage,
+        threshold=threshold,
+        model_id=result.model_id,
+        latency_ms=result.latency_ms,
+        error=(
+            f"only {coverage.answer_chars_scored} of the answer's {coverage.answer_chars} "
+            f"characters could be read, and what was read scored {result.score:.2f}, below "
+            f"the threshold {threshold:g}"
+        ),
+    )
 
 
 def _route_rescore(
