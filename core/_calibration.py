@@ -277,10 +277,14 @@ def _read_regular_file(file: Path) -> bytes:
         OSError: If it cannot be opened or read.
     """
     fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError("is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
         raw = handle.read(MAX_CALIBRATION_BYTES + 1)
     if info.st_size > MAX_CALIBRATION_BYTES or len(raw) > MAX_CALIBRATION_BYTES:
         raise ValueError(
