@@ -103,7 +103,7 @@ def _parsed_calibrations(sources: list[PolicySource]) -> dict[str, Any]:
     for source in sources:
         if isinstance(source, Policy):
             for d in source.decisions:
-                if d.plugin.calibration_file is not None:
+                if d.plugin.calibration is not None and d.plugin.calibration_file is not None:
                     parsed[d.plugin.calibration] = d.plugin.calibration_file
     return {PARSED_CALIBRATIONS: parsed}
 
