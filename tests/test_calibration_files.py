@@ -293,3 +293,18 @@ def test_a_partly_read_answer_under_a_high_threshold_is_not_a_clean_pass() -> No
         context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer[: answer.index(" 🗼")]
     )
     assert whole.not_checked_reason is None
+
+
+def test_a_partly_read_answer_cleared_by_nli_is_not_a_clean_pass(detector: Detector) -> None:
+    # The keyword model flags "meters"; NLI finds "330 meters" entailed by the context and
+    # drops the span. Read in full the answer then passes; with 40 characters the model's
+    # vocabulary cannot read after it, the unread part was never checked.
+    engine = make(detector)
+    sentence = "The Eiffel Tower is 330 meters tall."
+    whole = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=sentence)
+    assert whole.dropped_spans and not whole.detected and whole.not_checked_reason is None
+    partly = sentence + " " + "🗼" * 40
+    verdict = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=partly)
+    assert verdict.dropped_spans and not verdict.detected  # NLI cleared what was read
+    assert verdict.not_checked_reason == "unverifiable" and verdict.unverified
+    assert verdict.action == "header" and verdict.mitigation.status == "not_checked"

@@ -63,6 +63,8 @@ class Item:
     """The caller's text while ``data`` holds its normalised form (see :meth:`restore`)."""
     source: Normalized | None = None
     """How the normalised answer maps back to the caller's, when normalising changed it."""
+    partly_read: bool = False
+    """Whether the detector read too little of the answer to clear it (``min_coverage``)."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
@@ -225,8 +227,9 @@ def detect(
         if settings is not None and settings.calibration is not None:
             # The route's own response map (truthlens calibrate); tokens and spans stay.
             result = _route_rescore(it.data, raw, settings.calibration, settings.threshold)
-        if settings is not None:
-            result = _unverifiable_if_partly_read(it.data, result, settings.threshold, min_coverage)
+        it.partly_read = _partly_read(it.data, result, min_coverage)
+        if settings is not None and it.partly_read and result.score < settings.threshold:
+            result = _unverifiable(it.data, result, settings.threshold)
         it.detection = result
         it.kept = list(result.spans)
     _share(items, "detector", stage.elapsed_ms)
@@ -239,22 +242,25 @@ def _min_coverage(detector: Detector) -> float:
     return float(value) if isinstance(value, int | float) else _DEFAULT_MIN_COVERAGE
 
 
-def _unverifiable_if_partly_read(
-    item: DetectionInput, result: DetectionResult, threshold: float, min_coverage: float
+def _partly_read(item: DetectionInput, result: DetectionResult, min_coverage: float) -> bool:
+    """Whether a checked answer was read too little to be cleared (an unread part stays)."""
+    from ..models.detection._base import covered
+
+    return result.grounded and not covered(item.answer, result.coverage, min_coverage)
+
+
+def _unverifiable(
+    item: DetectionInput, result: DetectionResult, threshold: float
 ) -> DetectionResult:
-    """``result`` as unverifiable when too little of the answer was read to clear it.
+    """A partly read answer that scores under the route's threshold, as unverifiable.
 
     The detector clears a partly read answer only below its own threshold; what it read
     may flag it. The route decides at its own threshold, though: an answer the detector
     called hallucinated at 0.5 but that scores under a route's 0.7 would otherwise pass
     as checked and clean with half of it never read. Not checked is never clean.
     """
-    if not result.grounded or result.score >= threshold:
-        return result
-    from ..models.detection._base import covered, unverifiable_result
+    from ..models.detection._base import unverifiable_result
 
-    if covered(item.answer, result.coverage, min_coverage):
-        return result
     coverage = result.coverage
     return unverifiable_result(
         item,
