@@ -67,6 +67,7 @@ MAX_CALIBRATION_BYTES = 1 << 20
 #: the bundled detector reports (``load_detector()``).
 _BUNDLED = "bundled"
 _BUNDLED_MODEL_ID = "truthlens-bundled-detector"
+_BUNDLED_FOLDER = Path(__file__).resolve().parent / "_bundled" / "detector"
 
 
 def _check_long_map(entry: Any) -> None:
@@ -356,6 +357,8 @@ def _detector_name(model_id: str | None) -> str:
     if model_id is None or model_id == _BUNDLED:
         return _BUNDLED
     if model_id == _BUNDLED_MODEL_ID or model_id.startswith(_BUNDLED_MODEL_ID + "@"):
+        return _BUNDLED
+    if _same_folder(model_id, str(_BUNDLED_FOLDER)):  # the bundled folder, loaded by path
         return _BUNDLED
     return model_id
 

@@ -18,6 +18,7 @@ from tests.conftest import EIFFEL_CONTEXT, EIFFEL_QUESTION
 from tests.test_engine import make
 from truthlens_integrations._cli import main
 from truthlens_integrations.core import ConfigError
+from truthlens_integrations.core import _calibration as core_calibration
 from truthlens_integrations.core._calibration import (
     MAX_CALIBRATION_BYTES,
     read_calibration_file,
@@ -178,6 +179,10 @@ def test_a_map_is_refused_on_a_detector_it_was_not_fitted_for(
         engine.derive(detector=LexicalDetector())
     # the bundled name matches the bundled detector, however it is named
     assert TruthLens.from_config(_policy("rag")).policy.decision("calibrated")
+    rag = read_calibration_file("rag")
+    folder = Path(core_calibration.__file__).parent / "_bundled" / "detector"
+    for name in ("truthlens-bundled-detector", str(folder), "truthlens-bundled-detector@x"):
+        core_calibration.check_calibration_detector(rag, name)
 
 
 def test_eval_refuses_a_calibration_for_another_detector(
