@@ -37,7 +37,7 @@ def _expected(detector: Detector, bias: float) -> float:
     tokens = detector.detect(
         context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
     ).tokens
-    p = min(max(max(t.probability for t in tokens), 1e-6), 1 - 1e-6)
+    p = min(max(*(t.probability for t in tokens), 1e-6), 1 - 1e-6)
     return 1 / (1 + math.exp(-(math.log(p / (1 - p)) + bias)))
 
 

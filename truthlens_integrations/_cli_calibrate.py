@@ -263,7 +263,8 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
     m = content["metrics"]
     print(
         f"fitted on {m['checked']} answers ({m['unsupported']} unsupported, "
-        f"{m['unverifiable']} not checkable, {m['partly_read']} partly read): threshold {content['threshold']:.3f}, "
+        f"{m['unverifiable']} not checkable, {m['partly_read']} partly read): "
+        f"threshold {content['threshold']:.3f}, "
         f"precision {m['precision']}, recall {m['recall']}, false alarms {m['false_alarm_rate']}, "
         f"AUROC {m['auroc_in_sample']} (in sample)"
     )
