@@ -78,6 +78,9 @@ def not_checked(it: Item) -> NotCheckedReason | None:
         return "non_factual"
     if it.detection.status is DetectionStatus.UNVERIFIABLE:
         return "unverifiable"
+    if it.partly_read and not is_flagged(it.detection, it.kept, it.route.settings.threshold):
+        # flagged on what was read, then cleared by NLI: the unread part is still unchecked
+        return "unverifiable"
     return None
 
 

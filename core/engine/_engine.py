@@ -25,7 +25,7 @@ from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
 from ._blocked import blocked_error, shown_text
 from ._conclude import adeliver, build_verdict, deliver, log_verdict, observe
-from ._models import load_classifier, load_nli, load_policy_detector
+from ._models import detector_id, load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineKwargs,
     EngineOptions,
@@ -66,9 +66,7 @@ class _Runtime:
     def assess(self, context: Sequence[str], answer: str) -> Assessment:
         try:
             return self._engine._assess(self._item, context, answer)
-        except InvalidInputError:
-            # A model's reply the detector cannot take (no readable character) is an
-            # unusable candidate, never the caller's error and never a fixed answer.
+        except InvalidInputError:  # an unreadable reply: unusable, never a fixed answer
             return Assessment(answer=answer, score=None, flagged=True)
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
@@ -103,6 +101,7 @@ class TruthLens:
     Raises:
         UnknownArgumentError: For an option that does not exist (with a suggestion).
         InvalidArgumentError: For an option of the wrong type (``nli=42``).
+        ConfigError: If a route's calibration was fitted for another detector.
     """
 
     def __init__(self, policy: Policy, **options: Unpack[EngineKwargs]) -> None:
@@ -113,6 +112,7 @@ class TruthLens:
             )
         self.options: EngineOptions = parse_engine_options(options, "TruthLens")
         opts = self.options
+        policy.check_calibrations(detector_id(opts.detector, policy))
         self.policy = policy
         self.align_quantities = opts.align_quantities
         self.mitigation_options = opts.mitigation_options or MitigationOptions()

@@ -46,6 +46,7 @@ from ..mitigation import MitigationOptions
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
 from ..policy import Action, DomainClassifier, Mode, Policy
+from ..policy._config import rebuild_policy
 from ._blocked import DEFAULT_BLOCKED_MESSAGE
 from ._verdict import Verdict
 
@@ -261,7 +262,7 @@ class PolicyKnobs(BaseModel):
         for decision in data.get("decisions", ()):
             for entry in decision.get("plugins", ()):
                 entry.setdefault("configuration", {}).update(plugin)
-        return Policy.model_validate(data)
+        return rebuild_policy(data, source=policy)
 
 
 class EngineKwargs(TypedDict, total=False):
