@@ -606,6 +606,13 @@ def extract_quantities(text: str) -> list[Quantity]:
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
     inside += [(q.start, q.end) for q in dates if q.end - q.start == 10]  # ISO dates
     found = dates + found  # a date first: its verdict marks the whole date
+    found += _digit_numbers(text, inside) + _word_numbers(text, inside)
+    return sorted(found, key=lambda q: q.start)
+
+
+def _digit_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
+    """The numbers written in digits, outside the ``inside`` ranges already read."""
+    found: list[Quantity] = []
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
             continue
@@ -620,17 +627,18 @@ def extract_quantities(text: str) -> list[Quantity]:
             and _YEAR_RANGE[0] <= value <= _YEAR_RANGE[1]
         )
         decimals = _decimals(digits, match.group(2))
+        number_end = match.end(2) if match.group(2) else match.end(1)
         found.append(
             Quantity(
-                value,
-                unit,
-                match.start(1),
-                match.end(),
-                is_year,
-                decimals,
-                number_end=match.end(2) if match.group(2) else match.end(1),
+                value, unit, match.start(1), match.end(), is_year, decimals, number_end=number_end
             )
         )
+    return found
+
+
+def _word_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
+    """The numbers written in words, outside the ``inside`` ranges already read."""
+    found: list[Quantity] = []
     for match in _NUMBER_WORD.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
             continue
@@ -641,15 +649,10 @@ def extract_quantities(text: str) -> list[Quantity]:
         end = match.end() if unit else number_end
         found.append(
             Quantity(
-                float(tens + ones),
-                unit,
-                match.start(1),
-                end,
-                is_year=False,
-                number_end=number_end,
+                float(tens + ones), unit, match.start(1), end, is_year=False, number_end=number_end
             )
         )
-    return sorted(found, key=lambda q: q.start)
+    return found
 
 
 def _comparable(a: Quantity, b: Quantity) -> bool:

@@ -50,7 +50,6 @@ from truthlens_integrations.core.engine import (
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
 from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import Policy, PolicySource
-from truthlens_integrations.core.policy._config import rebuild_policy
 
 from ._arguments import check_choice, check_int
 from ._events import UNCHECKED_TAG
@@ -198,7 +197,7 @@ def _with_max_iterations(policy: Policy, rounds: int) -> Policy:
         for entry in decision.get("plugins", ()):
             entry.setdefault("configuration", {})["max_iterations"] = rounds
     try:
-        return rebuild_policy(data, source=policy)
+        return policy.rebuilt(data)
     except ValidationError as exc:
         raise ConfigError(f"TruthLensMiddleware: max_iterations={rounds}: {exc}") from None
 

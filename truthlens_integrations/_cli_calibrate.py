@@ -87,9 +87,7 @@ def calibrate(
         InvalidInputError: Too few checkable answers of a label, or no threshold meets
             the target.
     """
-    from truthlens_integrations.core.models.detection._calibration_file import (
-        CALIBRATION_FORMAT,
-    )
+    from truthlens_integrations.core.models.detection._calibration_file import CALIBRATION_FORMAT
     from truthlens_integrations.core.models.detection._response_fit import (
         fit_response_map,
         threshold_for,
@@ -98,26 +96,17 @@ def calibrate(
     signals, labels, partly_read = _checked_signals(
         detector, examples, batch_size, progress=progress
     )
-    if partly_read:
-        _warn(
-            f"left out {len(partly_read)} answer(s) the detector could not read in full "
-            f"(ids {', '.join(partly_read[:5])}{', ...' if len(partly_read) > 5 else ''}): "
-            "a map fitted on part of an answer would misjudge the whole"
-        )
+    _warn_if_partly_read(partly_read)
     _warn_if_few(labels)
     calibration = fit_response_map(signals, labels)
     scores = [calibration.score(s) for s in signals]
     threshold = threshold_for(
-        scores,
-        labels,
-        target_precision=target_precision,
-        max_false_alarm_rate=max_false_alarm_rate,
+        scores, labels, target_precision=target_precision, max_false_alarm_rate=max_false_alarm_rate
     )
     metrics = _fit_metrics(labels, scores, threshold, answers=len(examples))
     metrics["partly_read"] = len(partly_read)
     metrics["unverifiable"] -= len(partly_read)
     chosen = (("precision", target_precision), ("false_alarm_rate", max_false_alarm_rate))
-    target = {k: v for k, v in chosen if v is not None}
     fitted_on = f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
     content = {
         "format": CALIBRATION_FORMAT,
@@ -125,11 +114,21 @@ def calibrate(
         "response_calibration": calibration.to_config(fitted_on),
         "threshold": round(threshold, 6),
         "token_threshold": float(detector.config.token_threshold),
-        "target": target,
+        "target": {k: v for k, v in chosen if v is not None},
         "metrics": metrics,
     }
     _check_loadable(content)
     return content
+
+
+def _warn_if_partly_read(ids: Sequence[str]) -> None:
+    if ids:
+        more = ", ..." if len(ids) > 5 else ""
+        _warn(
+            f"left out {len(ids)} answer(s) the detector could not read in full "
+            f"(ids {', '.join(ids[:5])}{more}): "
+            "a map fitted on part of an answer would misjudge the whole"
+        )
 
 
 def _check_loadable(content: dict[str, Any]) -> None:
@@ -141,7 +140,7 @@ def _check_loadable(content: dict[str, Any]) -> None:
     from pydantic import ValidationError
 
     from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.core._calibration import CalibrationFile
+    from truthlens_integrations.core.models.detection._calibration_file import CalibrationFile
 
     try:
         CalibrationFile.model_validate(content)
@@ -290,7 +289,7 @@ def _check_out(out: Path) -> None:
 
 
 def _check_sizes(examples: Sequence[Any], data: Path) -> None:
-    """Refuse answers longer than the guard checks (``MAX_ANSWER_CHARS``), naming the record.
+    """Refuse answers longer than the guard checks (its input limits), naming the record.
 
     The service refuses such answers and the detector is not built to read them whole, so
     a map fitted on them would be fitted on what the guard never scores.
@@ -298,13 +297,14 @@ def _check_sizes(examples: Sequence[Any], data: Path) -> None:
     Raises:
         InvalidInputError: Naming the record's id (by default its line) and the limit.
     """
-    from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.core._limits import MAX_ANSWER_CHARS
+    from truthlens_integrations.core import InputLimits, InvalidInputError
+
+    most = InputLimits().max_answer_chars
 
     for example in examples:
-        if len(example.answer) > MAX_ANSWER_CHARS:
+        if len(example.answer) > most:
             raise InvalidInputError(
                 f"{data}: the answer of record {example.id} has {len(example.answer):,} "
-                f"characters; the guard checks answers of at most {MAX_ANSWER_CHARS:,}: "
+                f"characters; the guard checks answers of at most {most:,}: "
                 "split it, or leave it out"
             )

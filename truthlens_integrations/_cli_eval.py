@@ -140,8 +140,8 @@ class _CalibratedDetector:
 
     def __init__(self, inner: Any, calibration: str, threshold: float | None) -> None:
         from truthlens_integrations.core import ConfigError
-        from truthlens_integrations.core._calibration import check_calibration_detector
         from truthlens_integrations.core.models.detection._calibration_file import (
+            check_calibration_detector,
             read_calibration_file,
             resolve_calibration,
         )

@@ -709,6 +709,14 @@ class Policy(_Strict):
                 )
         return problems
 
+    def rebuilt(self, data: Mapping[str, Any]) -> Policy:
+        """``data`` (a changed dump of this policy) validated, keeping its calibration files.
+
+        Raises:
+            pydantic.ValidationError: If ``data`` is not a valid policy.
+        """
+        return rebuild_policy(data, source=self)
+
     def check_calibrations(self, model_id: str | None) -> None:
         """Refuse a route whose calibration file was fitted for another detector.
 
