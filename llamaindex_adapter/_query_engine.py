@@ -531,7 +531,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         nodes: list[NodeWithScore],
     ) -> RESPONSE_TYPE:
         text = self.engine.shown(verdict)
-        metadata = {**(buffered.metadata or {}), "truthlens": verdict_payload(verdict)}
+        metadata = {**_kept_metadata(buffered, verdict), "truthlens": verdict_payload(verdict)}
         if isinstance(inner, StreamingResponse):
             return StreamingResponse(
                 response_gen=_once(text),
@@ -596,6 +596,24 @@ class InnerEngineAnswerer:
         if isinstance(response, AsyncStreamingResponse):
             return self._collect(query, await response.get_response())
         return self._collect(query, _buffer(response))
+
+
+def _kept_metadata(inner: Response, verdict: Verdict) -> dict[str, Any]:
+    """The inner response's metadata that stays on the guarded response.
+
+    All of it while the inner answer is what is shown (with a header or a warning).
+    When the answer is withheld (blocked) or replaced (a refined answer), what the
+    inner engine or its LLM attached may carry the answer (a raw completion, token
+    log-probabilities, reasoning text), so only the per-node metadata LlamaIndex's
+    synthesizers write stays: a source node's id mapped to that node's own metadata,
+    which the source nodes carry anyway. The verdict is the one channel to the original.
+    """
+    metadata = dict(inner.metadata or {})
+    final = verdict.final_answer
+    if not verdict.blocked and (final is None or final == inner.response):
+        return metadata
+    sources = {n.node.node_id: n.node.metadata for n in inner.source_nodes}
+    return {k: v for k, v in metadata.items() if k in sources and v == sources[k]}
 
 
 def _buffer(response: RESPONSE_TYPE) -> Response:

@@ -1,0 +1,102 @@
+"""Issue 43, withheld text on the LlamaIndex side: what a blocked answer leaves behind.
+
+A blocked (or replaced) answer must not reach the caller through a payload the inner
+engine or the provider attached to it, nor through the adapter's own events when the
+engine redacts. The detector is the tiny keyword model (flags exactly "1950", "500" and
+"meters"); LLMs are SCRIPTED STAND-INS (tests/_llamaindex_support.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.query_engine import CustomQueryEngine
+
+from tests._fakes import leaks
+from tests._llamaindex_support import QUESTION, WRONG_ANSWER, ScriptedLLM, make_engine
+from truthlens_integrations.core.engine import Verdict
+from truthlens_integrations.core.models.detection import Detector
+from truthlens_integrations.llamaindex_adapter import TruthLensQueryEngine, get_verdict
+
+
+class PayloadEngine(CustomQueryEngine):
+    """STAND-IN inner engine: the index's answer plus what provider payloads carry.
+
+    Real engines and LLM integrations put the raw completion, token log-probabilities
+    or reasoning text in ``Response.metadata``; the per-node metadata LlamaIndex's own
+    synthesizers write (keyed by node id) describes the sources, not the answer.
+    """
+
+    inner: Any
+    streaming: bool = False
+
+    def custom_query(self, query_str: str) -> Response | StreamingResponse:
+        found = self.inner.query(query_str)
+        answer = found.response or ""
+        metadata = {
+            **(found.metadata or {}),
+            "raw": {"choices": [{"message": {"content": answer}}]},
+            "logprobs": [{"token": t} for t in answer.split()],
+            "reasoning_content": f"I will say: {answer}",
+        }
+        if self.streaming:
+            return StreamingResponse(
+                response_gen=iter([answer]), source_nodes=found.source_nodes, metadata=metadata
+            )
+        return Response(response=answer, source_nodes=found.source_nodes, metadata=metadata)
+
+
+def _inner(index: Any, *, streaming: bool = False) -> PayloadEngine:
+    found = index.as_query_engine(llm=ScriptedLLM(), similarity_top_k=1)
+    return PayloadEngine(inner=found, streaming=streaming)
+
+
+def _payloads(metadata: dict[str, Any]) -> str:
+    """Everything in the metadata but the verdict (checked on its own)."""
+    return json.dumps({k: v for k, v in metadata.items() if k != "truthlens"}, default=str)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_blocked_answer_keeps_no_payload_of_the_inner_engine(
+    index: Any, detector: Detector, streaming: bool
+) -> None:
+    audit: list[Verdict] = []
+    engine = make_engine(detector, hallucination_action="block")
+    guarded = TruthLensQueryEngine(
+        _inner(index, streaming=streaming), engine=engine, audit_hook=audit.append
+    )
+    response = guarded.query(QUESTION)
+    verdict = get_verdict(response)
+    assert verdict is not None and verdict.blocked
+    metadata = response.metadata or {}
+    assert not leaks("1950", _payloads(metadata))  # before: raw, logprobs, reasoning held it
+    assert not leaks("1950", json.dumps(metadata["truthlens"]))
+    # The sources' own metadata, keyed by node id, stays (it is on the source nodes too).
+    for node in response.source_nodes:
+        assert metadata.get(node.node.node_id) == node.node.metadata
+    assert [v.original_answer for v in audit] == [WRONG_ANSWER]  # the explicit channel
+
+
+def test_a_shown_answer_keeps_the_inner_engines_payload(index: Any, detector: Detector) -> None:
+    guarded = TruthLensQueryEngine(_inner(index), engine=make_engine(detector))  # header
+    response = asyncio.run(guarded.aquery(QUESTION))
+    metadata = response.metadata or {}
+    assert response.response == WRONG_ANSWER  # shown as it came: nothing withheld
+    assert metadata["raw"]["choices"][0]["message"]["content"] == WRONG_ANSWER
+    assert "logprobs" in metadata and "reasoning_content" in metadata
+
+
+def test_a_replaced_answer_keeps_no_payload_of_the_original(index: Any, detector: Detector) -> None:
+    engine = make_engine(detector, default_mode="standard")
+    guarded = TruthLensQueryEngine(_inner(index), engine=engine, llm=ScriptedLLM())
+    response = guarded.query(QUESTION)
+    verdict = get_verdict(response)
+    assert verdict is not None and verdict.strategy == "self_refine"
+    assert response.response != WRONG_ANSWER and "1950" not in (response.response or "")
+    # The payload described the answer the guard replaced; the verdict keeps the original.
+    assert not leaks("1950", _payloads(response.metadata or {}))
+    assert verdict.original_answer == WRONG_ANSWER
