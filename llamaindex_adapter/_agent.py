@@ -47,7 +47,7 @@ from truthlens_integrations.core.llm import (
 )
 
 from ._common import build_engine, verdict_payload
-from ._events import TruthLensDetectionStartEvent, dispatch_verdict, dispatcher
+from ._events import dispatch_start, dispatch_verdict
 from ._llm import LlamaIndexLLM
 
 __all__ = [
@@ -341,9 +341,7 @@ class TruthLensFunctionAgent(FunctionAgent):
         question = await ctx.store.get("user_msg_str", default=None)
         scratchpad: list[LIChatMessage] = await ctx.store.get(self.scratchpad_key, default=[])
         history = [*llm_input, *scratchpad[:-1]]  # the conversation before the answer
-        dispatcher.event(
-            TruthLensDetectionStartEvent(query=question, answer=answer, num_passages=len(context))
-        )
+        dispatch_start(self.engine, query=question, answer=answer, num_passages=len(context))
         verdict = await self.engine.aguard(
             context=context,
             question=question or None,

@@ -30,7 +30,6 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import (
-    REDACTED,
     GuardKwargs,
     OnBlock,
     TruthLens,
@@ -42,12 +41,7 @@ from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, node_texts, verdict_payload
 from ._evaluator import GuardRun, original_question
-from ._events import (
-    TruthLensDetectionStartEvent,
-    dispatch_verdict,
-    dispatcher,
-    event_payload,
-)
+from ._events import dispatch_start, dispatch_verdict, event_payload
 from ._llm import as_core_llm
 from ._postprocessor import TruthLensNodePostprocessor
 from ._prompts import (
@@ -507,12 +501,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
         return self.node_postprocessor.filter_evidence(merged, answer=shown, spans=verdict.spans)
 
     def _start(self, question: str, context: list[str], answer: str) -> dict[str, Any]:
-        # A redacting engine keeps the (possibly hallucinated) answer out of events.
-        shown = REDACTED if self.engine.options.redact else answer
-        start = TruthLensDetectionStartEvent(
-            query=question, answer=shown, num_passages=len(context)
+        start = dispatch_start(
+            self.engine, query=question, answer=answer, num_passages=len(context)
         )
-        dispatcher.event(start)
         return {
             EventPayload.TOOL: GUARD_TOOL,
             EventPayload.FUNCTION_CALL: event_payload(start),

@@ -10,17 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
+from llama_index.core.base.llms.types import MessageRole, ToolCallBlock
 from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.llms import MockFunctionCallingLLM
 from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.tools import FunctionTool
+from llama_index.core.workflow import Context
 
+from tests._agents_support import EIFFEL_RECORD, WRONG
+from tests._agents_support import QUESTION as AGENT_QUESTION
 from tests._fakes import leaks
 from tests._llamaindex_support import QUESTION, WRONG_ANSWER, ScriptedLLM, make_engine
-from truthlens_integrations.core.engine import Verdict
+from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.llamaindex_adapter import TruthLensQueryEngine, get_verdict
+from truthlens_integrations.llamaindex_adapter import (
+    TruthLensDetectionStartEvent,
+    TruthLensFunctionAgent,
+    TruthLensQueryEngine,
+    get_verdict,
+)
 
 
 class PayloadEngine(CustomQueryEngine):
@@ -100,3 +113,51 @@ def test_a_replaced_answer_keeps_no_payload_of_the_original(index: Any, detector
     # The payload described the answer the guard replaced; the verdict keeps the original.
     assert not leaks("1950", _payloads(response.metadata or {}))
     assert verdict.original_answer == WRONG_ANSWER
+
+
+# -- TruthLensFunctionAgent -----------------------------------------------------------------
+
+
+def _agent_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
+    if not any(m.role == MessageRole.TOOL for m in messages):
+        call = ToolCallBlock(
+            tool_call_id="c1", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+        )
+        return LIChatMessage(role="assistant", blocks=[call])
+    return LIChatMessage(role="assistant", content=WRONG)
+
+
+def _agent(engine: TruthLens, **options: Any) -> TruthLensFunctionAgent:
+    def landmark_record(name: str) -> str:
+        """Return the stored record of a landmark as JSON."""
+        return EIFFEL_RECORD
+
+    return TruthLensFunctionAgent(
+        tools=[FunctionTool.from_defaults(landmark_record)],
+        llm=MockFunctionCallingLLM(response_generator=_agent_script),
+        engine=engine,
+        **options,
+    )
+
+
+async def _run(agent: TruthLensFunctionAgent) -> tuple[Any, list[Any]]:
+    handler = agent.run(user_msg=AGENT_QUESTION, ctx=Context(agent))
+    events = [event async for event in handler.stream_events()]
+    return await handler, events
+
+
+def test_a_redacting_agent_keeps_the_answer_out_of_its_events(
+    detector: Detector, collected: list[Any]
+) -> None:
+    audit: list[Verdict] = []
+    engine = make_engine(detector, hallucination_action="block")
+    agent = _agent(engine, redact=True, audit_hook=audit.append)
+    output, streamed = asyncio.run(_run(agent))
+    assert output.response.content == engine.blocked_message
+    ours = [e for e in collected if "TruthLens" in e.class_name()]
+    assert any(isinstance(e, TruthLensDetectionStartEvent) for e in ours)
+    for event in ours:  # before: the start event held the answer
+        assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    for event in streamed:
+        assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    assert [v.original_answer for v in audit] == [WRONG]
