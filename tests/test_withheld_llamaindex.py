@@ -161,3 +161,39 @@ def test_a_redacting_agent_keeps_the_answer_out_of_its_events(
     for event in streamed:
         assert not leaks("1950", json.dumps(event.model_dump(), default=str))
     assert [v.original_answer for v in audit] == [WRONG]
+
+
+def _looping_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
+    """Calls the tool again and again; answers only when told to stop (early stopping)."""
+    if messages[-1].role == MessageRole.SYSTEM:
+        return LIChatMessage(role="assistant", content=WRONG)
+    calls = sum(m.role == MessageRole.TOOL for m in messages)
+    call = ToolCallBlock(
+        tool_call_id=f"c{calls}", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+    )
+    return LIChatMessage(role="assistant", blocks=[call])
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_early_stopping_answer_is_checked_too(detector: Detector, streaming: bool) -> None:
+    engine = make_engine(detector, hallucination_action="block")
+    agent = _agent(engine, early_stopping_method="generate", streaming=streaming)
+    agent.llm = MockFunctionCallingLLM(response_generator=_looping_script)
+
+    async def run() -> tuple[Any, list[Any], list[str]]:
+        ctx = Context(agent)
+        handler = agent.run(user_msg=AGENT_QUESTION, ctx=ctx, max_iterations=2)
+        events = [event async for event in handler.stream_events()]
+        output = await handler
+        memory = await ctx.store.get("memory")
+        said = [m.content or "" for m in await memory.aget() if m.role == MessageRole.ASSISTANT]
+        return output, events, said
+
+    output, events, said = asyncio.run(run())
+    # before: the answer generated at max_iterations went out unchecked
+    assert output.response.content == engine.blocked_message
+    assert output.response.additional_kwargs["truthlens"]["blocked"]
+    assert not leaks("1950", json.dumps(output.raw, default=str))
+    for event in events:
+        assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    assert engine.blocked_message in said and not any("1950" in s for s in said)
