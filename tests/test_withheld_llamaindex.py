@@ -31,6 +31,7 @@ from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import (
     TruthLensDetectionStartEvent,
     TruthLensFunctionAgent,
+    TruthLensMitigationIterationEvent,
     TruthLensQueryEngine,
     get_verdict,
 )
@@ -197,3 +198,44 @@ def test_an_early_stopping_answer_is_checked_too(detector: Detector, streaming: 
     for event in events:
         assert not leaks("1950", json.dumps(event.model_dump(), default=str))
     assert engine.blocked_message in said and not any("1950" in s for s in said)
+
+
+class _EchoingRefiner(ScriptedLLM):
+    """The query refiner's reply is not JSON: the fallback query (question + claims) runs."""
+
+    def reply(self, prompt: str) -> str:
+        if "search quer" in prompt.lower():
+            self.prompts.append(prompt)
+            return "Sure: look up 1950."
+        return super().reply(prompt)
+
+
+def test_rewritten_queries_of_a_blocked_answer_stay_out_of_the_events(
+    index: Any, detector: Detector, collected: list[Any]
+) -> None:
+    audit: list[Verdict] = []
+    inner = index.as_query_engine(llm=ScriptedLLM(always_wrong=True), similarity_top_k=1)
+    guarded = TruthLensQueryEngine(
+        inner,
+        engine=make_engine(detector, default_mode="standard", hallucination_action="block"),
+        llm=_EchoingRefiner(always_wrong=True),
+        retrieval_feedback=True,
+        audit_hook=audit.append,
+    )
+    response = guarded.query(QUESTION)
+    verdict = get_verdict(response)
+    assert verdict is not None and verdict.blocked
+    assert verdict.strategy == "retrieval_feedback"
+    (full,) = audit  # the loop did search for the claims: the application still sees it
+    assert any("1950" in (step.query or "") for step in full.history)
+    rounds = [e for e in collected if isinstance(e, TruthLensMitigationIterationEvent)]
+    assert rounds and all(e.query in (None, "[redacted]") for e in rounds)
+    # What the guard reports after the check; the start event names the unchecked
+    # answer like LlamaIndex's own LLM events do (tracing; ``redact=True`` hides it).
+    for event in collected:
+        if (
+            "TruthLens" in event.class_name()
+            and event.class_name() != "TruthLensDetectionStartEvent"
+        ):
+            assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    assert not leaks("1950", json.dumps(response.metadata, default=str))
