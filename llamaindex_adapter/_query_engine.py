@@ -207,7 +207,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
     any found by re-querying), and ``metadata["truthlens"]``: the verdict as
     :meth:`Verdict.to_dict` (the ``x-truthlens-*`` / ``x-vsr-*`` header values are
     its ``"metadata"`` entry; :func:`get_verdict` reads it back). The inner
-    response's own metadata is kept.
+    response's own metadata is kept while its answer is what is shown; for a blocked
+    or refined answer only the sources' per-node metadata stays (the rest, a raw
+    completion or log-probabilities, may carry the answer that is no longer shown).
 
     A blocked answer's text is withheld from the response and its metadata; the
     application reads it through the engine's ``audit_hook`` (or builds the engine
