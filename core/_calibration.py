@@ -10,19 +10,23 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ConfigError
 
 __all__ = [
     "BUNDLED_CALIBRATIONS",
     "CALIBRATION_FORMAT",
+    "MAX_CALIBRATION_BYTES",
+    "MAX_COEFFICIENT",
     "RESPONSE_COEFFICIENTS",
     "CalibrationFile",
     "bundled_calibration_names",
+    "check_calibration_detector",
     "read_calibration_file",
     "resolve_calibration",
 ]
@@ -47,6 +51,23 @@ RESPONSE_COEFFICIENTS = (
 )
 _COEFFICIENTS = frozenset(RESPONSE_COEFFICIENTS)
 _REQUIRED = ("max_logit", "log_sentences", "bias")
+# The terms that read the detector's hallucination logit: a map must weigh at least one
+# of them, or the detector's reading would not move the score at all.
+_DETECTOR_TERMS = ("max_logit", "sentence_peak")
+
+#: The largest magnitude a coefficient (the bias included) may have. Fitted maps stay
+#: well under 20 (the fit's ridge penalty keeps them finite and small); larger values
+#: only decide by overflow of the logistic function.
+MAX_COEFFICIENT = 100.0
+
+#: The largest calibration file read (a fitted file is a few KiB).
+MAX_CALIBRATION_BYTES = 1 << 20
+
+#: What a calibration file's ``model`` says for the bundled detector, and the model id
+#: the bundled detector reports (``load_detector()``).
+_BUNDLED = "bundled"
+_BUNDLED_MODEL_ID = "truthlens-bundled-detector"
+_BUNDLED_FOLDER = Path(__file__).resolve().parent / "_bundled" / "detector"
 
 
 def _check_long_map(entry: Any) -> None:
@@ -60,10 +81,37 @@ def _check_long_map(entry: Any) -> None:
     start = entry.get("from_sentences")
     if isinstance(start, bool) or not isinstance(start, int) or start < 2:
         raise ValueError(f"{where}: 'from_sentences' must be an int >= 2, got {start!r}")
-    _check_map({k: v for k, v in entry.items() if k != "from_sentences"})
+    _check_map({k: v for k, v in entry.items() if k != "from_sentences"}, where=where)
 
 
-def _check_map(entry: dict[str, Any]) -> None:
+def _check_direction(entry: dict[str, Any], where: str) -> None:
+    """Refuse a map that scores a more-hallucinated answer lower, or decides by overflow.
+
+    Every signal but the bias is a maximum or a count that grows with evidence of an
+    unsupported claim, so a negative coefficient would lower the score of an answer with
+    more such evidence (an all-negative map passed a wrong answer at 0.0).
+    """
+    for key, value in entry.items():
+        if key not in _COEFFICIENTS or key in ("rule_floor", "rule_sentence_floor"):
+            continue
+        if abs(value) > MAX_COEFFICIENT:
+            raise ValueError(
+                f"{where}: {key!r} is {value!r}; a coefficient's magnitude must be at most "
+                f"{MAX_COEFFICIENT:g}"
+            )
+        if key != "bias" and value < 0:
+            raise ValueError(
+                f"{where}: {key!r} is {value!r}; every coefficient but 'bias' must be >= 0 "
+                "(more evidence of an unsupported claim must never lower the score)"
+            )
+    if not any(entry.get(key, 0) > 0 for key in _DETECTOR_TERMS):
+        raise ValueError(
+            f"{where}: 'max_logit' or 'sentence_peak' must be > 0 (the map must read the "
+            "detector's hallucination logit)"
+        )
+
+
+def _check_map(entry: dict[str, Any], where: str = "response_calibration") -> None:
     unknown = set(entry) - _COEFFICIENTS - {"fitted_on", "long_answers"}
     if unknown:
         raise ValueError(f"response_calibration: unknown key(s) {sorted(unknown)}")
@@ -88,6 +136,7 @@ def _check_map(entry: dict[str, Any]) -> None:
             raise ValueError(
                 f"response_calibration: 'rule_sentence_floor' must be 0 or 1, got {value}"
             )
+    _check_direction(entry, where)
 
 
 CALIBRATION_FORMAT = "truthlens-response-calibration/1"
@@ -179,6 +228,9 @@ def resolve_calibration(name_or_path: str | os.PathLike[str]) -> Path:
 def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
     """Read and validate a calibration file, or the bundled one a name selects.
 
+    Only a regular file of at most :data:`MAX_CALIBRATION_BYTES` is read, once (a device
+    such as ``/dev/zero`` would be read until memory ran out, a FIFO would block).
+
     Args:
         path: A bundled calibration's name (:func:`bundled_calibration_names`: ``"rag"``,
             the map fitted on RAG answers) or the path of a file ``truthlens calibrate``
@@ -186,21 +238,134 @@ def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
 
     Raises:
         ConfigError: If it names no bundled calibration and no existing file, or the file
-            is unreadable, not JSON (``NaN`` included), or malformed.
+            is not a regular file, too large, unreadable, not UTF-8, not JSON (``NaN``
+            included), holds a key twice, or is malformed. The message names the file
+            once.
     """
     file = resolve_calibration(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        raw = _read_regular_file(file)
+    except ValueError as exc:
+        raise ConfigError(f"calibration file {file}: {exc}") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read the calibration file {file}: {exc.strerror}") from exc
-
-    def no_constants(name: str) -> float:
-        raise ConfigError(f"calibration file {file}: {name} is not a number")
-
+        raise ConfigError(f"calibration file {file}: cannot read it: {exc.strerror}") from None
     try:
-        raw = json.loads(text, parse_constant=no_constants)
-        return CalibrationFile.model_validate(raw)
+        data = json.loads(
+            raw.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates
+        )
+    except UnicodeDecodeError:
+        raise ConfigError(f"calibration file {file}: is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"calibration file {file} is not valid JSON: {exc.msg}") from exc
-    except ValueError as exc:  # pydantic's ValidationError and the map's ConfigError
-        raise ConfigError(f"calibration file {file}: {exc}") from exc
+        raise ConfigError(
+            f"calibration file {file}: is not valid JSON: {exc.msg} (line {exc.lineno})"
+        ) from None
+    except _JSONContentError as exc:
+        raise ConfigError(f"calibration file {file}: {exc}") from None
+    try:
+        return CalibrationFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"calibration file {file}: {_problems(exc)}") from None
+
+
+def _read_regular_file(file: Path) -> bytes:
+    """The bytes of ``file`` if it is a regular file within the size cap.
+
+    Opened without blocking and checked on the open handle, so a FIFO or device swapped
+    in after a check is refused as well.
+
+    Raises:
+        ValueError: If it is not a regular file or is larger than the cap.
+        OSError: If it cannot be opened or read.
+    """
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read(MAX_CALIBRATION_BYTES + 1)
+    if info.st_size > MAX_CALIBRATION_BYTES or len(raw) > MAX_CALIBRATION_BYTES:
+        raise ValueError(
+            f"is larger than {MAX_CALIBRATION_BYTES:,} bytes (a calibration file is a few KiB)"
+        )
+    return raw
+
+
+class _JSONContentError(ValueError):
+    """JSON that parses but that a calibration file may not hold (a constant, a key twice)."""
+
+
+def _no_constants(name: str) -> float:
+    raise _JSONContentError(f"{name} is not a number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of a repeated key silently: a file holding two values for one
+    # setting is ambiguous, so it is refused.
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _JSONContentError(f"the key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _problems(exc: ValidationError) -> str:
+    """The validation problems, one ``field: message`` each, without the input values."""
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"]) or "file"
+        message = error["msg"].removeprefix("Value error, ")
+        # the map's own checks name their key already
+        lines.append(message if message.startswith(f"{where}:") else f"{where}: {message}")
+    return "; ".join(lines)
+
+
+def check_calibration_detector(calibration: CalibrationFile, model_id: str | None) -> None:
+    """Refuse a calibration file on a detector other than the one it was fitted for.
+
+    A response map reads one detector's token probabilities; on another detector it
+    scores silently wrong.
+
+    Args:
+        calibration: The parsed file (its ``model`` names the detector it was fitted for).
+        model_id: The detector's ``model_id``, or ``None`` for the bundled detector.
+
+    Raises:
+        ConfigError: If they differ; the message starts "was fitted for" (callers name
+            the file or route before it) and says how to fit one for this detector.
+    """
+    fitted, used = _detector_name(calibration.model), _detector_name(model_id)
+    if fitted == used or _same_folder(fitted, used):
+        return
+    fit_for = "" if used == _BUNDLED else f" --model {used}"
+    raise ConfigError(
+        f"was fitted for {_describe(fitted)} and cannot score {_describe(used)}; fit one "
+        f"for it with `truthlens calibrate{fit_for} --data FILE --out FILE`"
+    )
+
+
+def _describe(name: str) -> str:
+    return "the bundled detector" if name == _BUNDLED else f"the detector {name!r}"
+
+
+def _detector_name(model_id: str | None) -> str:
+    """``bundled`` for the bundled detector (in process or behind the service), else the id."""
+    if model_id is None or model_id == _BUNDLED:
+        return _BUNDLED
+    if model_id == _BUNDLED_MODEL_ID or model_id.startswith(_BUNDLED_MODEL_ID + "@"):
+        return _BUNDLED
+    if _same_folder(model_id, str(_BUNDLED_FOLDER)):  # the bundled folder, loaded by path
+        return _BUNDLED
+    return model_id
+
+
+def _same_folder(a: str, b: str) -> bool:
+    """Whether two model names are paths of one existing folder (``./m`` and ``/abs/m``)."""
+    try:
+        return Path(a).is_dir() and Path(b).is_dir() and Path(a).samefile(b)
+    except OSError:
+        return False

@@ -9,6 +9,7 @@ derive from :class:`ValueError` and missing optional dependencies from
 from __future__ import annotations
 
 __all__ = [
+    "AuditHookError",
     "BlockedResponseError",
     "ConfigError",
     "ContextTooLongError",
@@ -115,6 +116,18 @@ class ServiceTimeoutError(ServiceError, TimeoutError):
 
 class BlockedResponseError(TruthLensError):
     """The policy withheld an answer. The verdict, with the original answer, is attached."""
+
+    def __init__(self, message: str, verdict: object | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
+class AuditHookError(TruthLensError):
+    """The engine's ``audit_hook`` raised: the verdict was not handed out.
+
+    The hook's own exception is the ``__cause__``; the full verdict is attached as
+    ``verdict`` for the application's own record.
+    """
 
     def __init__(self, message: str, verdict: object | None = None) -> None:
         super().__init__(message)

@@ -32,7 +32,13 @@ from ._normalize import normalize
 from ._types import DetectionInput
 
 # Public through the core package: the service and the command line share these.
-__all__ = ["InputLimits", "check_input_sizes"]
+__all__ = [
+    "InputLimits",
+    "at_most_one_token_per_char",
+    "check_input_sizes",
+    "check_request_tokens",
+    "readable_chars",
+]
 
 #: Characters of one answer.
 MAX_ANSWER_CHARS = 12_000

@@ -25,7 +25,19 @@ the combining marks after it):
 - drops combining marks that sit on a Latin letter, a digit, a space or punctuation
   (stray marks, and Latin diacritics: "café" reads "cafe", in the answer and the context
   alike, so nothing is lost for matching); marks of other scripts (Devanagari vowel
-  signs, Arabic vowels) are kept, at most four per character.
+  signs, Arabic vowels) are kept, at most four per character;
+- reads letters that look like digits as digits inside a number: "l950" (lower-case L),
+  "I950", "195O" (capital O), "19o5" are 1950 and 1905. Only in a word made of digits
+  and these letters, with at least two real digits, and only where no unit can be meant:
+  an "l" or "I" before a digit, an "O" anywhere, an "o" between digits ("5l" stays five
+  litres, "CO2" and "Boeing" stay words).
+
+Bidirectional controls (embeddings, overrides and isolates, U+202A-202E, U+2066-2068)
+are dropped like every format character, so the checks read the text in its logical
+order; but what a person sees is then not what was checked ("1\u202e988\u202c" shows
+"1889" and holds "1988"; a direction mark inside a number does the same), so
+:attr:`Normalized.reordered` says so and a detector never
+calls such an answer supported (:func:`restore_result`).
 
 The normalised text is what the detector, the NLI model, the number check and the
 instruction filter read; it is never shown to anyone.
@@ -35,9 +47,26 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import weakref
 from dataclasses import dataclass
+from typing import TypeVar
 
-__all__ = ["Normalized", "fold_confusables", "normalize"]
+from ._types import (
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    TokenScore,
+)
+
+__all__ = [
+    "Normalized",
+    "fold_confusables",
+    "normalize",
+    "normalize_input",
+    "restore_result",
+    "span_back",
+]
 
 # Default-ignorable code points outside category Cf (Unicode DerivedCoreProperties).
 _IGNORABLE_RANGES = (
@@ -125,6 +154,9 @@ class Normalized:
     original: str
     starts: tuple[int, ...]
     ends: tuple[int, ...]
+    reordered: bool = False
+    """Whether ``original`` holds bidirectional controls around text: it is shown to a
+    person in another order than ``text`` reads."""
 
     @property
     def changed(self) -> bool:
@@ -156,7 +188,13 @@ def normalize(text: str) -> Normalized:
         The normalised text and, per character, the range of ``text`` it came from.
     """
     if text.isascii() and all(c.isprintable() or c.isspace() for c in text):
-        return Normalized(text, text, (), ())
+        if _DIGIT_LIKE.search(text) is None:
+            return Normalized(text, text, (), ())
+        folded = _digits_read(text)
+        if folded == text:
+            return Normalized(text, text, (), ())
+        same = tuple(range(len(text)))
+        return Normalized(folded, text, same, tuple(i + 1 for i in same))
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -180,7 +218,110 @@ def normalize(text: str) -> Normalized:
             starts.append(start)
             ends.append(end)
         i = j
-    return Normalized("".join(out), text, tuple(starts), tuple(ends))
+    reordered = _BIDI.search(text) is not None or _MARK_IN_NUMBER.search(text) is not None
+    return Normalized(_digits_read("".join(out)), text, tuple(starts), tuple(ends), reordered)
+
+
+# An embedding, override or isolate opened around at least one visible character: it
+# changes the order in which that text is shown. Marks (LRM, RLM) and a lone PDF do not.
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2068][\u202a-\u202e\u2066-\u2069\s]*[^\s\u202c\u2069]")
+# A direction mark inside a number splits it into runs a renderer may show in another
+# order ("3<RLM>3<RLM>0" holds 330 and can show 303).
+_MARK_IN_NUMBER = re.compile(r"\d[\u200e\u200f\u061c]+\d")
+
+# A word made of digits and letters that look like digits ("l950", "195O"); see
+# _digits_read for which letters are read as digits.
+_DIGIT_LIKE = re.compile(
+    r"(?<![^\W_])(?=[0-9lIoO]*[0-9][0-9lIoO]*[0-9])[0-9lIoO]*[lIoO][0-9lIoO]*(?![^\W_])"
+)
+# Inside such a word: "l" or "I" before a digit, "O" anywhere, "o" between digits. A
+# trailing "l" is a unit ("5l", "100l" are litres) and a trailing "o" an ordinal ("1o").
+_LOOKALIKE = re.compile(r"[lI](?=[0-9lIoO]*[0-9])|O|(?<=[0-9])o(?=[0-9])")
+
+
+def _digits_read(text: str) -> str:
+    """``text`` with look-alike letters read as digits inside numbers (same length)."""
+    if _DIGIT_LIKE.search(text) is None:
+        return text
+
+    def fold(word: re.Match[str]) -> str:
+        return _LOOKALIKE.sub(lambda m: "1" if m.group(0) in "lI" else "0", word.group(0))
+
+    return _DIGIT_LIKE.sub(fold, text)
+
+
+def normalize_input(data: DetectionInput) -> tuple[DetectionInput, Normalized | None]:
+    """``data`` as the checks read it, and the answer's offset map when the answer changed.
+
+    The one normalisation of every entry point: the engine and every in-process detector
+    call it, so ``guard()``, ``detect()``, ``truthlens detect`` and the service read the
+    same text. Normalising twice changes nothing the second time.
+
+    Args:
+        data: The caller's input.
+
+    Returns:
+        ``(checked, source)``: the input with its answer, question and passages
+        normalised (``data`` itself when nothing changed), and the answer's
+        :class:`Normalized` when it changed (for :func:`restore_result`), else ``None``.
+    """
+    if _CHECKED.get(id(data)) is data:
+        return data, None  # the engine's normalised input, passed on to its detector
+    answer = normalize(data.answer)
+    if not answer.text.strip():
+        return data, None  # nothing readable left: the detector says it cannot check
+    context = tuple(normalize(p).text for p in data.context)
+    question = normalize(data.question).text if data.question is not None else None
+    if not answer.changed and context == data.context and question == data.question:
+        _CHECKED[id(data)] = data
+        return data, None
+    update = {
+        "answer": answer.text,
+        "context": context,
+        "question": question if question and question.strip() else None,
+    }
+    checked = data.model_copy(update=update)
+    _CHECKED[id(checked)] = checked
+    return checked, answer if answer.changed else None
+
+
+# The inputs normalize_input made, while they live: reading one again would cost a second
+# pass over every passage (0.8 s for 100,000 characters of Chinese) for the same text.
+_CHECKED: weakref.WeakValueDictionary[int, DetectionInput] = weakref.WeakValueDictionary()
+
+
+_Located = TypeVar("_Located", HallucinationSpan, TokenScore)
+
+
+def span_back(span: _Located, source: Normalized) -> _Located:
+    """``span`` (over the normalised answer) over the caller's answer."""
+    start, end = source.span(span.start, span.end)
+    return span.model_copy(update={"start": start, "end": end, "text": source.original[start:end]})
+
+
+_REORDERED = (
+    "the answer holds bidirectional controls: it is shown in another order than it was "
+    "checked, so it cannot be called supported"
+)
+
+
+def restore_result(result: DetectionResult, source: Normalized) -> DetectionResult:
+    """``result`` (over the normalised answer) over the caller's answer.
+
+    Spans and token offsets point into ``source.original``. An answer shown in another
+    order than it reads (:attr:`Normalized.reordered`) is never ``supported``: the check
+    read the logical order, the person reads the shown one, so a clean result becomes
+    ``unverifiable``, without spans (a flagged one stays flagged).
+    """
+    update: dict[str, object] = {
+        "answer": source.original,
+        "spans": [span_back(s, source) for s in result.spans],
+        "tokens": [span_back(t, source) for t in result.tokens],
+    }
+    if source.reordered and result.status is DetectionStatus.SUPPORTED:
+        # As every unverifiable result: no spans (what was read is not what is shown).
+        update |= {"status": DetectionStatus.UNVERIFIABLE, "error": _REORDERED, "spans": []}
+    return result.model_copy(update=update)
 
 
 # Letters of other scripts that look like Latin ones (Unicode confusables, the common

@@ -11,6 +11,7 @@ from typing import Literal
 from ._text import content_words, split_sentences
 
 __all__ = [
+    "DATE",
     "TIME_OF_DAY",
     "ContextQuantities",
     "Quantity",
@@ -143,6 +144,9 @@ _DURATION = {"second": 1.0, "sec": 1.0, "minute": 60.0, "min": 60.0, "hour": 360
              "month": 2629800.0, "year": 31557600.0}  # fmt: skip
 _AREA = {"acre": 4046.8564224, "hectare": 1e4, "ha": 1e4}
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+# Temperatures in degrees Celsius; Fahrenheit also has an offset (see ``measure``).
+_TEMPERATURE_UNITS = {"°c": 1.0, "°f": 5 / 9}
+_OFFSETS = {"°f": -32.0}
 _UNITS: dict[str, tuple[str, float]] = {
     unit: (dimension, size)
     for dimension, table in (
@@ -152,6 +156,7 @@ _UNITS: dict[str, tuple[str, float]] = {
         ("duration", _DURATION),
         ("area", _AREA),
         ("scale", _SCALE),
+        ("temperature", _TEMPERATURE_UNITS),
     )
     for unit, size in table.items()
 }
@@ -414,6 +419,168 @@ def _bracketed_amounts(text: str) -> list[Quantity]:
     return out
 
 
+# An era after a year: "1889 BC" is not 1889. A year before Christ is read as a negative
+# year, so it conflicts with the same digits in the common era (and matches "1889 BCE").
+_BEFORE_CHRIST = re.compile(r"\s*(?:BCE?\b|B\.\s?C\.(?:\s?E\.)?)", re.IGNORECASE)
+_BC_YEAR = re.compile(r"(?<![\w.,])(\d{1,4})(?=\s*(?:BCE?\b|B\.\s?C\.))", re.IGNORECASE)
+
+
+def _bc_years(text: str) -> list[Quantity]:
+    """Years before Christ ("1889 BC", "500 B.C."), as negative years."""
+    if not _BC_HINT.search(text):
+        return []
+    out = []
+    for match in _BC_YEAR.finditer(text):
+        era = _BEFORE_CHRIST.match(text, match.end())
+        end = era.end() if era else match.end()
+        out.append(
+            Quantity(
+                float(-int(match.group(1))),
+                None,
+                match.start(1),
+                end,
+                is_year=True,
+                number_end=match.end(1),
+            )
+        )
+    return out
+
+
+_BC_HINT = re.compile(r"\bB\.?\s?C", re.IGNORECASE)
+
+# A year in roman numerals, only where a year is meant: after "in", "since", "from",
+# "until", "by" or "year", in capitals, at least three letters, from 1000 to 2100 ("in
+# MCML"). Elsewhere capitals are initials or names ("MD", "MIX", "CIVIL").
+_ROMAN_YEAR = re.compile(
+    r"\b(?:in|since|from|until|till|by|year|anno)\s+(M{1,2}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})"
+    r"(?:IX|IV|V?I{0,3}))\b"
+)
+_ROMAN = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
+
+
+def _roman_value(numeral: str) -> int:
+    total = 0
+    for i, ch in enumerate(numeral):
+        value = _ROMAN[ch]
+        after = _ROMAN[numeral[i + 1]] if i + 1 < len(numeral) else 0
+        total += -value if value < after else value
+    return total
+
+
+def _roman_years(text: str) -> list[Quantity]:
+    """Years in roman numerals where a year is meant ("built in MCML"; see ``_ROMAN_YEAR``)."""
+    if "M" not in text:
+        return []
+    out = []
+    for match in _ROMAN_YEAR.finditer(text):
+        numeral = match.group(1)
+        year = _roman_value(numeral)
+        if len(numeral) >= 3 and _YEAR_RANGE[0] <= year <= _YEAR_RANGE[1]:
+            out.append(_span_of_years(year, 1, match.start(1), match.end(1)))
+    return out
+
+
+#: The unit of a calendar date, read as ``year * 10000 + month * 100 + day``.
+DATE = "date"
+_MONTHS = {
+    name: i + 1
+    for i, names in enumerate(
+        (
+            "january jan",
+            "february feb",
+            "march mar",
+            "april apr",
+            "may",
+            "june jun",
+            "july jul",
+            "august aug",
+            "september sep sept",
+            "october oct",
+            "november nov",
+            "december dec",
+        )
+    )
+    for name in names.split()
+}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+# A date written with its month in words ("31 March 1889", "March 31, 1889") or in ISO
+# form ("1889-03-31"). Read apart, "1889-03-31" was the numbers 1889, 3 and 31, and the
+# 3 was absent from a context that writes "31 March 1889" (tests/test_text_evasion.py).
+_WRITTEN_DATE = re.compile(
+    rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\.?,?\s+"
+    rf"|(?P<month_first>{_MONTH})\.?\s+(?P<day_after>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)"
+    r"(?P<year>\d{4})\b",
+    re.IGNORECASE,
+)
+_ISO_DATE = re.compile(r"(?<![\w.\-])(\d{4})-(\d{2})-(\d{2})(?![\w\-]|\.\d)")
+
+
+def _date(year: int, month: int, day: int, start: int, end: int) -> Quantity | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    value = float(year * 10000 + month * 100 + day)
+    return Quantity(value, DATE, start, end, is_year=False, number_end=end)
+
+
+def _dates(text: str) -> tuple[list[Quantity], list[Quantity]]:
+    """``(dates, iso_years)``: the calendar dates of ``text``, and the year of each ISO one.
+
+    A written date's numbers are read as well (the context's "31 March 1889" still holds
+    the year 1889); an ISO date's are not, save its year.
+    """
+    dates: list[Quantity] = []
+    years: list[Quantity] = []
+    for match in _ISO_DATE.finditer(text):
+        year, month, day = (int(g) for g in match.groups())
+        date = _date(year, month, day, match.start(), match.end())
+        if date is not None:
+            dates.append(date)
+            years.append(_span_of_years(year, 1, match.start(1), match.end(1)))
+    if not _MONTH_HINT.search(text):
+        return dates, years
+    for match in _WRITTEN_DATE.finditer(text):
+        month = _MONTHS[(match.group("month") or match.group("month_first")).lower()]
+        day = int(match.group("day") or match.group("day_after"))
+        date = _date(int(match.group("year")), month, day, match.start(), match.end())
+        if date is not None:
+            dates.append(date)
+    return dates, years
+
+
+_MONTH_HINT = re.compile(rf"\b(?:{_MONTH})\b", re.IGNORECASE)
+
+# A temperature: "212 °F", "100°C", "100 degrees Celsius", "-40 ºF". NFKC reads "℃" as
+# "°C" (core/_normalize). Read as a number with no unit, "212 °F" was absent from a
+# context that says "100 °C" (tests/test_text_evasion.py).
+_TEMPERATURE = re.compile(
+    r"(?<![\w.])(-?\d+)(\.\d+)?\s*(?:[°º]\s*|degrees?\s+)"
+    r"(c|f|celsius|centigrade|fahrenheit)\b",
+    re.IGNORECASE,
+)
+
+
+def _temperatures(text: str) -> list[Quantity]:
+    """The temperatures of ``text``, in their unit ``°c`` or ``°f`` (see ``_TEMPERATURE``)."""
+    if "°" not in text and "º" not in text and "degree" not in text.lower():
+        return []
+    out = []
+    for match in _TEMPERATURE.finditer(text):
+        unit = "°f" if match.group(3).lower().startswith("f") else "°c"
+        digits = match.group(1).lstrip("-")
+        out.append(
+            Quantity(
+                float(match.group(1) + (match.group(2) or "")),
+                unit,
+                match.start(1),
+                match.end(),
+                is_year=False,
+                decimals=max(_decimals(digits, match.group(2)), 0),
+                number_end=match.end(2) if match.group(2) else match.end(1),
+            )
+        )
+    return out
+
+
 def _decimals(digits: str, fraction: str | None) -> int:
     """The place of a number's last significant digit: 2 for "2.65", -1 for "540"."""
     return len(fraction) - 1 if fraction else -(len(digits) - len(digits.rstrip("0")))
@@ -426,12 +593,26 @@ def extract_quantities(text: str) -> list[Quantity]:
     apart, nor are the words of a half in words or the digits of a half as a fraction
     ("five and half years" and "5 1/2 years" are 5.5 years). A decade ("1950s") is a year
     standing for ten years (:attr:`Quantity.years`), a century ("19th century") for the
-    years it spans. Numbers that cite a source
+    years it spans. A year before Christ ("500 BC") is a negative year, a roman year where
+    a year is meant ("in MCML") a year, a calendar date ("31 March 1889", "1889-03-31") one
+    quantity of unit :data:`DATE`, a temperature one of unit ``°c`` or ``°f``. Numbers
+    that cite a source
     (:func:`citation_numbers`) are left out.
     """
+    dates, iso_years = _dates(text)
     found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _bracketed_amounts(text)
-    found += _glued_amounts(text) + _decades(text) + _centuries(text)
+    found += _glued_amounts(text) + _decades(text) + _centuries(text) + _temperatures(text)
+    found += _bc_years(text) + _roman_years(text) + iso_years
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
+    inside += [(q.start, q.end) for q in dates if q.end - q.start == 10]  # ISO dates
+    found = dates + found  # a date first: its verdict marks the whole date
+    found += _digit_numbers(text, inside) + _word_numbers(text, inside)
+    return sorted(found, key=lambda q: q.start)
+
+
+def _digit_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
+    """The numbers written in digits, outside the ``inside`` ranges already read."""
+    found: list[Quantity] = []
     for match in _NUMBER.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
             continue
@@ -446,17 +627,18 @@ def extract_quantities(text: str) -> list[Quantity]:
             and _YEAR_RANGE[0] <= value <= _YEAR_RANGE[1]
         )
         decimals = _decimals(digits, match.group(2))
+        number_end = match.end(2) if match.group(2) else match.end(1)
         found.append(
             Quantity(
-                value,
-                unit,
-                match.start(1),
-                match.end(),
-                is_year,
-                decimals,
-                number_end=match.end(2) if match.group(2) else match.end(1),
+                value, unit, match.start(1), match.end(), is_year, decimals, number_end=number_end
             )
         )
+    return found
+
+
+def _word_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
+    """The numbers written in words, outside the ``inside`` ranges already read."""
+    found: list[Quantity] = []
     for match in _NUMBER_WORD.finditer(text):
         if any(a <= match.start(1) < b for a, b in inside):
             continue
@@ -467,15 +649,10 @@ def extract_quantities(text: str) -> list[Quantity]:
         end = match.end() if unit else number_end
         found.append(
             Quantity(
-                float(tens + ones),
-                unit,
-                match.start(1),
-                end,
-                is_year=False,
-                number_end=number_end,
+                float(tens + ones), unit, match.start(1), end, is_year=False, number_end=number_end
             )
         )
-    return sorted(found, key=lambda q: q.start)
+    return found
 
 
 def _comparable(a: Quantity, b: Quantity) -> bool:
@@ -487,7 +664,9 @@ def _comparable(a: Quantity, b: Quantity) -> bool:
 def measure(quantity: Quantity) -> tuple[str, float] | None:
     """``(dimension, amount in the base unit)`` of a quantity with a known unit, else None."""
     known = _UNITS.get(quantity.unit or "")
-    return None if known is None else (known[0], quantity.value * known[1])
+    if known is None:
+        return None
+    return known[0], (quantity.value + _OFFSETS.get(quantity.unit or "", 0.0)) * known[1]
 
 
 def _same_amount(quantity: Quantity, other: Quantity) -> bool:
@@ -534,11 +713,48 @@ def judge_quantity(quantity: Quantity, known: Sequence[Quantity]) -> QuantityVer
             return "present"
         if any((m := measure(k)) is not None and m[0] == dimension[0] for k in known):
             return "conflict"
-    if any(k.value == quantity.value for k in known):
+    if quantity.unit == DATE:
+        return _judge_date(quantity, known)
+    if any(k.value == quantity.value or _same_plain_amount(quantity, k) for k in known):
         return "present"
     if any(_comparable(k, quantity) for k in known):
         return "conflict"
     return "unseen"
+
+
+def _judge_date(date: Quantity, known: Sequence[Quantity]) -> QuantityVerdict:
+    """A date against the context's dates; ``"unseen"`` where it has none (its parts decide)."""
+    dates = [k for k in known if k.unit == DATE]
+    if not dates:
+        return "unseen"
+    return "present" if any(k.value == date.value for k in dates) else "conflict"
+
+
+def _plain(quantity: Quantity) -> tuple[float, float] | None:
+    """``(amount, slack)`` of a count: a number with a scale word ("1.2 thousand") or none.
+
+    "1.2 thousand" stands for 1,150 to 1,250 (it is read as written, like a measurement);
+    a number followed by no unit ("1,200 inhabitants") for itself. None for a year, a
+    clock time or a measurement.
+    """
+    if quantity.is_year or quantity.unit in (TIME_OF_DAY, DATE):
+        return None
+    scale = _SCALE.get(quantity.unit or "")
+    if scale is not None:
+        return quantity.value * scale, 0.5 * 10.0**-quantity.decimals * scale
+    if quantity.unit in _UNITS:
+        return None
+    return quantity.value, 0.0
+
+
+def _same_plain_amount(quantity: Quantity, other: Quantity) -> bool:
+    """Whether one of two counts says the other in words of scale ("1.2 thousand" and 1,200)."""
+    if (quantity.unit in _SCALE) == (other.unit in _SCALE):
+        return False  # both counts or both scaled: compared by value and unit
+    mine, theirs = _plain(quantity), _plain(other)
+    if mine is None or theirs is None:
+        return False
+    return abs(mine[0] - theirs[0]) <= max(mine[1], theirs[1]) * 1.01
 
 
 def _judge_years(year: Quantity, known: Sequence[Quantity]) -> QuantityVerdict | None:

@@ -14,11 +14,18 @@ helper serves all three, so one call is the safe form everywhere.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, cast
 
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableSequence
-from langchain_core.runnables.schema import StreamEvent
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableParallel,
+    RunnableSequence,
+    RunnableWithFallbacks,
+)
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.schema import EventData, StreamEvent
 
 from ._runnable import TruthLensRunnable, passthrough_problems
 
@@ -29,78 +36,109 @@ __all__ = ["UNCHECKED_TAG", "guarded_events"]
 UNCHECKED_TAG = "truthlens:unchecked"
 
 
-def _unbound(runnable: object) -> object:
-    while isinstance(runnable, RunnableBinding):
-        runnable = runnable.bound
-    return runnable
+def _children(runnable: object) -> list[object]:
+    """The runnables ``runnable`` runs as its own steps (pipes, bindings, retries, fallbacks)."""
+    if isinstance(runnable, RunnableSequence):
+        return list(runnable.steps)
+    if isinstance(runnable, RunnableBindingBase):
+        return [runnable.bound]
+    if isinstance(runnable, RunnableWithFallbacks):
+        return [runnable.runnable, *runnable.fallbacks]
+    if isinstance(runnable, RunnableParallel):
+        return list(runnable.steps__.values())
+    return []
 
 
-def _holding_guard(runnable: object) -> int | None:
-    """The number of steps of a pipe ending in a guard that may change text, if it is one.
+def _holding_guards(runnable: object, name: str | None = None) -> set[str]:
+    """The run names of the pipe-form guards inside ``runnable`` that may change text.
 
-    ``None`` when ``runnable`` is not ``upstream | guard`` or its guard streams as it
-    comes (``stream_mode="passthrough"`` or a policy that never changes text): then
-    the upstream events show nothing the guard would withhold.
+    Empty when there is none, or every guard streams as it comes
+    (``stream_mode="passthrough"`` or a policy that never changes text): then the
+    events before the guard show nothing it would withhold. The wrapper form
+    (``chain=``) hides its inner runs itself.
     """
-    runnable = _unbound(runnable)
-    if not isinstance(runnable, RunnableSequence):
-        return None
-    guard = _unbound(runnable.last)
-    if not isinstance(guard, TruthLensRunnable) or guard.chain is not None:
-        return None
-    if guard.stream_mode == "passthrough" or not passthrough_problems(guard.engine):
-        return None
-    return len(runnable.steps)
+    if isinstance(runnable, TruthLensRunnable):
+        holds = runnable.chain is None and runnable.stream_mode != "passthrough"
+        if holds and passthrough_problems(runnable.engine):
+            return {name or runnable.get_name()}
+        return set()
+    if isinstance(runnable, RunnableBindingBase):
+        name = (runnable.config or {}).get("run_name") or name
+    found: set[str] = set()
+    for child in _children(runnable):
+        found |= _holding_guards(child, name if isinstance(runnable, RunnableBindingBase) else None)
+    return found
 
 
-def _step(tags: Sequence[str]) -> int | None:
-    """The ``seq:step:N`` a run has in its parent sequence."""
-    for tag in tags:
-        if tag.startswith("seq:step:"):
-            try:
-                return int(tag.removeprefix("seq:step:"))
-            except ValueError:
-                return None
-    return None
+def _without_input(event: StreamEvent) -> StreamEvent:
+    if "input" not in event.get("data", {}):
+        return event
+    data = dict(event["data"])
+    data.pop("input", None)
+    shown = event.copy()
+    shown["data"] = cast("EventData", data)
+    return shown
 
 
-class _PipeFilter:
-    """Drops the upstream steps of ``upstream | guard`` and the guard's own input.
+class _GuardFilter:
+    """Holds every event back until a guard has checked the answer, then sorts them.
 
-    A run is upstream when it is a direct child of the root with a step number
-    before the guard's, or any run below one.
+    Which runs came before the guard is only known once the guard starts, wherever it
+    sits (last step, followed by a parser, inside ``with_retry`` / ``with_fallbacks``),
+    so the stream is held until the first guard run ends. Then the root, the guard,
+    the runs inside it and its enclosing runs are shown (those without their
+    ``input``, the unchecked answer); every other run seen so far ran before the check
+    and is dropped. Events after the check pass (the enclosing runs still lose their
+    input). A stream that ends before any guard finished shows only the root's events:
+    an answer never checked is never shown.
     """
 
-    def __init__(self, steps: int) -> None:
-        self.steps = steps
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
         self.root: str | None = None
-        self.hidden: set[str] = set()
-        self.guard: set[str] = set()
+        self.guards: set[str] = set()
+        self.enclosing: set[str] = set()
+        self.held: list[StreamEvent] | None = []
 
-    def __call__(self, event: StreamEvent) -> StreamEvent | None:
+    def _inside_guard(self, event: StreamEvent) -> bool:
+        return event["run_id"] in self.guards or bool(self.guards.intersection(event["parent_ids"]))
+
+    def _shown(self, event: StreamEvent, *, checked: bool) -> StreamEvent | None:
+        """``event`` as the caller may see it; ``checked``: it came after the check."""
         run_id = event["run_id"]
-        parents = list(event.get("parent_ids", ()))
-        if self.root is None:
-            self.root = parents[0] if parents else run_id
         if run_id == self.root:
             return event
-        if run_id in self.hidden or self.hidden.intersection(parents):
-            return None
-        if parents and parents[-1] == self.root and event["event"] != "on_custom_event":
-            step = _step(event.get("tags", ()))
-            if step is not None and step < self.steps:
-                self.hidden.add(run_id)
-                return None
-            if step == self.steps:
-                self.guard.add(run_id)
-        if run_id in self.guard and "input" in event.get("data", {}):
-            # The guard's input is the answer before the check.
-            data = event["data"].copy()
-            data.pop("input", None)
-            shown = event.copy()
-            shown["data"] = data
-            return shown
-        return event
+        if run_id in self.guards or run_id in self.enclosing:
+            return _without_input(event)
+        if checked or self._inside_guard(event):
+            return event
+        return None
+
+    def __call__(self, event: StreamEvent) -> list[StreamEvent]:
+        parents = list(event.get("parent_ids", ()))
+        if self.root is None:
+            self.root = parents[0] if parents else event["run_id"]
+        if (
+            event["event"] == "on_chain_start"
+            and event["name"] in self.names
+            and not self._inside_guard(event)
+        ):
+            self.guards.add(event["run_id"])
+            self.enclosing.update(p for p in parents if p != self.root)
+        if self.held is None:
+            shown = self._shown(event, checked=True)
+            return [shown] if shown is not None else []
+        self.held.append(event)
+        if not (event["event"] == "on_chain_end" and event["run_id"] in self.guards):
+            return []
+        held, self.held = self.held, None  # the answer is checked: sort what was held
+        shown = (self._shown(e, checked=False) for e in held)
+        return [e for e in shown if e is not None]
+
+    def close(self) -> list[StreamEvent]:
+        """What a stream that never finished a guard may show: the root's events."""
+        held, self.held = self.held or [], None
+        return [e for e in held if e["run_id"] == self.root]
 
 
 async def guarded_events(
@@ -116,12 +154,15 @@ async def guarded_events(
       are excluded (the middleware already hides its raw model runs while the policy
       may change text; the tag filter also covers models a custom node calls under
       that tag);
-    - a pipe ending in the guard (``upstream | TruthLensRunnable(...)``): while the
-      guard's policy may change or withhold text, the upstream steps' events are
-      dropped (tokens, ``on_chat_model_end``, intermediate outputs) and the guard's
-      ``on_chain_end`` loses its ``input`` (the unchecked answer); the root's events
-      and the guard's output and ``truthlens_detection`` event stay. With a policy
-      that never changes text (or ``stream_mode="passthrough"``) every event stays;
+    - a pipe holding the guard (``upstream | TruthLensRunnable(...)``, followed by
+      more steps, or wrapped in ``.with_retry()`` / ``.with_fallbacks()``): while the
+      guard's policy may change or withhold text, the events are held until the guard
+      has checked the answer; then the steps that ran before it are dropped (tokens,
+      ``on_chat_model_end``, intermediate outputs), the guard and the runs enclosing
+      it lose their ``input`` (the unchecked answer), and the root's events, the
+      guard's output, its ``truthlens_detection`` event and every later step stay.
+      With a policy that never changes text (or ``stream_mode="passthrough"``) every
+      event stays as it comes;
     - the wrapper form (:func:`guard_chain`): it hides its inner runs itself.
 
     It takes no ``include_*`` / ``exclude_*`` filters: it must see every event to know
@@ -135,10 +176,11 @@ async def guarded_events(
     Yields:
         The v2 stream events the caller may see.
     """
-    steps = _holding_guard(runnable)
-    keep = _PipeFilter(steps) if steps is not None else None
+    names = _holding_guards(runnable)
+    keep = _GuardFilter(names) if names else None
     events = runnable.astream_events(input, config, version="v2", exclude_tags=[UNCHECKED_TAG])
     async for event in events:
-        shown = keep(event) if keep is not None else event
-        if shown is not None:
+        for shown in keep(event) if keep is not None else [event]:
             yield shown
+    for shown in keep.close() if keep is not None else []:
+        yield shown

@@ -61,7 +61,7 @@ from ._inputs import (
     tool_passages,
 )
 from ._llm import as_llm
-from ._outputs import TRUTHLENS_EVENT, with_verdict
+from ._outputs import SAFE_PROVIDER_METADATA, TRUTHLENS_EVENT, with_verdict
 from ._runnable import StreamMode, check_passthrough, hide_streaming, passthrough_problems
 
 __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
@@ -517,7 +517,7 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
             var_child_runnable_config.reset(token)
 
     def _quiet_model(self, model: BaseChatModel) -> BaseChatModel:
-        """A copy of ``model`` that does not stream, made once per model.
+        """A copy of ``model`` that does not stream (nor ask its server to), made once per model.
 
         Kept because a fresh copy would serialize itself again for tracing on every
         call (LangChain caches that per model object); checked by identity so a
@@ -527,7 +527,14 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         if cached is not None and cached[0] is model:
             return cached[1]
         tags = [*(model.tags or []), TAG_NOSTREAM, UNCHECKED_TAG]
-        quiet = model.model_copy(update={"tags": tags, "disable_streaming": True})
+        update: dict[str, Any] = {"tags": tags, "disable_streaming": True}
+        if getattr(model, "streaming", None) is True:
+            # A model built with streaming=True (ChatOpenAI and most providers) puts
+            # "stream": true in the request of its non-streaming path too, and gets an
+            # event stream it cannot read back: off with disable_streaming, it must
+            # ask for one whole reply.
+            update["streaming"] = False
+        quiet = model.model_copy(update=update)
         if len(self._quiet_models) >= 16:  # a bound, for agents that build models per call
             self._quiet_models.clear()
         self._quiet_models[id(model)] = (model, quiet)
@@ -648,7 +655,11 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         answer = turn.answer
         metadata = {**answer.response_metadata, "truthlens": payload}
         if verdict.blocked:
-            shown = AIMessage(content=text, response_metadata=metadata, id=answer.id)
+            # with_verdict drops the provider payloads that could carry the text.
+            shown = with_verdict(AIMessage(content="", id=answer.id), text, verdict)
+            shown.response_metadata.update(
+                {k: v for k, v in answer.response_metadata.items() if k in SAFE_PROVIDER_METADATA}
+            )
             kept = [m for m in response.result[: turn.index] if not isinstance(m, ToolMessage)]
             return ModelResponse(result=[*kept, shown], structured_response=None)
         final = verdict.final_answer

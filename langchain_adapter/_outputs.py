@@ -18,10 +18,12 @@ from ._inputs import ParsedInput, message_text
 
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
+    "SAFE_PROVIDER_METADATA",
     "TRUTHLENS_EVENT",
     "BlockMode",
     "GuardedText",
     "render",
+    "text_replaced",
     "verdict_chunk",
     "verdict_payload",
     "with_verdict",
@@ -52,18 +54,53 @@ class GuardedText(str):
         return (GuardedText, (str(self), self.verdict))
 
 
+#: Provider metadata that describes a generation without carrying its text: kept on a
+#: message whose answer was withheld or replaced. Everything else a provider puts in
+#: ``response_metadata`` (``logprobs`` holds every token of the answer) is dropped.
+SAFE_PROVIDER_METADATA = frozenset(
+    {
+        "finish_reason",
+        "id",
+        "model",
+        "model_name",
+        "model_provider",
+        "service_tier",
+        "system_fingerprint",
+        "token_usage",
+        "usage",
+    }
+)
+
+
 def with_verdict(message: BaseMessage, text: str, verdict: Verdict) -> BaseMessage:
     """``message`` showing ``text``, its ``response_metadata["truthlens"]`` the verdict.
 
     The one place a LangChain message gets its verdict (runnable, middleware, graph).
+    When the model's answer is withheld (blocked) or replaced (a refined answer), the
+    provider payloads that could carry its text go too: ``additional_kwargs``
+    (``reasoning_content``, refusals, audio transcripts) and every ``response_metadata``
+    entry outside :data:`SAFE_PROVIDER_METADATA`. Tool calls stay where they are
+    (they are the agent's next step, not the answer); the verdict is the one channel to
+    the original.
     """
-    update: dict[str, Any] = {
-        "response_metadata": {**message.response_metadata, "truthlens": verdict.to_dict()}
-    }
+    original = message_text(message)
+    metadata = {**message.response_metadata}
+    update: dict[str, Any] = {}
+    if verdict.blocked or text_replaced(original, text, verdict):
+        metadata = {k: v for k, v in metadata.items() if k in SAFE_PROVIDER_METADATA}
+        kept = {k: v for k, v in message.additional_kwargs.items() if k == "tool_calls"}
+        update["additional_kwargs"] = kept
+    update["response_metadata"] = {**metadata, "truthlens": verdict.to_dict()}
     # Keep list-of-blocks content untouched when the text did not change.
-    if text != message_text(message):
+    if text != original:
         update["content"] = text
     return message.model_copy(update=update)
+
+
+def text_replaced(original: str, shown: str, verdict: Verdict) -> bool:
+    """Whether the shown text is another answer than the model's (a refinement)."""
+    final = verdict.final_answer
+    return final is not None and final != original and original not in shown
 
 
 def render(

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from llama_index.core import llms as li_llms
 from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.agent.workflow.prompts import DEFAULT_EARLY_STOPPING_PROMPT
 from llama_index.core.agent.workflow.workflow_events import (
     AgentOutput,
     AgentStream,
@@ -30,7 +31,7 @@ from llama_index.core.memory import BaseMemory
 from llama_index.core.objects import ObjectRetriever
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.tools import AsyncBaseTool, BaseTool
-from llama_index.core.workflow import Context, Event
+from llama_index.core.workflow import Context, Event, StopEvent
 from workflows.resource import ResourceManager
 
 from truthlens_integrations.core import (
@@ -47,7 +48,7 @@ from truthlens_integrations.core.llm import (
 )
 
 from ._common import build_engine, verdict_payload
-from ._events import TruthLensDetectionStartEvent, dispatch_verdict, dispatcher
+from ._events import dispatch_start, dispatch_verdict
 from ._llm import LlamaIndexLLM
 
 __all__ = [
@@ -174,6 +175,17 @@ class _AgentLLM(BaseLLM):
         return self._reply(response, started)
 
 
+def _replaced(output: AgentOutput, message: LIChatMessage, answer: str) -> AgentOutput:
+    """``output`` answering with the checked ``message`` instead of ``answer``."""
+    update: dict[str, Any] = {"response": message}
+    if message.content != answer:
+        # The provider's payload holds the answer the policy changed or withheld (and
+        # the streamed AgentOutput is this object): it no longer describes what is
+        # shown. The original stays in the verdict for the application.
+        update["raw"] = None
+    return output.model_copy(update=update)
+
+
 AgentStreamMode = Literal["verified", "passthrough"]
 
 
@@ -247,7 +259,11 @@ class TruthLensFunctionAgent(FunctionAgent):
     withholds the text, ``output.raw`` (the provider's payload, also in the streamed
     ``AgentOutput`` event) is ``None``: it held the original answer. An answer given
     without calling a tool has no grounding and takes the policy's "unverified
-    factual" path.
+    factual" path. The answer the agent generates when it reaches ``max_iterations``
+    with ``early_stopping_method="generate"`` is checked the same way. An
+    ``AgentWorkflow`` built with ``early_stopping_method="generate"`` generates that
+    answer itself, outside every agent, so it is not checked: keep the workflow's
+    default (``"force"``) around a guarded agent.
 
     **Streaming**: when the policy can change or withhold text,
     ``stream_mode="verified"`` (the default) asks the LLM without streaming, so no
@@ -336,14 +352,62 @@ class TruthLensFunctionAgent(FunctionAgent):
         if output.tool_calls or not (output.response.content or "").strip():
             return output
         answer = output.response.content or ""
+        scratchpad: list[LIChatMessage] = await ctx.store.get(self.scratchpad_key, default=[])
+        history = [*llm_input, *scratchpad[:-1]]  # the conversation before the answer
+        message = await self._checked(ctx, answer, history, tools)
+        # The memory gets the checked text, never the unchecked one.
+        await ctx.store.set(self.scratchpad_key, [*scratchpad[:-1], message])
+        return _replaced(output, message, answer)
+
+    async def _generate_early_stopping_response(
+        self, ctx: Context, max_iterations: int
+    ) -> StopEvent:
+        """The answer asked for at ``max_iterations`` (``early_stopping_method="generate"``).
+
+        LlamaIndex generates it outside :meth:`take_step`, so it is checked here like
+        any final answer: not streamed while the policy may change or withhold it, and
+        the memory, the streamed ``AgentOutput`` and the result get the checked text.
+        """
+        memory: BaseMemory = await ctx.store.get("memory")
+        llm_input = [*await memory.aget()]
+        if self.system_prompt:
+            llm_input = [
+                LIChatMessage(role=MessageRole.SYSTEM, content=self.system_prompt),
+                *llm_input,
+            ]
+        stop = DEFAULT_EARLY_STOPPING_PROMPT.format(max_iterations=max_iterations)
+        llm_input.append(LIChatMessage(role=MessageRole.SYSTEM, content=stop))
+        if self.holds_tokens:
+            response = await self.llm.achat(llm_input)
+        else:
+            response = await self._get_llm_response(ctx, llm_input)
+        answer = response.message.content or ""
+        message = response.message
+        if answer.strip():
+            message = await self._checked(ctx, answer, llm_input, [])
+        await memory.aput(message)
+        output = AgentOutput(
+            response=response.message, raw=response.raw, current_agent_name=self.name
+        )
+        output = _replaced(output, message, answer)
+        results: list[ToolCallResult] = await ctx.store.get("current_tool_calls", default=[])
+        output.tool_calls.extend(results)  # type: ignore[arg-type]
+        await ctx.store.set("current_tool_calls", [])
+        ctx.write_event_to_stream(output)
+        return StopEvent(result=output)
+
+    async def _checked(
+        self,
+        ctx: Context,
+        answer: str,
+        history: list[LIChatMessage],
+        tools: Sequence[AsyncBaseTool],
+    ) -> LIChatMessage:
+        """Check a final answer against the run's tool outputs; the message to keep."""
         results: list[ToolCallResult] = await ctx.store.get("current_tool_calls", default=[])
         context = tool_outputs(results)
         question = await ctx.store.get("user_msg_str", default=None)
-        scratchpad: list[LIChatMessage] = await ctx.store.get(self.scratchpad_key, default=[])
-        history = [*llm_input, *scratchpad[:-1]]  # the conversation before the answer
-        dispatcher.event(
-            TruthLensDetectionStartEvent(query=question, answer=answer, num_passages=len(context))
-        )
+        dispatch_start(self.engine, query=question, answer=answer, num_passages=len(context))
         verdict = await self.engine.aguard(
             context=context,
             question=question or None,
@@ -353,21 +417,12 @@ class TruthLensFunctionAgent(FunctionAgent):
         dispatch_verdict(verdict)
         text = self.engine.shown(verdict)
         payload = verdict_payload(verdict)
-        message = LIChatMessage(
+        self._stream(ctx, payload, text)
+        return LIChatMessage(
             role=MessageRole.ASSISTANT,
             content=text,
             additional_kwargs={"truthlens": payload},
         )
-        # The memory gets the checked text, never the unchecked one.
-        await ctx.store.set(self.scratchpad_key, [*scratchpad[:-1], message])
-        self._stream(ctx, payload, text)
-        update: dict[str, Any] = {"response": message}
-        if text != answer:
-            # The provider's payload holds the answer the policy changed or withheld
-            # (and the streamed AgentOutput is this object): it no longer describes
-            # what is shown. The original stays in the verdict for the application.
-            update["raw"] = None
-        return output.model_copy(update=update)
 
     def _mitigation(self, history: list[LIChatMessage], tools: Sequence[Any]) -> dict[str, Any]:
         """The guard's tools: the agent's LLM refines; premium verifiers and judge check."""

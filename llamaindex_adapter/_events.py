@@ -15,13 +15,14 @@ from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
 from truthlens_integrations.core import HallucinationSpan
-from truthlens_integrations.core.engine import Verdict
+from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
 
 __all__ = [
     "TruthLensDetectionEndEvent",
     "TruthLensDetectionStartEvent",
     "TruthLensMitigationIterationEvent",
     "TruthLensNodeFilterEvent",
+    "dispatch_start",
     "dispatch_verdict",
     "dispatcher",
     "event_payload",
@@ -141,6 +142,23 @@ def _fields(source: object, event: type[BaseEvent]) -> dict[str, Any]:
     """The attributes of ``source`` that ``event`` declares (the base event's own left out)."""
     names = set(event.model_fields) - set(BaseEvent.model_fields)
     return {name: getattr(source, name) for name in names}
+
+
+def dispatch_start(
+    engine: TruthLens, *, query: str | None, answer: str, num_passages: int
+) -> TruthLensDetectionStartEvent:
+    """Dispatch the start of a check, the answer left out when ``engine`` redacts.
+
+    The answer is not checked yet and may be withheld: a redacting engine keeps it out
+    of every event, as out of the verdict (the audit hook still gets it).
+
+    Returns:
+        The event that was dispatched (for the legacy callback payload).
+    """
+    shown = REDACTED if engine.options.redact else answer
+    start = TruthLensDetectionStartEvent(query=query, answer=shown, num_passages=num_passages)
+    dispatcher.event(start)
+    return start
 
 
 def dispatch_verdict(verdict: Verdict) -> TruthLensDetectionEndEvent:

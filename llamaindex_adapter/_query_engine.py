@@ -30,7 +30,6 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import (
-    REDACTED,
     GuardKwargs,
     OnBlock,
     TruthLens,
@@ -42,12 +41,7 @@ from truthlens_integrations.core.policy import PolicySource
 
 from ._common import build_engine, node_texts, verdict_payload
 from ._evaluator import GuardRun, original_question
-from ._events import (
-    TruthLensDetectionStartEvent,
-    dispatch_verdict,
-    dispatcher,
-    event_payload,
-)
+from ._events import dispatch_start, dispatch_verdict, event_payload
 from ._llm import as_core_llm
 from ._postprocessor import TruthLensNodePostprocessor
 from ._prompts import (
@@ -213,7 +207,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
     any found by re-querying), and ``metadata["truthlens"]``: the verdict as
     :meth:`Verdict.to_dict` (the ``x-truthlens-*`` / ``x-vsr-*`` header values are
     its ``"metadata"`` entry; :func:`get_verdict` reads it back). The inner
-    response's own metadata is kept.
+    response's own metadata is kept while its answer is what is shown; for a blocked
+    or refined answer only the sources' per-node metadata stays (the rest, a raw
+    completion or log-probabilities, may carry the answer that is no longer shown).
 
     A blocked answer's text is withheld from the response and its metadata; the
     application reads it through the engine's ``audit_hook`` (or builds the engine
@@ -507,12 +503,9 @@ class TruthLensQueryEngine(BaseQueryEngine):
         return self.node_postprocessor.filter_evidence(merged, answer=shown, spans=verdict.spans)
 
     def _start(self, question: str, context: list[str], answer: str) -> dict[str, Any]:
-        # A redacting engine keeps the (possibly hallucinated) answer out of events.
-        shown = REDACTED if self.engine.options.redact else answer
-        start = TruthLensDetectionStartEvent(
-            query=question, answer=shown, num_passages=len(context)
+        start = dispatch_start(
+            self.engine, query=question, answer=answer, num_passages=len(context)
         )
-        dispatcher.event(start)
         return {
             EventPayload.TOOL: GUARD_TOOL,
             EventPayload.FUNCTION_CALL: event_payload(start),
@@ -531,7 +524,7 @@ class TruthLensQueryEngine(BaseQueryEngine):
         nodes: list[NodeWithScore],
     ) -> RESPONSE_TYPE:
         text = self.engine.shown(verdict)
-        metadata = {**(buffered.metadata or {}), "truthlens": verdict_payload(verdict)}
+        metadata = {**_kept_metadata(buffered, verdict), "truthlens": verdict_payload(verdict)}
         if isinstance(inner, StreamingResponse):
             return StreamingResponse(
                 response_gen=_once(text),
@@ -596,6 +589,24 @@ class InnerEngineAnswerer:
         if isinstance(response, AsyncStreamingResponse):
             return self._collect(query, await response.get_response())
         return self._collect(query, _buffer(response))
+
+
+def _kept_metadata(inner: Response, verdict: Verdict) -> dict[str, Any]:
+    """The inner response's metadata that stays on the guarded response.
+
+    All of it while the inner answer is what is shown (with a header or a warning).
+    When the answer is withheld (blocked) or replaced (a refined answer), what the
+    inner engine or its LLM attached may carry the answer (a raw completion, token
+    log-probabilities, reasoning text), so only the per-node metadata LlamaIndex's
+    synthesizers write stays: a source node's id mapped to that node's own metadata,
+    which the source nodes carry anyway. The verdict is the one channel to the original.
+    """
+    metadata = dict(inner.metadata or {})
+    final = verdict.final_answer
+    if not verdict.blocked and (final is None or final == inner.response):
+        return metadata
+    sources = {n.node.node_id: n.node.metadata for n in inner.source_nodes}
+    return {k: v for k, v in metadata.items() if k in sources and v == sources[k]}
 
 
 def _buffer(response: RESPONSE_TYPE) -> Response:

@@ -364,3 +364,139 @@ async def test_llamaindex_agent_block_withholds_raw_payload_and_streamed_output(
     for event in streamed:
         assert not leaks("1950", json.dumps(event.raw, default=str))
         assert not leaks("1950", event.response.content or "")
+
+
+# -- guarded_events: the usual shapes around the guard ---------------------------------------
+
+
+def _guarded_shapes(engine: TruthLens) -> dict[str, Any]:
+    """``upstream | <guard shape>`` for each shape users write around the guard."""
+    from langchain_core.output_parsers import StrOutputParser
+
+    def pipe(shape: Any) -> Any:
+        model = GenericFakeChatModel(messages=iter([AIMessage(WRONG)]))
+        to_dict = RunnableLambda(
+            lambda m: {"context": [EIFFEL_RECORD], "question": QUESTION, "answer": m.content}
+        )
+        return model | to_dict | shape
+
+    def guard() -> TruthLensRunnable:
+        return TruthLensRunnable(engine=engine, on_block="message")
+
+    pick = RunnableLambda(lambda out: out["answer"])
+    return {
+        "followed by steps": pipe(guard() | pick | StrOutputParser()),
+        "with_retry": pipe(guard().with_retry(stop_after_attempt=2)),
+        "with_fallbacks": pipe(guard().with_fallbacks([guard()])),
+        "renamed": pipe(guard().with_config(run_name="fact check")),
+    }
+
+
+async def test_guarded_events_hold_the_answer_in_every_usual_shape(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    for label, chain in _guarded_shapes(engine).items():
+        raw = await _collect(chain.astream_events([HumanMessage(QUESTION)], version="v2"))
+        assert _holders(raw), label  # the plain stream shows the unchecked answer
+        chain = _guarded_shapes(engine)[label]  # a fresh scripted model
+        safe = await _collect(guarded_events(chain, [HumanMessage(QUESTION)]))
+        assert _holders(safe) == set(), (label, _holders(safe))
+        assert any(e["name"] == TRUTHLENS_EVENT for e in safe), label
+        final = next(e for e in safe if e["event"] == "on_chain_end" and not e["parent_ids"])
+        assert DEFAULT_BLOCKED_MESSAGE in json.dumps(final["data"]["output"], default=str), label
+
+
+async def test_guarded_events_show_the_steps_after_a_passing_guard(base: TruthLens) -> None:
+    from langchain_core.output_parsers import StrOutputParser
+
+    engine = engine_for(base, hallucination_action="block")
+    model = GenericFakeChatModel(messages=iter([AIMessage(RIGHT)]))
+    to_dict = RunnableLambda(
+        lambda m: {"context": [EIFFEL_RECORD], "question": QUESTION, "answer": m.content}
+    )
+    pick = RunnableLambda(lambda out: out["answer"])
+    chain = model | to_dict | TruthLensRunnable(engine=engine) | pick | StrOutputParser()
+    safe = await _collect(guarded_events(chain, [HumanMessage(QUESTION)]))
+    parser_runs = [e for e in safe if e["name"] == "StrOutputParser"]
+    assert any(e["event"] == "on_parser_end" for e in parser_runs)
+    assert not any(e["event"] == "on_chat_model_stream" for e in safe)  # before the check
+
+
+async def test_guarded_events_show_nothing_unchecked_when_the_guard_never_ran(
+    base: TruthLens,
+) -> None:
+    engine = engine_for(base, hallucination_action="block")
+
+    def broken(_: Any) -> Any:
+        raise RuntimeError("the retriever is down")
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(WRONG)]))
+    chain = model | RunnableLambda(broken) | TruthLensRunnable(engine=engine)
+    seen: list[dict[str, Any]] = []
+    try:
+        async for event in guarded_events(chain, [HumanMessage(QUESTION)]):
+            seen.append(dict(event))
+    except RuntimeError:
+        pass
+    assert _holders(seen) == set()
+
+
+# -- provider payloads of a withheld answer ------------------------------------------------------
+
+
+def _with_payloads(text: str) -> AIMessage:
+    """An answer as real providers return it: the text again in their payloads."""
+    return AIMessage(
+        content=text,
+        additional_kwargs={"reasoning_content": f"I will say: {text}", "refusal": None},
+        response_metadata={
+            "model_name": "m",
+            "finish_reason": "stop",
+            "logprobs": {"content": [{"token": t, "logprob": -0.1} for t in text.split()]},
+            "raw_output": {"choices": [{"message": {"content": text}}]},
+        },
+        id="run-1",
+    )
+
+
+def test_a_blocked_message_keeps_no_provider_payload(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    guard = TruthLensRunnable(engine=engine, on_block="message")
+    tool_call = AIMessage(
+        content="",
+        tool_calls=[{"name": "landmark_record", "args": {"name": "Eiffel"}, "id": "c1"}],
+    )
+    messages = [
+        HumanMessage(QUESTION),
+        tool_call,
+        ToolMessage(EIFFEL_RECORD, tool_call_id="c1"),
+        _with_payloads(WRONG),
+    ]
+    out = guard.invoke(messages)
+    final = out[-1]
+    assert final.content == DEFAULT_BLOCKED_MESSAGE
+    assert not leaks("1950", _without_verdicts(final))
+    assert final.response_metadata["model_name"] == "m"  # what names the run stays
+    assert "logprobs" not in final.response_metadata and not final.additional_kwargs
+    assert final.response_metadata["truthlens"]["blocked"]
+
+
+def test_a_passing_message_keeps_its_provider_payload(base: TruthLens) -> None:
+    engine = engine_for(base, hallucination_action="block")
+    guard = TruthLensRunnable(engine=engine)
+    message = _with_payloads(RIGHT)
+    out = guard.invoke({"context": [EIFFEL_RECORD], "question": QUESTION, "answer": message})
+    answer = out["answer"]
+    assert answer.additional_kwargs["reasoning_content"].endswith(RIGHT)
+    assert "logprobs" in answer.response_metadata
+
+
+def test_an_agent_state_keeps_no_provider_payload_of_a_blocked_answer(base: TruthLens) -> None:
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return lookup_call()
+        return _with_payloads(WRONG)
+
+    agent = _agent(engine_for(base, hallucination_action="block"), respond)
+    out = agent.invoke({"messages": [HumanMessage(QUESTION)]})
+    assert out["messages"][-1].content == DEFAULT_BLOCKED_MESSAGE
+    assert not leaks("1950", _without_verdicts([m.model_dump() for m in out["messages"]]))

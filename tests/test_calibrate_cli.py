@@ -206,7 +206,7 @@ def test_nan_and_missing_files_are_config_errors(tmp_path: Path) -> None:
         read_calibration_file(path)
     with pytest.raises(ConfigError, match="nor an existing file"):
         read_calibration_file(tmp_path / "missing.json")
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="is not a regular file"):
         read_calibration_file(tmp_path)  # a folder exists but is no file
     path.write_text(json.dumps(_valid_file()))
     assert read_calibration_file(path).threshold == 0.4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from itertools import pairwise
 from pathlib import Path
 
@@ -16,16 +17,28 @@ from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy import load_policy
 
 
-def _calibration(tmp_path: Path, bias: float, threshold: float = 0.7) -> Path:
+def _calibration(
+    tmp_path: Path, bias: float, threshold: float = 0.7, *, model: str = "bundled"
+) -> Path:
+    # A map that reads only the detector's largest token logit (a weight of 1) and its bias.
     path = tmp_path / f"calib{bias}.json"
     content = {
         "format": "truthlens-response-calibration/1",
-        "model": "keyword",
-        "response_calibration": {"max_logit": 0.0, "log_sentences": 0.0, "bias": bias},
+        "model": model,
+        "response_calibration": {"max_logit": 1.0, "log_sentences": 0.0, "bias": bias},
         "threshold": threshold,
     }
     path.write_text(json.dumps(content))
     return path
+
+
+def _expected(detector: Detector, bias: float) -> float:
+    """sigmoid(logit(the answer's largest token probability) + bias), as the map reads it."""
+    tokens = detector.detect(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
+    ).tokens
+    p = min(max(*(t.probability for t in tokens), 1e-6), 1 - 1e-6)
+    return 1 / (1 + math.exp(-(math.log(p / (1 - p)) + bias)))
 
 
 def _policy(calibration: Path | str, **plugin: object) -> dict[str, object]:
@@ -42,17 +55,18 @@ def _policy(calibration: Path | str, **plugin: object) -> dict[str, object]:
 
 
 def test_the_route_scores_with_its_file_and_threshold(detector: Detector, tmp_path: Path) -> None:
-    # A map that reads nothing but its bias scores every checked answer sigmoid(bias).
-    low = make(detector, _policy(_calibration(tmp_path, -3.0)))
+    model = detector.model_id  # the file names the detector it was fitted for
+    low = make(detector, _policy(_calibration(tmp_path, -30.0, model=model)))
     verdict = low.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
     assert verdict.route == "calibrated" and verdict.threshold == 0.7
-    assert verdict.score == pytest.approx(1 / (1 + 2.718281828**3), rel=1e-4)
-    assert not verdict.detected  # 0.047 < 0.7, although the keyword model marks 1950
-    high = make(detector, _policy(_calibration(tmp_path, 3.0)))
+    assert verdict.score == pytest.approx(_expected(detector, -30.0), rel=1e-4)
+    assert not verdict.detected  # below 0.7, although the keyword model marks 1950
+    high = make(detector, _policy(_calibration(tmp_path, 3.0, model=model)))
     flagged = high.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
-    assert flagged.detected and flagged.score == pytest.approx(0.9526, abs=1e-4)
+    assert flagged.detected
+    assert flagged.score == pytest.approx(_expected(detector, 3.0), rel=1e-4)
     # the route's own threshold wins over the file's
-    own = make(detector, _policy(_calibration(tmp_path, 3.0), threshold=0.99))
+    own = make(detector, _policy(_calibration(tmp_path, 3.0, model=model), threshold=0.99))
     assert (
         own.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER).threshold
         == 0.99

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from truthlens_integrations.core import (
     Aggregation,
+    AuditHookError,
     BlockedResponseError,
     ConfigError,
     ContextTooLongError,
@@ -82,6 +83,7 @@ __getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
 
 __all__ = [
     "Aggregation",
+    "AuditHookError",
     "BlockedResponseError",
     "ConfigError",
     "ContextTooLongError",

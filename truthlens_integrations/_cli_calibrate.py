@@ -16,6 +16,10 @@ from typing import Any
 
 __all__ = ["add_calibrate_parser", "calibrate", "run_calibrate_command"]
 
+#: Below this many checked answers of a label the fit still runs (from 2), with a
+#: warning: a map fitted on a handful of labels follows their noise.
+FEW_PER_LABEL = 20
+
 
 def add_calibrate_parser(subparsers: Any) -> None:
     """Add the ``calibrate`` subcommand to the ``truthlens`` subparsers."""
@@ -83,42 +87,96 @@ def calibrate(
         InvalidInputError: Too few checkable answers of a label, or no threshold meets
             the target.
     """
-    from truthlens_integrations.core.models.detection._calibration_file import (
-        CALIBRATION_FORMAT,
-    )
+    from truthlens_integrations.core.models.detection._calibration_file import CALIBRATION_FORMAT
     from truthlens_integrations.core.models.detection._response_fit import (
         fit_response_map,
         threshold_for,
     )
 
-    signals, labels = _checked_signals(detector, examples, batch_size, progress=progress)
+    signals, labels, partly_read = _checked_signals(
+        detector, examples, batch_size, progress=progress
+    )
+    _warn_if_partly_read(partly_read)
+    _warn_if_few(labels)
     calibration = fit_response_map(signals, labels)
     scores = [calibration.score(s) for s in signals]
     threshold = threshold_for(
-        scores,
-        labels,
-        target_precision=target_precision,
-        max_false_alarm_rate=max_false_alarm_rate,
+        scores, labels, target_precision=target_precision, max_false_alarm_rate=max_false_alarm_rate
     )
     metrics = _fit_metrics(labels, scores, threshold, answers=len(examples))
+    metrics["partly_read"] = len(partly_read)
+    metrics["unverifiable"] -= len(partly_read)
     chosen = (("precision", target_precision), ("false_alarm_rate", max_false_alarm_rate))
-    target = {k: v for k, v in chosen if v is not None}
     fitted_on = f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
-    return {
+    content = {
         "format": CALIBRATION_FORMAT,
         "model": model,
         "response_calibration": calibration.to_config(fitted_on),
         "threshold": round(threshold, 6),
         "token_threshold": float(detector.config.token_threshold),
-        "target": target,
+        "target": {k: v for k, v in chosen if v is not None},
         "metrics": metrics,
     }
+    _check_loadable(content)
+    return content
+
+
+def _warn_if_partly_read(ids: Sequence[str]) -> None:
+    if ids:
+        more = ", ..." if len(ids) > 5 else ""
+        _warn(
+            f"left out {len(ids)} answer(s) the detector could not read in full "
+            f"(ids {', '.join(ids[:5])}{more}): "
+            "a map fitted on part of an answer would misjudge the whole"
+        )
+
+
+def _check_loadable(content: dict[str, Any]) -> None:
+    """Refuse to write a file a policy would refuse to load (e.g. a map that ignores the detector).
+
+    Raises:
+        InvalidInputError: Saying why, and what to do.
+    """
+    from pydantic import ValidationError
+
+    from truthlens_integrations.core import InvalidInputError
+    from truthlens_integrations.core.models.detection._calibration_file import CalibrationFile
+
+    try:
+        CalibrationFile.model_validate(content)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False, include_input=False)[0]["msg"]
+        raise InvalidInputError(
+            f"the fitted map cannot be used: {problem.removeprefix('Value error, ')}; the "
+            "labels may not separate on what the detector reads (label more answers)"
+        ) from None
+
+
+def _warn(message: str) -> None:
+    print(f"truthlens: warning: {message}", file=sys.stderr)
+
+
+def _warn_if_few(labels: list[bool]) -> None:
+    unsupported = sum(labels)
+    fewest = min(unsupported, len(labels) - unsupported)
+    if 2 <= fewest < FEW_PER_LABEL:
+        _warn(
+            f"fitted on {unsupported} unsupported and {len(labels) - unsupported} supported "
+            f"answers: with fewer than {FEW_PER_LABEL} of each label the map and threshold "
+            "follow these few examples and may not hold on new answers; label more"
+        )
 
 
 def _checked_signals(
     detector: Any, examples: Sequence[Any], batch_size: int, *, progress: bool
-) -> tuple[list[Any], list[bool]]:
-    """The response signals and labels of the answers the detector could check."""
+) -> tuple[list[Any], list[bool], list[str]]:
+    """The response signals and labels of the answers the detector read in full.
+
+    Returns:
+        The signals and labels of those answers, and the ids of the answers left out
+        because the detector read only part of them (it flagged what it read).
+    """
+    from truthlens_integrations.core.models.detection._base import covered
     from truthlens_integrations.core.models.detection._calibration_file import answer_signals
     from truthlens_integrations.evaluation._runner import _run_batched
 
@@ -131,14 +189,18 @@ def _checked_signals(
         what="detector",
     )
     token_threshold = float(detector.config.token_threshold)
-    signals, labels = [], []
+    min_coverage = float(getattr(detector.config, "min_coverage", 0.8))
+    signals, labels, partly_read = [], [], []
     for example, result in zip(examples, run.outputs, strict=True):
-        if result.grounded:  # an answer that could not be checked teaches the map nothing
-            signals.append(
-                answer_signals(example.to_input(), result.tokens, token_threshold=token_threshold)
-            )
-            labels.append(example.hallucinated)
-    return signals, labels
+        if not result.grounded:  # an answer that could not be checked teaches the map nothing
+            continue
+        item = example.to_input()
+        if not covered(item.answer, result.coverage, min_coverage):
+            partly_read.append(example.id)
+            continue
+        signals.append(answer_signals(item, result.tokens, token_threshold=token_threshold))
+        labels.append(example.hallucinated)
+    return signals, labels, partly_read
 
 
 def _fit_metrics(
@@ -176,7 +238,9 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
         if value is not None and not (math.isfinite(value) and 0.0 < value < 1.0):
             flag = "--" + name.replace("_", "-")
             raise InvalidInputError(f"{flag} must be between 0 and 1, got {value}")
+    _check_out(args.out)
     examples = read_labelled_answers(args.data)
+    _check_sizes(examples, args.data)
     options: dict[str, Any] = {"batch_size": args.batch_size, "early_exit": False}
     if args.device:
         options["device"] = args.device
@@ -190,14 +254,57 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.no_progress,
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(content, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"--out {args.out}: cannot write it: {exc.strerror}") from None
     m = content["metrics"]
     print(
         f"fitted on {m['checked']} answers ({m['unsupported']} unsupported, "
-        f"{m['unverifiable']} not checkable): threshold {content['threshold']:.3f}, "
+        f"{m['unverifiable']} not checkable, {m['partly_read']} partly read): "
+        f"threshold {content['threshold']:.3f}, "
         f"precision {m['precision']}, recall {m['recall']}, false alarms {m['false_alarm_rate']}, "
         f"AUROC {m['auroc_in_sample']} (in sample)"
     )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that cannot be a file, before the detector runs.
+
+    Raises:
+        InvalidInputError: If it is a folder, or a folder above it is a file.
+    """
+    from truthlens_integrations.core import InvalidInputError
+
+    if out.is_dir():
+        raise InvalidInputError(f"--out {out} is a folder; give the file to write (calib.json)")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InvalidInputError(f"--out {out}: {parent} is a file, not a folder")
+            break
+
+
+def _check_sizes(examples: Sequence[Any], data: Path) -> None:
+    """Refuse answers longer than the guard checks (its input limits), naming the record.
+
+    The service refuses such answers and the detector is not built to read them whole, so
+    a map fitted on them would be fitted on what the guard never scores.
+
+    Raises:
+        InvalidInputError: Naming the record's id (by default its line) and the limit.
+    """
+    from truthlens_integrations.core import InputLimits, InvalidInputError
+
+    most = InputLimits().max_answer_chars
+
+    for example in examples:
+        if len(example.answer) > most:
+            raise InvalidInputError(
+                f"{data}: the answer of record {example.id} has {len(example.answer):,} "
+                f"characters; the guard checks answers of at most {most:,}: "
+                "split it, or leave it out"
+            )

@@ -139,13 +139,20 @@ class _CalibratedDetector:
     """A detector whose response scores come from a calibration file (``--calibration``)."""
 
     def __init__(self, inner: Any, calibration: str, threshold: float | None) -> None:
+        from truthlens_integrations.core import ConfigError
         from truthlens_integrations.core.models.detection._calibration_file import (
+            check_calibration_detector,
             read_calibration_file,
             resolve_calibration,
         )
 
         self._inner = inner
         self._file = read_calibration_file(calibration)
+        try:
+            # A map scores the outputs of the detector it was fitted for, no other.
+            check_calibration_detector(self._file, inner.model_id)
+        except ConfigError as exc:
+            raise ConfigError(f"--calibration {calibration}: {exc}") from None
         self._threshold = self._file.threshold if threshold is None else threshold
         self.model_id = f"{inner.model_id}+{resolve_calibration(calibration).stem}"
         self.config = inner.config.model_copy(update={"threshold": self._threshold})

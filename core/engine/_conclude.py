@@ -1,15 +1,22 @@
 """The closing stages of the guard pipeline: verdict, delivery and observation.
 
 :func:`build_verdict` turns one analysed (and maybe mitigated) item into its
-:class:`~truthlens_integrations.core.engine.Verdict`; :func:`deliver` hands it to
-the audit hook and redacts it when asked; :func:`observe` records its metrics.
+:class:`~truthlens_integrations.core.engine.Verdict`; :func:`deliver` (and
+:func:`adeliver`) hands it to the audit hook and redacts it when asked;
+:func:`observe` records its metrics.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
+from collections.abc import Awaitable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
+from .._errors import AuditHookError
 from .._metadata import build_metadata
 from .._types import Decision, DetectionStatus, HallucinationSpan
 from ..observability import Metrics, StageSpan, log_event
@@ -27,6 +34,7 @@ from ._verdict import (
 )
 
 __all__ = [
+    "adeliver",
     "build_verdict",
     "deliver",
     "flagged_note",
@@ -69,6 +77,9 @@ def not_checked(it: Item) -> NotCheckedReason | None:
     if it.detection is None:
         return "non_factual"
     if it.detection.status is DetectionStatus.UNVERIFIABLE:
+        return "unverifiable"
+    if it.partly_read and not is_flagged(it.detection, it.kept, it.route.settings.threshold):
+        # flagged on what was read, then cleared by NLI: the unread part is still unchecked
         return "unverifiable"
     return None
 
@@ -257,19 +268,77 @@ def log_verdict(logger: logging.Logger, verdict: Verdict, *, dropped: int) -> No
     )
 
 
-def deliver(verdict: Verdict, options: EngineOptions) -> Verdict:
-    """Hand the full verdict to the audit hook; withhold text from the caller's copy.
+def audit(verdict: Verdict, options: EngineOptions) -> Awaitable[object] | None:
+    """Hand the full verdict to the audit hook; an async hook's awaitable comes back.
+
+    Raises:
+        AuditHookError: If the hook raised (the cause chained, the verdict attached).
+    """
+    if options.audit_hook is None:
+        return None
+    try:
+        result = options.audit_hook(verdict)
+    except Exception as exc:  # the hook is the application's code: any failure
+        raise audit_failed(verdict, exc) from exc
+    return result if inspect.isawaitable(result) else None
+
+
+async def await_audit(verdict: Verdict, pending: Awaitable[object]) -> None:
+    """Await an async audit hook's result, failures typed as :func:`audit`'s."""
+    try:
+        await pending
+    except Exception as exc:
+        raise audit_failed(verdict, exc) from exc
+
+
+def audit_failed(verdict: Verdict, exc: Exception) -> AuditHookError:
+    """The typed error of a failed audit hook."""
+    return AuditHookError(
+        f"the audit_hook raised {type(exc).__name__}: {exc}; the verdict was not handed out",
+        verdict,
+    )
+
+
+def withhold(verdict: Verdict, options: EngineOptions) -> Verdict:
+    """The caller's copy of the verdict: withheld text left out.
 
     A blocked answer's text is withheld unless ``expose_blocked_text`` is set; with
     ``redact`` every hallucinated text is. The caller's copy keeps the full verdict
     for :meth:`Verdict.full`, out of every serialisation.
     """
-    if options.audit_hook is not None:
-        options.audit_hook(verdict)
-    withhold = options.redact or (verdict.blocked and not options.expose_blocked_text)
-    if not withhold:
+    hide = options.redact or (verdict.blocked and not options.expose_blocked_text)
+    if not hide:
         return verdict
     return redact_verdict(verdict, verdict.metadata)
+
+
+def deliver(verdict: Verdict, options: EngineOptions) -> Verdict:
+    """Audit (running an async hook to completion), then withhold: the sync path."""
+    pending = audit(verdict, options)
+    if pending is not None:
+        run_to_completion(await_audit(verdict, pending))
+    return withhold(verdict, options)
+
+
+async def adeliver(verdict: Verdict, options: EngineOptions) -> Verdict:
+    """Audit on the caller's event loop, then withhold: the async path."""
+    pending = audit(verdict, options)
+    if pending is not None:
+        await await_audit(verdict, pending)
+    return withhold(verdict, options)
+
+
+def run_to_completion(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` from sync code, also when this thread already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    # A sync guard() called on a running loop's thread: a loop of its own in a worker
+    # thread, since this one cannot be re-entered.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coro).result()
 
 
 def observe(verdict: Verdict, metrics: Metrics) -> None:

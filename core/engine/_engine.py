@@ -24,8 +24,8 @@ from ..observability import Metrics, StageSpan, Tracer
 from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
 from ._blocked import blocked_error, shown_text
-from ._conclude import build_verdict, deliver, log_verdict, observe
-from ._models import load_classifier, load_nli, load_policy_detector
+from ._conclude import adeliver, build_verdict, deliver, log_verdict, observe
+from ._models import detector_id, load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineKwargs,
     EngineOptions,
@@ -66,9 +66,7 @@ class _Runtime:
     def assess(self, context: Sequence[str], answer: str) -> Assessment:
         try:
             return self._engine._assess(self._item, context, answer)
-        except InvalidInputError:
-            # A model's reply the detector cannot take (no readable character) is an
-            # unusable candidate, never the caller's error and never a fixed answer.
+        except InvalidInputError:  # an unreadable reply: unusable, never a fixed answer
             return Assessment(answer=answer, score=None, flagged=True)
 
     def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
@@ -103,6 +101,7 @@ class TruthLens:
     Raises:
         UnknownArgumentError: For an option that does not exist (with a suggestion).
         InvalidArgumentError: For an option of the wrong type (``nli=42``).
+        ConfigError: If a route's calibration was fitted for another detector.
     """
 
     def __init__(self, policy: Policy, **options: Unpack[EngineKwargs]) -> None:
@@ -113,6 +112,7 @@ class TruthLens:
             )
         self.options: EngineOptions = parse_engine_options(options, "TruthLens")
         opts = self.options
+        policy.check_calibrations(detector_id(opts.detector, policy))
         self.policy = policy
         self.align_quantities = opts.align_quantities
         self.mitigation_options = opts.mitigation_options or MitigationOptions()
@@ -323,20 +323,24 @@ class TruthLens:
         concurrently) and retrievals ``aretrieve``.
         """
         given = ToolSet.of(tools, "TruthLens.aguard")
-        if not given.given:
-            return await asyncio.to_thread(
-                self.guard, context=context, question=question, answer=answer
-            )
         item = DetectionInput.create(context=context, question=question, answer=answer)
+        if not given.given:
+            verdicts = await asyncio.to_thread(self._run, [item], None, hand_out=False)
+            return self._raise_if_blocked(await adeliver(verdicts[0], self.options))
         return self._raise_if_blocked(await self._arun(item, given))
 
     async def aguard_batch(self, inputs: Sequence[DetectionInput]) -> list[Verdict]:
         """Async :meth:`guard_batch`; the models run in a worker thread."""
-        return await asyncio.to_thread(self.guard_batch, list(inputs))
+        items = list(inputs)
+        verdicts = await asyncio.to_thread(self._run, items, hand_out=False) if items else []
+        return [await adeliver(v, self.options) for v in verdicts]
 
     # -- pipeline -----------------------------------------------------------------------
 
-    def _run(self, inputs: list[DetectionInput], tools: ToolSet | None = None) -> list[Verdict]:
+    def _run(
+        self, inputs: list[DetectionInput], tools: ToolSet | None = None, *, hand_out: bool = True
+    ) -> list[Verdict]:
+        """Analyse, mitigate, conclude; ``hand_out=False``: the async caller audits."""
         started = time.perf_counter()
         items = [Item.of(x) for x in inputs]
         with self.tracer.stage("guard", batch_size=len(items)) as root:
@@ -349,7 +353,7 @@ class TruthLens:
             verdicts = self._conclude(items, started, root)
         for verdict in verdicts:
             observe(verdict, self.metrics)
-        return verdicts
+        return [deliver(v, self.options) for v in verdicts] if hand_out else verdicts
 
     async def _arun(self, data: DetectionInput, tools: ToolSet) -> Verdict:
         started = time.perf_counter()
@@ -363,7 +367,7 @@ class TruthLens:
                 item.latency_ms["mitigation"] = stage.elapsed_ms
             verdict = self._conclude([item], started, root)[0]
         observe(verdict, self.metrics)
-        return verdict
+        return await adeliver(verdict, self.options)
 
     def _mitigation_request(
         self, it: Item, tools: ToolSet | None, started: float
@@ -436,10 +440,10 @@ class TruthLens:
         return verdicts
 
     def _finish(self, it: Item, total_ms: float, stage: StageSpan) -> Verdict:
-        """Build, log and deliver one item's verdict."""
+        """Build and log one item's verdict (delivery follows in the caller)."""
         verdict = build_verdict(it, total_ms=total_ms, stage=stage, redact=self.options.redact)
         if it.mitigation is not None:
             for use in it.mitigation.cost.models:
                 self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
         log_verdict(logger, verdict, dropped=len(it.dropped))
-        return deliver(verdict, self.options)
+        return verdict

@@ -33,7 +33,7 @@ from ..models import (
 from ..models._service import ServiceClient, shared_client
 from ..policy import ModelSettings, Policy
 
-__all__ = ["load_classifier", "load_nli", "load_policy_detector"]
+__all__ = ["detector_id", "load_classifier", "load_nli", "load_policy_detector"]
 
 logger = logging.getLogger(__name__)
 
@@ -143,3 +143,10 @@ def load_classifier(policy: Policy) -> FactCheckClassifier:
         logger.warning("no prompt classifier available: every prompt is checked")
         return _AssumeFactual()
     return classifier
+
+
+def detector_id(detector: object | None, policy: Policy) -> str | None:
+    """The ``model_id`` of the detector an engine uses (``None``: the bundled one)."""
+    if detector is None:
+        return policy.hallucination.model_id
+    return getattr(detector, "model_id", None) or f"<{type(detector).__name__}>"

@@ -47,6 +47,7 @@ from ..mitigation import MitigationOptions
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
 from ..policy import Action, DomainClassifier, Mode, Policy
+from ..policy._config import rebuild_policy
 from ._blocked import DEFAULT_BLOCKED_MESSAGE
 from ._verdict import Verdict
 
@@ -169,7 +170,11 @@ class EngineOptions(BaseModel):
             span texts, earlier mitigation rounds, the raw detector output) out of
             the verdict the caller gets, and so out of metadata, events and logs.
         audit_hook: Called with the full, unredacted verdict of every guarded answer
-            (also without ``redact``); exceptions it raises propagate.
+            (also without ``redact``), before the caller gets it. A coroutine function
+            is awaited (``aguard`` awaits it on the caller's loop; ``guard`` runs it to
+            completion). An exception it raises stops the call as
+            :class:`AuditHookError`, the cause chained: an answer whose audit failed
+            is not handed out.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -273,7 +278,7 @@ class PolicyKnobs(BaseModel):
         for decision in data.get("decisions", ()):
             for entry in decision.get("plugins", ()):
                 entry.setdefault("configuration", {}).update(plugin)
-        return Policy.model_validate(data)
+        return rebuild_policy(data, source=policy)
 
 
 class EngineKwargs(TypedDict, total=False):
@@ -386,9 +391,17 @@ def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") ->
     Raises:
         UnknownArgumentError: For a name that is not an engine option.
         InvalidArgumentError: For a value of the wrong type.
+        ConfigError: For options that contradict each other.
     """
     reject_unknown(values, _ACCEPTED_NAMES, where)
     values = _block_choice(values, where)
+    if values.get("redact") is True and values.get("expose_blocked_text") is True:
+        # One of the two would be silently ignored: redact withholds every hallucinated
+        # text, blocked ones included, so "expose the blocked text" cannot hold.
+        raise ConfigError(
+            f"{where}: redact=True and expose_blocked_text=True contradict each other "
+            "(redact withholds the blocked text too); pass one of them"
+        )
     try:
         return EngineOptions(**values)
     except ValidationError as exc:

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import cast
 
 from .._calibration import CalibrationFile
 from .._errors import ModelLoadError
-from .._normalize import Normalized, normalize
-from .._types import DetectionInput, DetectionResult, HallucinationSpan, NLILabel, TokenScore
+from .._normalize import Normalized, normalize_input, restore_result, span_back
+from .._types import (
+    DetectionConfig,
+    DetectionInput,
+    DetectionResult,
+    DetectionStatus,
+    HallucinationSpan,
+    NLILabel,
+)
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
@@ -56,6 +63,8 @@ class Item:
     """The caller's text while ``data`` holds its normalised form (see :meth:`restore`)."""
     source: Normalized | None = None
     """How the normalised answer maps back to the caller's, when normalising changed it."""
+    partly_read: bool = False
+    """Whether the detector read too little of the answer to clear it (``min_coverage``)."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
@@ -69,7 +78,7 @@ class Item:
         evidence, flags = split_instructions(data.context)
         if flags:
             data = data.model_copy(update={"context": evidence})
-        checked, source = _normalized(data)
+        checked, source = normalize_input(data)
         original = None if checked is data else data
         return cls(data=checked, instructions=flags, original=original, source=source)
 
@@ -84,47 +93,21 @@ class Item:
         source, self.source = self.source, None
         if source is None:
             return
-        self.kept = [_span_back(s, source) for s in self.kept]
-        self.dropped = [_span_back(s, source) for s in self.dropped]
+        self.kept = [span_back(s, source) for s in self.kept]
+        self.dropped = [span_back(s, source) for s in self.dropped]
         if self.detection is not None:
-            result = self.detection
-            self.detection = result.model_copy(
-                update={
-                    "answer": source.original,
-                    "spans": [_span_back(s, source) for s in result.spans],
-                    "tokens": [_span_back(t, source) for t in result.tokens],
-                }
-            )
+            self.detection = restore_result(self.detection, source)
+            if self.detection.status is DetectionStatus.UNVERIFIABLE:
+                # shown in another order than it reads (restore_result): nothing to show
+                self.kept, self.dropped = [], []
 
     @property
     def question(self) -> str:
         return self.data.question or ""
 
 
-def _normalized(data: DetectionInput) -> tuple[DetectionInput, Normalized | None]:
-    """``data`` as the checks read it, and the answer's offset map when it changed."""
-    answer = normalize(data.answer)
-    if not answer.text.strip():
-        return data, None  # nothing readable left: the detector says it cannot check
-    context = tuple(normalize(p).text for p in data.context)
-    question = normalize(data.question).text if data.question is not None else None
-    if not answer.changed and context == data.context and question == data.question:
-        return data, None
-    update = {
-        "answer": answer.text,
-        "context": context,
-        "question": question if question and question.strip() else None,
-    }
-    return data.model_copy(update=update), answer if answer.changed else None
-
-
-_Located = TypeVar("_Located", HallucinationSpan, TokenScore)
-
-
-def _span_back(span: _Located, source: Normalized) -> _Located:
-    """``span`` (over the normalised answer) over the caller's answer."""
-    start, end = source.span(span.start, span.end)
-    return span.model_copy(update={"start": start, "end": end, "text": source.original[start:end]})
+# A detector without a ``config`` (a stand-in) is held to the bundled detector's share.
+_DEFAULT_MIN_COVERAGE = DetectionConfig().min_coverage
 
 
 def model_name(obj: object, fallback: str) -> str:
@@ -209,15 +192,60 @@ def detect(
         detector = load()
         results = detector.detect_batch([it.data for it in items])
     metrics.record_model_use(model=detector.model_id, role="detector", count=len(items))
+    min_coverage = _min_coverage(detector)
     for it, raw in zip(items, results, strict=True):
         settings = it.route.settings if it.route is not None else None
         result = raw
         if settings is not None and settings.calibration is not None:
             # The route's own response map (truthlens calibrate); tokens and spans stay.
             result = _route_rescore(it.data, raw, settings.calibration, settings.threshold)
+        it.partly_read = _partly_read(it.data, result, min_coverage)
+        if settings is not None and it.partly_read and result.score < settings.threshold:
+            result = _unverifiable(it.data, result, settings.threshold)
         it.detection = result
         it.kept = list(result.spans)
     _share(items, "detector", stage.elapsed_ms)
+
+
+def _min_coverage(detector: Detector) -> float:
+    """The share of an answer a detector must read to clear it (its ``min_coverage``)."""
+    config = getattr(detector, "config", None)
+    value = getattr(config, "min_coverage", None)
+    return float(value) if isinstance(value, int | float) else _DEFAULT_MIN_COVERAGE
+
+
+def _partly_read(item: DetectionInput, result: DetectionResult, min_coverage: float) -> bool:
+    """Whether a checked answer was read too little to be cleared (an unread part stays)."""
+    from ..models.detection._base import covered
+
+    return result.grounded and not covered(item.answer, result.coverage, min_coverage)
+
+
+def _unverifiable(
+    item: DetectionInput, result: DetectionResult, threshold: float
+) -> DetectionResult:
+    """A partly read answer that scores under the route's threshold, as unverifiable.
+
+    The detector clears a partly read answer only below its own threshold; what it read
+    may flag it. The route decides at its own threshold, though: an answer the detector
+    called hallucinated at 0.5 but that scores under a route's 0.7 would otherwise pass
+    as checked and clean with half of it never read. Not checked is never clean.
+    """
+    from ..models.detection._base import unverifiable_result
+
+    coverage = result.coverage
+    return unverifiable_result(
+        item,
+        coverage=coverage,
+        threshold=threshold,
+        model_id=result.model_id,
+        latency_ms=result.latency_ms,
+        error=(
+            f"only {coverage.answer_chars_scored} of the answer's {coverage.answer_chars} "
+            f"characters could be read, and what was read scored {result.score:.2f}, below "
+            f"the threshold {threshold:g}"
+        ),
+    )
 
 
 def _route_rescore(

@@ -465,8 +465,9 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
 
     The copy's :meth:`Verdict.full` returns ``verdict``. Text that is not the shown
     answer goes: the original answer (when it is not what
-    is shown), every span text (offsets stay), the answers, spans and claims of the
-    mitigation rounds, the answer diff and the raw detector output.
+    is shown), every span text (offsets stay), the answers, spans, claims and rewritten
+    retrieval queries of the mitigation rounds, the answer diff and the raw detector
+    output.
 
     Args:
         verdict: The full verdict.
@@ -482,6 +483,8 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
                 "answer": _hide(step.answer, shown),
                 "spans": _hide_spans(step.spans),
                 "claims": [],
+                # A rewritten retrieval query is built from the unsupported claims.
+                "query": _hide(step.query, None),
             }
         )
         for step in verdict.history

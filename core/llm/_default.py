@@ -16,9 +16,10 @@ def default_llm(**kwargs: Any) -> BaseLLM:
     """The OpenAI-compatible client when one is configured, else the local SmolLM2 model.
 
     ``$OPENAI_API_KEY`` or ``$OPENAI_BASE_URL`` being set selects
-    :class:`OpenAICompatibleLLM` (model from ``$TRUTHLENS_LLM_MODEL``); otherwise the
-    offline :meth:`LocalLLM.smollm2` backend is used, so the README demo runs without
-    any account.
+    :class:`OpenAICompatibleLLM` (model from ``$TRUTHLENS_LLM_MODEL``, else
+    ``gpt-4o-mini`` on OpenAI's API and the one model another server lists); otherwise
+    the offline :meth:`LocalLLM.smollm2` backend is used, so the README demo runs
+    without any account.
 
     Args:
         **kwargs: Passed to the chosen backend's constructor.

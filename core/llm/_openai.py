@@ -5,8 +5,14 @@ Settings come from the arguments, else from the environment:
 - ``OPENAI_API_KEY``: the API key. Servers without authentication (vLLM, Ollama) need
   none: when a base URL is set and no key is given, a placeholder key is sent.
 - ``OPENAI_BASE_URL``: the server, e.g. ``http://localhost:11434/v1`` for Ollama or
-  ``http://localhost:8000/v1`` for vLLM. Default: OpenAI's API.
-- ``TRUTHLENS_LLM_MODEL``: the model name. Default: ``gpt-4o-mini``.
+  ``http://localhost:8000/v1`` for vLLM. Default: OpenAI's API. A URL with no path
+  (``http://localhost:8000``) gets ``/v1``, where every OpenAI-compatible server
+  answers; any other path is kept as given.
+- ``TRUTHLENS_LLM_MODEL``: the model name. Default: ``gpt-4o-mini`` on OpenAI's API; on
+  another server, the one model its ``/models`` lists (asked once, at the first call).
+  A server listing several models, or none, is a :class:`ConfigError` naming the
+  variable: sending OpenAI's model name to a server that does not serve it would only
+  fail later, with a 404.
 
 The SDK's own retries are switched off; this client retries transient failures only
 (rate limits, timeouts, connection errors, 5xx) with exponential backoff and full
@@ -16,9 +22,11 @@ request, unknown model).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from .._errors import ConfigError, InvalidInputError, LLMError, LLMTimeoutError
 from ._base import BaseLLM, CompletionRequest, LLMResponse, TokenUsage, ensure_text
@@ -46,6 +54,10 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 _PLACEHOLDER_KEY = "not-needed"
 # Status codes worth another try besides 429 and 5xx: request timeout.
 _TRANSIENT_STATUS = frozenset({408, 429})
+# Shown as the model's name until a custom server's /models has named it.
+_ASK_SERVER = "(the server's only model)"
+
+_log = logging.getLogger(__name__)
 
 
 class OpenAICompatibleLLM(BaseLLM):
@@ -57,7 +69,8 @@ class OpenAICompatibleLLM(BaseLLM):
 
     Attributes:
         name: ``"openai-compatible"``.
-        model: The model asked for.
+        model: The model asked for (on a server that was not told, the one its
+            ``/models`` lists, once the first call has asked).
         base_url: The server's base URL, or ``None`` for OpenAI's default.
     """
 
@@ -82,9 +95,11 @@ class OpenAICompatibleLLM(BaseLLM):
         """Configure the client; no request is sent until the first call.
 
         Args:
-            model: Model name; default ``$TRUTHLENS_LLM_MODEL``, else ``gpt-4o-mini``.
+            model: Model name; default ``$TRUTHLENS_LLM_MODEL``, else ``gpt-4o-mini``
+                on OpenAI's API and the server's only model elsewhere.
             api_key: API key; default ``$OPENAI_API_KEY``.
             base_url: Server URL; default ``$OPENAI_BASE_URL``, else OpenAI's API.
+                ``/v1`` is added to a URL without a path.
             timeout: Seconds one attempt may take.
             max_attempts: Attempts per call, the first included (1 disables retries).
             wait_initial: Base of the exponential backoff between attempts, in seconds.
@@ -98,11 +113,12 @@ class OpenAICompatibleLLM(BaseLLM):
             async_http_client: An ``httpx.AsyncClient`` for the async SDK client.
 
         Raises:
-            ConfigError: If no API key is set for OpenAI's own API, or a number is out
-                of range.
+            ConfigError: If no API key is set for OpenAI's own API, the base URL is
+                not an http(s) URL, or a number is out of range.
         """
-        self.model = model or os.environ.get(ENV_MODEL) or DEFAULT_OPENAI_MODEL
-        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        url = base_url or os.environ.get(ENV_BASE_URL) or None
+        self.base_url = None if url is None else _normalised_url(url)
+        self._model = _configured_model(model, self.base_url)
         self._api_key = _api_key(api_key, self.base_url)
         _check_numbers(timeout, max_attempts, wait_initial, wait_max)
         self.timeout = timeout
@@ -116,6 +132,11 @@ class OpenAICompatibleLLM(BaseLLM):
         self._async_http_client = async_http_client
         self._client: OpenAI | None = None
         self._aclient: AsyncOpenAI | None = None
+
+    @property
+    def model(self) -> str:  # type: ignore[override]  # read-only: resolved once
+        """The model asked for (see the class attributes)."""
+        return self._model or _ASK_SERVER
 
     # -- clients ---------------------------------------------------------------------
 
@@ -147,8 +168,16 @@ class OpenAICompatibleLLM(BaseLLM):
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         from tenacity import Retrying
 
-        payload = self._payload(request)
         client = self._sync_client()
+        if self._model is None:
+            import openai
+
+            try:
+                listed = client.models.list().data
+            except openai.OpenAIError as exc:
+                raise self._unlisted(exc) from None
+            self._model = self._only_model(listed)
+        payload = self._payload(request)
         started = time.perf_counter()
         retrying = Retrying(**self._retry_kwargs())
         try:
@@ -160,8 +189,16 @@ class OpenAICompatibleLLM(BaseLLM):
     async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         from tenacity import AsyncRetrying
 
-        payload = self._payload(request)
         client = self._async_client()
+        if self._model is None:
+            import openai
+
+            try:
+                listed = (await client.models.list()).data
+            except openai.OpenAIError as exc:
+                raise self._unlisted(exc) from None
+            self._model = self._only_model(listed)
+        payload = self._payload(request)
         started = time.perf_counter()
         retrying = AsyncRetrying(**self._retry_kwargs())
 
@@ -175,6 +212,29 @@ class OpenAICompatibleLLM(BaseLLM):
         except Exception as exc:
             raise self._translate(exc, attempts_made(retrying)) from exc
         return self._response(completion, started, attempts_made(retrying))
+
+    def _unlisted(self, exc: Exception) -> ConfigError:
+        """The error for a server that was not told the model and cannot list its own."""
+        return ConfigError(
+            f"no model name given and the server at {self.base_url} could not list its "
+            f"models ({type(exc).__name__}: {_detail(exc)}): pass model= or set ${ENV_MODEL}"
+        )
+
+    def _only_model(self, listed: Any) -> str:
+        """The one model a server's ``/models`` lists, for a server not told which.
+
+        Raises:
+            ConfigError: If the server lists several models or none.
+        """
+        names = sorted({str(getattr(m, "id", "")) for m in listed} - {""})
+        if len(names) != 1:
+            offered = ", ".join(names[:20]) or "none"
+            raise ConfigError(
+                f"no model name given and the server at {self.base_url} serves "
+                f"{len(names)} models ({offered}): pass model= or set ${ENV_MODEL}"
+            )
+        _log.info("the server at %s serves one model, %r: using it", self.base_url, names[0])
+        return names[0]
 
     def _payload(self, request: CompletionRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -269,6 +329,43 @@ def is_transient_error(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code >= 500 or exc.status_code in _TRANSIENT_STATUS
     return False
+
+
+def _normalised_url(url: str) -> str:
+    """An OpenAI-compatible base URL as the SDK wants it: ``/v1`` added to a bare host.
+
+    The SDK appends ``/chat/completions`` to the base URL; servers answer under
+    ``/v1``, so ``http://localhost:8000`` becomes ``http://localhost:8000/v1``. A URL
+    with a path is kept (trailing slash dropped): some gateways serve the API under
+    their own prefix.
+
+    Args:
+        url: The URL as the user wrote it.
+
+    Returns:
+        The base URL.
+
+    Raises:
+        ConfigError: If ``url`` is not an http(s) URL with a host.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"base URL {url!r} is not an http(s) URL "
+            f"(e.g. http://localhost:8000/v1; set ${ENV_BASE_URL} or pass base_url=)"
+        )
+    path = parts.path.rstrip("/") or "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _configured_model(model: str | None, base_url: str | None) -> str | None:
+    """The model name given, OpenAI's default on OpenAI's API, else ``None`` (ask the server)."""
+    name = model or os.environ.get(ENV_MODEL)
+    if name:
+        return name
+    if base_url is None or urlsplit(base_url).hostname == "api.openai.com":
+        return DEFAULT_OPENAI_MODEL
+    return None
 
 
 def _api_key(api_key: str | None, base_url: str | None) -> str:

@@ -280,6 +280,18 @@ def _integrity_problem(graph: Path) -> str | None:
 # -- building -------------------------------------------------------------------------------
 
 
+def _publish(partial: Path, target: Path) -> None:
+    """Rename a finished graph into place, its checksum first.
+
+    A crash in between leaves a checksum that does not match, and the graph is
+    rebuilt or refused.
+    """
+    sidecar = _checksum_path(partial)
+    sidecar.write_text(_file_sha256(partial) + "\n", encoding="ascii")
+    sidecar.replace(_checksum_path(target))
+    partial.replace(target)
+
+
 def export_graph(
     module: Any,
     target: Path,
@@ -329,12 +341,7 @@ def export_graph(
         else:
             fp32.replace(partial)
         _write_stamp(partial, fingerprint, quantization)
-        # Checksum first, graph second, each renamed into place: a crash in between
-        # leaves a checksum that does not match, and the graph is rebuilt or refused.
-        sidecar = _checksum_path(partial)
-        sidecar.write_text(_file_sha256(partial) + "\n", encoding="ascii")
-        sidecar.replace(_checksum_path(target))
-        partial.replace(target)
+        _publish(partial, target)
     except Exception as exc:
         for leftover in (fp32, partial, _checksum_path(partial)):
             leftover.unlink(missing_ok=True)
@@ -610,20 +617,7 @@ def load_graph(
         if cached is not None:
             return cached
         if beside.is_file():
-            problem = _integrity_problem(beside)
-            if problem is not None:
-                raise ModelLoadError(
-                    f"the ONNX graph {beside} {problem}; rebuild it with "
-                    f"`truthlens export-onnx {folder}` or delete it"
-                )
-            session = _session(beside)
-            stamp = _stamp(session)
-            if stamp != (fingerprint, quantization):
-                raise ModelLoadError(
-                    f"the ONNX graph {beside} was built from other weights than those in "
-                    f"{folder} (or by another exporter version); rebuild it with "
-                    f"`truthlens export-onnx {folder}` or delete it"
-                )
+            session = _session_beside(beside, folder, fingerprint, quantization)
             path = beside
         else:
             path = _cached_path(fingerprint, quantization, name)
@@ -637,6 +631,31 @@ def load_graph(
         _sessions[key] = model
         logger.info("ONNX Runtime session for %s (%d threads)", path, _threads())
         return model
+
+
+def _session_beside(
+    beside: Path, folder: Path, fingerprint: str, quantization: Quantization
+) -> Any:
+    """The session of the graph beside the weights, refused when it is not theirs.
+
+    Raises:
+        ModelLoadError: If its bytes do not match its checksum, or it was built from
+            other weights.
+    """
+    problem = _integrity_problem(beside)
+    if problem is not None:
+        raise ModelLoadError(
+            f"the ONNX graph {beside} {problem}; rebuild it with "
+            f"`truthlens export-onnx {folder}` or delete it"
+        )
+    session = _session(beside)
+    if _stamp(session) != (fingerprint, quantization):
+        raise ModelLoadError(
+            f"the ONNX graph {beside} was built from other weights than those in "
+            f"{folder} (or by another exporter version); rebuild it with "
+            f"`truthlens export-onnx {folder}` or delete it"
+        )
+    return session
 
 
 def _cached_session(path: Path, fingerprint: str, quantization: Quantization) -> Any:

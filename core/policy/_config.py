@@ -18,11 +18,12 @@ from pydantic import (
     Field,
     PrivateAttr,
     Strict,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from .._calibration import CalibrationFile, read_calibration_file
+from .._calibration import CalibrationFile, check_calibration_detector, read_calibration_file
 from .._errors import ConfigError
 from .._limits import (
     MAX_ANSWER_CHARS,
@@ -387,12 +388,19 @@ class PluginConfiguration(_Strict):
     _calibration_file: CalibrationFile | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _read_calibration_once(self) -> PluginConfiguration:
-        if self.calibration is not None:
-            try:
-                self._calibration_file = read_calibration_file(self.calibration)
-            except ConfigError as exc:
-                raise ValueError(f"calibration: {exc}") from None
+    def _read_calibration_once(self, info: ValidationInfo) -> PluginConfiguration:
+        if self.calibration is None:
+            return self
+        # A policy rebuilt from another (knobs, ``derive``) reuses the files that policy
+        # parsed: one policy, one reading, even if the file changed since.
+        parsed = (info.context or {}).get(PARSED_CALIBRATIONS, {})
+        if self.calibration in parsed:
+            self._calibration_file = parsed[self.calibration]
+            return self
+        try:
+            self._calibration_file = read_calibration_file(self.calibration)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return self
 
     @property
@@ -681,20 +689,53 @@ class Policy(_Strict):
         return self
 
     def _calibration_problems(self) -> list[str]:
-        # A response map only means something for the detector it was fitted on: a
-        # map fitted for the bundled detector (the bundled ``rag`` one included) on a
-        # policy that loads another detector would score silently wrong.
+        # A response map only means something for the detector it was fitted on: a map
+        # fitted for another detector than the one this policy names would score
+        # silently wrong. Without a model_id the engine checks the detector it uses
+        # (the bundled one, or one it was given).
         model_id = self.hallucination.model_id
         if model_id is None:
             return []
-        return [
-            f"decisions[{i}].plugins[0].configuration.calibration: {d.plugin.calibration!r} was "
-            f"fitted for the bundled detector, but hallucination.model_id is {model_id!r}; "
-            f"fit one for it with `truthlens calibrate --model {model_id} --data FILE`"
-            for i, d in enumerate(self.decisions)
-            if d.plugin.calibration_file is not None
-            and d.plugin.calibration_file.model == "bundled"
-        ]
+        problems = []
+        for i, d in enumerate(self.decisions):
+            if d.plugin.calibration_file is None:
+                continue
+            try:
+                check_calibration_detector(d.plugin.calibration_file, model_id)
+            except ConfigError as exc:
+                problems.append(
+                    f"decisions[{i}].plugins[0].configuration.calibration: "
+                    f"{d.plugin.calibration!r} {exc}"
+                )
+        return problems
+
+    def rebuilt(self, data: Mapping[str, Any]) -> Policy:
+        """``data`` (a changed dump of this policy) validated, keeping its calibration files.
+
+        Raises:
+            pydantic.ValidationError: If ``data`` is not a valid policy.
+        """
+        return rebuild_policy(data, source=self)
+
+    def check_calibrations(self, model_id: str | None) -> None:
+        """Refuse a route whose calibration file was fitted for another detector.
+
+        Args:
+            model_id: The ``model_id`` of the detector the engine uses (``None``: the
+                bundled one).
+
+        Raises:
+            ConfigError: Naming the route and both detectors.
+        """
+        for d in self.decisions:
+            if d.plugin.calibration_file is None:
+                continue
+            try:
+                check_calibration_detector(d.plugin.calibration_file, model_id)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"decision {d.name!r}: calibration {d.plugin.calibration!r} {exc}"
+                ) from None
 
     def keyword_lists(self) -> dict[str, KeywordRule]:
         """Named keyword lists: built-ins overridden by ``keyword_rules``."""
@@ -806,3 +847,26 @@ def _unverified_action(
 
 def _pick(value: bool | None, fallback: bool) -> bool:
     return fallback if value is None else value
+
+
+# The validation context key under which a rebuilt policy finds the calibration files
+# its source policy parsed (:func:`rebuild_policy`).
+PARSED_CALIBRATIONS = "parsed_calibrations"
+
+
+def rebuild_policy(data: Mapping[str, Any], *, source: Policy) -> Policy:
+    """Validate ``data`` (a changed dump of ``source``), reusing ``source``'s calibration files.
+
+    A route's calibration file is read once, when its policy loads; a policy derived from
+    it (policy knobs, ``TruthLens.derive``) keeps that reading instead of reading the file
+    again, which may have changed since.
+
+    Raises:
+        pydantic.ValidationError: If ``data`` is not a valid policy.
+    """
+    parsed = {
+        d.plugin.calibration: d.plugin.calibration_file
+        for d in source.decisions
+        if d.plugin.calibration_file is not None
+    }
+    return Policy.model_validate(data, context={PARSED_CALIBRATIONS: parsed})

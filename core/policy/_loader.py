@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from .._errors import ConfigError
-from ._config import Policy
+from ._config import PARSED_CALIBRATIONS, Policy
 
 __all__ = ["PolicySource", "load_policy"]
 
@@ -88,7 +88,8 @@ def load_policy(source: PolicySource | Sequence[PolicySource] = None) -> Policy:
         labels.append(label)
         _merge_into(merged, data, label, origins)
     try:
-        policy = Policy.model_validate(merged)
+        # A Policy among the sources keeps the calibration files it read when it loaded.
+        policy = Policy.model_validate(merged, context=_parsed_calibrations(sources))
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, labels, origins)) from None
     logger.debug(
@@ -97,6 +98,16 @@ def load_policy(source: PolicySource | Sequence[PolicySource] = None) -> Policy:
         len(policy.decisions),
     )
     return policy
+
+
+def _parsed_calibrations(sources: list[PolicySource]) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for source in sources:
+        if isinstance(source, Policy):
+            for d in source.decisions:
+                if d.plugin.calibration is not None and d.plugin.calibration_file is not None:
+                    parsed[d.plugin.calibration] = d.plugin.calibration_file
+    return {PARSED_CALIBRATIONS: parsed}
 
 
 def _read(source: PolicySource) -> tuple[str, dict[str, Any]]:

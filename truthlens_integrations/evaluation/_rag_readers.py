@@ -374,7 +374,12 @@ def read_labelled_answers(path: str | os.PathLike[str]) -> list[EvalExample]:
         unknown = set(row) - _LABELLED_KEYS
         if unknown:
             raise InvalidInputError(f"{where}: unknown key(s) {sorted(unknown)}")
-        examples.append(_labelled_example(where, row, number))
+        example = _labelled_example(where, row, number)
+        try:
+            example.to_input()  # what the detector will refuse, refused here with the line
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
+        examples.append(example)
     if not examples:
         raise InvalidInputError(f"{file} holds no labelled answers")
     return examples

@@ -145,14 +145,26 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ConfigError(f"data file not found: {path}")
     rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"{path}:{number} is not UTF-8 text (byte {exc.start + 1} of the line); "
+                    "save the file as UTF-8"
+                ) from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
+                raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from None
+            except ValueError:  # Python refuses integers of more than 4,300 digits
+                raise InvalidInputError(
+                    f"{path}:{number} holds a number too long to read (more than 4,300 "
+                    "digits); write long ids as strings"
+                ) from None
             if not isinstance(row, dict):
                 raise InvalidInputError(f"{path}:{number} is not a JSON object")
             rows.append(row)

@@ -61,12 +61,10 @@ from truthlens_integrations.core import (  # noqa: E402
     InvalidInputError,
     JSONFormatError,
     TruthLensError,
-    check_input_sizes,
-    loads_strict,
-)
-from truthlens_integrations.core._limits import (  # noqa: E402
     at_most_one_token_per_char,
+    check_input_sizes,
     check_request_tokens,
+    loads_strict,
     readable_chars,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict  # noqa: E402

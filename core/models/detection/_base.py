@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ..._errors import InvalidInputError
+from ..._normalize import normalize_input, restore_result
 from ..._scoring import merge_spans, response_score
 from ..._types import (
     Coverage,
@@ -141,7 +142,19 @@ class BaseDetector(SingleAnswerCalls, ABC):
         """The model window in tokens, for coverage reports."""
 
     def detect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
-        """Check many answers at once; results come back in input order."""
+        """Check many answers at once; results come back in input order.
+
+        Each input is read normalised (``core/_normalize``: the same text ``guard()``
+        reads) and spans and token offsets point into the caller's answer.
+        """
+        prepared = [normalize_input(item) for item in inputs]
+        results = self._detect_normalized([checked for checked, _ in prepared])
+        return [
+            result if source is None else restore_result(result, source)
+            for result, (_, source) in zip(results, prepared, strict=True)
+        ]
+
+    def _detect_normalized(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         started = time.perf_counter()
         grounded = [i for i, item in enumerate(inputs) if item.grounded]
         scored = self._score_tokens([inputs[i] for i in grounded]) if grounded else []

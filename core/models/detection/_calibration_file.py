@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ..._calibration import (
     CALIBRATION_FORMAT,
     CalibrationFile,
+    check_calibration_detector,
     read_calibration_file,
     resolve_calibration,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "CalibrationFile",
     "answer_evidence",
     "answer_signals",
+    "check_calibration_detector",
     "read_calibration_file",
     "rescore",
     "resolve_calibration",
