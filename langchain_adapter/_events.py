@@ -89,8 +89,9 @@ class _GuardFilter:
     the runs inside it and its enclosing runs are shown (those without their
     ``input``, the unchecked answer); every other run seen so far ran before the check
     and is dropped. Events after the check pass (the enclosing runs still lose their
-    input). A stream that ends before any guard finished shows only the root's events:
-    an answer never checked is never shown.
+    input). The root's events (the caller's input, the final output) pass as they come.
+    A stream that ends before any guard finished shows nothing else: an answer never
+    checked is never shown.
     """
 
     def __init__(self, names: set[str]) -> None:
@@ -125,9 +126,9 @@ class _GuardFilter:
         ):
             self.guards.add(event["run_id"])
             self.enclosing.update(p for p in parents if p != self.root)
-        if self.held is None:
-            shown = self._shown(event, checked=True)
-            return [shown] if shown is not None else []
+        if self.held is None or event["run_id"] == self.root:
+            now = self._shown(event, checked=True)
+            return [now] if now is not None else []
         self.held.append(event)
         if not (event["event"] == "on_chain_end" and event["run_id"] in self.guards):
             return []
@@ -135,10 +136,9 @@ class _GuardFilter:
         shown = (self._shown(e, checked=False) for e in held)
         return [e for e in shown if e is not None]
 
-    def close(self) -> list[StreamEvent]:
-        """What a stream that never finished a guard may show: the root's events."""
-        held, self.held = self.held or [], None
-        return [e for e in held if e["run_id"] == self.root]
+    def close(self) -> None:
+        """Drop what a stream that never finished a guard held: it was never checked."""
+        self.held = None
 
 
 async def guarded_events(
@@ -182,5 +182,5 @@ async def guarded_events(
     async for event in events:
         for shown in keep(event) if keep is not None else [event]:
             yield shown
-    for shown in keep.close() if keep is not None else []:
-        yield shown
+    if keep is not None:
+        keep.close()
