@@ -7,7 +7,6 @@ when it loads (the response map itself is :class:`ResponseCalibration` in
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
@@ -17,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import ConfigError
+from ._json import JSONFormatError, loads_strict
 
 __all__ = [
     "BUNDLED_CALIBRATIONS",
@@ -250,16 +250,9 @@ def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
     except OSError as exc:
         raise ConfigError(f"calibration file {file}: cannot read it: {exc.strerror}") from None
     try:
-        data = json.loads(
-            raw.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates
-        )
-    except UnicodeDecodeError:
-        raise ConfigError(f"calibration file {file}: is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"calibration file {file}: is not valid JSON: {exc.msg} (line {exc.lineno})"
-        ) from None
-    except _JSONContentError as exc:
+        # The one strict reader: duplicate keys, NaN, over-long numbers, bad bytes.
+        data = loads_strict(raw, allow_bom=True)
+    except JSONFormatError as exc:
         raise ConfigError(f"calibration file {file}: {exc}") from None
     try:
         return CalibrationFile.model_validate(data)
@@ -292,25 +285,6 @@ def _read_regular_file(file: Path) -> bytes:
             f"is larger than {MAX_CALIBRATION_BYTES:,} bytes (a calibration file is a few KiB)"
         )
     return raw
-
-
-class _JSONContentError(ValueError):
-    """JSON that parses but that a calibration file may not hold (a constant, a key twice)."""
-
-
-def _no_constants(name: str) -> float:
-    raise _JSONContentError(f"{name} is not a number")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json keeps the last of a repeated key silently: a file holding two values for one
-    # setting is ambiguous, so it is refused.
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _JSONContentError(f"the key {key!r} appears twice in one object")
-        seen[key] = value
-    return seen
 
 
 def _problems(exc: ValidationError) -> str:
