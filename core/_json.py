@@ -15,6 +15,8 @@ import json
 import math
 from typing import Any
 
+from ._errors import InvalidInputError
+
 # Public through the core package: the service, the client and the command line use it.
 __all__ = ["JSONFormatError", "loads_strict"]
 
@@ -24,8 +26,11 @@ MAX_DEPTH = 32
 MAX_INT_DIGITS = 64
 
 
-class JSONFormatError(ValueError):
+class JSONFormatError(InvalidInputError):
     """Text that is not acceptable JSON; the message says why.
+
+    Part of the package's one error hierarchy: an :class:`InvalidInputError` (so a
+    ``TruthLensError`` and a ``ValueError``).
 
     Attributes:
         line: The line of a syntax error (1-based), when there is one.
