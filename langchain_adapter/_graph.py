@@ -39,8 +39,8 @@ from typing_extensions import TypedDict  # LangGraph's state classes use this on
 
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core.engine import (
+    EngineBlocking,
     GuardKwargs,
-    OnBlock,
     TruthLens,
     Verdict,
     engine_from,
@@ -203,7 +203,7 @@ _KNOWN = (
 )
 
 
-class TruthLensGraphGuard:
+class TruthLensGraphGuard(EngineBlocking):
     """A LangGraph guard node and its router (see the module docstring).
 
     The node reads the answer, the context and the question from the state (keys
@@ -265,16 +265,6 @@ class TruthLensGraphGuard:
         self.node: RunnableLambda[Mapping[str, Any], dict[str, Any]] = RunnableLambda(
             self._check, afunc=self._acheck, name="truthlens_guard"
         )
-
-    @property
-    def on_block(self) -> OnBlock:
-        """What a blocked answer becomes (the engine's ``on_block``)."""
-        return self.engine.on_block
-
-    @property
-    def blocked_message(self) -> str:
-        """The text shown in place of a blocked answer (the engine's)."""
-        return self.engine.blocked_message
 
     def route(self, state: Mapping[str, Any]) -> GraphRoute:
         """The router: the route the guard node chose (for ``add_conditional_edges``).

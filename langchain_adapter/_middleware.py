@@ -38,8 +38,8 @@ from langgraph.types import Command
 
 from truthlens_integrations.core import ConfigError, LLMError
 from truthlens_integrations.core.engine import (
+    EngineBlocking,
     GuardKwargs,
-    OnBlock,
     TruthLens,
     Verdict,
     engine_from,
@@ -263,7 +263,7 @@ class _AgentModel(BaseLLM):
         return self._reply(await self._ahandler(self._ask(request.messages)), started)
 
 
-class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
+class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
     """Checks an agent's final answers against its tool results, and acts by policy.
 
     Add it to any LangChain 1.x agent::
@@ -380,16 +380,6 @@ class TruthLensMiddleware(AgentMiddleware[_State, Any, Any]):
         # Hold the tokens back only where the checked text may differ from them.
         self.holds_tokens = bool(problems)
         self._quiet_models: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}
-
-    @property
-    def on_block(self) -> OnBlock:
-        """What a blocked answer becomes (the engine's ``on_block``)."""
-        return self.engine.on_block
-
-    @property
-    def blocked_message(self) -> str:
-        """The text shown in place of a blocked answer (the engine's)."""
-        return self.engine.blocked_message
 
     @property
     def verification_models(self) -> list[BaseChatModel | BaseLLM]:

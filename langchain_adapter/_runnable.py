@@ -38,8 +38,8 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core.engine import (
     POLICY_KNOB_NAMES,
+    EngineBlocking,
     GuardKwargs,
-    OnBlock,
     TruthLens,
     Verdict,
     engine_from,
@@ -275,7 +275,7 @@ def _with_query(value: object, query: str, question_key: str) -> object:
     return query
 
 
-class TruthLensRunnable(RunnableSerializable[Any, Any]):
+class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
     """Guards LLM answers inside LCEL: detect hallucinations, then act by policy.
 
     **Pipe form**: ``rag_chain | TruthLensRunnable(engine=...)``. The input is a dict
@@ -439,16 +439,6 @@ class TruthLensRunnable(RunnableSerializable[Any, Any]):
             context_key=self.context_key,
             question_key=self.question_key,
         )
-
-    @property
-    def on_block(self) -> OnBlock:
-        """What a blocked answer becomes (the engine's ``on_block``)."""
-        return self.engine.on_block
-
-    @property
-    def blocked_message(self) -> str:
-        """The text shown in place of a blocked answer (the engine's)."""
-        return self.engine.blocked_message
 
     def _render(self, parsed: ParsedInput, verdict: Verdict) -> Any:
         return render(

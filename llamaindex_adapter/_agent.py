@@ -38,7 +38,7 @@ from truthlens_integrations.core import (
     ConfigError,
     LLMError,
 )
-from truthlens_integrations.core.engine import GuardKwargs, OnBlock, TruthLens
+from truthlens_integrations.core.engine import EngineBlocking, GuardKwargs, TruthLens
 from truthlens_integrations.core.llm import (
     BaseLLM,
     ChatMessage,
@@ -241,7 +241,7 @@ _OWN_OPTIONS = (
 )
 
 
-class TruthLensFunctionAgent(FunctionAgent):
+class TruthLensFunctionAgent(EngineBlocking, FunctionAgent):
     """A ``FunctionAgent`` that checks its final answers against its tool outputs.
 
     Use it wherever a ``FunctionAgent`` goes, alone or inside an ``AgentWorkflow``::
@@ -312,16 +312,6 @@ class TruthLensFunctionAgent(FunctionAgent):
                 "policy must not change or withhold text (actions header/none, lightweight "
                 "mode, no disclaimer)"
             )
-
-    @property
-    def on_block(self) -> OnBlock:
-        """What a blocked answer becomes (the engine's ``on_block``)."""
-        return self.engine.on_block
-
-    @property
-    def blocked_message(self) -> str:
-        """The text shown in place of a blocked answer (the engine's)."""
-        return self.engine.blocked_message
 
     @property
     def holds_tokens(self) -> bool:

@@ -30,8 +30,8 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.engine import (
+    EngineBlocking,
     GuardKwargs,
-    OnBlock,
     TruthLens,
     Verdict,
     warn_deprecated,
@@ -197,7 +197,7 @@ def _ran(verdict: Verdict | None) -> Verdict:
     return verdict
 
 
-class TruthLensQueryEngine(BaseQueryEngine):
+class TruthLensQueryEngine(EngineBlocking, BaseQueryEngine):
     """Wraps a query engine: its answers are checked against their own source nodes.
 
     Each query runs the inner engine, takes the question from the query bundle and
@@ -319,16 +319,6 @@ class TruthLensQueryEngine(BaseQueryEngine):
         )
         self.context_metadata_mode = context_metadata_mode
         super().__init__(callback_manager or getattr(query_engine, "callback_manager", None))
-
-    @property
-    def on_block(self) -> OnBlock:
-        """What a blocked answer becomes (the engine's ``on_block``)."""
-        return self.engine.on_block
-
-    @property
-    def blocked_message(self) -> str:
-        """The text shown in place of a blocked answer (the engine's)."""
-        return self.engine.blocked_message
 
     # -- prompts ----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ._alignment import align_quantities, extract_quantities
 from ._blocked import (
     DEFAULT_BLOCKED_MESSAGE,
+    EngineBlocking,
     blocked_error,
     shown_text,
     verdict_of,
@@ -64,6 +65,7 @@ __all__ = [
     "VERDICT_FIELDS",
     "ContextFlag",
     "Coverage",
+    "EngineBlocking",
     "EngineKwargs",
     "EngineOptions",
     "Findings",

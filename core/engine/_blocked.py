@@ -8,18 +8,45 @@ gives another) through :func:`shown_text`, and attach the verdict as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import BlockedResponseError
 from ._verdict import Verdict
 
+if TYPE_CHECKING:
+    from ._engine import TruthLens
+    from ._options import OnBlock
+
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
+    "EngineBlocking",
     "blocked_error",
     "shown_text",
     "verdict_of",
     "verdict_payload",
 ]
+
+
+class EngineBlocking:
+    """``on_block`` and ``blocked_message`` of an adapter: its engine's, written once.
+
+    Mixed into every adapter that holds a guard engine as ``engine``; the engine's
+    options own both values.
+    """
+
+    if TYPE_CHECKING:  # declared by the adapter (a field or an attribute), not here
+        engine: TruthLens
+
+    @property
+    def on_block(self) -> OnBlock:
+        """What a blocked answer becomes (the engine's ``on_block``)."""
+        return self.engine.on_block
+
+    @property
+    def blocked_message(self) -> str:
+        """The text shown in place of a blocked answer (the engine's)."""
+        return self.engine.blocked_message
+
 
 #: The text shown in place of a blocked answer unless the caller gives another.
 DEFAULT_BLOCKED_MESSAGE = (
