@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests._scripts import COOKBOOK, offline_env, run_python
 
 EXAMPLES = sorted(p.name for p in COOKBOOK.glob("langchain_*.py"))
@@ -25,6 +27,7 @@ for name in sys.argv[2:]:
 """
 
 
+@pytest.mark.slow  # runs the cookbook scripts in subprocesses
 def test_every_langchain_example_runs_offline() -> None:
     assert EXAMPLES == [
         "langchain_agent_middleware.py",

@@ -7,6 +7,8 @@ in a subprocess whose sockets refuse to connect, so a download attempt would fai
 
 from __future__ import annotations
 
+import pytest
+
 from tests._scripts import COOKBOOK, offline_env, run_python
 
 SCRIPT = COOKBOOK / "llamaindex_query_engine.py"
@@ -24,6 +26,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.slow  # runs the cookbook scripts in subprocesses
 def test_llamaindex_cookbook_runs_offline() -> None:
     env = offline_env(drop=["TRUTHLENS_COOKBOOK_LLM"], HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     result = run_python(RUNNER, str(SCRIPT), env=env)

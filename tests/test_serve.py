@@ -47,7 +47,8 @@ pytest.importorskip("httpx", reason="the serve extra is not installed")
 
 import httpx
 
-pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
+# Ray starts a local cluster: the slow lane (CI runs every lane).
+pytestmark = [pytest.mark.allow_hosts(["127.0.0.1"]), pytest.mark.slow]
 
 HOST = "127.0.0.1"
 CLEAN = "The Eiffel Tower was built between 1887 and 1889 and is 330 meters tall."

@@ -118,6 +118,7 @@ def _demo_model(request: ChatRequest) -> str:
     return CORRECT if "[[" in request.text else WRONG
 
 
+@pytest.mark.slow  # a subprocess that loads every model
 def test_the_demo_runs_against_the_endpoint(vllm: OpenAIServer) -> None:
     vllm.respond(_demo_model)
     env = offline_env(drop=("TRUTHLENS_COOKBOOK_LLM", "TRUTHLENS_LLM_MODEL"))
