@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_evidence import _pct, _sentences, _triple
 
-from lab.training.rule_change import switches
+from lab.training.rule_switches import switches
 from truthlens_integrations.core.models._onnx import _threads
 
 TITLES = {

@@ -209,3 +209,67 @@ def test_adapters_raise_only_the_package_errors(adapter: str) -> None:
         if name not in ours and not (function == "__getattr__" and name == "AttributeError")
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def _module_imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
+    """Every module ``path`` may import, late imports included (``from . import x`` as ``.x``)."""
+    package = module if is_package else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            else:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected parts of two or more modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_in_the_product_or_the_lab() -> None:
+    modules = list(_modules())
+    for path in sorted((ROOT / "lab" / "training").glob("*.py")):
+        name = "lab.training" if path.stem == "__init__" else f"lab.training.{path.stem}"
+        modules.append((path, name, path.stem == "__init__"))
+    packages = {name for _, name, is_package in modules if is_package}
+    files = {name for _, name, is_package in modules if not is_package}
+    graph: dict[str, set[str]] = {}
+    for path, name, is_package in modules:
+        if is_package:
+            continue  # an __init__ assembles its package's public names: not a file's circle
+        graph[name] = set(_module_imports(path, name, is_package)) & files - {name}
+    assert packages and graph
+    assert _cycles(graph) == []

@@ -24,6 +24,7 @@ from ._blocked import (
     verdict_of,
     verdict_payload,
 )
+from ._build import engine_from
 from ._engine import TruthLens
 from ._injection import ContextFlag, find_instructions
 from ._options import (
@@ -35,7 +36,6 @@ from ._options import (
     OnBlock,
     PolicyKnobKwargs,
     PolicyKnobs,
-    engine_from,
     reject_unknown,
     renamed_options,
     split_options,

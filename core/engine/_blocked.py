@@ -8,23 +8,37 @@ gives another) through :func:`shown_text`, and attach the verdict as
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol, cast
 
 from .._errors import BlockedResponseError
 from ._verdict import Verdict
 
-if TYPE_CHECKING:
-    from ._engine import TruthLens
-    from ._options import OnBlock
-
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
     "EngineBlocking",
+    "OnBlock",
     "blocked_error",
     "shown_text",
     "verdict_of",
     "verdict_payload",
 ]
+
+
+#: What a blocked answer becomes: ``"message"`` (shown in its place) or ``"raise"``.
+OnBlock = Literal["message", "raise"]
+
+
+class _BlockingEngine(Protocol):
+    @property
+    def on_block(self) -> OnBlock: ...
+
+    @property
+    def blocked_message(self) -> str: ...
+
+
+class _HasEngine(Protocol):
+    # The adapter declares ``engine`` (a field or an attribute); the mixin only reads it.
+    engine: _BlockingEngine
 
 
 class EngineBlocking:
@@ -34,18 +48,15 @@ class EngineBlocking:
     options own both values.
     """
 
-    if TYPE_CHECKING:  # declared by the adapter (a field or an attribute), not here
-        engine: TruthLens
-
     @property
     def on_block(self) -> OnBlock:
         """What a blocked answer becomes (the engine's ``on_block``)."""
-        return self.engine.on_block
+        return cast("_HasEngine", self).engine.on_block
 
     @property
     def blocked_message(self) -> str:
         """The text shown in place of a blocked answer (the engine's)."""
-        return self.engine.blocked_message
+        return cast("_HasEngine", self).engine.blocked_message
 
 
 #: The text shown in place of a blocked answer unless the caller gives another.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -48,11 +48,8 @@ from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
 from ..policy import Action, DomainClassifier, Mode, Policy
 from ..policy._config import rebuild_policy
-from ._blocked import DEFAULT_BLOCKED_MESSAGE
+from ._blocked import DEFAULT_BLOCKED_MESSAGE, OnBlock
 from ._verdict import Verdict
-
-if TYPE_CHECKING:
-    from ._engine import TruthLens
 
 __all__ = [
     "ENGINE_OPTION_NAMES",
@@ -64,7 +61,6 @@ __all__ = [
     "PolicyKnobKwargs",
     "PolicyKnobs",
     "SplitOptions",
-    "engine_from",
     "kind",
     "parse_engine_options",
     "parse_knobs",
@@ -92,7 +88,6 @@ _NEEDS: dict[str, tuple[str, str]] = {
 }
 
 
-OnBlock = Literal["message", "raise"]
 """What happens to a blocked answer: ``"message"`` shows ``blocked_message`` in its
 place, ``"raise"`` raises :class:`~truthlens_integrations.core.BlockedResponseError`."""
 
@@ -456,35 +451,3 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
     engine = _block_choice(engine, where)  # warns once, here, for a deprecated spelling
     parse_engine_options(engine, where)
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)
-
-
-def engine_from(engine: object, config: object, split: SplitOptions, where: str) -> TruthLens:
-    """The engine an adapter uses: ``engine``, one built from ``config``, or a derived one.
-
-    Args:
-        engine: The engine the caller passed, or ``None``.
-        config: A policy source for a new engine (only without ``engine``).
-        split: The adapter's sorted keyword arguments (see :func:`split_options`).
-        where: The constructor, for messages.
-
-    Returns:
-        ``engine`` itself when no engine option or knob was given; otherwise a copy
-        with them applied (loaded models shared), or a new engine built from
-        ``config`` with them.
-
-    Raises:
-        ConfigError: If both ``engine`` and ``config`` are given.
-        InvalidArgumentError: If ``engine`` is not a ``TruthLens``.
-    """
-    from ._engine import TruthLens
-
-    knobs = split.knobs.model_dump(exclude_none=True)
-    if engine is None:
-        return TruthLens.from_config(config, **knobs, **split.engine)  # type: ignore[arg-type]
-    if not isinstance(engine, TruthLens):
-        raise InvalidArgumentError(f"{where}: engine must be a TruthLens, got {kind(engine)}")
-    if config is not None:
-        raise ConfigError(f"{where}: pass either engine or config, not both")
-    if knobs or split.engine:
-        return engine.derive(**knobs, **split.engine)
-    return engine

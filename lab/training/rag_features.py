@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--rules-before",
         metavar="CANDIDATE",
-        help="cache the tokens of the rules before this lab.training.rule_change candidate "
+        help="cache the tokens of the rules before this lab.training.rule_switches candidate "
         "(it switched off), as its measurement needs once it is in the code",
     )
     args = parser.parse_args(argv)
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     with contextlib.ExitStack() as stack:
         if args.rules_before:
-            from .rule_change import rule_change
+            from .rule_switches import rule_change
 
             stack.enter_context(rule_change(f"off!{args.rules_before}"))
         for dataset in args.dataset:

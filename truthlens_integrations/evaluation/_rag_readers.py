@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import ConfigError, InvalidInputError
-from ._readers import _RAGTRUTH_DATA2TXT_INSTRUCTION, _read_jsonl, _split_passages
+from ._files import _RAGTRUTH_DATA2TXT_INSTRUCTION, _read_jsonl, _split_passages
 from ._records import EvalExample, GoldSpan
 
 __all__ = [

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, get_args
 
 from ..core import ConfigError, InvalidInputError, NLILabel
+from ._files import _RAGTRUTH_DATA2TXT_INSTRUCTION, _read_jsonl, _split_passages
 from ._records import EvalExample, GoldSpan, NLIExample
 
 __all__ = [
@@ -62,7 +63,6 @@ HALUEVAL_HELDOUT_FRACTION = 0.1
 
 _ENV_DATA_DIR = "TRUTHLENS_BENCHDATA"
 _RAGTRUTH_FILE = "ragtruth_subsets/ragtruth_test_subset_with_context.jsonl"
-_PASSAGE_MARK = re.compile(r"passage \d+:")
 _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
                  "ten")  # fmt: skip
 
@@ -76,12 +76,6 @@ _RAGTRUTH_QA_PROMPT = (
     'please reply with: "Unable to answer based on given passages."\noutput:'
 )
 _RAGTRUTH_SUMMARY_PROMPT = "Summarize the following news:\n{text}\noutput:"
-_RAGTRUTH_DATA2TXT_INSTRUCTION = (
-    "Write an objective overview about the following local business based only on the "
-    "provided structured data in the JSON format. You should include details and cover the "
-    "information mentioned in the customers' review. The overview should be 100 - 200 words. "
-    "Don't make up information."
-)
 _RAGTRUTH_DATA2TXT_PROMPT = "Instruction:\n{instruction} Structured data:\n{record}\nOverview:"
 
 # FaithBench's own binarisation (scripts/binarize.py): worst label over annotators;
@@ -141,43 +135,7 @@ def default_data_dir() -> Path:
     )
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise ConfigError(f"data file not found: {path}")
-    rows: list[dict[str, Any]] = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidInputError(
-                    f"{path}:{number} is not UTF-8 text (byte {exc.start + 1} of the line); "
-                    "save the file as UTF-8"
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from None
-            except ValueError:  # Python refuses integers of more than 4,300 digits
-                raise InvalidInputError(
-                    f"{path}:{number} holds a number too long to read (more than 4,300 "
-                    "digits); write long ids as strings"
-                ) from None
-            if not isinstance(row, dict):
-                raise InvalidInputError(f"{path}:{number} is not a JSON object")
-            rows.append(row)
-    return rows
-
-
 # --------------------------------------------------------------------------- RAGTruth
-
-
-def _split_passages(passages: str) -> list[str]:
-    # RAGTruth QA keeps its passages as one string: "passage 1:...\n\npassage 2:...".
-    parts = [p.strip() for p in _PASSAGE_MARK.split(passages)]
-    return [p for p in parts if p]
 
 
 def ragtruth_prompt(task_type: str, source_info: str | dict[str, Any]) -> str:

@@ -72,6 +72,8 @@ from truthlens_integrations.core.engine._conclude import _metadata  # noqa: E402
 from truthlens_integrations.core.engine._verdict import redact_verdict  # noqa: E402
 from truthlens_integrations.core.policy import Policy, PolicySource, load_policy  # noqa: E402
 
+from ._policy import resolved_policy  # noqa: E402
+
 __all__ = ["APP_NAME", "TruthLensService", "build_app", "deployment_options", "service_app"]
 
 logger = logging.getLogger(__name__)
@@ -556,8 +558,6 @@ def service_app(
         The application, with the policy passed to every replica as data (replicas on
         other nodes do not need the policy file).
     """
-    from ._runner import resolved_policy
-
     # Validated like the policy file: a bad override is a ConfigError naming it.
     loaded = resolved_policy(policy, host=host, port=port, **overrides)
     data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)

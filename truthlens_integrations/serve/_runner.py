@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 from truthlens_integrations.core import ServiceError, require
-from truthlens_integrations.core.policy import Policy, PolicySource, load_policy
+from truthlens_integrations.core.policy import Policy, PolicySource
 from truthlens_integrations.core.policy._config import ReplicaKwargs, ServiceKwargs
+
+from ._policy import resolved_policy
 
 __all__ = ["LocalService", "deploy", "start_local"]
 
@@ -66,29 +68,6 @@ class LocalService:
             ray.shutdown()
             if self.temp_dir is not None:
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-
-def resolved_policy(
-    policy: PolicySource,
-    *,
-    host: str | None = None,
-    port: int | None = None,
-    **overrides: Unpack[ServiceKwargs],
-) -> Policy:
-    """The policy with ``host``, ``port`` and other ``service`` fields replaced, validated.
-
-    Raises:
-        ConfigError: For an unknown field or a bad value (``replicas=0``,
-            ``port=70000``), naming it; raised before anything starts.
-    """
-    loaded = load_policy(policy)
-    fields = {"host": host, "port": port, **overrides}
-    fields = {key: value for key, value in fields.items() if value is not None}
-    if not fields:
-        return loaded
-    data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    data["service"] = {**data.get("service", {}), **fields}
-    return load_policy(data)
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -1,0 +1,37 @@
+"""The service's policy: the file with its ``service`` fields replaced, validated.
+
+Apart from the application (``_app``, which needs Ray) and the runner (``_runner``), which
+both read it: a bad option is refused before anything starts.
+"""
+
+from __future__ import annotations
+
+from typing import Unpack
+
+from truthlens_integrations.core.policy import Policy, PolicySource, load_policy
+from truthlens_integrations.core.policy._config import ServiceKwargs
+
+__all__ = ["resolved_policy"]
+
+
+def resolved_policy(
+    policy: PolicySource,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    **overrides: Unpack[ServiceKwargs],
+) -> Policy:
+    """The policy with ``host``, ``port`` and other ``service`` fields replaced, validated.
+
+    Raises:
+        ConfigError: For an unknown field or a bad value (``replicas=0``,
+            ``port=70000``), naming it; raised before anything starts.
+    """
+    loaded = load_policy(policy)
+    fields = {"host": host, "port": port, **overrides}
+    fields = {key: value for key, value in fields.items() if value is not None}
+    if not fields:
+        return loaded
+    data = loaded.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    data["service"] = {**data.get("service", {}), **fields}
+    return load_policy(data)
