@@ -47,7 +47,6 @@ from ..mitigation import MitigationOptions
 from ..models import Detector, FactCheckClassifier, NLIExplainer
 from ..observability import Metrics, Tracer
 from ..policy import Action, DomainClassifier, Mode, Policy
-from ..policy._config import rebuild_policy
 from ._blocked import DEFAULT_BLOCKED_MESSAGE, OnBlock
 from ._verdict import Verdict
 
@@ -273,7 +272,7 @@ class PolicyKnobs(BaseModel):
         for decision in data.get("decisions", ()):
             for entry in decision.get("plugins", ()):
                 entry.setdefault("configuration", {}).update(plugin)
-        return rebuild_policy(data, source=policy)
+        return policy.rebuilt(data)
 
 
 class EngineKwargs(TypedDict, total=False):
