@@ -45,6 +45,7 @@ RESPONSE_COEFFICIENTS = (
     "flagged_tokens",
     "number_conflicts",
     "negation_conflicts",
+    "claim",
     "rule_floor",
     "rule_sentence_floor",
     "bias",
@@ -115,6 +116,13 @@ def _check_map(entry: dict[str, Any], where: str = "response_calibration") -> No
     unknown = set(entry) - _COEFFICIENTS - {"fitted_on", "long_answers"}
     if unknown:
         raise ValueError(f"response_calibration: unknown key(s) {sorted(unknown)}")
+    if "claim" in entry:
+        # The claim check runs inside the detector that owns it; a route's file re-scores
+        # the detector's result and has no claim check to read.
+        raise ValueError(
+            "response_calibration: 'claim' belongs to a detector folder's own map, not to a "
+            "calibration file"
+        )
     for key in _REQUIRED:
         if key not in entry:
             raise ValueError(f"response_calibration: missing {key!r}")

@@ -8,6 +8,7 @@ ones it was measured with, and every other module reads text the same way.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = [
     "COMPOUND_WORD",
@@ -17,6 +18,7 @@ __all__ = [
     "STOP_WORDS",
     "WORD",
     "content_words",
+    "select_premise",
     "split_sentences",
     "words",
 ]
@@ -89,3 +91,32 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         if b > a:
             out.append((a, b))
     return out
+
+
+def select_premise(context: Sequence[str], hypothesis: str, *, top_k: int = 2) -> str:
+    """The context sentences sharing the most words with ``hypothesis``, in context order.
+
+    Word overlap is cheap and needs no model; it keeps the premise inside the NLI
+    model's window while keeping the sentences that talk about the same things.
+
+    Args:
+        context: Grounding passages.
+        hypothesis: The span's answer sentence.
+        top_k: Sentences to keep.
+
+    Returns:
+        The selected sentences joined by spaces; the whole first passage when no
+        sentence shares a word (NLI then judges against some real context).
+    """
+    target = set(words(hypothesis))
+    scored: list[tuple[int, int, str]] = []
+    order = 0
+    for passage in context:
+        for s, e in split_sentences(passage):
+            sentence = passage[s:e].strip()
+            scored.append((len(target.intersection(words(sentence))), order, sentence))
+            order += 1
+    best = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))[:top_k]
+    if not best:
+        return context[0].strip() if context else ""
+    return " ".join(sentence for _, _, sentence in sorted(best, key=lambda x: x[1]))

@@ -32,7 +32,7 @@ from torch import nn
 
 from truthlens_integrations.core.models import encoder_fingerprint
 
-from . import data, nli_real
+from . import claims, data, nli_real
 from .model import SequenceHead
 from .train import OUT_DIR as DETECTOR_DIR
 from .train import Stream, encode_pairs, pad, start_run
@@ -76,6 +76,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=float,
         default=1.0,
         help="share of the existing mix (SNLI dev, SICK, CLIMATE-FEVER, synthetic) to train on",
+    )
+    p.add_argument(
+        "--curriculum-per-task",
+        type=int,
+        default=0,
+        help="add this many curriculum_nli train pairs per task (lab.training.claims; 0: none)",
+    )
+    p.add_argument(
+        "--faithjudge-repeat",
+        type=int,
+        default=0,
+        help="add FaithJudge train-source sentence pairs (lab.training.claims) N times per pass",
     )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     p.add_argument("--out", type=Path, default=OUT_DIR)
@@ -177,6 +189,18 @@ def main(argv: list[str] | None = None) -> None:
             real_train, heldout_real = real_train[:100], heldout_real[:50]
         train += real_train * args.real_repeat
         heldout += heldout_real
+
+    if args.curriculum_per_task:
+        train += claims.curriculum_examples(random.Random(args.seed), args.curriculum_per_task)
+    if args.faithjudge_repeat:
+        fj_train, fj_held = claims.faithjudge_examples(random.Random(args.seed))
+        # the judge-inconsistent sentences are rare: they count twice in each repeat
+        fj_train += [e for e in fj_train if e.label != 0]
+        train += fj_train * args.faithjudge_repeat
+        heldout += fj_held
+        heldout_real += fj_held
+    if args.quick:
+        train = train[:600]
 
     def enc(xs: list[data.NLIExample]) -> list[dict[str, Any]]:
         pairs: list[tuple[str, str | None]] = [(e.premise, e.hypothesis) for e in xs]

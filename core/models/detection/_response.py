@@ -17,6 +17,7 @@ and the number of its content words that occur nowhere in the grounding::
                     + number_conflicts * log(1 + numbers the unit rule finds in conflict)
                     + negation_conflicts * log(1 + sentences the negation rule finds
                                                in conflict)
+                    + claim * max over checked sentences of logit(P(not entailed))
                     + bias)
 
 and, with ``rule_floor`` set, at least ``rule_floor`` for an answer either rule finds in
@@ -39,6 +40,11 @@ fitted on held-out train-role data, single answers and multi-part answers alike,
 stored in the model folder's
 ``config.json`` as ``truthlens.response_calibration``. Token probabilities and spans are
 not changed: only the response score is.
+
+The ``claim`` term is the claim check (``_claims``): an entailment model reads each answer
+sentence against the context sentences sharing the most words with it, and the least
+supported sentence's logit of *not entailed* enters the map. It reads meaning where the
+other terms read words (a flipped negation, swapped roles, a restated number).
 """
 
 from __future__ import annotations
@@ -78,12 +84,19 @@ _OPTIONAL = frozenset(
         "flagged_tokens",
         "number_conflicts",
         "negation_conflicts",
+        "claim",
         "rule_floor",
         "rule_sentence_floor",
     }
 )
 # Terms written only when set, so folders written before them stay byte-identical.
-_WRITTEN_IF_SET = ("absent_numbers", "flagged_tokens", "number_conflicts", "negation_conflicts")
+_WRITTEN_IF_SET = (
+    "absent_numbers",
+    "flagged_tokens",
+    "number_conflicts",
+    "negation_conflicts",
+    "claim",
+)
 _ENTRY_KEYS = frozenset(
     {*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features", "long_answers"}
 )
@@ -108,6 +121,9 @@ class ResponseSignals:
     flagged_tokens: int = 0
     number_conflicts: int = 0
     negation_conflicts: int = 0
+    claim: float = 0.0
+    """The largest logit of *not entailed* over the checked sentences (``_claims``); 0
+    when the map does not read the claim check or no sentence was checked."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,7 @@ class ResponseCalibration:
     flagged_tokens: float = 0.0
     number_conflicts: float = 0.0
     negation_conflicts: float = 0.0
+    claim: float = 0.0
     rule_floor: float = 0.0
     rule_sentence_floor: float = 0.0
     long_answers: ResponseCalibration | None = None
@@ -164,6 +181,11 @@ class ResponseCalibration:
             m.absent_words != 0.0 or m.sentence_peak != 0.0 or m.absent_numbers != 0.0
             for m in self._maps()
         )
+
+    @property
+    def reads_claims(self) -> bool:
+        """Whether the map needs the claim check's reading of each sentence (``_claims``)."""
+        return any(m.claim != 0.0 for m in self._maps())
 
     @property
     def reads_rules(self) -> bool:
@@ -206,6 +228,7 @@ class ResponseCalibration:
             + self.flagged_tokens * math.log1p(max(signals.flagged_tokens, 0))
             + self.number_conflicts * math.log1p(max(signals.number_conflicts, 0))
             + self.negation_conflicts * math.log1p(max(signals.negation_conflicts, 0))
+            + self.claim * signals.claim
             + self.bias
         )
         return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
@@ -329,6 +352,7 @@ def response_signals(
     absent_numbers: int = 0,
     token_threshold: float = 0.5,
     rule_conflicts: tuple[int, int] = (0, 0),
+    claims: Sequence[tuple[int, float]] = (),
 ) -> ResponseSignals:
     """The :class:`ResponseSignals` of an answer from its scored tokens and absent words.
 
@@ -340,6 +364,8 @@ def response_signals(
         token_threshold: A token at or above this probability counts as flagged.
         rule_conflicts: The unit and negation rules' conflict counts
             (``_adjust.rule_conflicts``).
+        claims: The claim check's ``(sentence start, logit of not entailed)`` per checked
+            sentence (``_claims.claim_logits``); the largest is the answer's.
     """
     tokens = _by_word(answer, tokens)
     return ResponseSignals(
@@ -351,6 +377,7 @@ def response_signals(
         flagged_tokens=sum(1 for t in tokens if t.probability >= token_threshold),
         number_conflicts=rule_conflicts[0],
         negation_conflicts=rule_conflicts[1],
+        claim=max((logit for _, logit in claims), default=0.0),
     )
 
 
@@ -382,6 +409,7 @@ def sentence_signals(
     *,
     token_threshold: float = 0.5,
     conflicts: tuple[Sequence[int], Sequence[int]] = ((), ()),
+    claims: Sequence[tuple[int, float]] = (),
 ) -> list[tuple[tuple[int, int], ResponseSignals]]:
     """Each sentence of the answer with its :class:`ResponseSignals` read as if it were alone.
 
@@ -397,6 +425,7 @@ def sentence_signals(
         token_threshold: A token at or above this probability counts as flagged.
         conflicts: Where the unit and negation rules find a conflict
             (``_adjust.conflict_marks``).
+        claims: The claim check's reading per checked sentence (``_claims.claim_logits``).
     """
     numbers, negations = conflicts
     tokens = _by_word(answer, tokens)
@@ -414,6 +443,7 @@ def sentence_signals(
             flagged_tokens=sum(1 for p in inside if p >= token_threshold),
             number_conflicts=sum(1 for at in numbers if start <= at < end),
             negation_conflicts=int(any(start <= at < end for at in negations)),
+            claim=max((logit for at, logit in claims if start <= at < end), default=0.0),
         )
         out.append(((start, end), signals))
     return out
@@ -427,6 +457,7 @@ def calibrated_score(
     *,
     token_threshold: float,
     conflicts: tuple[Sequence[int], Sequence[int]] = ((), ()),
+    claims: Sequence[tuple[int, float]] = (),
 ) -> float:
     """The map's score of an answer, with its sentence floor when the map has one.
 
@@ -438,6 +469,8 @@ def calibrated_score(
         token_threshold: A token at or above this probability counts as flagged.
         conflicts: Where the unit and negation rules find a conflict
             (``_adjust.conflict_marks``; empty for a map that does not read the rules).
+        claims: The claim check's reading per checked sentence (``_claims.claim_logits``;
+            empty for a map that does not read it).
     """
     signals = response_signals(
         answer,
@@ -446,11 +479,17 @@ def calibrated_score(
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
         rule_conflicts=count_conflicts(answer, conflicts),
+        claims=claims,
     )
     score = response.score(signals)
     if response.rule_sentence_floor > 0 and any(conflicts):
         for _, alone in sentence_signals(
-            answer, tokens, absent, token_threshold=token_threshold, conflicts=conflicts
+            answer,
+            tokens,
+            absent,
+            token_threshold=token_threshold,
+            conflicts=conflicts,
+            claims=claims,
         ):
             if alone.number_conflicts > 0 or alone.negation_conflicts > 0:
                 score = max(score, response.score(alone))

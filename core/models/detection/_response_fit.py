@@ -23,9 +23,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SIGNALS", "SIGNALS", "fit_response_map", "signal_matrix", "threshold_for"]
 
-# Every coefficient but the ones that are not fitted against a signal column.
+# Every coefficient but the ones that are not fitted against a signal column. The claim
+# term is a detector folder's own (a calibration file cannot carry it), so no fit reads it.
 SIGNALS: tuple[str, ...] = tuple(
-    c for c in RESPONSE_COEFFICIENTS if c not in ("rule_floor", "rule_sentence_floor", "bias")
+    c
+    for c in RESPONSE_COEFFICIENTS
+    if c not in ("rule_floor", "rule_sentence_floor", "bias", "claim")
 )
 """The map's coefficient names, in :func:`signal_matrix`'s column order."""
 

@@ -6,11 +6,12 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._errors import ContextTooLongError
+from ..._errors import ContextTooLongError, ModelLoadError
 from ..._text import words
 from ..._types import (
     Coverage,
@@ -22,6 +23,7 @@ from ..._types import (
 from .._loading import LoadedModel, load_token_classifier
 from ._adjust import conflict_marks
 from ._base import BaseDetector, TokenScoring
+from ._claims import ClaimCheck, claim_logits
 from ._lexical import absent_words
 from ._prompt import format_prompt
 from ._response import _logit, calibrated_score, read_response_calibration
@@ -148,6 +150,7 @@ class TransformerDetector(BaseDetector):
         )
         # Read before the base class checks that ``aggregation="calibrated"`` can be met.
         self._response = read_response_calibration(self._loaded.config)
+        self._claim_check = self._load_claim_check(model, device, dtype, backend)
         super().__init__(model_id=model_id or os.fspath(model), config=config)
         window = self.config.max_length or self._loaded.max_length
         self._window = min(window, self._loaded.max_length)
@@ -163,6 +166,30 @@ class TransformerDetector(BaseDetector):
 
     def _calibrates_responses(self) -> bool:
         return self._response is not None
+
+    def _load_claim_check(
+        self,
+        model: str | os.PathLike[str],
+        device: str | torch.device | None,
+        dtype: str | torch.dtype | None,
+        backend: str,
+    ) -> ClaimCheck | None:
+        """The entailment model the response map reads, from the same folder (or none).
+
+        A map with a ``claim`` term was fitted with the NLI branch of this folder's
+        encoder (the bundled layout): it is loaded once, sharing the encoder.
+        """
+        if self._response is None or not self._response.reads_claims:
+            return None
+        from ..nli import BundledNLI
+
+        folder = Path(model)
+        if not (folder / "heads.safetensors").is_file():
+            raise ModelLoadError(
+                f"the response calibration of {folder} reads the claim check, which needs "
+                "the bundled layout (heads.safetensors and an NLI branch) beside the model"
+            )
+        return BundledNLI(path=folder, device=device, dtype=dtype, backend=backend)
 
     def _response_score(
         self, item: DetectionInput, tokens: Sequence[TokenScore], spans: Sequence[HallucinationSpan]
@@ -180,6 +207,9 @@ class TransformerDetector(BaseDetector):
             conflicts=conflict_marks(item.answer, item.context)
             if response.reads_rules
             else ((), ()),
+            claims=claim_logits(self._claim_check, item.answer, item.context)
+            if self._claim_check is not None
+            else (),
         )
 
     def _absent_word_starts(self, item: DetectionInput) -> list[int]:

@@ -140,6 +140,17 @@ class BundledNLI:
             )
         return out
 
+    def not_entailed(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """``1 - P(entailment)`` of each pair: the claim check the response map reads.
+
+        Args:
+            pairs: ``(premise, hypothesis)`` pairs.
+
+        Raises:
+            InvalidInputError: If a pair is not two non-empty strings.
+        """
+        return [1.0 - p.probabilities["entailment"] for p in self.predict(pairs)]
+
 
 class BundledNLIAdapter(BundledNLI):
     """The bundled NLI model behind :class:`NLIExplainer` (``explain`` over ``predict``).

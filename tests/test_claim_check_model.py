@@ -1,0 +1,120 @@
+"""The kinds of cases a new user tried (issue 41), on the real bundled detector.
+
+Negation flips, swapped roles and wrongly restated numbers must be flagged; the correct
+restatements beside them must pass. The shipped default still misses five of the twelve;
+those are marked ``xfail(strict=True)`` with the score it gives them, so a detector that
+gets one right turns its mark into a failure that asks for the mark to go. The claim
+check trained for them (``lab/records/claim_check``) did not pass its selection rule.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from truthlens_integrations.core.models import load_detector
+
+pytestmark = pytest.mark.slow
+
+REFUNDS = "Returns are accepted within 30 days of delivery. Shipping fees are not refundable."
+X200 = (
+    "The X200 laptop weighs 1.3 kg. Its display is 14-inch, non-touch, with a 2560x1600 "
+    "resolution. Battery life is rated at 12 hours."
+)
+PRIZES = (
+    "Marie Curie received the Nobel Prize in Physics in 1903, shared with Pierre Curie and "
+    "Henri Becquerel. She received the Nobel Prize in Chemistry in 1911 for the discovery of "
+    "polonium and radium."
+)
+LOVELACE = (
+    "Ada Lovelace published notes on Charles Babbage's Analytical Engine in 1843. Her notes "
+    "include what is regarded as the first published algorithm for a machine."
+)
+SPEED = "The new compiler gives an average speed-up of 1.25x on the benchmark suite."
+EIFFEL = "The Eiffel Tower was built from 1887 to 1889 and is 330 metres tall."
+
+WRONG = [
+    pytest.param(
+        REFUNDS,
+        "Yes, and the shipping fees are refunded too.",
+        id="negation-refund",
+        marks=pytest.mark.xfail(
+            strict=True, reason="issue 41 open: a negation flip still passes (0.28)"
+        ),
+    ),
+    pytest.param(
+        X200,
+        "Yes, the X200 has a 14-inch touchscreen display.",
+        id="negation-touch",
+        marks=pytest.mark.xfail(
+            strict=True, reason="issue 41 open: a negation flip still passes (0.33)"
+        ),
+    ),
+    pytest.param(
+        PRIZES,
+        "Marie Curie won the Nobel Prize in Chemistry in 1903 and the Nobel Prize in Physics "
+        "in 1911.",
+        id="swapped-prizes",
+        marks=pytest.mark.xfail(
+            strict=True, reason="issue 41 open: swapped years still pass (0.15)"
+        ),
+    ),
+    pytest.param(
+        LOVELACE,
+        "Charles Babbage published notes on Ada Lovelace's Analytical Engine in 1843.",
+        id="swapped-roles",
+        marks=pytest.mark.xfail(
+            strict=True, reason="issue 41 open: swapped roles still pass (0.07)"
+        ),
+    ),
+    pytest.param(
+        SPEED, "The new compiler is about 1.6 times as fast on average.", id="wrong-ratio"
+    ),
+    pytest.param(EIFFEL, "The Eiffel Tower was built in 1950.", id="wrong-year"),
+]
+RIGHT = [
+    pytest.param(
+        REFUNDS,
+        "Returns are accepted within 30 days, but shipping fees are not refunded.",
+        id="refund",
+    ),
+    pytest.param(X200, "No, the X200's 14-inch display is not a touchscreen.", id="not-touch"),
+    pytest.param(
+        PRIZES,
+        "Marie Curie won the Physics prize in 1903 and the Chemistry prize in 1911.",
+        id="prizes",
+    ),
+    pytest.param(
+        LOVELACE,
+        "Ada Lovelace published notes on Babbage's Analytical Engine in 1843.",
+        id="roles",
+    ),
+    pytest.param(
+        SPEED,
+        "The new compiler is about 1.25 times as fast on average.",
+        id="ratio",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="issue 41 open: a correct restatement of 1.25x is still flagged (0.72)",
+        ),
+    ),
+    pytest.param(
+        EIFFEL, "It was built between 1887 and 1889 and stands 330 metres tall.", id="year"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def detector():  # type: ignore[no-untyped-def]
+    return load_detector()
+
+
+@pytest.mark.parametrize(("context", "answer"), WRONG)
+def test_a_wrong_claim_is_flagged(detector, context: str, answer: str) -> None:  # type: ignore[no-untyped-def]
+    result = detector.detect(context=[context], question=None, answer=answer)
+    assert result.detected, f"{answer!r} passed with {result.score:.2f}"
+
+
+@pytest.mark.parametrize(("context", "answer"), RIGHT)
+def test_a_correct_restatement_passes(detector, context: str, answer: str) -> None:  # type: ignore[no-untyped-def]
+    result = detector.detect(context=[context], question=None, answer=answer)
+    assert not result.detected, f"{answer!r} flagged with {result.score:.2f}"
