@@ -32,75 +32,64 @@ LOVELACE = (
 SPEED = "The new compiler gives an average speed-up of 1.25x on the benchmark suite."
 EIFFEL = "The Eiffel Tower was built from 1887 to 1889 and is 330 metres tall."
 
-WRONG = [
-    pytest.param(
+#: (case, context, a wrong answer, a correct restatement), each a claim about the context.
+CASES = [
+    (
+        "refund",
         REFUNDS,
         "Yes, and the shipping fees are refunded too.",
-        id="negation-refund",
-        marks=pytest.mark.xfail(
-            strict=True, reason="issue 41 open: a negation flip still passes (0.28)"
-        ),
+        "Returns are accepted within 30 days, but shipping fees are not refunded.",
     ),
-    pytest.param(
+    (
+        "touch",
         X200,
         "Yes, the X200 has a 14-inch touchscreen display.",
-        id="negation-touch",
-        marks=pytest.mark.xfail(
-            strict=True, reason="issue 41 open: a negation flip still passes (0.33)"
-        ),
+        "No, the X200's 14-inch display is not a touchscreen.",
     ),
-    pytest.param(
+    (
+        "prizes",
         PRIZES,
         "Marie Curie won the Nobel Prize in Chemistry in 1903 and the Nobel Prize in Physics "
         "in 1911.",
-        id="swapped-prizes",
-        marks=pytest.mark.xfail(
-            strict=True, reason="issue 41 open: swapped years still pass (0.15)"
-        ),
+        "Marie Curie won the Physics prize in 1903 and the Chemistry prize in 1911.",
     ),
-    pytest.param(
+    (
+        "roles",
         LOVELACE,
         "Charles Babbage published notes on Ada Lovelace's Analytical Engine in 1843.",
-        id="swapped-roles",
-        marks=pytest.mark.xfail(
-            strict=True, reason="issue 41 open: swapped roles still pass (0.07)"
-        ),
-    ),
-    pytest.param(
-        SPEED, "The new compiler is about 1.6 times as fast on average.", id="wrong-ratio"
-    ),
-    pytest.param(EIFFEL, "The Eiffel Tower was built in 1950.", id="wrong-year"),
-]
-RIGHT = [
-    pytest.param(
-        REFUNDS,
-        "Returns are accepted within 30 days, but shipping fees are not refunded.",
-        id="refund",
-    ),
-    pytest.param(X200, "No, the X200's 14-inch display is not a touchscreen.", id="not-touch"),
-    pytest.param(
-        PRIZES,
-        "Marie Curie won the Physics prize in 1903 and the Chemistry prize in 1911.",
-        id="prizes",
-    ),
-    pytest.param(
-        LOVELACE,
         "Ada Lovelace published notes on Babbage's Analytical Engine in 1843.",
-        id="roles",
     ),
-    pytest.param(
+    (
+        "ratio",
         SPEED,
+        "The new compiler is about 1.6 times as fast on average.",
         "The new compiler is about 1.25 times as fast on average.",
-        id="ratio",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="issue 41 open: a correct restatement of 1.25x is still flagged (0.72)",
-        ),
     ),
-    pytest.param(
-        EIFFEL, "It was built between 1887 and 1889 and stands 330 metres tall.", id="year"
+    (
+        "year",
+        EIFFEL,
+        "The Eiffel Tower was built in 1950.",
+        "It was built between 1887 and 1889 and stands 330 metres tall.",
     ),
 ]
+#: What the shipped default still gets wrong, with the score it gives (issue 41 is open).
+KNOWN_FAILURES = {
+    ("wrong", "refund"): "a negation flip passes (0.28)",
+    ("wrong", "touch"): "a negation flip passes (0.33)",
+    ("wrong", "prizes"): "swapped years pass (0.15)",
+    ("wrong", "roles"): "swapped roles pass (0.07)",
+    ("right", "ratio"): "a correct restatement of 1.25x is flagged (0.72)",
+}
+
+
+def _params(kind: str) -> list[object]:
+    out = []
+    for case, context, wrong, right in CASES:
+        why = KNOWN_FAILURES.get((kind, case))
+        marks = [pytest.mark.xfail(strict=True, reason=f"issue 41: {why}")] if why else []
+        answer = wrong if kind == "wrong" else right
+        out.append(pytest.param(context, answer, id=f"{kind}-{case}", marks=marks))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +97,13 @@ def detector():  # type: ignore[no-untyped-def]
     return load_detector()
 
 
-@pytest.mark.parametrize(("context", "answer"), WRONG)
+@pytest.mark.parametrize(("context", "answer"), _params("wrong"))
 def test_a_wrong_claim_is_flagged(detector, context: str, answer: str) -> None:  # type: ignore[no-untyped-def]
     result = detector.detect(context=[context], question=None, answer=answer)
     assert result.detected, f"{answer!r} passed with {result.score:.2f}"
 
 
-@pytest.mark.parametrize(("context", "answer"), RIGHT)
+@pytest.mark.parametrize(("context", "answer"), _params("right"))
 def test_a_correct_restatement_passes(detector, context: str, answer: str) -> None:  # type: ignore[no-untyped-def]
     result = detector.detect(context=[context], question=None, answer=answer)
     assert not result.detected, f"{answer!r} flagged with {result.score:.2f}"
