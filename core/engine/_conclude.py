@@ -24,7 +24,7 @@ from ..policy import Action, ResolvedSettings
 from ._options import EngineOptions
 from ._stages import Item, is_flagged
 from ._verdict import (
-    Coverage,
+    CheckReport,
     Findings,
     MitigationReport,
     NotCheckedReason,
@@ -157,7 +157,7 @@ def _findings(it: Item, shown: _Answer, settings: ResolvedSettings) -> Findings:
     )
 
 
-def _coverage(it: Item, settings: ResolvedSettings) -> Coverage:
+def _coverage(it: Item, settings: ResolvedSettings) -> CheckReport:
     """Whether and against what the answer was checked."""
     reason = not_checked(it)
     # A factual prompt without grounding, or grounding the detector could not
@@ -165,7 +165,7 @@ def _coverage(it: Item, settings: ResolvedSettings) -> Coverage:
     unverified = settings.enabled and (
         (it.factual and reason == "no_grounding") or reason == "unverifiable"
     )
-    return Coverage(
+    return CheckReport(
         fact_check_needed=it.factual,
         fact_check_confidence=it.fact_check[1] if it.data.question is not None else None,
         unverified=bool(unverified),

@@ -32,7 +32,7 @@ __all__ = [
     "REDACTED",
     "SEVERITY",
     "VERDICT_FIELDS",
-    "Coverage",
+    "CheckReport",
     "Findings",
     "MitigationReport",
     "NotCheckedReason",
@@ -90,8 +90,11 @@ class Findings(_Part):
     detection: DetectionResult | None = None
 
 
-class Coverage(_Part):
-    """Whether the answer could be checked, and against what.
+class CheckReport(_Part):
+    """Whether the answer could be checked, and against what (the verdict's ``coverage`` group).
+
+    Not the detector's :class:`~truthlens_integrations.core.Coverage` (what part of the
+    input the model scored); this one says whether the guard checked the answer at all.
 
     Attributes:
         fact_check_needed: The prompt classifier's verdict after its threshold.
@@ -165,7 +168,7 @@ class MitigationReport(_Part):
 #: The verdict's groups: field name on :class:`Verdict` and model.
 _GROUPS: dict[str, type[_Part]] = {
     "findings": Findings,
-    "coverage": Coverage,
+    "coverage": CheckReport,
     "mitigation": MitigationReport,
 }
 
@@ -266,7 +269,7 @@ class Verdict(BaseModel, _FlatFields):
     ``action`` and the metadata describe the FINAL answer (the one to show); the
     original stays in ``original_answer`` / ``original_score`` and ``history[0]``.
 
-    The fields come in three groups (:class:`Findings`, :class:`Coverage`,
+    The fields come in three groups (:class:`Findings`, :class:`CheckReport`,
     :class:`MitigationReport`); each of their fields is also readable flat
     (``verdict.score`` is ``verdict.findings.score``). A verdict is built and
     serialised flat: ``Verdict(score=..., threshold=...)`` and
@@ -306,7 +309,7 @@ class Verdict(BaseModel, _FlatFields):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     findings: Findings
-    coverage: Coverage
+    coverage: CheckReport
     mitigation: MitigationReport = Field(default_factory=MitigationReport)
     decision: Decision
     mode: Mode
