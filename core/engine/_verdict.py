@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._decision import NotCheckedReason
 from .._types import Decision, DetectionResult, HallucinationSpan
 from ..mitigation import (
     AnswerDiff,
@@ -43,13 +44,6 @@ __all__ = [
 
 #: What replaces hallucinated text in a redacted verdict.
 REDACTED = "[redacted]"
-
-NotCheckedReason = Literal["disabled", "non_factual", "no_grounding", "unverifiable"]
-"""Why an answer was not checked: detection is off for the route (``disabled``), the
-policy skips non-factual prompts and the classifier found this one non-factual
-(``non_factual``), there was no usable grounding (``no_grounding``, also when every
-passage carried instructions), or the detector could not read the input
-(``unverifiable``)."""
 
 #: Severity of a kept span by its NLI label (HaluGate): a contradiction is worse than
 #: a claim the context neither supports nor refutes. An entailment the NLI model is

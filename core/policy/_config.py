@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from .._calibration import CalibrationFile, check_calibration_detector, read_calibration_file
+from .._decision import Action, route_threshold, unverified_action
 from .._errors import ConfigError
 from .._limits import (
     MAX_ANSWER_CHARS,
@@ -69,7 +70,6 @@ __all__ = [
 ]
 
 Mode = Literal["lightweight", "standard", "premium"]
-Action = Literal["header", "body", "block", "none"]
 Operator = Literal["AND", "OR"]
 Precision = Literal["auto", "float32", "bfloat16", "float16", "int8"]
 Backend = Literal["auto", "torch", "onnx"]
@@ -783,7 +783,9 @@ class Policy(_Strict):
             mode: Use this mode instead of the configured one (adaptive selection).
 
         Returns:
-            The decision's plugin values where set, the global block's otherwise.
+            The decision's plugin values where set, the global block's otherwise; the
+            threshold and the unverified action by the decision rules of
+            ``core/_decision.py`` (:func:`route_threshold`, :func:`unverified_action`).
 
         Raises:
             KeyError: If the decision does not exist.
@@ -801,10 +803,9 @@ class Policy(_Strict):
             iterations = 0
         action = p.hallucination_action or g.hallucination_action
         calibration = p.calibration_file
-        if p.threshold is not None:
-            threshold = p.threshold
-        else:
-            threshold = calibration.threshold if calibration is not None else g.threshold
+        threshold = route_threshold(
+            p.threshold, calibration.threshold if calibration is not None else None, g.threshold
+        )
         return ResolvedSettings(
             enabled=g.enabled if p.enabled is None else p.enabled,
             mode=chosen,
@@ -815,7 +816,9 @@ class Policy(_Strict):
             require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),
             use_nli=_pick(p.use_nli, g.use_nli),
             hallucination_action=action,
-            unverified_factual_action=_unverified_action(p, g, action),
+            unverified_factual_action=unverified_action(
+                p.unverified_factual_action, g.unverified_factual_action, action
+            ),
             include_hallucination_details=_pick(
                 p.include_hallucination_details, g.include_hallucination_details
             ),
@@ -828,21 +831,6 @@ class Policy(_Strict):
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
         )
-
-
-def _unverified_action(
-    plugin: PluginConfiguration, settings: HallucinationSettings, action: Action
-) -> Action:
-    """The action for an answer that could not be checked.
-
-    Set explicitly (on the decision, then globally) it holds; unset, it follows a
-    ``block`` hallucination action, because an answer nobody could check must not be
-    shown where a wrong one would be withheld ("not checked is never clean").
-    """
-    chosen = plugin.unverified_factual_action or settings.unverified_factual_action
-    if chosen is not None:
-        return chosen
-    return "block" if action == "block" else "header"
 
 
 def _pick(value: bool | None, fallback: bool) -> bool:
