@@ -66,7 +66,7 @@ def test_the_route_scores_with_its_file_and_threshold(detector: Detector, tmp_pa
     assert flagged.detected
     assert flagged.score == pytest.approx(_expected(detector, 3.0), rel=1e-4)
     # the route's own threshold wins over the file's
-    own = make(detector, _policy(_calibration(tmp_path, 3.0, model=model), threshold=0.99))
+    own = make(detector, _policy(_calibration(tmp_path, 3.0, model=model), response_threshold=0.99))
     assert (
         own.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER).threshold
         == 0.99

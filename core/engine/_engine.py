@@ -126,8 +126,10 @@ class TruthLens:
         self._load_lock = threading.Lock()
         self.router = Router(policy, domain_classifier=opts.domain_classifier)
         self._calibrations = route_calibrations(policy)  # each route's map, read once
-        self.fact_check_threshold = policy.hallucination_mitigation.fact_check_model.threshold
-        self.nli_threshold = policy.hallucination_mitigation.nli_model.threshold
+        self.fact_check_threshold = (
+            policy.hallucination_mitigation.fact_check_model.confidence_threshold
+        )
+        self.nli_threshold = policy.hallucination_mitigation.nli_model.confidence_threshold
 
     @classmethod
     def from_config(

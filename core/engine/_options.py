@@ -245,7 +245,7 @@ class PolicyKnobs(BaseModel):
         if self.mode is not None:
             g["default_mode"] = plugin["mode"] = self.mode
         if self.threshold is not None:
-            g["threshold"] = plugin["threshold"] = self.threshold
+            g["response_threshold"] = plugin["response_threshold"] = self.threshold
         if self.action is not None:
             g["hallucination_action"] = plugin["hallucination_action"] = self.action
         if self.max_iterations is not None:
