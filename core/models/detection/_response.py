@@ -52,7 +52,7 @@ from ..._calibration import RESPONSE_COEFFICIENTS, CalibrationFile, check_respon
 from ..._decision import reaches
 from ..._errors import ConfigError
 from ..._scoring import word_means
-from ..._text import split_sentences
+from ..._text import AnswerText
 from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
 from ._adjust import conflict_marks, count_conflicts, uncounted_spans
 from ._lexical import absent_words
@@ -256,7 +256,9 @@ def _logit(probability: float) -> float:
     return math.log(p / (1.0 - p))
 
 
-def sentence_peak(answer: str, tokens: Sequence[TokenScore], absent_starts: Sequence[int]) -> float:
+def sentence_peak(
+    answer: str | AnswerText, tokens: Sequence[TokenScore], absent_starts: Sequence[int]
+) -> float:
     """The largest ``logit(max token probability) + log(1 + absent words)`` of a sentence.
 
     Args:
@@ -265,7 +267,7 @@ def sentence_peak(answer: str, tokens: Sequence[TokenScore], absent_starts: Sequ
         absent_starts: Where its absent words start (:func:`absent_word_starts`).
     """
     peak = -math.inf
-    for start, end in split_sentences(answer) or [(0, len(answer))]:
+    for start, end in AnswerText.of(answer).sentences_or_whole():
         largest = max((t.probability for t in tokens if start <= t.start < end), default=0.0)
         absent = sum(1 for a in absent_starts if start <= a < end)
         peak = max(peak, _logit(largest) + math.log1p(absent))
@@ -282,7 +284,7 @@ def read_response_calibration(config: Any) -> ResponseCalibration | None:
 
 
 def response_signals(
-    answer: str,
+    answer: str | AnswerText,
     tokens: Sequence[TokenScore],
     absent_starts: Sequence[int],
     *,
@@ -301,12 +303,13 @@ def response_signals(
         rule_conflicts: The unit and negation rules' conflict counts
             (``_adjust.rule_conflicts``).
     """
-    tokens = _by_word(answer, tokens)
+    text = AnswerText.of(answer)
+    tokens = _by_word(text.text, tokens)
     return ResponseSignals(
         max_probability=max((t.probability for t in tokens), default=0.0),
-        sentences=sentence_count(answer),
+        sentences=sentence_count(text),
         absent_words=len(absent_starts),
-        peak=sentence_peak(answer, tokens, absent_starts),
+        peak=sentence_peak(text, tokens, absent_starts),
         absent_numbers=absent_numbers,
         flagged_tokens=sum(1 for t in tokens if t.probability >= token_threshold),
         number_conflicts=rule_conflicts[0],
@@ -330,13 +333,13 @@ def _by_word(answer: str, tokens: Sequence[TokenScore]) -> Sequence[TokenScore]:
     ]
 
 
-def sentence_count(answer: str) -> int:
+def sentence_count(answer: str | AnswerText) -> int:
     """How many sentences the answer has, by the package's one sentence rule (at least 1)."""
-    return max(len(split_sentences(answer)), 1)
+    return max(len(AnswerText.of(answer).sentences), 1)
 
 
 def sentence_signals(
-    answer: str,
+    answer: str | AnswerText,
     tokens: Sequence[TokenScore],
     absent: Sequence[tuple[int, str]],
     *,
@@ -359,9 +362,10 @@ def sentence_signals(
             (``_adjust.conflict_marks``).
     """
     numbers, negations = conflicts
-    tokens = _by_word(answer, tokens)
+    text = AnswerText.of(answer)
+    tokens = _by_word(text.text, tokens)
     out = []
-    for start, end in split_sentences(answer) or [(0, len(answer))]:
+    for start, end in text.sentences_or_whole():
         inside = [t.probability for t in tokens if start <= t.start < end]
         words = [key for at, key in absent if start <= at < end]
         largest = max(inside, default=0.0)
@@ -381,7 +385,7 @@ def sentence_signals(
 
 def calibrated_score(
     response: ResponseCalibration,
-    answer: str,
+    answer: str | AnswerText,
     tokens: Sequence[TokenScore],
     absent: Sequence[tuple[int, str]],
     *,
@@ -399,18 +403,19 @@ def calibrated_score(
         conflicts: Where the unit and negation rules find a conflict
             (``_adjust.conflict_marks``; empty for a map that does not read the rules).
     """
+    text = AnswerText.of(answer)  # its sentences, split once for every signal below
     signals = response_signals(
-        answer,
+        text,
         tokens,
         [start for start, _ in absent],
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
-        rule_conflicts=count_conflicts(answer, conflicts),
+        rule_conflicts=count_conflicts(text, conflicts),
     )
     score = response.score(signals)
     if response.rule_sentence_floor > 0 and any(conflicts):
         for _, alone in sentence_signals(
-            answer, tokens, absent, token_threshold=token_threshold, conflicts=conflicts
+            text, tokens, absent, token_threshold=token_threshold, conflicts=conflicts
         ):
             if alone.number_conflicts > 0 or alone.negation_conflicts > 0:
                 score = max(score, response.score(alone))
@@ -431,8 +436,9 @@ def answer_evidence(
         ``rules`` where the unit and negation rules find a conflict
         (``_adjust.conflict_marks``; a pass over the context, no model), else no marks.
     """
-    skip = uncounted_spans(item.answer, item.context, item.question)
-    marks = conflict_marks(item.answer, item.context) if rules else ([], [])
+    text = AnswerText.of(item.answer)
+    skip = uncounted_spans(text, item.context, item.question)
+    marks = conflict_marks(text, item.context) if rules else ([], [])
     return absent_words(item, skip), marks
 
 
@@ -477,7 +483,7 @@ class RouteCalibration:
         absent, marks = answer_evidence(item, rules=self.response.reads_rules)
         score = calibrated_score(
             self.response,
-            item.answer,
+            AnswerText.of(item.answer),
             result.tokens,
             absent,
             token_threshold=self.token_threshold,
