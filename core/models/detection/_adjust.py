@@ -436,7 +436,7 @@ _VERDICT_CACHE = 64
 
 @lru_cache(maxsize=_VERDICT_CACHE)
 def _rule_verdicts(
-    text: AnswerText, context: tuple[str, ...]
+    text: str | AnswerText, context: tuple[str, ...]
 ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, int, str], ...]]:
     """The unit and the negation rule's verdicts on an answer, memoised.
 
