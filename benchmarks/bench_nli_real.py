@@ -46,7 +46,7 @@ from truthlens_integrations.evaluation import auroc
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "core" / "_bundled" / "nli"
 USER_CASES = ROOT / "tests" / "data" / "user_cases.jsonl"
-DROP = 0.9  # the default nli_model.threshold: an entailment this sure drops the span
+DROP = 0.9  # the default nli_model.confidence_threshold: an entailment this sure drops the span
 RULE_SETS = ("attributionbench", "ragtruth_dev select")
 SET_NOTES = {
     "attributionbench": "select role; binary labels",

@@ -27,6 +27,7 @@ __all__ = [
     "CalibrationFile",
     "bundled_calibration_names",
     "check_calibration_detector",
+    "check_response_map",
     "read_calibration_file",
     "resolve_calibration",
 ]
@@ -71,18 +72,76 @@ _BUNDLED_MODEL_ID = "truthlens-bundled-detector"
 _BUNDLED_FOLDER = Path(__file__).resolve().parent / "_bundled" / "detector"
 
 
-def _check_long_map(entry: Any) -> None:
-    where = "response_calibration: long_answers"
+# What a model folder's map may hold besides its coefficients (what the fit measured).
+_FOLDER_KEYS = frozenset({"threshold", "metrics", "features"})
+_FLOORS = frozenset({"rule_floor", "rule_sentence_floor"})
+
+
+def check_response_map(entry: Any, *, where: str, in_file: bool) -> None:
+    """The one set of rules a response map is read by, wherever it comes from.
+
+    A calibration file's map (checked when the file is read: a policy that names it, or
+    ``truthlens eval --calibration``) and a model folder's own map (``truthlens.
+    response_calibration`` in its ``config.json``, checked when the model loads and when
+    :meth:`ResponseCalibration.from_entry` reads it) go through these rules, with the same
+    messages. A file must also be length-safe and in range (:func:`_check_direction`): it
+    is fitted by a user on a few labels; a shipped folder's map may lower the score of
+    longer answers (``log_sentences < 0``) but never weigh the token model negatively.
+
+    Args:
+        entry: The map, as read from JSON.
+        where: What the messages start with (``response_calibration``).
+        in_file: Whether the map is a calibration file's (else a model folder's).
+
+    Raises:
+        ConfigError: Naming ``where`` and the key.
+    """
+    allowed = _COEFFICIENTS | {"fitted_on", "long_answers"}
+    _check_coefficients(entry, where, allowed if in_file else allowed | _FOLDER_KEYS)
+    if in_file and isinstance(entry, dict) and "claim" in entry:
+        # The claim check runs inside the detector that owns it; a route's file re-scores
+        # the detector's result and has no claim check to read.
+        raise ConfigError(
+            f"{where}: 'claim' belongs to a detector folder's own map, not to a calibration file"
+        )
+    if "fitted_on" in entry and not isinstance(entry["fitted_on"], str):
+        raise ConfigError(f"{where}: 'fitted_on' must be a string")
+    inner = entry.get("long_answers")
+    long_where = f"{where}: long_answers"
+    if inner is not None or "long_answers" in entry:
+        _check_coefficients(inner, long_where, (_COEFFICIENTS - _FLOORS) | {"from_sentences"})
+        start = inner.get("from_sentences")
+        if isinstance(start, bool) or not isinstance(start, int) or start < 2:
+            raise ConfigError(f"{long_where}: 'from_sentences' must be an int >= 2, got {start!r}")
+    for part, at in ((entry, where), (inner, long_where)):
+        if not isinstance(part, dict):
+            continue
+        if in_file:
+            _check_direction(part, at)
+        elif part.get("max_logit", 0) < 0:
+            raise ConfigError(f"{at}: 'max_logit' is {part['max_logit']!r}; it must be >= 0")
+
+
+def _check_coefficients(entry: Any, where: str, allowed: frozenset[str]) -> None:
+    """An object of known keys whose coefficients are finite numbers, the required ones set."""
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected an object")
-    unknown = set(entry) - (_COEFFICIENTS - {"rule_floor", "rule_sentence_floor"})
-    unknown -= {"from_sentences"}
+        raise ConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+    unknown = set(entry) - allowed
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
-    start = entry.get("from_sentences")
-    if isinstance(start, bool) or not isinstance(start, int) or start < 2:
-        raise ValueError(f"{where}: 'from_sentences' must be an int >= 2, got {start!r}")
-    _check_map({k: v for k, v in entry.items() if k != "from_sentences"}, where=where)
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+    for key in _REQUIRED:
+        if key not in entry:
+            raise ConfigError(f"{where}: missing {key!r}")
+    for key in _COEFFICIENTS & set(entry):
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: {key!r} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: {key!r} must be finite, got {value!r}")
+        if key == "rule_floor" and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{where}: 'rule_floor' must be in [0, 1], got {value!r}")
+        if key == "rule_sentence_floor" and value not in (0, 1):
+            raise ConfigError(f"{where}: 'rule_sentence_floor' must be 0 or 1, got {value!r}")
 
 
 def _check_direction(entry: dict[str, Any], where: str) -> None:
@@ -93,58 +152,23 @@ def _check_direction(entry: dict[str, Any], where: str) -> None:
     more such evidence (an all-negative map passed a wrong answer at 0.0).
     """
     for key, value in entry.items():
-        if key not in _COEFFICIENTS or key in ("rule_floor", "rule_sentence_floor"):
+        if key not in _COEFFICIENTS or key in _FLOORS:
             continue
         if abs(value) > MAX_COEFFICIENT:
-            raise ValueError(
+            raise ConfigError(
                 f"{where}: {key!r} is {value!r}; a coefficient's magnitude must be at most "
                 f"{MAX_COEFFICIENT:g}"
             )
         if key != "bias" and value < 0:
-            raise ValueError(
+            raise ConfigError(
                 f"{where}: {key!r} is {value!r}; every coefficient but 'bias' must be >= 0 "
                 "(more evidence of an unsupported claim must never lower the score)"
             )
     if not any(entry.get(key, 0) > 0 for key in _DETECTOR_TERMS):
-        raise ValueError(
+        raise ConfigError(
             f"{where}: 'max_logit' or 'sentence_peak' must be > 0 (the map must read the "
             "detector's hallucination logit)"
         )
-
-
-def _check_map(entry: dict[str, Any], where: str = "response_calibration") -> None:
-    unknown = set(entry) - _COEFFICIENTS - {"fitted_on", "long_answers"}
-    if unknown:
-        raise ValueError(f"response_calibration: unknown key(s) {sorted(unknown)}")
-    if "claim" in entry:
-        # The claim check runs inside the detector that owns it; a route's file re-scores
-        # the detector's result and has no claim check to read.
-        raise ValueError(
-            "response_calibration: 'claim' belongs to a detector folder's own map, not to a "
-            "calibration file"
-        )
-    for key in _REQUIRED:
-        if key not in entry:
-            raise ValueError(f"response_calibration: missing {key!r}")
-    for key, value in entry.items():
-        if key == "long_answers":
-            _check_long_map(value)
-            continue
-        if key == "fitted_on":
-            if not isinstance(value, str):
-                raise ValueError("response_calibration: 'fitted_on' must be a string")
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"response_calibration: {key!r} must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise ValueError(f"response_calibration: {key!r} must be finite")
-        if key == "rule_floor" and not 0.0 <= value <= 1.0:
-            raise ValueError(f"response_calibration: 'rule_floor' must be in [0, 1], got {value}")
-        if key == "rule_sentence_floor" and value not in (0, 1):
-            raise ValueError(
-                f"response_calibration: 'rule_sentence_floor' must be 0 or 1, got {value}"
-            )
-    _check_direction(entry, where)
 
 
 CALIBRATION_FORMAT = "truthlens-response-calibration/1"
@@ -191,7 +215,10 @@ class CalibrationFile(BaseModel):
     @field_validator("response_calibration")
     @classmethod
     def _valid_map(cls, value: dict[str, Any]) -> dict[str, Any]:
-        _check_map(value)
+        try:
+            check_response_map(value, where="response_calibration", in_file=True)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("target")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ._text import content_words, split_sentences
+from ._text import AnswerText, content_words
 
 __all__ = [
     "DATE",
@@ -830,13 +830,16 @@ class ContextQuantities:
             topic = self._topics[statement] = _topic(self._statements[statement][0])
         return topic
 
-    def judge(self, quantity: Quantity, answer: str) -> QuantityVerdict:
+    def judge(self, quantity: Quantity, answer: str | AnswerText) -> QuantityVerdict:
         """``quantity`` (found in ``answer``) against the statements about the same thing."""
         return judge_quantity(quantity, self.relevant(quantity, answer))
 
-    def relevant(self, quantity: Quantity, answer: str) -> list[Quantity]:
-        """The context numbers ``quantity`` is compared with (see the class docstring)."""
-        topic = _topic(_sentence_at(answer, quantity.start))
+    def relevant(self, quantity: Quantity, answer: str | AnswerText) -> list[Quantity]:
+        """The context numbers ``quantity`` is compared with (see the class docstring).
+
+        ``answer``'s sentences are read from its :class:`AnswerText` (split once per answer).
+        """
+        topic = _topic(AnswerText.of(answer).sentence_at(quantity.start))
         scored = [
             (len(topic & self._topic_of(i)), found)
             for i, (_, found) in enumerate(self._statements)
@@ -854,10 +857,3 @@ def _related(known: Quantity, quantity: Quantity) -> bool:
         return True
     mine, theirs = measure(quantity), measure(known)
     return mine is not None and theirs is not None and mine[0] == theirs[0]
-
-
-def _sentence_at(text: str, offset: int) -> str:
-    for start, end in split_sentences(text):
-        if start <= offset < end:
-            return text[start:end]
-    return text

@@ -1,12 +1,14 @@
-"""Scoring as the design defines it: token, span and response scores, and decisions.
+"""Scoring as the design defines it: token, span and response scores.
 
 For an answer with token hallucination probabilities ``p_i``:
 
 * span score: ``max(p_i)`` over the tokens of the span;
 * response score, ``noisy_or``: ``1 - prod(1 - p_i)`` over tokens with ``p_i > tau_token``;
 * response score, ``span_max``: the largest span score;
-* response score, ``max``: the largest token probability (spans or not);
-* decision: ``MITIGATE`` when the response score is at least ``tau``, else ``PASS``.
+* response score, ``max``: the largest token probability (spans or not).
+
+Whether an answer is flagged is decided in ``core/_decision.py`` (:func:`decide` here is
+a deprecated alias of its rule).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import bisect
 import math
 from collections.abc import Callable, Sequence
 
+from ._arguments import warn_deprecated
+from ._decision import reaches
 from ._errors import InvalidInputError
 from ._text import SPAN_WORD
 from ._types import Aggregation, Decision, HallucinationSpan, TokenScore
@@ -69,8 +73,16 @@ def response_score(
 
 
 def decide(score: float, threshold: float) -> Decision:
-    """``MITIGATE`` when ``score >= threshold``, else ``PASS``."""
-    return Decision.MITIGATE if score >= threshold else Decision.PASS
+    """Deprecated: ``MITIGATE`` when ``score >= threshold``, else ``PASS``.
+
+    The guard decides in one place, ``core/_decision.py``: a guarded answer's decision
+    is ``TruthLens.guard(...).decision``, a detector's ``DetectionResult.decision``.
+    """
+    warn_deprecated(
+        "truthlens_integrations.core.decide is deprecated and will be removed in the next "
+        "release; read verdict.decision (or DetectionResult.decision)"
+    )
+    return Decision.MITIGATE if reaches(score, threshold) else Decision.PASS
 
 
 def optimal_threshold(cost_ratio: float, prior: float) -> float:

@@ -2,13 +2,17 @@
 
 One definition of each rule. The evidence detector's rules are the canonical ones: its
 benchmark numbers are reported, so the word and sentence rules below are exactly the
-ones it was measured with, and every other module reads text the same way.
+ones it was measured with, and every other module reads text the same way. An answer's
+sentences are split once per answer (:class:`AnswerText`) and read from there by every
+rule that needs them.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "COMPOUND_WORD",
@@ -17,6 +21,7 @@ __all__ = [
     "SPAN_WORD",
     "STOP_WORDS",
     "WORD",
+    "AnswerText",
     "content_words",
     "select_premise",
     "split_sentences",
@@ -120,3 +125,53 @@ def select_premise(context: Sequence[str], hypothesis: str, *, top_k: int = 2) -
     if not best:
         return context[0].strip() if context else ""
     return " ".join(sentence for _, _, sentence in sorted(best, key=lambda x: x[1]))
+
+
+@dataclass(frozen=True)
+class AnswerText:
+    """An answer with its sentences, split once (:func:`split_sentences`).
+
+    The rule layer reads one answer many times over: the evidence detector's units, the
+    abstention, negation, hedge and unit rules, the response map's sentence signals, a
+    route's re-scoring, the NLI premise of each span. Each takes the answer as
+    ``str | AnswerText`` and reads its sentences from here; a stage that calls several of
+    them builds the :class:`AnswerText` first and passes it down.
+
+    :meth:`of` builds it once per answer text: stages the detector protocol keeps apart
+    (the token rules, the response score, the engine's re-scoring and NLI) get the same
+    object back from a small cache, as the rules' verdicts are cached
+    (``_adjust._rule_verdicts``).
+
+    Attributes:
+        text: The answer.
+        sentences: Its sentences' character ranges, white space at the edges left out.
+    """
+
+    text: str
+    sentences: tuple[tuple[int, int], ...]
+
+    @staticmethod
+    def of(answer: str | AnswerText) -> AnswerText:
+        """``answer`` with its sentences (itself when it is one already)."""
+        return answer if isinstance(answer, AnswerText) else _answer_text(answer)
+
+    def sentences_or_whole(self) -> tuple[tuple[int, int], ...]:
+        """The sentences, or the whole text as one range when it has none (only spaces)."""
+        return self.sentences or ((0, len(self.text)),)
+
+    def sentence_at(self, offset: int) -> str:
+        """The sentence holding character ``offset`` (the whole text when none does)."""
+        for start, end in self.sentences:
+            if start <= offset < end:
+                return self.text[start:end]
+        return self.text
+
+
+# The answers of one guarded batch (and a mitigation loop's candidates) are split once
+# each; their stages run one after the other.
+_ANSWERS = 64
+
+
+@lru_cache(maxsize=_ANSWERS)
+def _answer_text(text: str) -> AnswerText:
+    return AnswerText(text, tuple(split_sentences(text)))

@@ -225,7 +225,7 @@ class _OneLabelNLI(RuleNLI):
 def test_a_contradiction_counts_only_when_confident(
     detector: Detector, confidence: float, label: str, severity: int
 ) -> None:
-    # below nli_model.threshold (0.9) a contradiction refutes nothing, as a weak
+    # below nli_model.confidence_threshold (0.9) a contradiction refutes nothing, as a weak
     # entailment confirms nothing: both read neutral; the span stays and so does the flag
     nli = _OneLabelNLI("contradiction", confidence)
     verdict = make(detector, nli=nli).guard(**EIFFEL)
@@ -289,7 +289,7 @@ def test_nli_explains_the_spans_of_flagged_answers_only(detector: Detector) -> N
     # span): below the threshold the explainer is not called for the detector's spans.
     assert detector.detect(**EIFFEL).spans
     nli = RuleNLI()
-    passed = make(detector, {"hallucination": {"threshold": 1.0}}, nli=nli).guard(**EIFFEL)
+    passed = make(detector, {"hallucination": {"response_threshold": 1.0}}, nli=nli).guard(**EIFFEL)
     assert not passed.detected and nli.calls == []
     assert passed.spans == [] and passed.dropped_spans == []
     assert "nli" not in passed.latency_ms
@@ -514,7 +514,7 @@ def test_halugate_decision_policy(detector: Detector) -> None:
 
 def test_malformed_config_is_a_config_error(detector: Detector) -> None:
     with pytest.raises(ConfigError, match="threshold"):
-        make(detector, {"hallucination": {"threshold": 1.5}})
+        make(detector, {"hallucination": {"response_threshold": 1.5}})
 
 
 def test_bad_input_is_a_typed_error(detector: Detector) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BUNDLED, EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
+from truthlens_integrations.core._text import AnswerText
 from truthlens_integrations.core._types import (
     DetectionConfig,
     DetectionInput,
@@ -616,8 +617,8 @@ def test_the_response_score_reuses_the_token_stages_rule_verdicts(
     calls: list[str] = []
     original = _adjust.negation_verdicts
 
-    def counted(text: str, context: object) -> object:
-        calls.append(text)
+    def counted(text: str | AnswerText, context: object) -> object:
+        calls.append(AnswerText.of(text).text)  # the answer, with its sentences split once
         return original(text, context)  # type: ignore[arg-type]
 
     _adjust._rule_verdicts.cache_clear()

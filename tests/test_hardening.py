@@ -104,7 +104,7 @@ def test_policy_knobs_hold_on_every_route(detector: Detector) -> None:
                 "plugins": [
                     {
                         "type": "hallucination",
-                        "configuration": {"threshold": 0.2, "mode": "premium"},
+                        "configuration": {"response_threshold": 0.2, "mode": "premium"},
                     }
                 ],
             }
@@ -127,8 +127,8 @@ def test_derive_changes_options_and_shares_loaded_models(detector: Detector) -> 
     engine = make(detector, nli=nli)
     derived = engine.derive(threshold=0.9, on_block="raise")
     assert derived.detector is engine.detector and derived.nli is nli
-    assert derived.on_block == "raise" and derived.policy.hallucination.threshold == 0.9
-    assert engine.policy.hallucination.threshold == 0.5 and engine.on_block == "message"
+    assert derived.on_block == "raise" and derived.policy.hallucination.response_threshold == 0.9
+    assert engine.policy.hallucination.response_threshold == 0.5 and engine.on_block == "message"
     with pytest.raises(UnknownArgumentError):
         engine.derive(treshold=0.9)
 

@@ -304,11 +304,12 @@ BAD_NUMBERS = {
     ),
     "missing response weight": (
         {"response_calibration": {"max_logit": 0.6, "bias": 0.0}},
-        "log_sentences is missing",
+        # a folder's map is read by the one set of rules every map is (core/_calibration.py)
+        "truthlens.response_calibration: missing 'log_sentences'",
     ),
     "negative token weight": (
         {"response_calibration": {"max_logit": -0.1, "log_sentences": 0.0, "bias": 0.0}},
-        "max_logit is -0.1; expected a number >= 0",
+        "truthlens.response_calibration: 'max_logit' is -0.1; it must be >= 0",
     ),
 }
 

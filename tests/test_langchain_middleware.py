@@ -321,7 +321,10 @@ def test_engine_with_options_is_a_copy_sharing_the_models(base: TruthLens) -> No
 
 def test_from_config_applies_the_options() -> None:
     middleware = TruthLensMiddleware.from_config(
-        {"hallucination": {"threshold": 0.7}}, action="block", mode="standard", max_iterations=1
+        {"hallucination": {"response_threshold": 0.7}},
+        action="block",
+        mode="standard",
+        max_iterations=1,
     )
     settings = middleware.engine.policy.settings_for(None)
     assert settings.hallucination_action == "block"

@@ -87,7 +87,7 @@ def test_global_block_values() -> None:
     assert g.model_id == "models/lettucedetect-large-modernbert-en-v1"
     assert g.use_cpu is False
     assert g.default_mode == "standard"
-    assert g.threshold == 0.6
+    assert g.response_threshold == 0.6
     assert g.warning_template.startswith("⚠️ **注意**")
     assert g.standard.max_iterations == 3
     assert g.standard.convergence_threshold == 0.4
@@ -100,12 +100,12 @@ def test_global_block_values() -> None:
 def test_halugate_full_models_and_settings() -> None:
     policy = load_policy(HALUGATE_FULL)
     m = policy.hallucination_mitigation
-    assert (m.fact_check_model.model_id, m.fact_check_model.threshold) == (
+    assert (m.fact_check_model.model_id, m.fact_check_model.confidence_threshold) == (
         "models/halugate-sentinel",
         0.6,
     )
-    assert m.hallucination_model.threshold == 0.8
-    assert m.nli_model.threshold == 0.9
+    assert m.hallucination_model.token_threshold == 0.8
+    assert m.nli_model.confidence_threshold == 0.9
     assert m.nli_model.use_cpu is True
     assert [r.name for r in policy.fact_check_rules] == ["needs_fact_check", "no_fact_check_needed"]
     s = policy.settings_for("verified-factual")
@@ -126,13 +126,15 @@ def test_defaults_when_none() -> None:
     assert s.unverified_factual_action == "header"
     assert s.include_hallucination_details is False
     assert s.warning_template == DEFAULT_WARNING_TEMPLATE
-    assert policy.hallucination_mitigation.fact_check_model.threshold == 0.6
+    assert policy.hallucination_mitigation.fact_check_model.confidence_threshold == 0.6
 
 
 def test_yaml_text_dict_and_pathlike_sources(tmp_path: Path) -> None:
-    text = "hallucination:\n  threshold: 0.25\n  default_mode: premium\n"
+    text = "hallucination:\n  response_threshold: 0.25\n  default_mode: premium\n"
     from_text = load_policy(text)
-    from_dict = load_policy({"hallucination": {"threshold": 0.25, "default_mode": "premium"}})
+    from_dict = load_policy(
+        {"hallucination": {"response_threshold": 0.25, "default_mode": "premium"}}
+    )
     file = tmp_path / "p.yaml"
     file.write_text(text, encoding="utf-8")
     assert from_text == from_dict == load_policy(file) == load_policy(str(file))
@@ -160,12 +162,12 @@ def test_merge_later_scalar_wins_and_lists_concatenate() -> None:
     policy = load_policy(
         [
             GLOBAL,
-            {"hallucination": {"threshold": 0.2}},
+            {"hallucination": {"response_threshold": 0.2}},
             HALUGATE_DECISION,
             DECISIONS,
         ]
     )
-    assert policy.hallucination.threshold == 0.2
+    assert policy.hallucination.response_threshold == 0.2
     assert policy.hallucination.default_mode == "standard"  # kept from the first source
     assert len(policy.decisions) == 6
 
@@ -188,19 +190,34 @@ def _decision(**plugin: object) -> dict[str, object]:
 
 BAD = [
     (
-        {"decisions": [_decision(), _decision(), {**_decision(threshold=1.5), "name": "x"}]},
-        "decisions[2].plugins[0].configuration.threshold: must be between 0 and 1",
+        {
+            "decisions": [
+                _decision(),
+                _decision(),
+                {**_decision(response_threshold=1.5), "name": "x"},
+            ]
+        },
+        "decisions[2].plugins[0].configuration.response_threshold: must be between 0 and 1",
     ),
-    ({"hallucination": {"threshold": -0.1}}, "hallucination.threshold: must be between 0 and 1"),
     (
-        {"hallucination_mitigation": {"nli_model": {"threshold": 9}}},
-        "hallucination_mitigation.nli_model.threshold: must be between 0 and 1",
+        {"hallucination": {"response_threshold": -0.1}},
+        "hallucination.response_threshold: must be between 0 and 1",
     ),
-    ({"hallucination": {"treshold": 0.5}}, "unknown key 'treshold'; did you mean 'threshold'?"),
+    (
+        {"hallucination_mitigation": {"nli_model": {"confidence_threshold": 9}}},
+        "hallucination_mitigation.nli_model.confidence_threshold: must be between 0 and 1",
+    ),
+    (
+        {"hallucination": {"treshold": 0.5}},
+        "unknown key 'treshold'; did you mean 'response_threshold'?",
+    ),
     ({"decisions": [{**_decision(), "prio": 3}]}, "decisions[0].prio: unknown key"),
     ({"surprise": {}}, "surprise: unknown key 'surprise'"),
     ({"hallucination": {"enabled": "maybe"}}, "hallucination.enabled: must be true or false"),
-    ({"hallucination": {"threshold": "high"}}, "hallucination.threshold: must be a number"),
+    (
+        {"hallucination": {"response_threshold": "high"}},
+        "hallucination.response_threshold: must be a number",
+    ),
     (
         {"hallucination": {"standard": {"max_iterations": 2.5}}},
         "hallucination.standard.max_iterations: must be an integer",
@@ -256,8 +273,10 @@ def test_malformed_configs_name_the_key_path(config: object, expected: str) -> N
 
 def test_error_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("hallucination:\n  threshold: 2\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"bad\.yaml: hallucination\.threshold: must be between"):
+    bad.write_text("hallucination:\n  response_threshold: 2\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"bad\.yaml: hallucination\.response_threshold: must be between"
+    ):
         load_policy(bad)
     broken = tmp_path / "broken.yaml"
     broken.write_text("decisions:\n  - name: [x\n", encoding="utf-8")
@@ -280,18 +299,20 @@ def test_merged_error_points_at_the_source_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad_threshold.yaml"
     bad.write_text(
         rules.format("z") + "        - {type: domain, name: general}\n    plugins:\n"
-        "      - type: hallucination\n        configuration: {threshold: 3}\n",
+        "      - type: hallucination\n        configuration: {response_threshold: 3}\n",
         encoding="utf-8",
     )
     with pytest.raises(ConfigError) as info:
         load_policy([DECISIONS, bad])
     # Index and file of the item in its own file, not in the merged list.
-    assert "bad_threshold.yaml: decisions[0].plugins[0].configuration.threshold" in str(info.value)
+    assert "bad_threshold.yaml: decisions[0].plugins[0].configuration.response_threshold" in str(
+        info.value
+    )
 
 
 def test_config_error_is_not_a_pydantic_traceback() -> None:
     with pytest.raises(ConfigError) as info:
-        load_policy({"hallucination": {"threshold": 5}})
+        load_policy({"hallucination": {"response_threshold": 5}})
     assert info.value.__cause__ is None
     assert info.value.__suppress_context__
 
@@ -446,7 +467,7 @@ def test_or_needs_any_condition() -> None:
 
 
 def test_fact_check_threshold_from_the_classifier_model() -> None:
-    policy = load_policy(HALUGATE_FULL)  # fact_check_model.threshold 0.6
+    policy = load_policy(HALUGATE_FULL)  # fact_check_model.threshold 0.6 (confidence_threshold)
     router = Router(policy)
     assert router.route("q", fact_check=(True, 0.55)).decision is None
     result = router.route("q", fact_check=(True, 0.65))

@@ -60,7 +60,7 @@ decisions:
     plugins:
       - &plugin
         type: hallucination
-        configuration: &strict {hallucination_action: block, threshold: 0.3}
+        configuration: &strict {hallucination_action: block, response_threshold: 0.3}
   - name: b
     rules: {conditions: [{type: keyword, name: y, keywords: [bar]}]}
     plugins: [*plugin]
@@ -91,7 +91,9 @@ def test_duplicate_key_names_the_key_and_both_lines() -> None:
 
 def test_duplicate_section_is_refused_too() -> None:
     with pytest.raises(ConfigError, match="duplicate key 'hallucination'"):
-        load_policy("hallucination: {threshold: 0.2}\nhallucination: {threshold: 0.9}\n")
+        load_policy(
+            "hallucination: {response_threshold: 0.2}\nhallucination: {response_threshold: 0.9}\n"
+        )
 
 
 def test_oversized_file_is_refused_without_parsing(tmp_path: Path) -> None:
@@ -116,15 +118,23 @@ def test_long_values_are_shortened_in_messages() -> None:
 @pytest.mark.parametrize(
     ("yaml_text", "where", "expected"),
     [
-        ("hallucination:\n  threshold: true\n", "hallucination.threshold", "a number"),
-        ("hallucination:\n  threshold: '0.3'\n", "hallucination.threshold", "a number"),
+        (
+            "hallucination:\n  response_threshold: true\n",
+            "hallucination.response_threshold",
+            "a number",
+        ),
+        (
+            "hallucination:\n  response_threshold: '0.3'\n",
+            "hallucination.response_threshold",
+            "a number",
+        ),
         ("hallucination:\n  standard:\n    max_iterations: '3'\n", "max_iterations", "integer"),
         ("hallucination:\n  standard:\n    max_iterations: true\n", "max_iterations", "integer"),
         ("hallucination:\n  enabled: 'no'\n", "hallucination.enabled", "true or false"),
         ("hallucination:\n  use_nli: 1\n", "hallucination.use_nli", "true or false"),
         (
-            "hallucination_mitigation:\n  nli_model:\n    threshold: yes\n",
-            "nli_model.threshold",
+            "hallucination_mitigation:\n  nli_model:\n    confidence_threshold: yes\n",
+            "nli_model.confidence_threshold",
             "a number",
         ),
     ],
@@ -139,11 +149,14 @@ def test_no_silent_coercion_of_numbers_and_switches(
 
 def test_strict_types_hold_for_dicts_too() -> None:
     with pytest.raises(ConfigError, match="a number"):
-        load_policy({"hallucination": {"threshold": "0.3"}})
+        load_policy({"hallucination": {"response_threshold": "0.3"}})
     with pytest.raises(ConfigError, match="true or false"):
         load_policy({"decisions": [], "hallucination": {"enabled": "false"}})
     # Integers are still numbers.
-    assert load_policy({"hallucination": {"threshold": 1}}).hallucination.threshold == 1.0
+    assert (
+        load_policy({"hallucination": {"response_threshold": 1}}).hallucination.response_threshold
+        == 1.0
+    )
 
 
 @pytest.mark.parametrize("content", ["", "\n\n", "# nothing but a comment\n", "---\n"])

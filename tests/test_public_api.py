@@ -45,3 +45,17 @@ def test_every_listed_name_resolves(package: str) -> None:
     module = importlib.import_module(package)
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert not missing
+
+
+def test_the_verdicts_check_report_keeps_its_old_name_with_a_warning() -> None:
+    # Two classes were both called Coverage: the detector's (what the model scored) and
+    # the verdict's group (whether the guard checked the answer). The second is now
+    # CheckReport; its old name still resolves, with a DeprecationWarning.
+    from truthlens_integrations.core import Coverage as DetectorCoverage
+    from truthlens_integrations.core import engine
+
+    with pytest.warns(DeprecationWarning, match="use CheckReport"):
+        old = engine.Coverage
+    assert old is engine.CheckReport
+    assert old is not DetectorCoverage
+    assert engine.Verdict.model_fields["coverage"].annotation is engine.CheckReport

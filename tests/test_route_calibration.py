@@ -66,7 +66,7 @@ def test_the_route_scores_with_its_file_and_threshold(detector: Detector, tmp_pa
     assert flagged.detected
     assert flagged.score == pytest.approx(_expected(detector, 3.0), rel=1e-4)
     # the route's own threshold wins over the file's
-    own = make(detector, _policy(_calibration(tmp_path, 3.0, model=model), threshold=0.99))
+    own = make(detector, _policy(_calibration(tmp_path, 3.0, model=model), response_threshold=0.99))
     assert (
         own.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER).threshold
         == 0.99
@@ -215,3 +215,83 @@ def test_padding_never_lowers_the_default_maps_score_of_a_contradicted_number() 
     ]
     assert scores[0] >= 0.5
     assert all(score >= scores[0] for score in scores), scores
+
+
+# -- one owner: the map read once, one rescoring, its detected used, one set of rules ------
+
+
+def test_a_routes_map_is_read_once_and_its_detected_decides(
+    detector: Detector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from truthlens_integrations.core.models.detection import _response
+
+    reads = []
+    original = _response.ResponseCalibration.from_entry.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, entry: object, **kwargs: object) -> object:
+        reads.append(entry)
+        return original(cls, entry, **kwargs)
+
+    monkeypatch.setattr(_response.ResponseCalibration, "from_entry", classmethod(counting))
+    model = detector.model_id
+    engine = make(detector, _policy(_calibration(tmp_path, 30.0, threshold=0.5, model=model)))
+    assert len(reads) == 1  # read into its map when the engine was built
+    for _ in range(3):
+        verdict = engine.guard(
+            context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
+        )
+        assert verdict.route == "calibrated" and verdict.detected
+    assert len(reads) == 1  # never again per request
+    assert verdict.detection is not None and verdict.detection.detected
+
+    # The rescoring's ``detected`` is the one the guard uses: said otherwise, it stands.
+    rescore = _response.RouteCalibration.rescore
+
+    def said_clean(self: object, item: object, result: object, threshold: float) -> object:
+        out = rescore(self, item, result, threshold)  # type: ignore[arg-type]
+        return out.model_copy(update={"detected": False})
+
+    monkeypatch.setattr(_response.RouteCalibration, "rescore", said_clean)
+    cleared = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
+    assert cleared.score == verdict.score and not cleared.detected and cleared.passed
+
+
+def test_every_map_is_read_by_one_set_of_rules(tmp_path: Path) -> None:
+    from truthlens_integrations.core import ModelLoadError
+    from truthlens_integrations.core.models._loading import check_config_numbers
+    from truthlens_integrations.core.models.detection import ResponseCalibration
+    from truthlens_integrations.core.models.detection._calibration_file import (
+        read_calibration_file,
+    )
+
+    bad = {"max_logit": "high", "log_sentences": 0.0, "bias": 0.0}
+    said = "response_calibration: 'max_logit' must be a number, got 'high'"
+    path = tmp_path / "bad.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "truthlens-response-calibration/1",
+                "model": "bundled",
+                "response_calibration": bad,
+                "threshold": 0.5,
+            }
+        )
+    )
+    with pytest.raises(ConfigError) as in_file:
+        read_calibration_file(path)  # a route's file, when its policy loads
+    with pytest.raises(ConfigError) as in_entry:
+        ResponseCalibration.from_entry(bad, where="response_calibration")  # a folder's map
+    with pytest.raises(ModelLoadError) as in_folder:
+        check_config_numbers(str(tmp_path), {"truthlens": {"response_calibration": bad}})
+    for caught in (in_file, in_entry, in_folder):
+        assert said in str(caught.value)
+    # A file must also be length-safe; a shipped folder's map may lower long answers.
+    shaped = {"max_logit": 1.0, "log_sentences": -0.5, "bias": 0.0}
+    assert ResponseCalibration.from_entry(shaped).log_sentences == -0.5
+    path.write_text(
+        path.read_text()
+        .replace('"high"', "1.0")
+        .replace('"log_sentences": 0.0', '"log_sentences": -0.5')
+    )
+    with pytest.raises(ConfigError, match="every coefficient but 'bias' must be >= 0"):
+        read_calibration_file(path)

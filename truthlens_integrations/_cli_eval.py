@@ -141,28 +141,29 @@ class _CalibratedDetector:
     def __init__(self, inner: Any, calibration: str, threshold: float | None) -> None:
         from truthlens_integrations.core import ConfigError
         from truthlens_integrations.core.models.detection._calibration_file import (
+            RouteCalibration,
             check_calibration_detector,
             read_calibration_file,
             resolve_calibration,
         )
 
         self._inner = inner
-        self._file = read_calibration_file(calibration)
+        file = read_calibration_file(calibration)
         try:
             # A map scores the outputs of the detector it was fitted for, no other.
-            check_calibration_detector(self._file, inner.model_id)
+            check_calibration_detector(file, inner.model_id)
         except ConfigError as exc:
             raise ConfigError(f"--calibration {calibration}: {exc}") from None
-        self._threshold = self._file.threshold if threshold is None else threshold
+        # Read into its map once: the engine rescores a route's answers the same way.
+        self._route = RouteCalibration.of(file)
+        self._threshold = file.threshold if threshold is None else threshold
         self.model_id = f"{inner.model_id}+{resolve_calibration(calibration).stem}"
         self.config = inner.config.model_copy(update={"threshold": self._threshold})
 
     def detect_batch(self, inputs: Any) -> list[Any]:
-        from truthlens_integrations.core.models.detection._calibration_file import rescore
-
         results = self._inner.detect_batch(inputs)
         return [
-            rescore(item, result, self._file, self._threshold)
+            self._route.rescore(item, result, self._threshold)
             for item, result in zip(inputs, results, strict=True)
         ]
 

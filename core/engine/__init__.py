@@ -15,6 +15,8 @@ threshold and, when flagged, handled by ``hallucination_action``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._alignment import align_quantities, extract_quantities
 from ._blocked import (
     DEFAULT_BLOCKED_MESSAGE,
@@ -47,7 +49,7 @@ from ._verdict import (
     REDACTED,
     SEVERITY,
     VERDICT_FIELDS,
-    Coverage,
+    CheckReport,
     Findings,
     MitigationReport,
     NotCheckedReason,
@@ -63,6 +65,7 @@ __all__ = [
     "REDACTED",
     "SEVERITY",
     "VERDICT_FIELDS",
+    "CheckReport",
     "ContextFlag",
     "Coverage",
     "EngineBlocking",
@@ -94,3 +97,21 @@ __all__ = [
     "verdict_payload",
     "warn_deprecated",
 ]
+
+if TYPE_CHECKING:
+    from ._verdict import CheckReport as Coverage
+
+#: Old names kept for a release, each with its current one.
+_RENAMED = {"Coverage": "CheckReport"}
+
+
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warn_deprecated(
+        f"{__name__}.{name} is deprecated and will be removed in the next release; use {new} "
+        f"(the verdict's check report; {name} is also the detector's type in "
+        "truthlens_integrations.core)"
+    )
+    return globals()[new]

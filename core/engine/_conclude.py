@@ -16,18 +16,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from .._decision import AnswerDecision, decide_answer
 from .._errors import AuditHookError
 from .._metadata import build_metadata
-from .._types import Decision, DetectionStatus, HallucinationSpan
+from .._types import Decision, HallucinationSpan
 from ..observability import Metrics, StageSpan, log_event
-from ..policy import Action, ResolvedSettings
+from ..policy import ResolvedSettings
 from ._options import EngineOptions
-from ._stages import Item, is_flagged
+from ._stages import Item
 from ._verdict import (
-    Coverage,
+    CheckReport,
     Findings,
     MitigationReport,
-    NotCheckedReason,
     Verdict,
     mitigation_fields,
     redact_verdict,
@@ -36,10 +36,11 @@ from ._verdict import (
 __all__ = [
     "adeliver",
     "build_verdict",
+    "decide",
     "deliver",
+    "finish",
     "flagged_note",
     "log_verdict",
-    "not_checked",
     "observe",
     "with_warning",
 ]
@@ -47,41 +48,36 @@ __all__ = [
 
 @dataclass(frozen=True)
 class _Answer:
-    """One answer as judged: its text, kept spans, score and whether it is flagged."""
+    """One answer as judged: its text, kept spans and score."""
 
     text: str
     kept: list[HallucinationSpan]
     score: float | None
-    detected: bool
 
 
-def _answers(it: Item, settings: ResolvedSettings) -> tuple[_Answer, _Answer]:
+def decide(it: Item) -> AnswerDecision:
+    """The decision about ``it``'s answer (``core/_decision.py``): its answer as shown."""
+    assert it.route is not None  # set by the routing stage for every item
+    final = it.mitigation.final.flagged if it.mitigation is not None else None
+    return decide_answer(
+        it.route.settings,
+        it.detection,
+        kept=it.kept,
+        grounded=it.data.grounded,
+        factual=it.factual,
+        partly_read=it.partly_read,
+        final_flagged=final,
+    )
+
+
+def _answers(it: Item) -> tuple[_Answer, _Answer]:
     """The original answer and the one to show (the mitigation loop's best, if one ran)."""
-    result = it.detection
-    score = result.score if result is not None else None
-    detected = result is not None and is_flagged(result, it.kept, settings.threshold)
-    first = _Answer(it.data.answer, it.kept, score, detected)
+    score = it.detection.score if it.detection is not None else None
+    first = _Answer(it.data.answer, it.kept, score)
     if it.mitigation is None:
         return first, first
     best = it.mitigation.final
-    return first, _Answer(best.answer, best.spans, best.score, best.flagged)
-
-
-def not_checked(it: Item) -> NotCheckedReason | None:
-    """Why ``it``'s answer was not checked against grounding, or ``None`` if it was."""
-    assert it.route is not None
-    if not it.route.settings.enabled:
-        return "disabled"
-    if not it.data.grounded:
-        return "no_grounding"
-    if it.detection is None:
-        return "non_factual"
-    if it.detection.status is DetectionStatus.UNVERIFIABLE:
-        return "unverifiable"
-    if it.partly_read and not is_flagged(it.detection, it.kept, it.route.settings.threshold):
-        # flagged on what was read, then cleared by NLI: the unread part is still unchecked
-        return "unverifiable"
-    return None
+    return first, _Answer(best.answer, best.spans, best.score)
 
 
 def with_warning(answer: str, warning: str) -> str:
@@ -90,14 +86,6 @@ def with_warning(answer: str, warning: str) -> str:
     if answer.rstrip().endswith(note):
         return answer
     return f"{answer.rstrip()}\n\n{note}"
-
-
-def _action(settings: ResolvedSettings, *, detected: bool, unverified: bool) -> Action | None:
-    if detected:
-        return settings.hallucination_action
-    if unverified:
-        return settings.unverified_factual_action
-    return None
 
 
 #: Flagged parts the ``body`` warning names at most, and characters of each.
@@ -131,24 +119,24 @@ def flagged_note(warning: str, spans: list[HallucinationSpan]) -> str:
     return f"{note} Flagged: {', '.join(quoted)}{tail}."
 
 
-def _output(settings: ResolvedSettings, action: Action | None, answer: _Answer) -> str | None:
-    if action == "block":
+def _output(settings: ResolvedSettings, decided: AnswerDecision, answer: _Answer) -> str | None:
+    if decided.blocked:
         return None
-    if action == "body":
-        spans = answer.kept if answer.detected else []
+    if decided.action == "body":
+        spans = answer.kept if decided.flagged else []
         return with_warning(answer.text, flagged_note(settings.warning_template, spans))
     if settings.enabled and settings.require_disclaimer:
         return with_warning(answer.text, settings.warning_template)
     return answer.text
 
 
-def _findings(it: Item, shown: _Answer, settings: ResolvedSettings) -> Findings:
+def _findings(it: Item, shown: _Answer, decided: AnswerDecision) -> Findings:
     """What detection and NLI found in the answer shown."""
-    spans = shown.kept if shown.detected else []
+    spans = shown.kept if decided.flagged else []
     return Findings(
         score=shown.score,
-        threshold=settings.threshold,
-        detected=shown.detected,
+        threshold=decided.threshold,
+        detected=decided.flagged,
         spans=spans,
         dropped_spans=it.dropped,
         max_severity=max((s.severity or 0 for s in spans), default=0),
@@ -157,22 +145,16 @@ def _findings(it: Item, shown: _Answer, settings: ResolvedSettings) -> Findings:
     )
 
 
-def _coverage(it: Item, settings: ResolvedSettings) -> Coverage:
+def _check_report(it: Item, settings: ResolvedSettings, decided: AnswerDecision) -> CheckReport:
     """Whether and against what the answer was checked."""
-    reason = not_checked(it)
-    # A factual prompt without grounding, or grounding the detector could not
-    # read, is answered but unverified: the route's unverified action applies.
-    unverified = settings.enabled and (
-        (it.factual and reason == "no_grounding") or reason == "unverifiable"
-    )
-    return Coverage(
+    return CheckReport(
         fact_check_needed=it.factual,
         fact_check_confidence=it.fact_check[1] if it.data.question is not None else None,
-        unverified=bool(unverified),
+        unverified=decided.unverified,
         context_missing=not it.data.grounded,
         enabled=settings.enabled,
-        checked=reason is None,
-        not_checked_reason=reason,
+        checked=decided.checked,
+        not_checked_reason=decided.not_checked,
         context_instructions=it.instructions,
     )
 
@@ -196,11 +178,14 @@ def _metadata(verdict: Verdict, *, include_details: bool) -> dict[str, str]:
     )
 
 
-def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) -> Verdict:
+def build_verdict(
+    it: Item, decided: AnswerDecision, *, total_ms: float, stage: StageSpan, redact: bool
+) -> Verdict:
     """The verdict for one item: decision, action, text to show and metadata.
 
     Args:
         it: The analysed item (routed; detected and mitigated where that ran).
+        decided: The decision about its answer (:func:`decide`).
         total_ms: The item's share of the call's time.
         stage: The ``action`` stage span; kept spans are recorded on it.
         redact: Leave span texts out of the metadata and the trace.
@@ -210,24 +195,22 @@ def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) 
     """
     assert it.route is not None  # set by the routing stage for every item
     settings = it.route.settings
-    first, shown = _answers(it, settings)
-    coverage = _coverage(it, settings)
-    action = _action(settings, detected=shown.detected, unverified=coverage.unverified)
-    blocked = action == "block"
+    first, shown = _answers(it)
+    action, blocked = decided.action, decided.blocked
     mitigated = it.mitigation
     mitigation = mitigation_fields(
         mitigated,
         original=it.data.answer,
         original_score=first.score,
-        flagged=first.detected,
+        flagged=decided.original_flagged,
         final_answer=None if blocked else shown.text,
     )
-    if not coverage.checked and mitigated is None:
+    if not decided.checked and mitigated is None:
         mitigation["status"] = "not_checked"
     verdict = Verdict(
         decision=Decision.PASS if action is None and mitigated is None else Decision.MITIGATE,
-        findings=_findings(it, shown, settings),
-        coverage=coverage,
+        findings=_findings(it, shown, decided),
+        coverage=_check_report(it, settings, decided),
         mitigation=MitigationReport(
             iterations=mitigated.iterations if mitigated is not None else 0, **mitigation
         ),
@@ -235,7 +218,7 @@ def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) 
         route=it.route.decision,
         latency_ms={**it.latency_ms, "total": total_ms},
         original_answer=it.data.answer,
-        output=_output(settings, action, shown),
+        output=_output(settings, decided, shown),
         blocked=blocked,
         action=action,
     )
@@ -248,8 +231,40 @@ def build_verdict(it: Item, *, total_ms: float, stage: StageSpan, redact: bool) 
     return verdict.model_copy(update={"metadata": metadata})
 
 
-def log_verdict(logger: logging.Logger, verdict: Verdict, *, dropped: int) -> None:
-    """Log the verdict as one ``guard.verdict`` event (INFO unless it passed)."""
+def finish(
+    it: Item,
+    total_ms: float,
+    stage: StageSpan,
+    redact: bool,
+    metrics: Metrics,
+    logger: logging.Logger,
+) -> Verdict:
+    """Decide, build and log one item's verdict (delivery follows in the caller).
+
+    Args:
+        it: The analysed item.
+        total_ms: Its share of the call's time.
+        stage: The ``action`` stage span.
+        redact: The engine's ``redact`` option.
+        metrics: Where the mitigation loop's model use is counted.
+        logger: The engine's logger (``guard.verdict``).
+    """
+    decided = decide(it)
+    verdict = build_verdict(it, decided, total_ms=total_ms, stage=stage, redact=redact)
+    if it.mitigation is not None:
+        for use in it.mitigation.cost.models:
+            metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
+    log_verdict(logger, verdict, dropped=len(it.dropped), why=decided.why)
+    return verdict
+
+
+def log_verdict(
+    logger: logging.Logger, verdict: Verdict, *, dropped: int, why: str | None = None
+) -> None:
+    """Log the verdict as one ``guard.verdict`` event (INFO unless it passed).
+
+    ``why`` is the decision in one line (:attr:`AnswerDecision.why`).
+    """
     log_event(
         logger,
         "guard.verdict",
@@ -265,6 +280,7 @@ def log_verdict(logger: logging.Logger, verdict: Verdict, *, dropped: int) -> No
         not_checked=verdict.not_checked_reason,
         iterations=verdict.iterations,
         latency_ms=round(verdict.latency_ms["total"], 3),
+        why=why,
     )
 
 

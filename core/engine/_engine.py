@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar, Unpack
 
+from .._decision import flagged
 from .._errors import InvalidArgumentError, InvalidInputError
 from .._types import DetectionInput, DetectionResult, DetectionStatus, NLILabel
 from ..mitigation import (
@@ -24,7 +25,7 @@ from ..observability import Metrics, StageSpan, Tracer
 from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
 from ._blocked import blocked_error, shown_text
-from ._conclude import adeliver, build_verdict, deliver, log_verdict, observe
+from ._conclude import adeliver, deliver, finish, observe
 from ._models import detector_id, load_classifier, load_nli, load_policy_detector
 from ._options import (
     EngineKwargs,
@@ -40,10 +41,10 @@ from ._stages import (
     classify,
     detect,
     explain,
-    is_flagged,
     model_name,
     needs_detection,
     route,
+    route_calibrations,
     wants_nli,
 )
 from ._tools import GuardTools, ToolSet
@@ -124,8 +125,11 @@ class TruthLens:
         self._fact_checker: FactCheckClassifier | None = opts.fact_checker
         self._load_lock = threading.Lock()
         self.router = Router(policy, domain_classifier=opts.domain_classifier)
-        self.fact_check_threshold = policy.hallucination_mitigation.fact_check_model.threshold
-        self.nli_threshold = policy.hallucination_mitigation.nli_model.threshold
+        self._calibrations = route_calibrations(policy)  # each route's map, read once
+        self.fact_check_threshold = (
+            policy.hallucination_mitigation.fact_check_model.confidence_threshold
+        )
+        self.nli_threshold = policy.hallucination_mitigation.nli_model.confidence_threshold
 
     @classmethod
     def from_config(
@@ -392,8 +396,8 @@ class TruthLens:
 
     def _assessment(self, it: Item, result: DetectionResult) -> Assessment:
         assert it.route is not None
-        flagged = is_flagged(result, it.kept, it.route.settings.threshold)
-        return Assessment(answer=result.answer, score=result.score, spans=it.kept, flagged=flagged)
+        judged = flagged(result, it.kept, it.route.settings.threshold)
+        return Assessment(answer=result.answer, score=result.score, spans=it.kept, flagged=judged)
 
     def _assess(self, it: Item, context: Sequence[str], answer: str) -> Assessment:
         """Detect and NLI-filter a candidate answer with ``it``'s route (for the loops).
@@ -425,25 +429,18 @@ class TruthLens:
 
     def _check(self, items: list[Item]) -> None:
         """Detect, then NLI-explain the spans of routes that ask for it."""
-        detect(items, lambda: self.detector, tracer=self.tracer, metrics=self.metrics)
+        tracer, metrics, maps = self.tracer, self.metrics, self._calibrations
+        detect(items, lambda: self.detector, tracer=tracer, metrics=metrics, calibrations=maps)
         wanted = [it for it in items if wants_nli(it)]
         explainer = self.nli if wanted else None
         if explainer is not None:
             nli = NLIStage(explainer, threshold=self.nli_threshold, align=self.align_quantities)
-            explain(wanted, nli, tracer=self.tracer, metrics=self.metrics)
+            explain(wanted, nli, tracer=tracer, metrics=metrics)
 
     def _conclude(self, items: list[Item], started: float, root: StageSpan) -> list[Verdict]:
         with self.tracer.stage("action") as stage:
             total_ms = (time.perf_counter() - started) * 1000.0 / len(items)
-            verdicts = [self._finish(it, total_ms, stage) for it in items]
+            redact, metrics = self.options.redact, self.metrics
+            verdicts = [finish(it, total_ms, stage, redact, metrics, logger) for it in items]
         root.set_attribute("truthlens.mitigated", sum(not v.passed for v in verdicts))
         return verdicts
-
-    def _finish(self, it: Item, total_ms: float, stage: StageSpan) -> Verdict:
-        """Build and log one item's verdict (delivery follows in the caller)."""
-        verdict = build_verdict(it, total_ms=total_ms, stage=stage, redact=self.options.redact)
-        if it.mitigation is not None:
-            for use in it.mitigation.cost.models:
-                self.metrics.record_model_use(model=use.model, role=use.role, count=use.calls)
-        log_verdict(logger, verdict, dropped=len(it.dropped))
-        return verdict

@@ -67,7 +67,7 @@ def load_policy_detector(policy: Policy) -> Detector:
     Returns:
         The detector; a remote one checks that its token threshold matches the service's.
     """
-    token_threshold = policy.hallucination_mitigation.hallucination_model.threshold
+    token_threshold = policy.hallucination_mitigation.hallucination_model.token_threshold
     if policy.service.url is not None:
         client = _client(policy)
         return RemoteDetector(

@@ -25,7 +25,6 @@ neither torch nor any framework.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypedDict
@@ -41,7 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from .._arguments import describe_error, kind, reject_unknown
+from .._arguments import describe_error, kind, reject_unknown, warn_deprecated
 from .._errors import ConfigError, InvalidArgumentError
 from ..mitigation import MitigationOptions
 from ..models import Detector, FactCheckClassifier, NLIExplainer
@@ -89,22 +88,6 @@ _NEEDS: dict[str, tuple[str, str]] = {
 
 """What happens to a blocked answer: ``"message"`` shows ``blocked_message`` in its
 place, ``"raise"`` raises :class:`~truthlens_integrations.core.BlockedResponseError`."""
-
-
-#: Modules whose frames a deprecation warning skips, to point at the caller's line.
-_INTERNAL = ("truthlens_integrations", "pydantic", "llama_index", "langchain", "langgraph")
-
-
-def warn_deprecated(message: str) -> None:
-    """Emit a :class:`DeprecationWarning` attributed to the first frame outside the package.
-
-    Adapters reach the option checks through a varying number of calls; pointing the
-    warning at the user's own line is what lets Python's default filters show it.
-    """
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_INTERNAL):
-        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
-    warnings.warn(message, DeprecationWarning, stacklevel=level + 1)
 
 
 def _block_choice(values: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -262,7 +245,7 @@ class PolicyKnobs(BaseModel):
         if self.mode is not None:
             g["default_mode"] = plugin["mode"] = self.mode
         if self.threshold is not None:
-            g["threshold"] = plugin["threshold"] = self.threshold
+            g["response_threshold"] = plugin["response_threshold"] = self.threshold
         if self.action is not None:
             g["hallucination_action"] = plugin["hallucination_action"] = self.action
         if self.max_iterations is not None:

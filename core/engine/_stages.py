@@ -7,11 +7,11 @@ so :class:`~truthlens_integrations.core.engine.TruthLens` only chooses the model
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from .._calibration import CalibrationFile
+from .._decision import detected_at
 from .._errors import ModelLoadError
 from .._normalize import Normalized, normalize_input, restore_result, span_back
 from .._types import (
@@ -24,8 +24,9 @@ from .._types import (
 )
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
+from ..models.detection._response import RouteCalibration
 from ..observability import Metrics, Tracer
-from ..policy import Router, RouteResult
+from ..policy import Policy, Router, RouteResult
 from ._alignment import align_quantities
 from ._injection import ContextFlag, split_instructions
 from ._premise import answer_sentence, select_premise
@@ -37,10 +38,10 @@ __all__ = [
     "classify",
     "detect",
     "explain",
-    "is_flagged",
     "model_name",
     "needs_detection",
     "route",
+    "route_calibrations",
     "wants_nli",
 ]
 
@@ -180,11 +181,18 @@ def needs_detection(it: Item) -> bool:
 
 
 def detect(
-    items: list[Item], load: Callable[[], Detector], *, tracer: Tracer, metrics: Metrics
+    items: list[Item],
+    load: Callable[[], Detector],
+    *,
+    tracer: Tracer,
+    metrics: Metrics,
+    calibrations: Mapping[str, RouteCalibration],
 ) -> None:
     """Run the detector (from ``load``, inside the stage) over the items in one batch.
 
-    Every span starts out kept.
+    A route with a calibration file has its answers re-scored by the file's map, read
+    once when the engine was built (``calibrations``: one per decision that names one),
+    and decided at the route's threshold. Every span starts out kept.
     """
     if not items:
         return
@@ -196,15 +204,35 @@ def detect(
     for it, raw in zip(items, results, strict=True):
         settings = it.route.settings if it.route is not None else None
         result = raw
-        if settings is not None and settings.calibration is not None:
+        calibration = _route_calibration(it, calibrations)
+        if settings is not None and calibration is not None:
             # The route's own response map (truthlens calibrate); tokens and spans stay.
-            result = _route_rescore(it.data, raw, settings.calibration, settings.threshold)
+            result = calibration.rescore(it.data, raw, settings.threshold)
         it.partly_read = _partly_read(it.data, result, min_coverage)
-        if settings is not None and it.partly_read and result.score < settings.threshold:
+        if settings is not None and it.partly_read and not detected_at(result, settings.threshold):
             result = _unverifiable(it.data, result, settings.threshold)
         it.detection = result
         it.kept = list(result.spans)
     _share(items, "detector", stage.elapsed_ms)
+
+
+def route_calibrations(policy: Policy) -> dict[str, RouteCalibration]:
+    """Each decision's calibration file read into its map, once (for :func:`detect`)."""
+    return {
+        d.name: RouteCalibration.of(d.plugin.calibration_file)
+        for d in policy.decisions
+        if d.plugin.calibration_file is not None
+    }
+
+
+def _route_calibration(
+    it: Item, calibrations: Mapping[str, RouteCalibration]
+) -> RouteCalibration | None:
+    """The map of ``it``'s route, or ``None`` where the detector's own score stands."""
+    route = it.route
+    if route is None or route.decision is None or route.settings.calibration is None:
+        return None
+    return calibrations[route.decision]
 
 
 def _min_coverage(detector: Detector) -> float:
@@ -248,14 +276,6 @@ def _unverifiable(
     )
 
 
-def _route_rescore(
-    item: DetectionInput, result: DetectionResult, calibration: CalibrationFile, threshold: float
-) -> DetectionResult:
-    from ..models.detection._calibration_file import rescore
-
-    return rescore(item, result, calibration, threshold)
-
-
 @dataclass(frozen=True)
 class NLIStage:
     """The NLI stage's model and settings."""
@@ -263,21 +283,6 @@ class NLIStage:
     explainer: NLIExplainer
     threshold: float
     align: bool
-
-
-def is_flagged(
-    result: DetectionResult, kept: Sequence[HallucinationSpan], threshold: float
-) -> bool:
-    """Whether an answer is flagged: its score reaches ``threshold``, as the detector says.
-
-    One exception: when the detector marked spans and NLI found every one of them entailed
-    (none is ``kept``), the answer passes. A score that reaches the threshold with no span
-    at all still flags it (a calibrated score also reads absent words and length, so it
-    can be high while no single token is); the verdict then has no span to show.
-    """
-    if result.score < threshold:
-        return False
-    return bool(kept) or not result.spans
 
 
 def wants_nli(it: Item) -> bool:
@@ -290,7 +295,7 @@ def wants_nli(it: Item) -> bool:
     """
     if not it.kept or it.route is None or not it.route.settings.use_nli:
         return False
-    return it.detection is not None and it.detection.score >= it.route.settings.threshold
+    return it.detection is not None and detected_at(it.detection, it.route.settings.threshold)
 
 
 def explain(wanted: list[Item], nli: NLIStage, *, tracer: Tracer, metrics: Metrics) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._decision import NotCheckedReason
 from .._types import Decision, DetectionResult, HallucinationSpan
 from ..mitigation import (
     AnswerDiff,
@@ -32,7 +33,7 @@ __all__ = [
     "REDACTED",
     "SEVERITY",
     "VERDICT_FIELDS",
-    "Coverage",
+    "CheckReport",
     "Findings",
     "MitigationReport",
     "NotCheckedReason",
@@ -43,13 +44,6 @@ __all__ = [
 
 #: What replaces hallucinated text in a redacted verdict.
 REDACTED = "[redacted]"
-
-NotCheckedReason = Literal["disabled", "non_factual", "no_grounding", "unverifiable"]
-"""Why an answer was not checked: detection is off for the route (``disabled``), the
-policy skips non-factual prompts and the classifier found this one non-factual
-(``non_factual``), there was no usable grounding (``no_grounding``, also when every
-passage carried instructions), or the detector could not read the input
-(``unverifiable``)."""
 
 #: Severity of a kept span by its NLI label (HaluGate): a contradiction is worse than
 #: a claim the context neither supports nor refutes. An entailment the NLI model is
@@ -90,8 +84,11 @@ class Findings(_Part):
     detection: DetectionResult | None = None
 
 
-class Coverage(_Part):
-    """Whether the answer could be checked, and against what.
+class CheckReport(_Part):
+    """Whether the answer could be checked, and against what (the verdict's ``coverage`` group).
+
+    Not the detector's :class:`~truthlens_integrations.core.Coverage` (what part of the
+    input the model scored); this one says whether the guard checked the answer at all.
 
     Attributes:
         fact_check_needed: The prompt classifier's verdict after its threshold.
@@ -165,7 +162,7 @@ class MitigationReport(_Part):
 #: The verdict's groups: field name on :class:`Verdict` and model.
 _GROUPS: dict[str, type[_Part]] = {
     "findings": Findings,
-    "coverage": Coverage,
+    "coverage": CheckReport,
     "mitigation": MitigationReport,
 }
 
@@ -266,7 +263,7 @@ class Verdict(BaseModel, _FlatFields):
     ``action`` and the metadata describe the FINAL answer (the one to show); the
     original stays in ``original_answer`` / ``original_score`` and ``history[0]``.
 
-    The fields come in three groups (:class:`Findings`, :class:`Coverage`,
+    The fields come in three groups (:class:`Findings`, :class:`CheckReport`,
     :class:`MitigationReport`); each of their fields is also readable flat
     (``verdict.score`` is ``verdict.findings.score``). A verdict is built and
     serialised flat: ``Verdict(score=..., threshold=...)`` and
@@ -306,7 +303,7 @@ class Verdict(BaseModel, _FlatFields):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     findings: Findings
-    coverage: Coverage
+    coverage: CheckReport
     mitigation: MitigationReport = Field(default_factory=MitigationReport)
     decision: Decision
     mode: Mode

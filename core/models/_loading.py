@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from .._calibration import check_response_map
 from .._device import resolve_device, resolve_dtype
-from .._errors import ModelLoadError, ModelNotAvailableError
+from .._errors import ConfigError, ModelLoadError, ModelNotAvailableError
 from ._onnx import (
     OnnxModel,
     Quantization,
@@ -516,17 +517,10 @@ def _from_pretrained(
     return tokenizer, model, info
 
 
-# Numbers of the ``truthlens`` block with a range beyond "finite": a Platt scale of 0 or
-# below would flatten or invert every token probability; a negative token weight in the
-# response map would invert the token evidence (a fitted 0 is valid: a length-safe map
-# fitted on RAG answers may read the token model through the sentence peak only).
-_POSITIVE = {("calibration", "scale")}
-_NON_NEGATIVE = {("response_calibration", "max_logit")}
-_REQUIRED = {"calibration": (), "response_calibration": ("max_logit", "log_sentences", "bias")}
-_OPTIONAL = {
-    "calibration": ("scale", "shift", "span_shift"),
-    "response_calibration": ("absent_words", "sentence_peak"),
-}
+# The Platt calibration's numbers: a scale of 0 or below would flatten or invert every
+# token probability. (The response map is read by the rules every map is read by:
+# ``core/_calibration.py``, ``check_response_map``.)
+_PLATT = ("scale", "shift", "span_shift")
 
 
 def _numbers(value: object, path: str) -> list[tuple[str, object]]:
@@ -548,8 +542,9 @@ def check_config_numbers(source: str, config: dict[str, Any]) -> None:
     """Refuse a model whose ``config.json`` carries a number that cannot be right.
 
     Every number must be finite (a NaN calibration made every answer "supported" with
-    score 0); the ``truthlens`` calibrations must hold their numbers, as numbers, with
-    the Platt scale above 0 and the response map's token weight at or above 0.
+    score 0); the Platt calibration must hold numbers, its scale above 0; the response
+    map is read by the rules every map is read by (``check_response_map``: the token
+    weight at or above 0).
 
     Args:
         source: The model folder or hub id, for the message.
@@ -565,30 +560,30 @@ def check_config_numbers(source: str, config: dict[str, Any]) -> None:
     extra = config.get("truthlens")
     if not isinstance(extra, dict):
         return
-    for block, required in _REQUIRED.items():
-        entry = extra.get(block)
-        if entry is None:
-            continue
-        if not isinstance(entry, dict):
-            raise ModelLoadError(f"{where}: truthlens.{block} must be a mapping of numbers")
-        for key in (*required, *_OPTIONAL.get(block, ())):
-            if key not in entry:
-                if key in required:
-                    raise ModelLoadError(f"{where}: truthlens.{block}.{key} is missing")
-                continue
-            value = entry[key]
-            if not _is_number(value):
-                raise ModelLoadError(
-                    f"{where}: truthlens.{block}.{key} is {value!r}; expected a number"
-                )
-            if (block, key) in _POSITIVE and value <= 0:
-                raise ModelLoadError(
-                    f"{where}: truthlens.{block}.{key} is {value}; expected a number above 0"
-                )
-            if (block, key) in _NON_NEGATIVE and value < 0:
-                raise ModelLoadError(
-                    f"{where}: truthlens.{block}.{key} is {value}; expected a number >= 0"
-                )
+    response = extra.get("response_calibration")
+    if response is not None:
+        try:
+            check_response_map(
+                response, where=f"{where}: truthlens.response_calibration", in_file=False
+            )
+        except ConfigError as exc:
+            raise ModelLoadError(str(exc)) from None
+    platt = extra.get("calibration")
+    if platt is None:
+        return
+    if not isinstance(platt, dict):
+        raise ModelLoadError(f"{where}: truthlens.calibration must be a mapping of numbers")
+    for key in _PLATT:
+        value = platt.get(key)
+        if key in platt and not _is_number(value):
+            raise ModelLoadError(
+                f"{where}: truthlens.calibration.{key} is {value!r}; expected a number"
+            )
+    scale = platt.get("scale")
+    if scale is not None and scale <= 0:
+        raise ModelLoadError(
+            f"{where}: truthlens.calibration.scale is {scale}; expected a number above 0"
+        )
 
 
 def _offline(local_files_only: bool | None) -> bool:

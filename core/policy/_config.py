@@ -9,7 +9,7 @@ decisions refer to. Every model forbids unknown keys so that typos fail loudly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, ClassVar, Literal, TypedDict
 
 from pydantic import (
     AfterValidator,
@@ -23,7 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from .._arguments import warn_deprecated
 from .._calibration import CalibrationFile, check_calibration_detector, read_calibration_file
+from .._decision import Action, route_threshold, unverified_action
 from .._errors import ConfigError
 from .._limits import (
     MAX_ANSWER_CHARS,
@@ -69,7 +71,6 @@ __all__ = [
 ]
 
 Mode = Literal["lightweight", "standard", "premium"]
-Action = Literal["header", "body", "block", "none"]
 Operator = Literal["AND", "OR"]
 Precision = Literal["auto", "float32", "bfloat16", "float16", "int8"]
 Backend = Literal["auto", "torch", "onnx"]
@@ -93,9 +94,9 @@ def _non_blank(value: str) -> str:
     return value
 
 
-# Numbers and switches are strict: YAML `threshold: true` or `threshold: "0.3"` is an
+# Numbers and switches are strict: YAML `response_threshold: true` or `"0.3"` is an
 # error, not 1.0 or 0.3. A lax `true` read as threshold 1.0 silently turns detection off.
-# Integers are still accepted where a float is expected (`threshold: 1`).
+# Integers are still accepted where a float is expected (`response_threshold: 1`).
 Unit = Annotated[float, Strict(), AfterValidator(_unit_interval)]
 Name = Annotated[str, AfterValidator(_non_blank)]
 Iterations = Annotated[int, Strict(), Field(ge=0, le=100)]
@@ -108,6 +109,83 @@ class _Strict(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
     )
+
+
+def renamed_key(data: Any, new: str, where: str, old: str = "threshold") -> Any:
+    """``data`` (a policy block as read) with its deprecated key ``old`` under its name ``new``.
+
+    Every ``threshold`` of a policy is named for what it thresholds
+    (:data:`THRESHOLD_NAMES`); the old ``threshold`` keeps working for a release, with a
+    :class:`DeprecationWarning`.
+
+    Raises:
+        ValueError: If both are given.
+    """
+    if not isinstance(data, Mapping) or old not in data:
+        return data
+    if new in data:
+        raise ValueError(f"{where}: give {new} only ({old} is its deprecated name)")
+    warn_deprecated(
+        f"policy key {where}.{old} is deprecated and will be removed in the next release; "
+        f"use {where}.{new}"
+    )
+    out = dict(data)
+    out[new] = out.pop(old)
+    return out
+
+
+#: Where a policy had a key called ``threshold``, and its name now: what it thresholds.
+THRESHOLD_NAMES: dict[str, str] = {
+    "hallucination": "response_threshold",
+    "decisions[].plugins[].configuration": "response_threshold",
+    "hallucination_mitigation.fact_check_model": "confidence_threshold",
+    "hallucination_mitigation.hallucination_model": "token_threshold",
+    "hallucination_mitigation.nli_model": "confidence_threshold",
+}
+
+
+def current_names(data: Mapping[str, Any]) -> dict[str, Any]:
+    """One policy source (as read, before sources are merged) with current key names.
+
+    A file written with the design's ``threshold`` keys and another with the current
+    names merge as one: each source is renamed before the merge, and a later source's
+    value still wins.
+
+    Raises:
+        ValueError: If a block gives both names.
+    """
+    out = dict(data)
+    if "hallucination" in out:
+        new = THRESHOLD_NAMES["hallucination"]
+        out["hallucination"] = renamed_key(out["hallucination"], new, "hallucination")
+    models = out.get("hallucination_mitigation")
+    if isinstance(models, Mapping):
+        models = dict(models)
+        for name in ("fact_check_model", "hallucination_model", "nli_model"):
+            where = f"hallucination_mitigation.{name}"
+            if name in models:
+                models[name] = renamed_key(models[name], THRESHOLD_NAMES[where], where)
+        out["hallucination_mitigation"] = models
+    decisions = out.get("decisions")
+    if isinstance(decisions, list):
+        out["decisions"] = [_current_decision(d, i) for i, d in enumerate(decisions)]
+    return out
+
+
+def _current_decision(decision: Any, index: int) -> Any:
+    plugins = decision.get("plugins") if isinstance(decision, Mapping) else None
+    if not isinstance(plugins, list):
+        return decision
+    renamed = []
+    for j, plugin in enumerate(plugins):
+        where = f"decisions[{index}].plugins[{j}].configuration"
+        if isinstance(plugin, Mapping) and "configuration" in plugin:
+            new = THRESHOLD_NAMES["decisions[].plugins[].configuration"]
+            config = renamed_key(plugin["configuration"], new, where)
+            renamed.append({**plugin, "configuration": config})
+        else:
+            renamed.append(plugin)
+    return {**decision, "plugins": renamed}
 
 
 class StandardSettings(_Strict):
@@ -159,7 +237,8 @@ class HallucinationSettings(_Strict):
             short answers, steadier on shared cores), torch on GPUs and elsewhere;
             ``torch`` or ``onnx`` force one; ``precision: int8`` runs ONNX.
         default_mode: Mode for decisions that do not set one.
-        threshold: Response score at or above which an answer is flagged.
+        response_threshold: Response score at or above which an answer is flagged
+            (``threshold`` is its deprecated name).
         warning_template: Text the ``body`` action and disclaimers add.
         standard: Standard mode settings.
         premium: Premium mode settings.
@@ -190,7 +269,7 @@ class HallucinationSettings(_Strict):
     precision: Precision = "auto"
     backend: Backend = "auto"
     default_mode: Mode = "lightweight"
-    threshold: Unit = 0.5
+    response_threshold: Unit = 0.5
     warning_template: Name = DEFAULT_WARNING_TEMPLATE
     standard: StandardSettings = Field(default_factory=StandardSettings)
     premium: PremiumSettings = Field(default_factory=PremiumSettings)
@@ -202,47 +281,105 @@ class HallucinationSettings(_Strict):
     skip_non_factual_grounded: Flag = False
     time_budget_s: Budget | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_threshold(cls, data: Any) -> Any:
+        return renamed_key(data, "response_threshold", "hallucination")
+
+    @property
+    def threshold(self) -> float:
+        """Deprecated: :attr:`response_threshold`."""
+        warn_deprecated("HallucinationSettings.threshold is deprecated; read .response_threshold")
+        return self.response_threshold
+
 
 class ModelSettings(_Strict):
-    """One model of the HaluGate pipeline.
+    """One model of the HaluGate pipeline (the three below add their threshold).
 
     Attributes:
         model_id: Local path or hub id; ``None`` uses the bundled model.
-        threshold: The stage's confidence threshold.
         use_cpu: Force the CPU; ``False`` lets the device helper choose.
     """
 
+    # The model's threshold, named for what it thresholds, and the block it is read in.
+    _threshold_key: ClassVar[str] = ""
+    _where: ClassVar[str] = "hallucination_mitigation"
+
     model_id: str | None = None
-    threshold: Unit = 0.5
     use_cpu: Flag = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_threshold(cls, data: Any) -> Any:
+        if not cls._threshold_key:
+            return data
+        return renamed_key(data, cls._threshold_key, cls._where)
 
-def _fact_check_default() -> ModelSettings:
-    return ModelSettings(threshold=0.6)
+    @property
+    def threshold(self) -> float:
+        """Deprecated: the model's threshold under its own name (``confidence_threshold``, ...)."""
+        key = type(self)._threshold_key
+        warn_deprecated(f"{type(self).__name__}.threshold is deprecated; read .{key}")
+        value: float = getattr(self, key)
+        return value
 
 
-def _detector_default() -> ModelSettings:
-    return ModelSettings(threshold=0.5)
+class FactCheckModelSettings(ModelSettings):
+    """The prompt classifier (``fact_check_model``).
+
+    Attributes:
+        confidence_threshold: The confidence a ``needs_fact_check`` prediction needs.
+    """
+
+    _threshold_key: ClassVar[str] = "confidence_threshold"
+    _where: ClassVar[str] = "hallucination_mitigation.fact_check_model"
+
+    confidence_threshold: Unit = 0.6
 
 
-def _nli_default() -> ModelSettings:
-    return ModelSettings(threshold=0.9)
+class DetectorModelSettings(ModelSettings):
+    """The token detector (``hallucination_model``).
+
+    Attributes:
+        token_threshold: The token probability above which a token is flagged (spans
+            are runs of flagged words).
+    """
+
+    _threshold_key: ClassVar[str] = "token_threshold"
+    _where: ClassVar[str] = "hallucination_mitigation.hallucination_model"
+
+    token_threshold: Unit = 0.5
+
+
+class NLIModelSettings(ModelSettings):
+    """The NLI explainer (``nli_model``).
+
+    Attributes:
+        confidence_threshold: The confidence an NLI label needs to count: an entailment
+            this sure drops the span as a false positive, a contradiction (or
+            entailment) below it reads neutral.
+    """
+
+    _threshold_key: ClassVar[str] = "confidence_threshold"
+    _where: ClassVar[str] = "hallucination_mitigation.nli_model"
+
+    confidence_threshold: Unit = 0.9
 
 
 class MitigationModels(_Strict):
     """The ``hallucination_mitigation:`` block: the three HaluGate models.
 
     Attributes:
-        fact_check_model: Prompt classifier; ``threshold`` is the confidence a
+        fact_check_model: Prompt classifier; ``confidence_threshold`` is the confidence a
             ``needs_fact_check`` prediction needs.
-        hallucination_model: Token detector; ``threshold`` is the token threshold.
-        nli_model: NLI explainer; ``threshold`` is the entailment confidence above
-            which a span is dropped as a false positive.
+        hallucination_model: Token detector; ``token_threshold`` flags a token.
+        nli_model: NLI explainer; ``confidence_threshold`` is the confidence a label
+            needs (an entailment this sure drops a span as a false positive).
     """
 
-    fact_check_model: ModelSettings = Field(default_factory=_fact_check_default)
-    hallucination_model: ModelSettings = Field(default_factory=_detector_default)
-    nli_model: ModelSettings = Field(default_factory=_nli_default)
+    fact_check_model: FactCheckModelSettings = Field(default_factory=FactCheckModelSettings)
+    hallucination_model: DetectorModelSettings = Field(default_factory=DetectorModelSettings)
+    nli_model: NLIModelSettings = Field(default_factory=NLIModelSettings)
 
 
 class FactCheckRule(_Strict):
@@ -350,7 +487,8 @@ class PluginConfiguration(_Strict):
     Attributes:
         enabled: Whether detection runs for this decision.
         mode: lightweight, standard or premium.
-        threshold: Response score at or above which the answer is flagged.
+        response_threshold: Response score at or above which the answer is flagged
+            (``threshold`` is its deprecated name).
         max_iterations: Refinement / collaboration rounds at most.
         require_disclaimer: Add the warning even to answers that pass.
         use_nli: Explain flagged spans with the NLI model.
@@ -364,7 +502,8 @@ class PluginConfiguration(_Strict):
         time_budget_s: Overrides the global mitigation time budget (extension).
         calibration: A bundled calibration's name or a calibration file written by
             ``truthlens calibrate`` (extension): this route's answers are scored by its
-            response map and flagged at its threshold unless ``threshold`` is set here.
+            response map and flagged at its threshold unless ``response_threshold`` is set
+            here.
             ``rag`` is the bundled map fitted on RAG answers (opt-in, not the default);
             any other value is a path, read from the working directory when relative.
             Read and checked when the policy loads.
@@ -372,7 +511,7 @@ class PluginConfiguration(_Strict):
 
     enabled: Flag | None = None
     mode: Mode | None = None
-    threshold: Unit | None = None
+    response_threshold: Unit | None = None
     max_iterations: Iterations | None = None
     require_disclaimer: Flag | None = None
     use_nli: Flag | None = None
@@ -386,6 +525,17 @@ class PluginConfiguration(_Strict):
     # The file behind ``calibration``, read once when the policy loads: requests use
     # this copy, so a route never re-reads (or re-checks) the file per answer.
     _calibration_file: CalibrationFile | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_threshold(cls, data: Any) -> Any:
+        return renamed_key(data, "response_threshold", "a decision's configuration")
+
+    @property
+    def threshold(self) -> float | None:
+        """Deprecated: :attr:`response_threshold`."""
+        warn_deprecated("PluginConfiguration.threshold is deprecated; read .response_threshold")
+        return self.response_threshold
 
     @model_validator(mode="after")
     def _read_calibration_once(self, info: ValidationInfo) -> PluginConfiguration:
@@ -783,7 +933,9 @@ class Policy(_Strict):
             mode: Use this mode instead of the configured one (adaptive selection).
 
         Returns:
-            The decision's plugin values where set, the global block's otherwise.
+            The decision's plugin values where set, the global block's otherwise; the
+            threshold and the unverified action by the decision rules of
+            ``core/_decision.py`` (:func:`route_threshold`, :func:`unverified_action`).
 
         Raises:
             KeyError: If the decision does not exist.
@@ -801,10 +953,11 @@ class Policy(_Strict):
             iterations = 0
         action = p.hallucination_action or g.hallucination_action
         calibration = p.calibration_file
-        if p.threshold is not None:
-            threshold = p.threshold
-        else:
-            threshold = calibration.threshold if calibration is not None else g.threshold
+        threshold = route_threshold(
+            p.response_threshold,
+            calibration.threshold if calibration is not None else None,
+            g.response_threshold,
+        )
         return ResolvedSettings(
             enabled=g.enabled if p.enabled is None else p.enabled,
             mode=chosen,
@@ -815,7 +968,9 @@ class Policy(_Strict):
             require_disclaimer=_pick(p.require_disclaimer, g.require_disclaimer),
             use_nli=_pick(p.use_nli, g.use_nli),
             hallucination_action=action,
-            unverified_factual_action=_unverified_action(p, g, action),
+            unverified_factual_action=unverified_action(
+                p.unverified_factual_action, g.unverified_factual_action, action
+            ),
             include_hallucination_details=_pick(
                 p.include_hallucination_details, g.include_hallucination_details
             ),
@@ -828,21 +983,6 @@ class Policy(_Strict):
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
         )
-
-
-def _unverified_action(
-    plugin: PluginConfiguration, settings: HallucinationSettings, action: Action
-) -> Action:
-    """The action for an answer that could not be checked.
-
-    Set explicitly (on the decision, then globally) it holds; unset, it follows a
-    ``block`` hallucination action, because an answer nobody could check must not be
-    shown where a wrong one would be withheld ("not checked is never clean").
-    """
-    chosen = plugin.unverified_factual_action or settings.unverified_factual_action
-    if chosen is not None:
-        return chosen
-    return "block" if action == "block" else "header"
 
 
 def _pick(value: bool | None, fallback: bool) -> bool:

@@ -174,7 +174,9 @@ class Router:
             policy.domain_keywords()
         )
         self.fact_check = fact_check
-        self.fact_check_threshold = policy.hallucination_mitigation.fact_check_model.threshold
+        self.fact_check_threshold = (
+            policy.hallucination_mitigation.fact_check_model.confidence_threshold
+        )
         self.domain_threshold = domain_threshold
         self.mode_selector = mode_selector
         # Stable sort: equal priorities keep file order.

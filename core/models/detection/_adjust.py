@@ -44,7 +44,7 @@ from ..._quantities import (
     extract_quantities,
     measure,
 )
-from ..._text import STOP_WORDS, content_words, split_sentences, words
+from ..._text import STOP_WORDS, AnswerText, content_words, split_sentences, words
 from ..._types import TokenScore
 
 __all__ = [
@@ -171,8 +171,12 @@ _ABSTAIN_WORDS = frozenset(
 )
 
 
-def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int, QuantityVerdict]]:
+def _number_verdicts(
+    answer: str | AnswerText, context: Sequence[str]
+) -> list[tuple[int, int, QuantityVerdict]]:
     """``(start, end, verdict)`` of the digits of every number of the answer."""
+    text = AnswerText.of(answer)
+    answer = text.text
     found = extract_quantities(answer)
     if not found:
         return []  # no pass over the context
@@ -184,7 +188,7 @@ def _number_verdicts(answer: str, context: Sequence[str]) -> list[tuple[int, int
         # word after a number is scored as it is: it is often not a unit ("420 people" /
         # "420 employees"), and treating it as a conflict lowered held-out AP from 0.781 to
         # 0.748 on held-out train-role answers.
-        verdict = known.judge(q, answer)
+        verdict = known.judge(q, text)
         if verdict == "unseen" and q.unit == DATE:
             continue  # no date in the context: the date's year and day are judged apart
         if verdict == "unseen" and not answer[q.start].isdigit():
@@ -220,7 +224,7 @@ def _known_words(context: Sequence[str], question: str | None) -> set[str]:
 
 
 def uncounted_spans(
-    answer: str, context: Sequence[str], question: str | None
+    answer: str | AnswerText, context: Sequence[str], question: str | None
 ) -> list[tuple[int, int]]:
     """``(start, end)`` of what the absent-word count leaves out of ``answer``.
 
@@ -232,12 +236,14 @@ def uncounted_spans(
     where the answer comes from (:func:`source_framing`; tests/test_source_framing.py) and the
     words that join claims (:func:`connectives`; tests/test_source_framing.py).
     """
+    text = AnswerText.of(answer)
+    plain = text.text
     return [
-        *abstentions(answer, context, question),
-        *citations(answer),
-        *clock_time_spans(answer),
-        *source_framing(answer),
-        *connectives(answer),
+        *abstentions(text, context, question),
+        *citations(plain),
+        *clock_time_spans(plain),
+        *source_framing(plain),
+        *connectives(plain),
     ]
 
 
@@ -258,11 +264,15 @@ def source_framing(answer: str) -> list[tuple[int, int]]:
     return sorted(found)
 
 
-def abstentions(answer: str, context: Sequence[str], question: str | None) -> list[tuple[int, int]]:
+def abstentions(
+    answer: str | AnswerText, context: Sequence[str], question: str | None
+) -> list[tuple[int, int]]:
     """``(start, end)`` of the answer's sentences that only say the sources lack something."""
+    text = AnswerText.of(answer)
+    answer = text.text
     candidates = [
         (start, end)
-        for start, end in split_sentences(answer)
+        for start, end in text.sentences
         if _abstains(answer[start:end]) and not any(ch.isdigit() for ch in answer[start:end])
     ]
     if not candidates:
@@ -341,7 +351,7 @@ def _aligned_sentences(
 
 
 def negation_verdicts(
-    answer: str, context: Sequence[str]
+    answer: str | AnswerText, context: Sequence[str]
 ) -> list[tuple[int, int, Literal["agree", "conflict"]]]:
     """``(start, end, verdict)`` of answer words whose negation the context confirms or denies.
 
@@ -349,7 +359,9 @@ def negation_verdicts(
     context sentence shares; ``"conflict"`` marks a negation word no aligned sentence has,
     or, for an answer sentence without one, the words that every aligned sentence negates.
     """
-    units = [(start, end, _content(answer[start:end])) for start, end in split_sentences(answer)]
+    split = AnswerText.of(answer)
+    answer = split.text
+    units = [(start, end, _content(answer[start:end])) for start, end in split.sentences]
     units = [u for u in units if len(u[2]) >= _MIN_ALIGNED]
     if not units:
         return []
@@ -393,14 +405,16 @@ _HEDGE_GROUNDED_SHARE = 0.75
 
 
 def hedge_verdicts(
-    answer: str, context: Sequence[str], question: str | None
+    answer: str | AnswerText, context: Sequence[str], question: str | None
 ) -> list[tuple[int, int, Literal["agree"]]]:
     """``(start, end, "agree")`` of hedges in sentences whose other content words are grounded.
 
     A hedge in a sentence that is mostly new words is left to the model: there the whole
     claim may be invented, hedge and all.
     """
-    sentences = [(a, b) for a, b in split_sentences(answer) if _HEDGE.search(answer[a:b])]
+    split = AnswerText.of(answer)
+    answer = split.text
+    sentences = [(a, b) for a, b in split.sentences if _HEDGE.search(answer[a:b])]
     if not sentences:
         return []  # the common case: no pass over the context
     known = _known_words(context, question)
@@ -422,30 +436,30 @@ _VERDICT_CACHE = 64
 
 @lru_cache(maxsize=_VERDICT_CACHE)
 def _rule_verdicts(
-    answer: str, context: tuple[str, ...]
+    text: str | AnswerText, context: tuple[str, ...]
 ) -> tuple[tuple[tuple[int, int, str], ...], tuple[tuple[int, int, str], ...]]:
     """The unit and the negation rule's verdicts on an answer, memoised.
 
     Only pure functions of the two texts are kept; a benchmark that swaps a rule out
     clears the cache (``_rule_verdicts.cache_clear()``).
     """
-    return tuple(_number_verdicts(answer, context)), tuple(negation_verdicts(answer, context))
+    return tuple(_number_verdicts(text, context)), tuple(negation_verdicts(text, context))
 
 
-def conflict_marks(answer: str, context: Sequence[str]) -> tuple[list[int], list[int]]:
+def conflict_marks(answer: str | AnswerText, context: Sequence[str]) -> tuple[list[int], list[int]]:
     """Where the unit and negation rules find the answer in conflict with the context.
 
     Returns:
         ``(numbers, negations)``: the start of each number the unit rule judges a
         conflict, and of each word the negation rule marks in conflict.
     """
-    number_verdicts, negations_found = _rule_verdicts(answer, tuple(context))
+    number_verdicts, negations_found = _rule_verdicts(AnswerText.of(answer), tuple(context))
     numbers = [s for s, _, verdict in number_verdicts if verdict == "conflict"]
     negations = [s for s, _, verdict in negations_found if verdict == "conflict"]
     return numbers, negations
 
 
-def rule_conflicts(answer: str, context: Sequence[str]) -> tuple[int, int]:
+def rule_conflicts(answer: str | AnswerText, context: Sequence[str]) -> tuple[int, int]:
     """The unit and negation rules' evidence against an answer, as two counts.
 
     Returns:
@@ -454,15 +468,19 @@ def rule_conflicts(answer: str, context: Sequence[str]) -> tuple[int, int]:
         many of its sentences the negation rule finds in conflict. Each verdict reads one
         answer sentence against the context, so adding sentences never lowers either count.
     """
-    return count_conflicts(answer, conflict_marks(answer, context))
+    text = AnswerText.of(answer)
+    return count_conflicts(text, conflict_marks(text, context))
 
 
-def count_conflicts(answer: str, marks: tuple[Sequence[int], Sequence[int]]) -> tuple[int, int]:
+def count_conflicts(
+    answer: str | AnswerText, marks: tuple[Sequence[int], Sequence[int]]
+) -> tuple[int, int]:
     """:func:`rule_conflicts`'s two counts from the rules' :func:`conflict_marks`."""
     numbers, negations = marks
     if not negations:
         return len(numbers), 0
-    sentences = sum(1 for a, b in split_sentences(answer) if any(a <= m < b for m in negations))
+    spans = AnswerText.of(answer).sentences
+    sentences = sum(1 for a, b in spans if any(a <= m < b for m in negations))
     return len(numbers), sentences
 
 
@@ -472,18 +490,22 @@ def _odds_down(p: float) -> float:
 
 
 def adjust_tokens(
-    tokens: list[TokenScore], answer: str, context: Sequence[str], question: str | None
+    tokens: list[TokenScore],
+    answer: str | AnswerText,
+    context: Sequence[str],
+    question: str | None,
 ) -> list[TokenScore]:
     """Token probabilities with the number, negation, hedge and abstention rules applied."""
-    numbers, negations = _rule_verdicts(answer, tuple(context))
+    text = AnswerText.of(answer)  # its sentences, split once for every rule below
+    numbers, negations = _rule_verdicts(text, tuple(context))
     marks: list[tuple[int, int, str]] = [
         *numbers,
         *negations,
-        *hedge_verdicts(answer, context, question),
+        *hedge_verdicts(text, context, question),
     ]
-    quiet = abstentions(answer, context, question)
+    quiet = abstentions(text, context, question)
     if not marks and not quiet:
-        return _particle_follows_its_claim(tokens, answer)
+        return _particle_follows_its_claim(tokens, text)
     out = []
     for token in tokens:
         p = token.probability
@@ -499,10 +521,10 @@ def adjust_tokens(
         if any(token.start >= s and token.end <= e for s, e in quiet):
             p = min(p, _ABSTENTION_CAP)
         out.append(token if p == token.probability else token.model_copy(update={"probability": p}))
-    return _particle_follows_its_claim(out, answer)
+    return _particle_follows_its_claim(out, text)
 
 
-def _particle_follows_its_claim(tokens: list[TokenScore], answer: str) -> list[TokenScore]:
+def _particle_follows_its_claim(tokens: list[TokenScore], text: AnswerText) -> list[TokenScore]:
     """A leading "Yes,"/"No," is at most as suspicious as the rest of its sentence.
 
     A context never says "yes" or "no", so the model marks the particle of correct and
@@ -510,11 +532,11 @@ def _particle_follows_its_claim(tokens: list[TokenScore], answer: str) -> list[T
     no Sunday service"), whose own tokens carry the evidence. A particle alone keeps its
     score.
     """
-    particle = _YES_NO.match(answer)
+    particle = _YES_NO.match(text.text)
     if particle is None:
         return tokens
-    sentences = split_sentences(answer)
-    end = sentences[0][1] if sentences else len(answer)
+    sentences = text.sentences
+    end = sentences[0][1] if sentences else len(text.text)
     rest = [t.probability for t in tokens if particle.end() <= t.start and t.end <= end]
     if not rest:
         return tokens

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from ..._decision import reaches
 from ..._errors import InvalidInputError
 from ..._normalize import normalize_input, restore_result
 from ..._scoring import merge_spans, response_score
@@ -189,7 +190,7 @@ class BaseDetector(SingleAnswerCalls, ABC):
             min_confidence=cfg.min_span_confidence,
         )
         score = self._response_score(item, tokens, spans)
-        detected = score >= cfg.threshold
+        detected = reaches(score, cfg.threshold)
         # Too little of the answer was read to clear it; what was read can still flag
         # it (a wrong sentence followed by a paragraph in a script the model cannot
         # read is hallucinated, not unverifiable).

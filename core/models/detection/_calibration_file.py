@@ -5,6 +5,11 @@ The file holds a length-safe response map fitted on the user's own labelled answ
 target. A policy route points to it (``calibration: path/to/calib.json``); the engine
 then re-scores that route's answers with the map (the token probabilities and spans do
 not change) and flags them at the file's threshold unless the route sets its own.
+
+The response score's calibration is owned by ``_response.py`` (the map, the score and
+the rescoring with a route's map: :class:`RouteCalibration`); the file is read and
+checked by ``core/_calibration.py``. This module keeps the names the calibrate command
+and the model lab import.
 """
 
 from __future__ import annotations
@@ -18,19 +23,20 @@ from ..._calibration import (
     read_calibration_file,
     resolve_calibration,
 )
-from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
-from ._adjust import conflict_marks, count_conflicts, uncounted_spans
-from ._lexical import absent_words
+from ..._types import DetectionInput, TokenScore
+from ._adjust import count_conflicts
 from ._response import (
-    ResponseCalibration,
     ResponseSignals,
-    calibrated_score,
+    RouteCalibration,
+    answer_evidence,
+    rescore,
     response_signals,
 )
 
 __all__ = [
     "CALIBRATION_FORMAT",
     "CalibrationFile",
+    "RouteCalibration",
     "answer_evidence",
     "answer_signals",
     "check_calibration_detector",
@@ -38,22 +44,6 @@ __all__ = [
     "rescore",
     "resolve_calibration",
 ]
-
-
-def answer_evidence(
-    item: DetectionInput, *, rules: bool = True
-) -> tuple[list[tuple[int, str]], tuple[list[int], list[int]]]:
-    """What a response map reads of an answer besides its tokens, as the bundled detector reads it.
-
-    Returns:
-        The answer's absent content words as ``(start, key)`` (what
-        ``_adjust.uncounted_spans`` names left out), and with
-        ``rules`` where the unit and negation rules find a conflict
-        (``_adjust.conflict_marks``; a pass over the context, no model), else no marks.
-    """
-    skip = uncounted_spans(item.answer, item.context, item.question)
-    marks = conflict_marks(item.answer, item.context) if rules else ([], [])
-    return absent_words(item, skip), marks
 
 
 def answer_signals(
@@ -76,35 +66,4 @@ def answer_signals(
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
         rule_conflicts=count_conflicts(item.answer, marks),
-    )
-
-
-def rescore(
-    item: DetectionInput, result: DetectionResult, calibration: CalibrationFile, threshold: float
-) -> DetectionResult:
-    """``result`` with its score from the file's map and its decision at ``threshold``.
-
-    Results that were not checked (unverifiable) are returned unchanged: a calibration
-    never turns "not checked" into a verdict.
-    """
-    if not result.grounded:
-        return result
-    response = ResponseCalibration.from_entry(calibration.response_calibration)
-    absent, marks = answer_evidence(item, rules=response.reads_rules)
-    score = calibrated_score(
-        response,
-        item.answer,
-        result.tokens,
-        absent,
-        token_threshold=calibration.token_threshold,
-        conflicts=marks,
-    )
-    detected = score >= threshold
-    return result.model_copy(
-        update={
-            "score": score,
-            "threshold": threshold,
-            "detected": detected,
-            "status": DetectionStatus.HALLUCINATED if detected else DetectionStatus.SUPPORTED,
-        }
     )

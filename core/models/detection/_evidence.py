@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..._text import STOP_WORDS, split_sentences, words
+from ..._text import STOP_WORDS, AnswerText, split_sentences, words
 
 __all__ = [
     "ContextIndex",
@@ -223,17 +223,19 @@ def _query(sentence: str, question: str | None, previous: str | None) -> dict[st
 
 
 def answer_units(
-    answer: str, count: Callable[[str], int], unit_tokens: int
+    answer: str | AnswerText, count: Callable[[str], int], unit_tokens: int
 ) -> list[tuple[int, int]]:
     """Character ranges of the answer's units: consecutive sentences up to ``unit_tokens``.
 
     A sentence longer than the budget is a unit of its own and is cut at word boundaries
     into pieces of at most ``unit_tokens`` tokens.
     """
+    text = AnswerText.of(answer)
+    answer = text.text
     units: list[tuple[int, int]] = []
     current: tuple[int, int] | None = None
     current_tokens = 0
-    for start, end in split_sentences(answer):
+    for start, end in text.sentences:
         n = count(answer[start:end])
         if n > unit_tokens:
             if current is not None:
@@ -277,7 +279,7 @@ def evidence_prompt(question: str | None, lines: Sequence[str]) -> str:
 def plan_rows(
     index: ContextIndex,
     question: str | None,
-    answer: str,
+    answer: str | AnswerText,
     *,
     count_many: CountMany,
     unit_tokens: int,
@@ -304,12 +306,12 @@ def plan_rows(
     previous: str | None = None
     question = _clip_question(question, count, evidence_tokens // 2)
     budget = evidence_tokens - (count(f"question: {question}") + 1 if question else 0)
-    for start, end in answer_units(answer, count, unit_tokens):
-        unit = answer[start:end]
+    text = AnswerText.of(answer)
+    for start, end in answer_units(text, count, unit_tokens):
         queries = []
-        for a, b in split_sentences(unit) or [(0, len(unit))]:
-            queries.append(_query(unit[a:b], question, previous))
-            previous = unit[a:b]
+        for a, b in _sentences_within(text, start, end):
+            queries.append(_query(text.text[a:b], question, previous))
+            previous = text.text[a:b]
         chosen = _choose(index, queries, count_many, max(budget, 16))
         rows.append(
             EvidenceRow(
@@ -320,6 +322,17 @@ def plan_rows(
             )
         )
     return rows
+
+
+def _sentences_within(text: AnswerText, start: int, end: int) -> list[tuple[int, int]]:
+    """The answer's sentences inside the unit ``[start, end)``, cut to it.
+
+    A unit is whole sentences, or a piece of a sentence too long for one unit (cut at
+    white space, with no sentence end inside): its sentences are the answer's, read from
+    its one split, not split again.
+    """
+    inside = [(max(a, start), min(b, end)) for a, b in text.sentences if a < end and b > start]
+    return inside or [(start, end)]
 
 
 def _clip_question(question: str | None, count: Callable[[str], int], limit: int) -> str | None:

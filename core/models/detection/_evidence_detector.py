@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..._errors import ContextTooLongError
+from ..._text import AnswerText
 from ..._types import DetectionInput
 from ._adjust import adjust_tokens, uncounted_spans
 from ._base import TokenScoring
@@ -48,7 +49,7 @@ class EvidenceDetector(TransformerDetector):
             rows = plan_rows(
                 index,
                 item.question,
-                item.answer,
+                AnswerText.of(item.answer),  # the answer's sentences, split once
                 count_many=self._count_many,
                 unit_tokens=self.config.unit_tokens,
                 evidence_tokens=self.config.evidence_tokens,
@@ -93,7 +94,7 @@ class EvidenceDetector(TransformerDetector):
         # What states nothing the context could lack is not counted as absent: an
         # abstention's words, citation numbers, clock times (the unit rule judges them),
         # source framing and connectives (_adjust.uncounted_spans).
-        skip = uncounted_spans(item.answer, item.context, item.question)
+        skip = uncounted_spans(AnswerText.of(item.answer), item.context, item.question)
         return absent_words(item, skip)
 
     def _score_tokens(self, inputs: Sequence[DetectionInput]) -> list[TokenScoring]:
@@ -102,7 +103,8 @@ class EvidenceDetector(TransformerDetector):
         out = []
         for item, plan, (read, total) in zip(inputs, plans, sentences, strict=True):
             tokens, coverage = self._assemble(item, plan, probabilities)
-            tokens = adjust_tokens(tokens, item.answer, item.context, item.question)
+            text = AnswerText.of(item.answer)  # the one split of the planning above
+            tokens = adjust_tokens(tokens, text, item.context, item.question)
             tokens = shifted(tokens, self._span_shift)
             coverage = coverage.model_copy(
                 update={

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..._decision import reaches
 from ..._errors import ConfigError, InputTooLargeError, InvalidInputError, ServiceError
 from ..._limits import readable_chars
 from ..._normalize import normalize
@@ -219,7 +220,7 @@ def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | No
         if result.detected or result.spans:
             return "an unverifiable result cannot be detected or carry spans"
         return None
-    if result.detected != (result.score >= result.threshold):
+    if result.detected != reaches(result.score, result.threshold):
         return (
             f"detected={result.detected} with score {result.score} and threshold {result.threshold}"
         )

@@ -54,18 +54,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._calibration import RESPONSE_COEFFICIENTS
+from ..._calibration import RESPONSE_COEFFICIENTS, CalibrationFile, check_response_map
+from ..._decision import reaches
 from ..._errors import ConfigError
 from ..._scoring import word_means
-from ..._text import split_sentences
-from ..._types import TokenScore
-from ._adjust import count_conflicts
+from ..._text import AnswerText
+from ..._types import DetectionInput, DetectionResult, DetectionStatus, TokenScore
+from ._adjust import conflict_marks, count_conflicts, uncounted_spans
+from ._lexical import absent_words
 
 __all__ = [
     "ResponseCalibration",
     "ResponseSignals",
+    "RouteCalibration",
+    "answer_evidence",
     "calibrated_score",
     "read_response_calibration",
+    "rescore",
     "response_signals",
     "sentence_count",
     "sentence_peak",
@@ -74,21 +79,8 @@ __all__ = [
 
 _KEY = "response_calibration"
 _EPSILON = 1e-6
-# The coefficient keys of the stored map, and the other keys an entry may hold.
+# The coefficient keys of a stored map (its rules: ``core/_calibration.py``).
 _COEFFICIENTS = RESPONSE_COEFFICIENTS
-_OPTIONAL = frozenset(
-    {
-        "absent_words",
-        "sentence_peak",
-        "absent_numbers",
-        "flagged_tokens",
-        "number_conflicts",
-        "negation_conflicts",
-        "claim",
-        "rule_floor",
-        "rule_sentence_floor",
-    }
-)
 # Terms written only when set, so folders written before them stay byte-identical.
 _WRITTEN_IF_SET = (
     "absent_numbers",
@@ -97,11 +89,6 @@ _WRITTEN_IF_SET = (
     "negation_conflicts",
     "claim",
 )
-_ENTRY_KEYS = frozenset(
-    {*_COEFFICIENTS, "fitted_on", "threshold", "metrics", "features", "long_answers"}
-)
-# The long-answer map holds coefficients and where it starts; the floors belong to the outer map.
-_LONG_KEYS = frozenset({*_COEFFICIENTS, "from_sentences"} - {"rule_floor", "rule_sentence_floor"})
 
 
 @dataclass(frozen=True)
@@ -266,52 +253,24 @@ class ResponseCalibration:
 
     @classmethod
     def from_entry(cls, entry: Any, *, where: str = "response calibration") -> ResponseCalibration:
-        """Read and validate a stored map (a ``response_calibration`` entry or a file's).
+        """Read a stored map (a model folder's ``response_calibration`` entry or a file's).
+
+        Checked by the one set of rules every map is read by
+        (``core/_calibration.py``: :func:`check_response_map`).
 
         Raises:
             ConfigError: On an unknown key, a missing coefficient, or a value that is
                 not a finite number (``true`` is not a coefficient).
         """
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected an object, got {type(entry).__name__}")
-        unknown = set(entry) - _ENTRY_KEYS
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
-        values = cls._coefficients(entry, where)
-        if "long_answers" not in entry:
-            return cls(**values)
-        long_entry = entry["long_answers"]
-        inner_where = f"{where}: long_answers"
-        if not isinstance(long_entry, dict):
-            raise ConfigError(f"{inner_where}: expected an object, got {type(long_entry).__name__}")
-        unknown = set(long_entry) - _LONG_KEYS
-        if unknown:
-            raise ConfigError(f"{inner_where}: unknown key(s) {sorted(unknown)}")
-        start = long_entry.get("from_sentences")
-        if isinstance(start, bool) or not isinstance(start, int) or start < 2:
-            raise ConfigError(f"{inner_where}: 'from_sentences' must be an int >= 2, got {start!r}")
-        inner = cls(**cls._coefficients(long_entry, inner_where))
-        return cls(**values, long_answers=inner, long_from=start)
-
-    @staticmethod
-    def _coefficients(entry: dict[str, Any], where: str) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        for key in _COEFFICIENTS:
-            if key not in entry:
-                if key in _OPTIONAL:
-                    continue
-                raise ConfigError(f"{where}: missing {key!r}")
-            value = entry[key]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"{where}: {key!r} must be a number, got {value!r}")
-            if not math.isfinite(value):
-                raise ConfigError(f"{where}: {key!r} must be finite, got {value!r}")
-            if key == "rule_floor" and not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{where}: 'rule_floor' must be in [0, 1], got {value!r}")
-            if key == "rule_sentence_floor" and value not in (0, 1):
-                raise ConfigError(f"{where}: 'rule_sentence_floor' must be 0 or 1, got {value!r}")
-            values[key] = float(value)
-        return values
+        check_response_map(entry, where=where, in_file=False)
+        values: dict[str, Any] = {k: float(entry[k]) for k in _COEFFICIENTS if k in entry}
+        long_entry = entry.get("long_answers")
+        if long_entry is not None:
+            inner: dict[str, Any] = {
+                k: float(long_entry[k]) for k in _COEFFICIENTS if k in long_entry
+            }
+            values.update(long_answers=cls(**inner), long_from=long_entry["from_sentences"])
+        return cls(**values)
 
 
 def _logit(probability: float) -> float:
@@ -319,7 +278,9 @@ def _logit(probability: float) -> float:
     return math.log(p / (1.0 - p))
 
 
-def sentence_peak(answer: str, tokens: Sequence[TokenScore], absent_starts: Sequence[int]) -> float:
+def sentence_peak(
+    answer: str | AnswerText, tokens: Sequence[TokenScore], absent_starts: Sequence[int]
+) -> float:
     """The largest ``logit(max token probability) + log(1 + absent words)`` of a sentence.
 
     Args:
@@ -328,7 +289,7 @@ def sentence_peak(answer: str, tokens: Sequence[TokenScore], absent_starts: Sequ
         absent_starts: Where its absent words start (:func:`absent_word_starts`).
     """
     peak = -math.inf
-    for start, end in split_sentences(answer) or [(0, len(answer))]:
+    for start, end in AnswerText.of(answer).sentences_or_whole():
         largest = max((t.probability for t in tokens if start <= t.start < end), default=0.0)
         absent = sum(1 for a in absent_starts if start <= a < end)
         peak = max(peak, _logit(largest) + math.log1p(absent))
@@ -345,7 +306,7 @@ def read_response_calibration(config: Any) -> ResponseCalibration | None:
 
 
 def response_signals(
-    answer: str,
+    answer: str | AnswerText,
     tokens: Sequence[TokenScore],
     absent_starts: Sequence[int],
     *,
@@ -367,12 +328,13 @@ def response_signals(
         claims: The claim check's ``(sentence start, logit of not entailed)`` per checked
             sentence (``_claims.claim_logits``); the largest is the answer's.
     """
-    tokens = _by_word(answer, tokens)
+    text = AnswerText.of(answer)
+    tokens = _by_word(text.text, tokens)
     return ResponseSignals(
         max_probability=max((t.probability for t in tokens), default=0.0),
-        sentences=sentence_count(answer),
+        sentences=sentence_count(text),
         absent_words=len(absent_starts),
-        peak=sentence_peak(answer, tokens, absent_starts),
+        peak=sentence_peak(text, tokens, absent_starts),
         absent_numbers=absent_numbers,
         flagged_tokens=sum(1 for t in tokens if t.probability >= token_threshold),
         number_conflicts=rule_conflicts[0],
@@ -397,13 +359,13 @@ def _by_word(answer: str, tokens: Sequence[TokenScore]) -> Sequence[TokenScore]:
     ]
 
 
-def sentence_count(answer: str) -> int:
+def sentence_count(answer: str | AnswerText) -> int:
     """How many sentences the answer has, by the package's one sentence rule (at least 1)."""
-    return max(len(split_sentences(answer)), 1)
+    return max(len(AnswerText.of(answer).sentences), 1)
 
 
 def sentence_signals(
-    answer: str,
+    answer: str | AnswerText,
     tokens: Sequence[TokenScore],
     absent: Sequence[tuple[int, str]],
     *,
@@ -428,9 +390,10 @@ def sentence_signals(
         claims: The claim check's reading per checked sentence (``_claims.claim_logits``).
     """
     numbers, negations = conflicts
-    tokens = _by_word(answer, tokens)
+    text = AnswerText.of(answer)
+    tokens = _by_word(text.text, tokens)
     out = []
-    for start, end in split_sentences(answer) or [(0, len(answer))]:
+    for start, end in text.sentences_or_whole():
         inside = [t.probability for t in tokens if start <= t.start < end]
         words = [key for at, key in absent if start <= at < end]
         largest = max(inside, default=0.0)
@@ -451,7 +414,7 @@ def sentence_signals(
 
 def calibrated_score(
     response: ResponseCalibration,
-    answer: str,
+    answer: str | AnswerText,
     tokens: Sequence[TokenScore],
     absent: Sequence[tuple[int, str]],
     *,
@@ -472,19 +435,20 @@ def calibrated_score(
         claims: The claim check's reading per checked sentence (``_claims.claim_logits``;
             empty for a map that does not read it).
     """
+    text = AnswerText.of(answer)  # its sentences, split once for every signal below
     signals = response_signals(
-        answer,
+        text,
         tokens,
         [start for start, _ in absent],
         absent_numbers=sum(1 for _, key in absent if key.startswith("#")),
         token_threshold=token_threshold,
-        rule_conflicts=count_conflicts(answer, conflicts),
+        rule_conflicts=count_conflicts(text, conflicts),
         claims=claims,
     )
     score = response.score(signals)
     if response.rule_sentence_floor > 0 and any(conflicts):
         for _, alone in sentence_signals(
-            answer,
+            text,
             tokens,
             absent,
             token_threshold=token_threshold,
@@ -494,3 +458,95 @@ def calibrated_score(
             if alone.number_conflicts > 0 or alone.negation_conflicts > 0:
                 score = max(score, response.score(alone))
     return score
+
+
+# -- a route's calibration ----------------------------------------------------------------
+
+
+def answer_evidence(
+    item: DetectionInput, *, rules: bool = True
+) -> tuple[list[tuple[int, str]], tuple[list[int], list[int]]]:
+    """What a response map reads of an answer besides its tokens, as the bundled detector reads it.
+
+    Returns:
+        The answer's absent content words as ``(start, key)`` (what
+        ``_adjust.uncounted_spans`` names left out), and with
+        ``rules`` where the unit and negation rules find a conflict
+        (``_adjust.conflict_marks``; a pass over the context, no model), else no marks.
+    """
+    text = AnswerText.of(item.answer)
+    skip = uncounted_spans(text, item.context, item.question)
+    marks = conflict_marks(text, item.context) if rules else ([], [])
+    return absent_words(item, skip), marks
+
+
+@dataclass(frozen=True)
+class RouteCalibration:
+    """A route's calibration file, read into its map once, and the one rescoring with it.
+
+    Built once per route's file (the engine builds one per decision that names a
+    calibration when it is created; ``truthlens eval --calibration`` one per run), so a
+    request never re-reads or re-checks the map: :meth:`rescore` is all it runs.
+
+    Attributes:
+        response: The file's map.
+        token_threshold: The token probability that counted a token as flagged in the fit.
+        threshold: The file's threshold (a route's own ``response_threshold`` wins).
+    """
+
+    response: ResponseCalibration
+    token_threshold: float
+    threshold: float
+
+    @classmethod
+    def of(cls, calibration: CalibrationFile) -> RouteCalibration:
+        """The map of a calibration file (already checked when it was read)."""
+        return cls(
+            ResponseCalibration.from_entry(calibration.response_calibration),
+            token_threshold=calibration.token_threshold,
+            threshold=calibration.threshold,
+        )
+
+    def rescore(
+        self, item: DetectionInput, result: DetectionResult, threshold: float
+    ) -> DetectionResult:
+        """``result`` scored by the map and decided at ``threshold``: its ``detected`` stands.
+
+        The token probabilities and spans do not change, only the score, the threshold,
+        ``detected`` and the status. A result that was not checked (unverifiable) comes
+        back unchanged: a calibration never turns "not checked" into a verdict.
+        """
+        if not result.grounded:
+            return result
+        absent, marks = answer_evidence(item, rules=self.response.reads_rules)
+        score = calibrated_score(
+            self.response,
+            AnswerText.of(item.answer),
+            result.tokens,
+            absent,
+            token_threshold=self.token_threshold,
+            conflicts=marks,
+        )
+        detected = reaches(score, threshold)
+        status = DetectionStatus.HALLUCINATED if detected else DetectionStatus.SUPPORTED
+        update = {"score": score, "threshold": threshold, "detected": detected, "status": status}
+        return result.model_copy(update=update)
+
+
+def rescore(
+    item: DetectionInput,
+    result: DetectionResult,
+    calibration: CalibrationFile | RouteCalibration,
+    threshold: float,
+) -> DetectionResult:
+    """``result`` re-scored by a calibration's map and decided at ``threshold``.
+
+    :meth:`RouteCalibration.rescore`; a :class:`CalibrationFile` is read into its map
+    first (callers that rescore many answers build the :class:`RouteCalibration` once).
+    """
+    route = (
+        calibration
+        if isinstance(calibration, RouteCalibration)
+        else RouteCalibration.of(calibration)
+    )
+    return route.rescore(item, result, threshold)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._errors import ContextTooLongError, ModelLoadError
-from ..._text import words
+from ..._text import AnswerText, words
 from ..._types import (
     Coverage,
     DetectionConfig,
@@ -197,16 +197,15 @@ class TransformerDetector(BaseDetector):
         if self.config.aggregation != "calibrated" or self._response is None:
             return super()._response_score(item, tokens, spans)
         response = self._response
+        text = AnswerText.of(item.answer)  # the sentences the token rules split, once
         absent = self._absent_words(item) if response.reads_absent_words else []
         return calibrated_score(
             response,
-            item.answer,
+            text,
             tokens,
             absent,
             token_threshold=self.config.token_threshold,
-            conflicts=conflict_marks(item.answer, item.context)
-            if response.reads_rules
-            else ((), ()),
+            conflicts=conflict_marks(text, item.context) if response.reads_rules else ((), ()),
             claims=claim_logits(self._claim_check, item.answer, item.context)
             if self._claim_check is not None
             else (),
