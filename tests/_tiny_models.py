@@ -23,7 +23,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from truthlens_integrations.core.models.detection import format_prompt
+from truthlens_integrations.core.models.detection._prompt import format_prompt
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [

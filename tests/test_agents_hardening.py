@@ -39,18 +39,17 @@ from tests._agents_support import (
     scripted,
 )
 from tests._fakes import leaks
-from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens
 from truthlens_integrations.langchain_adapter import (
-    DEFAULT_BLOCKED_MESSAGE,
     GRAPH_ROUTES,
     TRUTHLENS_EVENT,
-    UNCHECKED_TAG,
     TruthLensGraphGuard,
     TruthLensMiddleware,
     TruthLensRunnable,
     guarded_events,
-    route_label,
 )
+from truthlens_integrations.langchain_adapter._events import UNCHECKED_TAG
+from truthlens_integrations.langchain_adapter._graph import route_label
 from truthlens_integrations.llamaindex_adapter import TruthLensFunctionAgent
 
 # -- LangGraph: an unchecked answer never routes "supported" ---------------------------------

@@ -13,7 +13,7 @@ from truthlens_integrations.core._errors import (
     ModelLoadError,
     ModelNotAvailableError,
 )
-from truthlens_integrations.core.models import _bundled
+from truthlens_integrations.core.models import _bundled, encoder_fingerprint
 from truthlens_integrations.core.models.nli._bundled import _NLI_LABELS
 
 try:
@@ -151,7 +151,7 @@ def test_shipped_nli_uses_its_branch_on_the_shipped_encoder(nli: bm.BundledNLI) 
         keys = list(fh.keys())
     shared = int(meta["shared_layers"])
     assert DETECTOR is not None
-    assert meta["encoder_sha256"] == bm.encoder_fingerprint(DETECTOR, shared)
+    assert meta["encoder_sha256"] == encoder_fingerprint(DETECTOR, shared)
     # only the upper layers and the head are stored; the lower ones are the detector's
     assert not any(k.startswith(f"encoder.layer.{i}.") for k in keys for i in range(shared))
     assert any(k.startswith("head.") for k in keys)
@@ -166,16 +166,16 @@ def test_fingerprint_ignores_the_token_head_but_not_the_shared_layers(tmp_path: 
     assert DETECTOR is not None
     folder = tmp_path / "enc"
     shutil.copytree(DETECTOR, folder)
-    before = bm.encoder_fingerprint(folder, 3)
+    before = encoder_fingerprint(folder, 3)
     weights = load_file(str(folder / "model.safetensors"))
     weights["classifier.bias"] = weights["classifier.bias"] + 0.5
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    assert bm.encoder_fingerprint(folder, 3) == before
+    assert encoder_fingerprint(folder, 3) == before
     weights["bert.encoder.layer.2.output.dense.bias"] += 0.01
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    assert bm.encoder_fingerprint(folder, 3) != before
+    assert encoder_fingerprint(folder, 3) != before
     # layer 2 is outside a 2-layer fingerprint
-    assert bm.encoder_fingerprint(folder, 2) == bm.encoder_fingerprint(DETECTOR, 2)
+    assert encoder_fingerprint(folder, 2) == encoder_fingerprint(DETECTOR, 2)
 
 
 @needs_branch

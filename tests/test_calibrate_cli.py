@@ -260,7 +260,7 @@ def test_threshold_for_targets() -> None:
 
 
 def test_rescore_leaves_unverifiable_results_alone(tmp_path: Path) -> None:
-    from truthlens_integrations.core.models import LexicalDetector
+    from truthlens_integrations.core.models.detection import LexicalDetector
 
     path = tmp_path / "c.json"
     path.write_text(json.dumps(_valid_file()))
@@ -276,7 +276,7 @@ def test_rescore_leaves_unverifiable_results_alone(tmp_path: Path) -> None:
 
 
 def test_a_file_whose_map_reads_the_rules_is_rescored_with_them(tmp_path: Path) -> None:
-    from truthlens_integrations.core.models import LexicalDetector
+    from truthlens_integrations.core.models.detection import LexicalDetector
 
     item = DetectionInput.create(
         context=["It opened in 1887 and is 330 meters tall."],

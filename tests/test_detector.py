@@ -19,9 +19,8 @@ from truthlens_integrations.core import (
     ModelLoadError,
     ModelNotAvailableError,
     UnknownArgumentError,
-    resolve_device,
-    resolve_dtype,
 )
+from truthlens_integrations.core._device import resolve_device, resolve_dtype
 from truthlens_integrations.core.models.detection import (
     Detector,
     TransformerDetector,

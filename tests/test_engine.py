@@ -35,22 +35,14 @@ from truthlens_integrations.core import (
     ModelLoadError,
     ModelNotAvailableError,
 )
-from truthlens_integrations.core.engine import (
-    REDACTED,
-    TruthLens,
-    Verdict,
-    answer_sentence,
-    select_premise,
-)
-from truthlens_integrations.core.models import (
-    Detector,
-    FactCheckClassifier,
-    NLIExplainer,
-    TransformersNLIExplainer,
-    map_nli_labels,
-)
-from truthlens_integrations.core.observability import HALLUCINATION_EVENT, Metrics, Tracer
-from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine._premise import answer_sentence, select_premise
+from truthlens_integrations.core.engine._verdict import REDACTED
+from truthlens_integrations.core.models import Detector, FactCheckClassifier, NLIExplainer
+from truthlens_integrations.core.models.nli import TransformersNLIExplainer, map_nli_labels
+from truthlens_integrations.core.observability import Metrics, Tracer
+from truthlens_integrations.core.observability._tracing import HALLUCINATION_EVENT
+from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
 
 POLICIES = Path(__file__).resolve().parent.parent / "cookbook" / "policies"
 EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
@@ -649,7 +641,8 @@ def test_premise_selection_by_word_overlap() -> None:
 
 
 def test_bundled_models_on_the_eiffel_example(detector: Detector) -> None:
-    from truthlens_integrations.core.models import BundledFactCheckAdapter, BundledNLIAdapter
+    from truthlens_integrations.core.models.classifier import BundledFactCheckAdapter
+    from truthlens_integrations.core.models.nli import BundledNLIAdapter
 
     try:
         nli, checker = BundledNLIAdapter(device="cpu"), BundledFactCheckAdapter(device="cpu")

@@ -12,35 +12,36 @@ from pathlib import Path
 import pytest
 
 from truthlens_integrations.core import DetectionConfig, DetectionStatus, TokenScore
-from truthlens_integrations.core.models import (
-    Detector,
-    LexicalDetector,
-    lexical_nli,
-    normalize_word,
-)
+from truthlens_integrations.core.models import Detector
+from truthlens_integrations.core.models.detection import LexicalDetector
+from truthlens_integrations.core.models.detection._lexical import lexical_nli, normalize_word
 from truthlens_integrations.evaluation import (
     EvalReport,
     average_precision,
-    binary_metrics,
     char_span_metrics,
     halueval_split,
-    latency_stats,
     load_detection_dataset,
+    render_markdown,
+    run_evaluation,
+    run_nli_evaluation,
+    threshold_curve,
+    write_report,
+)
+from truthlens_integrations.evaluation._metrics import (
+    binary_metrics,
+    latency_stats,
     multiclass_metrics,
     percentile,
+    token_metrics,
+)
+from truthlens_integrations.evaluation._readers import (
     read_faithbench,
     read_halueval,
     read_ragtruth,
     read_snli,
-    render_markdown,
-    run_evaluation,
-    run_nli_evaluation,
     subsample,
-    threshold_curve,
-    token_metrics,
-    write_plots,
-    write_report,
 )
+from truthlens_integrations.evaluation._reports import write_plots
 
 DATA = Path(__file__).parent / "data" / "eval" / "benchdata"
 RAGTRUTH = DATA / "ragtruth_subsets" / "ragtruth_test_subset_with_context.jsonl"
@@ -382,10 +383,8 @@ def test_auroc_counts_ties_as_half_and_needs_both_classes() -> None:
 
 
 def test_reliability_bins_and_calibration_error() -> None:
-    from truthlens_integrations.evaluation import (
-        expected_calibration_error,
-        reliability_bins,
-    )
+    from truthlens_integrations.evaluation import expected_calibration_error
+    from truthlens_integrations.evaluation._metrics import reliability_bins
 
     gold = [True, False, False, False, True, True, True, False]
     scores = [0.05, 0.05, 0.05, 0.05, 0.95, 0.95, 0.95, 1.0]
@@ -397,7 +396,7 @@ def test_reliability_bins_and_calibration_error() -> None:
 
 
 def test_wice_token_spans_merge_adjacent_flags() -> None:
-    from truthlens_integrations.evaluation import wice_token_spans
+    from truthlens_integrations.evaluation._readers import wice_token_spans
 
     claim = "Irene Hervey (born 1909) was an actress."
     tokens = ["Irene", "Hervey", "(", "born", "1909", ")", "was", "an", "actress", "."]

@@ -29,13 +29,9 @@ from tests._langchain_support import (
 )
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidArgumentError, UnknownArgumentError
-from truthlens_integrations.core.engine import (
-    ADAPTER_TOOLS,
-    ENGINE_OPTION_NAMES,
-    POLICY_KNOB_NAMES,
-    TruthLens,
-    Verdict,
-)
+from truthlens_integrations.core.engine import TruthLens, Verdict
+from truthlens_integrations.core.engine._options import ENGINE_OPTION_NAMES, POLICY_KNOB_NAMES
+from truthlens_integrations.core.engine._tools import ADAPTER_TOOLS
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models.detection import Detector

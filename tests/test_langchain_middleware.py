@@ -33,12 +33,10 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     UnknownArgumentError,
 )
-from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
-from truthlens_integrations.langchain_adapter import (
-    DEFAULT_BLOCKED_MESSAGE,
-    FEEDBACK_NAME,
-    TruthLensMiddleware,
-)
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
+from truthlens_integrations.core.engine._verdict import REDACTED
+from truthlens_integrations.langchain_adapter import TruthLensMiddleware
+from truthlens_integrations.langchain_adapter._middleware import FEEDBACK_NAME
 
 
 def guarded(engine: TruthLens, script: Script | None = None) -> Any:
@@ -359,15 +357,11 @@ def test_agent_names_are_exported_and_resolve() -> None:
     import truthlens_integrations.langchain_adapter as la
 
     agent_names = {
-        "FEEDBACK_NAME",
-        "UNCHECKED_TAG",
+        "GRAPH_ROUTES",
         "TruthLensMiddleware",
-        "GraphRoute",
         "TruthLensGraphGuard",
         "TruthLensGraphState",
-        "regeneration_feedback",
         "rewrite_query",
-        "route_label",
     }
     assert agent_names <= set(la.__all__)
     assert all(getattr(la, name) is not None for name in la.__all__)

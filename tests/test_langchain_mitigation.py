@@ -41,9 +41,9 @@ from truthlens_integrations.langchain_adapter import (
     ChatModelLLM,
     LLMChatModel,
     TruthLensRunnable,
-    find_chat_model,
     guard_chain,
 )
+from truthlens_integrations.langchain_adapter._runnable import find_chat_model
 
 VAGUE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
 STANDARD = {"hallucination": {"default_mode": "standard"}}

@@ -37,17 +37,13 @@ from truthlens_integrations.core import (
     Decision,
     InvalidInputError,
 )
-from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
+from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
-from truthlens_integrations.langchain_adapter import (
-    DEFAULT_BLOCKED_MESSAGE,
-    TRUTHLENS_EVENT,
-    GuardedText,
-    TruthLensRunnable,
-    guard_chain,
-    parse_input,
-)
+from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.langchain_adapter import TRUTHLENS_EVENT, TruthLensRunnable, guard_chain
+from truthlens_integrations.langchain_adapter._inputs import parse_input
+from truthlens_integrations.langchain_adapter._outputs import GuardedText
 
 CLEAN_ANSWER = "The Eiffel Tower was built from 1887 to 1889 in Paris."
 LOUVRE = "The Louvre museum in Paris opened to the public in 1793 and holds the Mona Lisa."

@@ -19,16 +19,15 @@ from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_
 from tests._fakes import AlwaysFactual
 from tests._scripts import load_example, run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
-from truthlens_integrations.core.engine import REDACTED, TruthLens
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens
+from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
-    DEFAULT_BLOCKED_MESSAGE,
     TruthLensGraphGuard,
     TruthLensGraphState,
-    regeneration_feedback,
     rewrite_query,
-    route_label,
 )
+from truthlens_integrations.langchain_adapter._graph import regeneration_feedback, route_label
 
 DESCRIPTION = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris."
 FROM_MEMORY = "The Eiffel Tower was built from 1887 to 1889."

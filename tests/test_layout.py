@@ -5,11 +5,17 @@ the core's independent subpackages (models, llm, policy, observability); mitigat
 llm and policy); the engine (uses all of the core). The adapters, the service and the
 evaluation harness are users of the core and never of each other. The core imports no
 framework.
+
+Two surfaces: users import the public packages; everything outside the core (adapters,
+service, command line, harness, scripted test models) imports those and one internal
+interface, ``core/_adapter_api.py`` (its own layer, on top of the core), and no other
+private module of the core.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +30,8 @@ PACKAGES = {
     "truthlens_integrations": "truthlens_integrations",
 }
 CORE_SUBPACKAGES = {"core.models", "core.llm", "core.policy", "core.observability"}
+# the one private core module that the layers outside the core may import
+ADAPTER_API = "truthlens_integrations.core._adapter_api"
 # layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
     "core.base": set(),
@@ -31,17 +39,38 @@ ALLOWED: dict[str, set[str]] = {
     "core.mitigation": {"core.base", "core.llm", "core.policy"},
     "core.engine": {"core.base", "core.mitigation", *CORE_SUBPACKAGES},
     "core": {"core.base"},
-    "langchain_adapter": {"core", "core.engine", "core.mitigation", "core.base", *CORE_SUBPACKAGES},
-    "llamaindex_adapter": {"core", "core.engine", "core.mitigation", *CORE_SUBPACKAGES},
-    "serve": {"core", "core.engine", *CORE_SUBPACKAGES},
+    # the adapters' interface: on top of the core, it may use all of it
+    "core.adapter_api": {"core", "core.base", "core.mitigation", "core.engine", *CORE_SUBPACKAGES},
+    "langchain_adapter": {
+        "core",
+        "core.adapter_api",
+        "core.engine",
+        "core.mitigation",
+        *CORE_SUBPACKAGES,
+    },
+    "llamaindex_adapter": {
+        "core",
+        "core.adapter_api",
+        "core.engine",
+        "core.mitigation",
+        *CORE_SUBPACKAGES,
+    },
+    "serve": {"core", "core.adapter_api", "core.engine", *CORE_SUBPACKAGES},
     # the harness reports the package version (the face), and measures the core
-    "evaluation": {"face", "core", "core.models"},
-    "face": {"core", "core.engine", "core.models", "core.policy"},
-    "face._cli": {"core", "core.models", "face._cli_eval", "face._cli_calibrate", "serve"},
-    "face._cli_eval": {"core", "core.models", "evaluation"},
-    "face._cli_calibrate": {"core", "core.models", "evaluation"},
+    "evaluation": {"face", "core", "core.adapter_api", "core.models"},
+    "face": {"core", "core.adapter_api", "core.engine", "core.models", "core.policy"},
+    "face._cli": {
+        "core",
+        "core.adapter_api",
+        "core.models",
+        "face._cli_eval",
+        "face._cli_calibrate",
+        "serve",
+    },
+    "face._cli_eval": {"core", "core.adapter_api", "core.models", "evaluation"},
+    "face._cli_calibrate": {"core", "core.adapter_api", "core.models", "evaluation"},
     # scripted chat models for the guide's snippets and users' tests
-    "face.testing": {"core"},
+    "face.testing": {"core", "core.adapter_api"},
 }
 FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "llama_index", "ray", "fastapi")
 
@@ -64,6 +93,8 @@ def _layer(module: str) -> str:
     if parts[0] == "core":
         if len(parts) == 1:
             return "core"
+        if module == ADAPTER_API:
+            return "core.adapter_api"
         return "core.base" if parts[1].startswith("_") else f"core.{parts[1]}"
     if parts[0] in {"langchain_adapter", "llamaindex_adapter", "evaluation", "serve"}:
         return parts[0]
@@ -106,16 +137,33 @@ def test_no_import_runs_up_the_layers() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("adapter", ["langchain_adapter", "llamaindex_adapter"])
-def test_adapters_use_only_public_core_modules(adapter: str) -> None:
+OUTSIDE_THE_CORE = [layer for layer in ALLOWED if not layer.startswith("core")]
+
+
+@pytest.mark.parametrize("layer", OUTSIDE_THE_CORE)
+def test_outside_the_core_only_public_modules_and_the_adapter_api(layer: str) -> None:
+    # the adapters, the service, the command line, the harness and the test models
     private = [
         f"{file} imports {target}"
-        for file, layer, target in _edges()
-        if layer == adapter
+        for file, importer, target in _edges()
+        if importer == layer
         and target.startswith("truthlens_integrations.core")
+        and target != ADAPTER_API
         and any(part.startswith("_") for part in target.split(".")[2:])
     ]
     assert not private, "\n".join(private)
+
+
+def test_the_adapter_api_is_internal_and_the_core_never_uses_it() -> None:
+    from truthlens_integrations.core import _adapter_api
+
+    # a name is either public (pinned) or the adapters' (listed here), never both
+    pinned = json.loads((ROOT / "tests" / "data" / "public_api.json").read_text("utf-8"))
+    assert not set(_adapter_api.__all__) & {name for names in pinned.values() for name in names}
+    users = {file for file, layer, target in _edges() if target == ADAPTER_API}
+    assert users and not {file for file in users if file.startswith("core/")}
+    # every name it lists resolves (the lazy ones import their module)
+    assert all(getattr(_adapter_api, name) is not None for name in _adapter_api.__all__)
 
 
 def test_the_core_imports_no_framework() -> None:

@@ -22,7 +22,8 @@ from llama_index.core.workflow import Context
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
 from tests._scripts import run_here
 from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
-from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, REDACTED, TruthLens
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens
+from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.llamaindex_adapter import (
     FEEDBACK_KEY,
     TruthLensAgentEvent,
@@ -196,7 +197,7 @@ def test_policy_knobs_apply_to_a_copy_of_the_engine(base: TruthLens) -> None:
 def test_agent_names_are_exported() -> None:
     import truthlens_integrations.llamaindex_adapter as li
 
-    names = {"FEEDBACK_KEY", "TruthLensAgentEvent", "TruthLensFunctionAgent", "tool_outputs"}
+    names = {"FEEDBACK_KEY", "TruthLensAgentEvent", "TruthLensFunctionAgent"}
     assert names <= set(li.__all__)
     assert all(getattr(li, name) is not None for name in li.__all__)
 

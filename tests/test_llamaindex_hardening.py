@@ -23,12 +23,9 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     UnknownArgumentError,
 )
-from truthlens_integrations.core.engine import (
-    ADAPTER_TOOLS,
-    ENGINE_OPTION_NAMES,
-    POLICY_KNOB_NAMES,
-    Verdict,
-)
+from truthlens_integrations.core.engine import Verdict
+from truthlens_integrations.core.engine._options import ENGINE_OPTION_NAMES, POLICY_KNOB_NAMES
+from truthlens_integrations.core.engine._tools import ADAPTER_TOOLS
 from truthlens_integrations.core.llm import RetryPolicy
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import (

@@ -39,9 +39,10 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     InvalidInputError,
 )
-from truthlens_integrations.core.engine import REDACTED, TruthLens
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.llamaindex_adapter import (
     TruthLensDetectionEndEvent,
     TruthLensDetectionStartEvent,

@@ -27,11 +27,10 @@ from truthlens_integrations.core.llm import (
     LLMResponse,
     LocalLLM,
     OpenAICompatibleLLM,
-    clear_local_llm_cache,
     default_llm,
-    smollm2_gguf_path,
-    to_messages,
 )
+from truthlens_integrations.core.llm._base import to_messages
+from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

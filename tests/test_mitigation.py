@@ -18,8 +18,9 @@ from prometheus_client import CollectorRegistry
 
 from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
-from truthlens_integrations.core import InvalidInputError, LLMError, LLMTimeoutError
-from truthlens_integrations.core.engine import VERDICT_FIELDS, TruthLens
+from truthlens_integrations.core import InvalidInputError, LLMError, LLMTimeoutError, RetrievalError
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.engine._verdict import VERDICT_FIELDS
 from truthlens_integrations.core.llm import (
     LLM,
     BaseLLM,
@@ -29,27 +30,32 @@ from truthlens_integrations.core.llm import (
     TokenUsage,
 )
 from truthlens_integrations.core.mitigation import (
-    SCENARIOS,
     MitigationOptions,
     Passage,
-    RetrievalError,
-    absurd_reason,
-    accumulate_context,
     answerer_from_callables,
-    build_constrained_prompt,
-    build_refine_messages,
-    clean_output,
-    degrade,
-    diff_answers,
-    fallback_query,
-    filter_passages,
-    lexical_label,
-    parse_refined_query,
     retriever_from_callables,
 )
+from truthlens_integrations.core.mitigation._defence import (
+    SCENARIOS,
+    build_constrained_prompt,
+    degrade,
+    filter_passages,
+)
+from truthlens_integrations.core.mitigation._feedback import (
+    accumulate_context,
+    fallback_query,
+    parse_refined_query,
+)
+from truthlens_integrations.core.mitigation._premium import lexical_label
+from truthlens_integrations.core.mitigation._prompts import (
+    absurd_reason,
+    build_refine_messages,
+    clean_output,
+)
+from truthlens_integrations.core.mitigation._results import diff_answers
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.observability import Metrics
-from truthlens_integrations.core.policy import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
 
 GOOD = "The Eiffel Tower was built between 1887 and 1889."
 PARTIAL = "The Eiffel Tower was built in 1950."  # one flagged span: lower score than EIFFEL

@@ -13,14 +13,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from truthlens_integrations.core import HallucinationSpan
 from truthlens_integrations.core._metadata import METADATA_KEYS, build_metadata, format_spans
-from truthlens_integrations.core.observability import (
-    HALLUCINATION_EVENT,
-    JsonFormatter,
-    Metrics,
-    Tracer,
-    get_logger,
-    log_event,
-)
+from truthlens_integrations.core.observability import JsonFormatter, Metrics, Tracer, get_logger
+from truthlens_integrations.core.observability._logging import log_event
+from truthlens_integrations.core.observability._tracing import HALLUCINATION_EVENT
 
 ANSWER = "The Eiffel Tower was built in 1950 and is 500 meters tall."
 

@@ -45,13 +45,8 @@ from tests._fakes import AlwaysFactual
 from tests.test_llamaindex_agent import make_agent
 from tests.test_llamaindex_agent import run as run_agent
 from truthlens_integrations.core import BlockedResponseError, UnknownArgumentError
-from truthlens_integrations.core.engine import (
-    DEFAULT_BLOCKED_MESSAGE,
-    REDACTED,
-    VERDICT_FIELDS,
-    TruthLens,
-    Verdict,
-)
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
+from truthlens_integrations.core.engine._verdict import REDACTED, VERDICT_FIELDS
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     TruthLensGraphGuard,

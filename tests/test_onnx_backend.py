@@ -448,7 +448,7 @@ def test_the_bundled_graphs_are_fused() -> None:
     int8 = load_detector(backend="onnx", dtype="int8")._loaded.graph  # type: ignore[attr-defined]
     assert "QAttention" in {n.op_type for n in onnx.load(str(int8.path)).graph.node}
     # the NLI branch's upper layers are copies with configs of their own: fused too
-    from truthlens_integrations.core.models import BundledNLI
+    from truthlens_integrations.core.models.nli import BundledNLI
 
     branch = BundledNLI(backend="onnx")._branch
     assert branch is not None
@@ -467,7 +467,8 @@ def test_onnx_int8_stays_close(bundled_results: dict[str, list[object]]) -> None
 
 @needs_weights
 def test_bundled_nli_and_prompt_head_agree_on_onnx() -> None:
-    from truthlens_integrations.core.models import BundledNLI, BundledPromptClassifier
+    from truthlens_integrations.core.models.classifier import BundledPromptClassifier
+    from truthlens_integrations.core.models.nli import BundledNLI
 
     pairs = [(c[0], a) for c, _, a in _CASES]
     prompts = [q for _, q, _ in _CASES] + ["Write a poem about the sea.", "Fix this SQL query."]

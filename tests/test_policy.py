@@ -9,18 +9,17 @@ import pytest
 
 from truthlens_integrations.core import ConfigError, InvalidInputError
 from truthlens_integrations.core.policy import (
-    DEFAULT_WARNING_TEMPLATE,
-    DOMAIN_COST_RATIOS,
     DomainClassifier,
     EmbeddingDomainClassifier,
-    KeywordMatcher,
     LexiconDomainClassifier,
-    ModeSelector,
     Policy,
     Router,
     load_policy,
-    threshold_for_cost,
 )
+from truthlens_integrations.core.policy._adaptive import ModeSelector
+from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._router import DOMAIN_COST_RATIOS, threshold_for_cost
+from truthlens_integrations.core.policy._signals import KeywordMatcher
 
 REPO = Path(__file__).resolve().parents[1]
 POLICIES = REPO / "cookbook" / "policies"

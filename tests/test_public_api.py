@@ -33,6 +33,11 @@ def test_every_public_package_is_pinned() -> None:
     assert _public_packages() == set(PINNED)
 
 
+def test_the_public_surface_stays_small() -> None:
+    # what users import; the adapters' needs are in core/_adapter_api.py (docs/development.md)
+    assert sum(len(names) for names in PINNED.values()) <= 200
+
+
 @pytest.mark.parametrize("package", sorted(PINNED))
 def test_all_is_pinned(package: str) -> None:
     module = importlib.import_module(package)

@@ -25,7 +25,7 @@ import pytest
 
 _VERDICT_LOG = """
 import logging, sys
-from truthlens_integrations.core.observability import log_event
+from truthlens_integrations.core.observability._logging import log_event
 from truthlens_integrations.langchain_adapter._callbacks import logger
 if sys.argv[1] == "configured":
     logging.basicConfig(level=logging.WARNING)

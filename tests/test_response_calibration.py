@@ -19,7 +19,6 @@ from truthlens_integrations.core._scoring import word_means
 from truthlens_integrations.core._types import TokenScore
 from truthlens_integrations.core.models.detection import (
     LexicalDetector,
-    ResponseCalibration,
     TransformerDetector,
     load_detector,
 )
@@ -28,6 +27,7 @@ from truthlens_integrations.core.models.detection._lexical import (
     absent_word_starts,
 )
 from truthlens_integrations.core.models.detection._response import (
+    ResponseCalibration,
     ResponseSignals,
     _by_word,
     read_response_calibration,

@@ -10,12 +10,10 @@ from truthlens_integrations.core import (
     InvalidInputError,
     TokenScore,
     decide,
-    merge_spans,
     noisy_or,
     optimal_threshold,
-    response_score,
-    span_score,
 )
+from truthlens_integrations.core._scoring import merge_spans, response_score, span_score
 
 
 def test_span_score_is_the_max() -> None:

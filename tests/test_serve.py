@@ -168,7 +168,7 @@ def test_64_concurrent_requests_answered_correctly(service: Any, local_engine: T
 
 
 def test_engine_through_service_matches_in_process(service: Any, local_engine: TruthLens) -> None:
-    from truthlens_integrations.core.models import RemoteNLIExplainer
+    from truthlens_integrations.core.models.nli import RemoteNLIExplainer
 
     engine = TruthLens.from_config({"service": {**SERVICE, "url": service.url}})
     verdict = engine.guard(context=[EIFFEL_CONTEXT], question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)

@@ -18,15 +18,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import EIFFEL_CONTEXT, EIFFEL_QUESTION
-from truthlens_integrations.core import (
-    DetectionInput,
-    DetectionStatus,
-    InputLimits,
-    InputTooLargeError,
-    check_input_sizes,
-)
+from truthlens_integrations.core import DetectionInput, DetectionStatus, InputTooLargeError
 from truthlens_integrations.core._limits import (
+    InputLimits,
     at_most_one_token_per_char,
+    check_input_sizes,
     check_request_tokens,
     readable_chars,
 )

@@ -36,8 +36,6 @@ from truthlens_integrations.core import (
     UnknownArgumentError,
 )
 from truthlens_integrations.core.engine import (
-    ENGINE_OPTION_NAMES,
-    POLICY_KNOB_NAMES,
     EngineKwargs,
     EngineOptions,
     GuardKwargs,
@@ -45,6 +43,7 @@ from truthlens_integrations.core.engine import (
     PolicyKnobs,
     TruthLens,
 )
+from truthlens_integrations.core.engine._options import ENGINE_OPTION_NAMES, POLICY_KNOB_NAMES
 from truthlens_integrations.core.models.detection import (
     LoadDetectorKwargs,
     RemoteDetector,
@@ -209,8 +208,11 @@ PUBLIC_PACKAGES = (
 
 
 def test_service_kwargs_mirror_the_service_block() -> None:
-    from truthlens_integrations.core.policy import ServiceSettings
-    from truthlens_integrations.core.policy._config import ReplicaKwargs, ServiceKwargs
+    from truthlens_integrations.core.policy._config import (
+        ReplicaKwargs,
+        ServiceKwargs,
+        ServiceSettings,
+    )
     from truthlens_integrations.serve import deploy, service_app, start_local
 
     own = {"host", "port", "num_cpus"}  # the service functions' own keywords

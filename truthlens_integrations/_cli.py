@@ -18,12 +18,10 @@ from truthlens_integrations.core import (
     Coverage,
     DetectionInput,
     DetectionResult,
-    InputLimits,
     JSONFormatError,
     TruthLensError,
-    check_input_sizes,
-    loads_strict,
 )
+from truthlens_integrations.core._adapter_api import InputLimits, check_input_sizes, loads_strict
 
 __all__ = ["main"]
 
@@ -122,8 +120,9 @@ def _add_export_onnx(sub: Any) -> None:
 
 def _run_export_onnx(args: argparse.Namespace) -> int:
     if args.folder == "bundled":
-        from truthlens_integrations.core.models import BundledNLI, BundledPromptClassifier
+        from truthlens_integrations.core.models.classifier import BundledPromptClassifier
         from truthlens_integrations.core.models.detection import load_detector
+        from truthlens_integrations.core.models.nli import BundledNLI
 
         for precision in args.precision:
             dtype = "float32" if precision == "fp32" else "int8"
@@ -133,7 +132,7 @@ def _run_export_onnx(args: argparse.Namespace) -> int:
             graph = detector._loaded.graph  # type: ignore[attr-defined]
             print(f"{precision}: {graph.path.parent}")
         return 0
-    from truthlens_integrations.core.models._loading import export_onnx
+    from truthlens_integrations.core._adapter_api import export_onnx
 
     for path in export_onnx(args.folder, args.precision):
         print(path)

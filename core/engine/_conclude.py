@@ -19,7 +19,9 @@ from typing import Any
 from .._errors import AuditHookError
 from .._metadata import build_metadata
 from .._types import Decision, DetectionStatus, HallucinationSpan
-from ..observability import Metrics, StageSpan, log_event
+from ..observability import Metrics
+from ..observability._logging import log_event
+from ..observability._tracing import StageSpan
 from ..policy import Action, ResolvedSettings
 from ._options import EngineOptions
 from ._stages import Item, is_flagged

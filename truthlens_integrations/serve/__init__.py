@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from truthlens_integrations.core import lazy_attributes as _lazy_attributes
+from truthlens_integrations.core._adapter_api import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
     from ._app import TruthLensService, build_app, service_app
