@@ -4,7 +4,7 @@ The core has two surfaces. Users import the public packages (``truthlens_integra
 ``.core``, ``.core.engine``, ``.core.policy``, ...: the names pinned in
 ``tests/data/public_api.json``). The LangChain and LlamaIndex adapters, the service, the
 command line, the evaluation harness and the scripted test models import those and this
-module, and no other private module of the core (``tests/test_layout.py`` holds them to
+module, and no other private module of the core (``tests/project/test_layout.py`` holds them to
 it). A name here is an internal contract between the core and its adapters: it may
 change with the package, without a deprecation, and is not documented for users.
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device_slim.sh"
+from tests._paths import REPO
+
+SCRIPT = REPO / "scripts" / "device_slim.sh"
 MOVED = (
     "benchmarks/results/a.md",
     "lab/records/b.md",

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests._paths import REPO
+
+ROOT = REPO
 # folder in the repository -> its installed package
 PACKAGES = {
     "core": "truthlens_integrations.core",

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests._paths import REPO
 from truthlens_integrations.core import MissingDependencyError
 from truthlens_integrations.core._optional import require
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 HEAVY = ("torch", "transformers", "langchain_core", "llama_index", "openai", "ray", "httpx")
 
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import importlib
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.test_layout import PACKAGES, ROOT
+from tests._paths import DATA
+from tests.project.test_layout import PACKAGES, ROOT
 
-PINNED: dict[str, list[str]] = json.loads(
-    (Path(__file__).parent / "data" / "public_api.json").read_text(encoding="utf-8")
-)
+PINNED: dict[str, list[str]] = json.loads((DATA / "public_api.json").read_text(encoding="utf-8"))
 
 
 def _public_packages() -> set[str]:

@@ -10,15 +10,15 @@ and by the detector trained on RAG answers, issue 27).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests._paths import DATA
 from tests.conftest import needs_weights
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.evaluation._rag_readers import read_labelled_answers
 
-FILE = Path(__file__).parent / "data" / "user_cases.jsonl"
+FILE = DATA / "user_cases.jsonl"
 CASES = {row["id"]: row for row in map(json.loads, FILE.read_text("utf-8").splitlines())}
 UNSUPPORTED = {
     "error-negation-flip": "approved",

@@ -1,20 +1,36 @@
-"""A policy route that points to a calibration file (``truthlens calibrate``)."""
+"""Tests of ``core/_calibration.py``: calibration files and the routes that point to them."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests._fakes import make_engine
+from tests._paths import REPO
+from tests._samples import valid_calibration_file
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
-from tests.test_engine import make
 from truthlens_integrations.core import ConfigError
+from truthlens_integrations.core import _calibration as core_calibration
+from truthlens_integrations.core._calibration import (
+    MAX_CALIBRATION_BYTES,
+    read_calibration_file,
+)
 from truthlens_integrations.core.engine import TruthLens, Verdict
-from truthlens_integrations.core.models.detection import Detector
+from truthlens_integrations.core.models.detection import Detector, LexicalDetector
 from truthlens_integrations.core.policy import load_policy
+
+# -- A policy route that points to a calibration file (``truthlens calibrate``). -----------
+
+
+def make(detector: Detector, config: object = None, **kwargs: object) -> TruthLens:
+    # the engine tests' stand-ins, without the quantity alignment (test_alignment.py has it)
+    return make_engine(detector, config, align_quantities=False, **kwargs)
 
 
 def _calibration(
@@ -88,7 +104,7 @@ def test_a_bad_calibration_path_or_file_is_a_config_error(tmp_path: Path) -> Non
 
 # -- the bundled calibration ``rag`` (candidate 4a of issue 27, opt-in) -------------------
 
-SELECTION = Path(__file__).resolve().parents[1] / "lab" / "records" / "rag_selection"
+SELECTION = REPO / "lab" / "records" / "rag_selection"
 TOWER = [
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
     "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",
@@ -215,3 +231,234 @@ def test_padding_never_lowers_the_default_maps_score_of_a_contradicted_number() 
     ]
     assert scores[0] >= 0.5
     assert all(score >= scores[0] for score in scores), scores
+
+
+# -- ``truthlens calibrate`` end to end with the bundled detector on a small labelled file,
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"extra": 1}, "extra"),
+        ({"threshold": True}, "threshold"),
+        ({"threshold": "0.4"}, "threshold"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"format": "v0"}, "format"),
+        ({"response_calibration": {"max_logit": 0.5, "bias": 0.0}}, "log_sentences"),
+        ({"response_calibration": {"max_logit": True, "log_sentences": 0, "bias": 0}}, "number"),
+        (
+            {"response_calibration": {"max_logit": 1, "log_sentences": 0, "bias": 0, "x": 1}},
+            "unknown",
+        ),
+        ({"target": {"recall": 0.5}}, "target"),
+        (
+            {
+                "response_calibration": {
+                    "max_logit": 1,
+                    "log_sentences": 0,
+                    "bias": 0,
+                    "long_answers": {"max_logit": 1, "log_sentences": 0, "bias": 0},
+                }
+            },
+            "from_sentences",
+        ),
+        (
+            {
+                "response_calibration": {
+                    "max_logit": 1,
+                    "log_sentences": 0,
+                    "bias": 0,
+                    "long_answers": {
+                        "from_sentences": 4,
+                        "max_logit": 1,
+                        "log_sentences": 0,
+                        "bias": 0,
+                        "rule_floor": 0.5,
+                    },
+                }
+            },
+            "unknown",
+        ),
+    ],
+)
+def test_calibration_files_are_read_strictly(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**valid_calibration_file(), **change}))
+    with pytest.raises(ConfigError, match=message):
+        read_calibration_file(path)
+
+
+def test_nan_and_missing_files_are_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(valid_calibration_file()).replace("0.4", "NaN"))
+    with pytest.raises(ConfigError, match="NaN"):
+        read_calibration_file(path)
+    with pytest.raises(ConfigError, match="nor an existing file"):
+        read_calibration_file(tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        read_calibration_file(tmp_path)  # a folder exists but is no file
+    path.write_text(json.dumps(valid_calibration_file()))
+    assert read_calibration_file(path).threshold == 0.4
+
+
+# -- Calibration files and the routes that read them, as an attacker would feed them. ------
+
+
+FORMAT = "truthlens-response-calibration/1"
+
+
+def _content(response: dict[str, Any], model: str = "bundled") -> dict[str, Any]:
+    return {"format": FORMAT, "model": model, "response_calibration": response, "threshold": 0.5}
+
+
+def _write(path: Path, content: dict[str, Any] | str) -> Path:
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def _routed_policy(calibration: Path | str) -> dict[str, object]:
+    configuration = {"calibration": str(calibration)}
+    return {
+        "decisions": [
+            {
+                "name": "calibrated",
+                "rules": {"conditions": [{"type": "fact_check", "name": "needs_fact_check"}]},
+                "plugins": [{"type": "hallucination", "configuration": configuration}],
+            }
+        ]
+    }
+
+
+# -- a map's direction and range ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "field"),
+    [
+        # all negative: a wrong answer scored 0.0 and the right one 0.98
+        ({"max_logit": -1.5, "log_sentences": -0.2, "absent_words": -2.0, "bias": 1.0}, "max_logit"),
+        ({"max_logit": 1.0, "log_sentences": 0.0, "number_conflicts": -3.0, "bias": 0.0},
+         "number_conflicts"),
+        # finite extremes decided by overflow
+        ({"max_logit": 1e308, "log_sentences": 0.0, "bias": -1e308}, "max_logit"),
+        ({"max_logit": 1.0, "log_sentences": 0.0, "bias": -1e308}, "bias"),
+        # a map that does not read the detector at all
+        ({"max_logit": 0.0, "log_sentences": 0.3, "absent_words": 1.0, "bias": -1.0},
+         "'max_logit' or 'sentence_peak'"),
+        ({"max_logit": 1.0, "log_sentences": 0.0, "bias": 0.0,
+          "long_answers": {"from_sentences": 3, "max_logit": -1.0, "log_sentences": 0.0,
+                           "bias": 0.0}}, "long_answers"),
+    ],
+)  # fmt: skip
+def test_a_map_must_rise_with_the_evidence_and_stay_in_range(
+    tmp_path: Path, response: dict[str, Any], field: str
+) -> None:
+    path = _write(tmp_path / "calib.json", _content(response))
+    with pytest.raises(ConfigError) as caught:
+        read_calibration_file(path)
+    message = str(caught.value)
+    assert field in message
+    assert message.count(str(path)) == 1  # the file, named once
+    with pytest.raises(ConfigError) as in_policy:
+        load_policy(_routed_policy(path))
+    assert field in str(in_policy.value) and str(in_policy.value).count(str(path)) == 1
+
+
+def test_a_sane_map_loads(tmp_path: Path) -> None:
+    response = {"max_logit": 0.0, "sentence_peak": 0.4, "log_sentences": 0.0, "bias": -99.0}
+    assert read_calibration_file(_write(tmp_path / "ok.json", _content(response))).model == (
+        "bundled"
+    )
+
+
+# -- the file itself ------------------------------------------------------------------------
+
+
+def test_only_a_regular_file_of_bounded_size_is_read(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a regular file"):
+        read_calibration_file("/dev/zero")  # was read until memory ran out
+    fifo = tmp_path / "calib.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        read_calibration_file(fifo)  # was a hang: nobody writes to it
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_policy(_routed_policy(tmp_path))  # a folder
+    big = _content({"max_logit": 1.0, "log_sentences": 0.0, "bias": 0.0})
+    big["metrics"] = {"note": "x" * MAX_CALIBRATION_BYTES}
+    with pytest.raises(ConfigError, match="larger than"):
+        read_calibration_file(_write(tmp_path / "big.json", big))
+
+
+def test_a_key_given_twice_is_refused_and_bad_bytes_are_clean_errors(tmp_path: Path) -> None:
+    twice = (
+        '{"format": "' + FORMAT + '", "model": "bundled", "threshold": 0.5, '
+        '"response_calibration": {"max_logit": 1.0, "log_sentences": 0.0, "bias": -4.0, '
+        '"bias": 4.0}}'
+    )
+    path = _write(tmp_path / "twice.json", twice)
+    with pytest.raises(ConfigError, match="'bias' appears twice") as caught:
+        read_calibration_file(path)
+    assert str(caught.value).count(str(path)) == 1
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(json.dumps(_content({"max_logit": 1.0})).encode() + b"\xe9")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        read_calibration_file(latin)
+
+
+# -- one policy, one reading ----------------------------------------------------------------
+
+
+def test_derive_keeps_the_map_the_policy_read(detector: Detector, tmp_path: Path) -> None:
+    response = {"max_logit": 1.0, "log_sentences": 0.0, "bias": -30.0}
+    path = _write(tmp_path / "calib.json", _content(response, model=detector.model_id))
+    engine = make(detector, _routed_policy(path))
+    kwargs = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION}
+    answer = "The Eiffel Tower was built in 1950."
+    before = engine.guard(answer=answer, **kwargs)  # type: ignore[arg-type]
+    # the file changes after the policy loaded: to another map, then to garbage
+    _write(path, _content({**response, "bias": 30.0}, model=detector.model_id))
+    derived = engine.derive(action="block")
+    after = derived.guard(answer=answer, **kwargs)  # type: ignore[arg-type]
+    assert after.score == pytest.approx(before.score) and not after.detected
+    _write(path, "not json")
+    again = derived.derive(threshold=0.6, on_block="message")
+    route = again.policy.decision("calibrated").plugin
+    assert route.calibration_file == engine.policy.decision("calibrated").plugin.calibration_file
+    # a policy that loads the file afresh reads what is there now
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_policy(_routed_policy(path))
+
+
+# -- the detector a map was fitted for ------------------------------------------------------
+
+
+def test_a_map_is_refused_on_a_detector_it_was_not_fitted_for(
+    detector: Detector, tmp_path: Path
+) -> None:
+    response = {"max_logit": 1.0, "log_sentences": 0.0, "bias": -1.0}
+    hub = _write(tmp_path / "hub.json", _content(response, model="someorg/other-detector"))
+    # the default engine uses the bundled detector (checked without loading it)
+    with pytest.raises(ConfigError, match="fitted for the detector 'someorg/other-detector'"):
+        TruthLens.from_config(_routed_policy(hub))
+    with pytest.raises(ConfigError, match="cannot score the bundled detector"):
+        TruthLens.from_config(_routed_policy(hub))
+    # the bundled `rag` map on another detector, given to the engine or named by the policy
+    with pytest.raises(ConfigError, match=r"fitted for the bundled detector.*'lexical'"):
+        TruthLens.from_config(_routed_policy("rag"), detector=LexicalDetector())
+    with pytest.raises(ConfigError, match="fitted for the bundled detector"):
+        make(detector, _routed_policy("rag"))
+    with pytest.raises(ConfigError, match="fitted for the detector 'someorg/other-detector'"):
+        load_policy({**_routed_policy(hub), "hallucination": {"model_id": "another/model"}})
+    # a derived engine with another detector is checked as well
+    own = _write(tmp_path / "own.json", _content(response, model=detector.model_id))
+    engine = make(detector, _routed_policy(own))
+    with pytest.raises(ConfigError, match="cannot score the detector 'lexical'"):
+        engine.derive(detector=LexicalDetector())
+    # the bundled name matches the bundled detector, however it is named
+    assert TruthLens.from_config(_routed_policy("rag")).policy.decision("calibrated")
+    rag = read_calibration_file("rag")
+    folder = Path(core_calibration.__file__).parent / "_bundled" / "detector"
+    for name in ("truthlens-bundled-detector", str(folder), "truthlens-bundled-detector@x"):
+        core_calibration.check_calibration_detector(rag, name)

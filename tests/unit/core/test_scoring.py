@@ -1,3 +1,7 @@
+"""Tests of ``core/_scoring.py``: span and response scores, merged spans, the decision
+threshold.
+"""
+
 from __future__ import annotations
 
 import math

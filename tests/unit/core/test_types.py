@@ -1,4 +1,5 @@
-"""Unreadable or malformed text is never scored as if it had been checked (issue 13, item 2).
+"""Tests of ``core/_types.py``: the detection types: unreadable or malformed text is never
+scored as if it had been checked.
 
 An answer made only of NULs or zero-width spaces used to come out ``supported`` with
 no token scored, and a lone surrogate reached the tokenizer as an untyped ``TypeError``.

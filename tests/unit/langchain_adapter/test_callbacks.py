@@ -1,5 +1,5 @@
-"""TruthLensCallbackHandler / AsyncTruthLensCallbackHandler / truthlens_callback on real
-chains and a tool-calling loop, including concurrent runs.
+"""Tests of ``langchain_adapter/_callbacks.py``: TruthLensCallbackHandler,
+AsyncTruthLensCallbackHandler and truthlens_callback on real chains.
 
 Detector: the real keyword model; NLI / classifier: rule-based stand-ins
 (tests/_langchain_support.py); LLMs: LangChain's fake chat models.
@@ -15,12 +15,19 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
 from langchain_core.tools import tool
 
-from tests._langchain_support import CLEAN, PROMPT, FixedRetriever, make_engine
+from tests._langchain_support import (
+    CLEAN,
+    PROMPT,
+    FixedRetriever,
+    QuestionWordClassifier,
+    RuleNLI,
+    make_engine,
+)
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import Decision
 from truthlens_integrations.core.engine import TruthLens
@@ -32,6 +39,9 @@ from truthlens_integrations.langchain_adapter import (
 )
 
 # a record that supports the hallucinated answer: the RuleNLI stand-in finds every number
+# -- TruthLensCallbackHandler / AsyncTruthLensCallbackHandler / truthlens_callback on real chains and a tool-calling loop, including concurrent runs.
+
+
 AGREEING = '{"name": "Eiffel Tower", "built": "1950", "height": "500 meters"}'
 
 
@@ -209,3 +219,58 @@ def test_results_are_bounded(engine: TruthLens) -> None:
             EIFFEL_QUESTION, {"callbacks": [handler], "run_id": run_id}
         )
     assert handler.verdicts(ids[0]) == [] and len(handler.verdicts(ids[2])) == 1
+
+
+# -- Issue 13, LangChain side: arguments, retries, orphan tool messages, state leaks, events.
+
+
+FIXED = "The Eiffel Tower was built from 1887 to 1889."
+
+
+def fake(*replies: str) -> FakeListChatModel:
+    return FakeListChatModel(responses=list(replies) or [FIXED])
+
+
+def large_page_retriever() -> FixedRetriever:
+    """A retriever returning one large document (the leak test's 100 KB pages)."""
+    return FixedRetriever(passages=["x" * 100_000])
+
+
+# -- 8. callback state of runs started on their own ---------------------------------------------
+
+
+def test_standalone_retriever_and_tool_runs_leave_no_state(detector: Detector) -> None:
+    handler = TruthLensCallbackHandler(make_engine(detector))
+    retriever = large_page_retriever()
+
+    @tool
+    def lookup(name: str) -> str:
+        """Look a landmark up."""
+        return EIFFEL_CONTEXT
+
+    for _ in range(500):
+        retriever.invoke("tower", {"callbacks": [handler]})
+    for _ in range(100):
+        lookup.invoke({"name": "Eiffel Tower"}, {"callbacks": [handler]})
+    assert handler._roots == {} and handler._parents == {} and handler._llms == {}
+
+
+def test_a_root_llm_run_whose_check_fails_leaves_no_state(detector: Detector) -> None:
+    class Broken:
+        def detect_batch(self, inputs: Any) -> Any:
+            raise RuntimeError("detector down")
+
+    engine = TruthLens.from_config(
+        None, detector=Broken(), nli=RuleNLI(), fact_checker=QuestionWordClassifier()
+    )
+    handler = TruthLensCallbackHandler(engine)
+    model = fake(*([EIFFEL_ANSWER] * 20))
+    prompt = [
+        HumanMessage(EIFFEL_QUESTION),
+        AIMessage("", tool_calls=[{"name": "record", "args": {}, "id": "c1"}]),
+        ToolMessage(EIFFEL_CONTEXT, tool_call_id="c1"),
+    ]
+    for _ in range(20):
+        model.invoke(prompt, {"callbacks": [handler]})
+    assert handler.stats["errors"] == 20
+    assert handler._roots == {} and handler._llms == {}

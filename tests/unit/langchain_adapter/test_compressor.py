@@ -1,4 +1,6 @@
-"""RetrievalQualityFilter: the core layer-1 filter as a LangChain BaseDocumentCompressor."""
+"""Tests of ``langchain_adapter/_compressor.py``: RetrievalQualityFilter as a LangChain
+document compressor.
+"""
 
 from __future__ import annotations
 

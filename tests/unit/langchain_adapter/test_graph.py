@@ -1,4 +1,5 @@
-"""TruthLensGraphGuard in a real LangGraph ``StateGraph`` (self-RAG shape).
+"""Tests of ``langchain_adapter/_graph.py``: TruthLensGraphGuard in a real LangGraph
+StateGraph, and its routes.
 
 The graph: retrieve -> generate -> guard -> (supported: end | neutral: rewrite the
 query, retrieve again | contradiction: regenerate with the spans named | exhausted:
@@ -15,19 +16,30 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
+from tests._agents_support import (
+    EIFFEL_RECORD,
+    QUESTION,
+    RIGHT,
+    WRONG,
+    engine_for,
+)
 from tests._fakes import AlwaysFactual
+from tests._paths import REPO
 from tests._scripts import load_example, run_here
 from truthlens_integrations.core import ConfigError, UnknownArgumentError
 from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens
 from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
+    GRAPH_ROUTES,
     TruthLensGraphGuard,
     TruthLensGraphState,
     rewrite_query,
 )
 from truthlens_integrations.langchain_adapter._graph import regeneration_feedback, route_label
+
+# -- TruthLensGraphGuard in a real LangGraph ``StateGraph`` (self-RAG shape). --------------
+
 
 DESCRIPTION = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris."
 FROM_MEMORY = "The Eiffel Tower was built from 1887 to 1889."
@@ -182,3 +194,113 @@ def test_an_answer_flagged_as_a_whole_is_named_so_and_sent_for_evidence(spanless
     assert "as a whole" in feedback and "flagged these parts" not in feedback
     assert EIFFEL_RECORD in feedback
     assert route_label(verdict) == "neutral"  # the evidence for it may be missing
+
+
+# -- Issue 29, agents and LangGraph: attacks on the agent middleware, the graph guard, -----
+
+
+# -- LangGraph: an unchecked answer never routes "supported" ---------------------------------
+
+
+def _node(guard: TruthLensGraphGuard, **state: Any) -> dict[str, Any]:
+    update = guard.node.invoke({"question": QUESTION, "answer": WRONG, **state})
+    assert isinstance(update, dict)
+    return update
+
+
+def test_graph_answer_without_documents_routes_unverified(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(base)
+    for question in (QUESTION, "Say hello to the team."):  # factual, and one the policy skips
+        update = _node(guard, question=question, documents=[])
+        assert not update["truthlens"]["checked"]
+        assert update["truthlens_route"] == "unverified"
+        assert route_label(update["truthlens"]) == "unverified"
+
+
+def test_graph_route_with_detection_disabled_is_unverified_not_supported(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(engine_for(base, enabled=False))
+    update = _node(guard, documents=[EIFFEL_RECORD])
+    assert update["truthlens"]["not_checked_reason"] == "disabled"
+    assert update["truthlens_route"] == "unverified"
+
+
+def test_graph_unverified_route_applies_the_unverified_action(base: TruthLens) -> None:
+    guard = TruthLensGraphGuard(engine_for(base, unverified_factual_action="block"))
+    update = _node(guard, documents=[])
+    assert update["truthlens_route"] == "unverified"
+    assert update["answer"] == DEFAULT_BLOCKED_MESSAGE  # the graph may end here: withheld
+
+
+def test_graph_routes_are_all_named_and_the_router_accepts_them(base: TruthLens) -> None:
+    assert GRAPH_ROUTES == ("supported", "neutral", "contradiction", "unverified", "exhausted")
+    guard = TruthLensGraphGuard(base)
+    assert guard.route({"truthlens_route": "unverified"}) == "unverified"
+
+
+# -- A LangGraph graph maps every route of the guard, or fails while it is built. ----------
+
+
+ROOT = REPO
+
+
+class State(TruthLensGraphState, total=False):
+    question: str
+    documents: list[str]
+    answer: str
+
+
+def _graph(guard: TruthLensGraphGuard) -> StateGraph[Any]:
+    graph: StateGraph[Any] = StateGraph(State)
+    graph.add_node("generate", lambda state: {"answer": "It was built in 1950."})
+    graph.add_node("guard", guard.node)
+    graph.add_edge(START, "generate")
+    graph.add_edge("generate", "guard")
+    return graph
+
+
+def _guide_block(page: str, needle: str) -> str:
+    """The python block of ``page`` that contains ``needle``."""
+    parts = (ROOT / page).read_text(encoding="utf-8").split("```python\n")[1:]
+    blocks = [part.split("\n```", 1)[0] for part in parts]
+    return next(block for block in blocks if needle in block)
+
+
+def test_a_map_that_leaves_a_route_out_fails_when_the_graph_is_built() -> None:
+    guard = TruthLensGraphGuard(max_attempts=2)
+    four = {"supported": END, "neutral": "generate", "contradiction": "generate",
+            "exhausted": END}  # fmt: skip
+    with pytest.raises(ConfigError, match="no edge for unverified"):
+        guard.add_routes(_graph(guard), four)
+    with pytest.raises(ConfigError, match=r"unknown route.*supportd"):
+        guard.add_routes(_graph(guard), {**four, "unverified": END, "supportd": END})
+    with pytest.raises(ConfigError, match="dict from route to node"):
+        guard.add_routes(_graph(guard), [("supported", END)])  # type: ignore[arg-type]
+
+
+def test_an_empty_retrieval_ends_unverified_with_every_route_mapped() -> None:
+    guard = TruthLensGraphGuard(max_attempts=2)
+    graph = _graph(guard)
+    guard.add_routes(graph, dict.fromkeys(GRAPH_ROUTES, END))
+    out = graph.compile().invoke({"question": "When was it built?", "documents": []})
+    assert out["truthlens_route"] == "unverified"
+    assert out["truthlens"]["checked"] is False
+    assert out["truthlens_attempts"] == 1
+
+
+def test_the_readme_graph_survives_an_empty_retrieval(capsys: pytest.CaptureFixture[str]) -> None:
+    # The README's graph used to map four routes: an empty retrieval died with
+    # KeyError: 'unverified'.
+    namespace: dict[str, Any] = {"__name__": "__snippet__"}
+    exec(_guide_block("README.md", "TruthLensGraphGuard"), namespace)
+    capsys.readouterr()
+    out = namespace["graph"].compile().invoke({"question": "When was it built?", "documents": []})
+    assert out["truthlens_route"] == "unverified"
+    assert out["truthlens"]["checked"] is False
+
+
+def test_the_guide_graphs_map_every_route() -> None:
+    for page in ("README.md", "docs/langgraph.md"):
+        block = _guide_block(page, "TruthLensGraphGuard")
+        assert "guard.add_routes(graph" in block, page
+        for route in GRAPH_ROUTES:
+            assert f'"{route}":' in block, (page, route)

@@ -1,5 +1,5 @@
-"""TruthLensRunnable in real LCEL chains: pipe and wrapper forms, actions, sync/async,
-batch, streaming, custom events and config propagation.
+"""Tests of ``langchain_adapter/_runnable.py``: TruthLensRunnable in real LCEL chains, with
+mitigation.
 
 Detector: the real keyword model (flags "1950", "500", "meters"); NLI and prompt
 classifier: rule-based stand-ins (tests/_langchain_support.py); LLMs: LangChain's fakes.
@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
+from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    ToolMessage,
+)
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.outputs import ChatResult
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     Runnable,
     RunnableConfig,
@@ -27,23 +36,53 @@ from langchain_core.runnables import (
 )
 from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
+from pydantic import Field
 
-from tests._langchain_support import EIFFEL_DICT, RunRecorder, action_policy, make_engine
+from tests._fakes import leaks, option_samples
+from tests._langchain_support import (
+    CLEAN,
+    EIFFEL_DICT,
+    PROMPT,
+    FixedRetriever,
+    Flaky,
+    LoopRecordingModel,
+    QuestionWordClassifier,
+    RuleNLI,
+    RunRecorder,
+    action_policy,
+    make_engine,
+)
 from tests._scripts import run_python
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     BlockedResponseError,
     ConfigError,
     Decision,
+    InvalidArgumentError,
     InvalidInputError,
+    UnknownArgumentError,
 )
 from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
+from truthlens_integrations.core.engine._options import ENGINE_OPTION_NAMES, POLICY_KNOB_NAMES
+from truthlens_integrations.core.engine._tools import ADAPTER_TOOLS
 from truthlens_integrations.core.engine._verdict import REDACTED
+from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
-from truthlens_integrations.langchain_adapter import TRUTHLENS_EVENT, TruthLensRunnable, guard_chain
+from truthlens_integrations.langchain_adapter import (
+    TRUTHLENS_EVENT,
+    LLMChatModel,
+    RetrievalQualityFilter,
+    TruthLensCallbackHandler,
+    TruthLensRunnable,
+    guard_chain,
+)
 from truthlens_integrations.langchain_adapter._inputs import parse_input
 from truthlens_integrations.langchain_adapter._outputs import GuardedText
+from truthlens_integrations.langchain_adapter._runnable import find_chat_model
+
+# -- TruthLensRunnable in real LCEL chains: pipe and wrapper forms, actions, sync/async, batch, streaming, custom events and config propagation.
+
 
 CLEAN_ANSWER = "The Eiffel Tower was built from 1887 to 1889 in Paris."
 LOUVRE = "The Louvre museum in Paris opened to the public in 1793 and holds the Mona Lisa."
@@ -78,11 +117,6 @@ def retriever() -> Any:
         ]
     )
     return store.as_retriever(search_kwargs={"k": 2})
-
-
-PROMPT = ChatPromptTemplate.from_messages(
-    [("system", "Answer only from this context:\n{context}"), ("human", "{question}")]
-)
 
 
 def fake_model(*answers: str | AIMessage) -> GenericFakeChatModel:
@@ -668,3 +702,354 @@ def test_async_event_loop_not_blocked_by_sync_paths(engine: TruthLens) -> None:
     # ainvoke from plain asyncio.run works (no running-loop assumptions)
     out = asyncio.run(guard(engine).ainvoke(EIFFEL_ANSWER))
     assert out.verdict.unverified
+
+
+# -- Issue 13, LangChain side: arguments, retries, orphan tool messages, state leaks, events.
+
+
+FIXED = "The Eiffel Tower was built from 1887 to 1889."
+
+
+def fake(*replies: str) -> FakeListChatModel:
+    return FakeListChatModel(responses=list(replies) or [FIXED])
+
+
+def large_page_retriever() -> FixedRetriever:
+    """A retriever returning one large document (the leak test's 100 KB pages)."""
+    return FixedRetriever(passages=["x" * 100_000])
+
+
+def samples(detector: Detector) -> dict[str, Any]:
+    return option_samples(
+        detector,
+        nli=RuleNLI(),
+        fact_checker=QuestionWordClassifier(),
+        llm=fake,
+        retriever=large_page_retriever(),
+    )
+
+
+def _accepts(build: Callable[[dict[str, Any]], Any], name: str, value: Any) -> Any:
+    try:
+        return build({name: value})
+    except UnknownArgumentError as exc:  # pragma: no cover - the failure this test exists for
+        raise AssertionError(f"{name} is not accepted: {exc}") from exc
+
+
+# -- 6. retries, with_retry / with_fallbacks -------------------------------------------------
+
+
+# -- 9. astream_events never shows the answer the policy withholds ------------------------------
+
+
+def _events(runnable: TruthLensRunnable, value: Any) -> list[dict[str, Any]]:
+    async def collect() -> list[dict[str, Any]]:
+        return [e async for e in runnable.astream_events(value, version="v2")]
+
+    return asyncio.run(collect())
+
+
+# -- 3. arguments --------------------------------------------------------------------------
+
+
+def test_misspelt_argument_is_rejected_with_a_suggestion(detector: Detector) -> None:
+    engine = make_engine(detector)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'threshold'"):
+        TruthLensRunnable(engine=engine, mode="standard", threshold=0.99, threshhold=0.3)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'retriever'"):
+        guard_chain(RunnableLambda(lambda x: x), engine=engine, retreiver=large_page_retriever())
+    with pytest.raises(UnknownArgumentError, match="did you mean 'raise_error'"):
+        TruthLensCallbackHandler(engine, raise_eror=True)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'min_chars'"):
+        RetrievalQualityFilter(min_char=40)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'max_tokens'"):
+        LLMChatModel(llm=None, max_token=5)
+
+
+def test_wrong_types_fail_at_the_call(detector: Detector) -> None:
+    engine = make_engine(detector)
+    with pytest.raises(InvalidArgumentError, match="llm"):
+        TruthLensRunnable(engine=engine, llm="gpt")
+    with pytest.raises(InvalidArgumentError, match="nli"):
+        TruthLensRunnable.from_config(None, nli=42)
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        TruthLensRunnable(engine=engine, threshold="0.3")
+
+
+def test_common_knobs_are_keyword_arguments(detector: Detector) -> None:
+    base = make_engine(detector)
+    runnable = TruthLensRunnable(
+        engine=base, mode="standard", threshold=0.99, action="body", llm=fake()
+    )
+    settings = runnable.engine.policy.settings_for(None)
+    assert (settings.mode, settings.threshold, settings.hallucination_action) == (
+        "standard",
+        0.99,
+        "body",
+    )
+    assert runnable.engine.detector is base.detector  # models shared, not reloaded
+    assert base.policy.settings_for(None).mode == "lightweight"  # the given engine is unchanged
+
+
+def test_from_config_passes_every_engine_option(detector: Detector) -> None:
+    options = MitigationOptions(max_tokens=17)
+    runnable = TruthLensRunnable.from_config(
+        action_policy("block"),
+        detector=detector,
+        nli=RuleNLI(),
+        fact_checker=QuestionWordClassifier(),
+        on_block="raise",
+        align_quantities=False,
+        mitigation_options=options,
+    )
+    engine = runnable.engine
+    assert engine.on_block == "raise" and not engine.align_quantities
+    assert engine.mitigation_options is options
+
+
+def test_every_option_reaches_every_langchain_adapter(detector: Detector) -> None:
+    values = samples(detector)
+    # One definition: a new engine option fails here until the samples know it.
+    assert set(values) == {*ENGINE_OPTION_NAMES, *POLICY_KNOB_NAMES, *ADAPTER_TOOLS}
+    base = make_engine(detector)
+    chain = RunnableLambda(lambda x: x)
+    builders: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "runnable": lambda kw: TruthLensRunnable(engine=base, **kw),
+        "from_config": lambda kw: TruthLensRunnable.from_config(None, **kw),
+        "guard_chain": lambda kw: guard_chain(chain, engine=base, **kw),
+    }
+    for label, build in builders.items():
+        for name, value in values.items():
+            made = _accepts(build, name, value)
+            if name in ENGINE_OPTION_NAMES:
+                assert getattr(made.engine.options, name) is value, (label, name)
+    for name in (*ENGINE_OPTION_NAMES, *POLICY_KNOB_NAMES):
+        handler = _accepts(lambda kw: TruthLensCallbackHandler(base, **kw), name, values[name])
+        if name in ENGINE_OPTION_NAMES:
+            assert getattr(handler.engine.options, name) is values[name]
+    assert TruthLensRunnable(engine=base, verification_llms=[fake()]).verification_llms
+
+
+def test_with_retry_and_with_fallbacks_are_accepted_as_the_model(detector: Detector) -> None:
+    engine = make_engine(detector, {"hallucination": {"default_mode": "standard"}})
+    broken = Flaky(messages=iter([]), failures=99)
+    for model in (fake(FIXED, FIXED).with_retry(), broken.with_fallbacks([fake(FIXED, FIXED)])):
+        out = TruthLensRunnable(engine=engine, llm=model).invoke(EIFFEL_DICT)
+        assert (
+            out["truthlens"]["final_answer"] == FIXED and out["truthlens"]["status"] == "converged"
+        )
+
+
+def test_wrapper_form_hides_inner_tokens_when_the_answer_is_blocked(detector: Detector) -> None:
+    def chain() -> Any:
+        model = GenericFakeChatModel(messages=iter([AIMessage(EIFFEL_ANSWER)]))
+        to_dict = RunnableLambda(
+            lambda m: {"context": [EIFFEL_CONTEXT], "question": EIFFEL_QUESTION, "answer": m}
+        )
+        return model | to_dict
+
+    blocked = guard_chain(
+        chain(), engine=make_engine(detector, action_policy("block")), on_block="message"
+    )
+    events = _events(blocked, [HumanMessage(EIFFEL_QUESTION)])
+    kinds = {e["event"] for e in events}
+    assert "on_chat_model_stream" not in kinds and "on_custom_event" in kinds
+    holders = {e["name"] for e in events if "1950" in json.dumps(e.get("data"), default=str)}
+    # Only the guard's own output and event hold it, inside the verdict (original_answer,
+    # kept for audit, as with invoke); no inner run does.
+    assert holders <= {"TruthLensRunnable", "truthlens_detection"}
+    assert len({e["run_id"] for e in events}) == 1  # the inner runs are not in the stream
+    # With a policy that never changes text, the inner model's events still stream.
+    shown = guard_chain(chain(), engine=make_engine(detector), stream_mode="passthrough")
+    assert "on_chat_model_stream" in {e["event"] for e in _events(shown, [HumanMessage("Q?")])}
+
+
+def test_redacted_runnable_leaks_nothing_in_output_or_events(detector: Detector) -> None:
+    audit: list[Verdict] = []
+    runnable = TruthLensRunnable(
+        engine=make_engine(detector, action_policy("block")),
+        on_block="message",
+        redact=True,
+        audit_hook=audit.append,
+    )
+    events = _events(runnable, EIFFEL_DICT)
+    # Everything but the caller's own input (on_chain_start) is free of the answer.
+    shown = [e for e in events if e["event"] != "on_chain_start"]
+    assert shown and not any(leaks("1950", json.dumps(e.get("data"), default=str)) for e in shown)
+    assert audit and audit[0].original_answer == EIFFEL_ANSWER
+
+
+def test_engine_with_engine_options_keeps_the_given_engine(detector: Detector) -> None:
+    base: TruthLens = make_engine(detector)
+    runnable = TruthLensRunnable(engine=base)
+    assert runnable.engine is base
+
+
+# -- Standard / premium / retrieval-feedback mitigation through TruthLensRunnable, and -----
+
+
+VAGUE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
+
+
+STANDARD = {"hallucination": {"default_mode": "standard"}}
+
+
+PREMIUM = {"hallucination": {"default_mode": "premium"}}
+
+
+class VagueFirstRetriever(BaseRetriever):
+    """A retriever whose first query finds a passage without the facts (so the
+    spans are 'neutral' and the retrieval-feedback loop runs) and any rewritten
+    query finds the Eiffel record."""
+
+    queries: list[str] = Field(default_factory=list)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        self.queries.append(query)
+        return [Document(VAGUE if query == EIFFEL_QUESTION else EIFFEL_CONTEXT)]
+
+
+# -- standard mode --------------------------------------------------------------------------
+
+
+def test_standard_refines_with_the_given_model_as_a_child_run(detector: Detector) -> None:
+    recorder = RunRecorder()
+    runnable = TruthLensRunnable(
+        engine=make_engine(detector, STANDARD), llm=FakeListChatModel(responses=[CLEAN])
+    )
+    out = runnable.invoke(EIFFEL_DICT, {"callbacks": [recorder], "tags": ["req-7"]})
+    verdict = Verdict.model_validate(out["truthlens"])
+    assert out["answer"] == CLEAN and verdict.final_answer == CLEAN
+    assert verdict.strategy == "self_refine" and verdict.status in {"converged", "success"}
+    assert verdict.original_answer == EIFFEL_ANSWER and verdict.cost.llm_calls == 1
+    [root] = recorder.of("chain")
+    [call] = recorder.of("chat_model")
+    assert call["parent"] == root["run_id"] and "req-7" in call["tags"]
+    # the event reports the final verdict
+    [(_, data, _)] = recorder.events
+    assert data["final_answer"] == CLEAN and data["history"][0]["answer"] == EIFFEL_ANSWER
+
+
+async def test_standard_async_awaits_the_models_native_async_path(detector: Detector) -> None:
+    model = LoopRecordingModel(messages=iter([CLEAN]))
+    recorder = RunRecorder()
+    runnable = TruthLensRunnable(engine=make_engine(detector, STANDARD), llm=model)
+    out = await runnable.ainvoke(
+        {**EIFFEL_DICT, "answer": AIMessage(EIFFEL_ANSWER)}, {"callbacks": [recorder]}
+    )
+    assert out["answer"].content == CLEAN
+    assert out["answer"].response_metadata["truthlens"]["original_answer"] == EIFFEL_ANSWER
+    assert model.threads == [threading.main_thread().name]  # ran on the event loop
+    [root] = recorder.of("chain")
+    assert [c["parent"] for c in recorder.of("chat_model")] == [root["run_id"]]
+
+
+def test_lightweight_policy_never_calls_the_model(detector: Detector) -> None:
+    model = FakeListChatModel(responses=[])  # would raise if called
+    out = TruthLensRunnable(engine=make_engine(detector), llm=model).invoke(EIFFEL_DICT)
+    assert out["answer"] == EIFFEL_ANSWER and out["truthlens"]["status"] == "not_run"
+
+
+def test_wrapper_refines_with_the_chains_own_model(detector: Detector) -> None:
+    model = FakeListChatModel(responses=[EIFFEL_ANSWER, CLEAN])
+    chain = (
+        {"context": FixedRetriever(passages=[EIFFEL_CONTEXT]), "question": RunnablePassthrough()}
+        | PROMPT
+        | model
+    )
+    assert find_chat_model(chain) is model
+    recorder = RunRecorder()
+    out = guard_chain(chain, engine=make_engine(detector, STANDARD)).invoke(
+        EIFFEL_QUESTION, {"callbacks": [recorder]}
+    )
+    assert isinstance(out, AIMessage) and out.content == CLEAN
+    assert out.response_metadata["truthlens"]["strategy"] == "self_refine"
+    roots = {recorder.root_of(c["run_id"]) for c in recorder.of("chat_model")}
+    assert len(recorder.of("chat_model")) == 2 and len(roots) == 1
+
+
+def test_model_failure_keeps_the_original_answer(detector: Detector) -> None:
+    class Broken(GenericFakeChatModel):
+        def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            raise ConnectionError("provider down")
+
+    runnable = TruthLensRunnable(
+        engine=make_engine(detector, STANDARD), llm=Broken(messages=iter([]))
+    )
+    verdict = Verdict.model_validate(runnable.invoke(EIFFEL_DICT)["truthlens"])
+    assert verdict.status == "llm_error" and verdict.final_answer == EIFFEL_ANSWER
+    assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
+
+
+# -- premium mode ------------------------------------------------------------------------------
+
+
+async def test_premium_with_two_verification_models_and_a_judge(detector: Detector) -> None:
+    verifiers = [
+        FakeListChatModel(responses=[CLEAN] * 4),
+        FakeListChatModel(responses=["It was built between 1887 and 1889, in Paris."] * 4),
+    ]
+    recorder = RunRecorder()
+    runnable = TruthLensRunnable(
+        engine=make_engine(detector, PREMIUM),
+        llm=FakeListChatModel(responses=[CLEAN] * 4),
+        verification_llms=verifiers,
+        judge_llm=FakeListChatModel(responses=[CLEAN] * 4),
+    )
+    out = await runnable.ainvoke(EIFFEL_DICT, {"callbacks": [recorder]})
+    verdict = Verdict.model_validate(out["truthlens"])
+    assert verdict.strategy == "cross_model" and verdict.final_answer is not None
+    assert "1950" not in verdict.final_answer and out["answer"] == verdict.final_answer
+    assert verdict.cost.llm_calls >= 2
+    [root] = recorder.of("chain")
+    calls = recorder.of("chat_model")
+    assert len(calls) == verdict.cost.llm_calls
+    assert all(recorder.root_of(c["run_id"]) == root["run_id"] for c in calls)
+
+
+# -- retrieval feedback ------------------------------------------------------------------------
+
+
+def test_pipe_form_retrieval_feedback_with_a_langchain_retriever(detector: Detector) -> None:
+    retriever = VagueFirstRetriever()
+    recorder = RunRecorder()
+    chain = RunnablePassthrough.assign(context=itemgetter("question") | retriever).assign(
+        answer=PROMPT | FakeListChatModel(responses=[EIFFEL_ANSWER]) | StrOutputParser()
+    )
+    guard = TruthLensRunnable(
+        engine=make_engine(detector, STANDARD),
+        llm=FakeListChatModel(responses=["Eiffel Tower construction years and height", CLEAN]),
+        retriever=retriever,
+    )
+    out = (chain | guard).invoke({"question": EIFFEL_QUESTION}, {"callbacks": [recorder]})
+    verdict = Verdict.model_validate(out["truthlens"])
+    assert verdict.strategy == "retrieval_feedback"
+    assert len(retriever.queries) >= 2 and retriever.queries[0] == EIFFEL_QUESTION
+    assert verdict.final_context is not None and EIFFEL_CONTEXT in verdict.final_context
+    roots = {recorder.root_of(r["run_id"]) for r in recorder.of("retriever")}
+    assert len(roots) == 1  # the feedback retrievals are child runs of the same invoke
+
+
+def test_wrapper_retrieval_feedback_reinvokes_the_chain(detector: Detector) -> None:
+    retriever = VagueFirstRetriever()
+    model = FakeListChatModel(responses=[EIFFEL_ANSWER, "Eiffel Tower build dates", CLEAN, CLEAN])
+    chain = (
+        {
+            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
+        | PROMPT
+        | model
+        | StrOutputParser()
+    )
+    recorder = RunRecorder()
+    out = guard_chain(chain, engine=make_engine(detector, STANDARD)).invoke(
+        EIFFEL_QUESTION, {"callbacks": [recorder]}
+    )
+    assert out.verdict is not None and out.verdict.strategy == "retrieval_feedback"
+    assert out == CLEAN and len(retriever.queries) == 2
+    [requery] = [r for r in recorder.of("chain") if r["name"] == "truthlens_requery"]
+    [root] = [r for r in recorder.runs if r["parent"] is None]
+    assert requery["parent"] == root["run_id"]

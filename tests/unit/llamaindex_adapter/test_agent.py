@@ -1,4 +1,5 @@
-"""TruthLensFunctionAgent in real LlamaIndex agent workflows, with the real bundled models.
+"""Tests of ``llamaindex_adapter/_agent.py``: TruthLensFunctionAgent in real LlamaIndex agent
+workflows.
 
 Only the LLM is scripted: a ``MockFunctionCallingLLM`` whose reply depends on the
 conversation (call the tool, then answer; answer again when sent TruthLens feedback).
@@ -8,27 +9,36 @@ Checks are on behaviour (1950 flagged, a correct answer not blocked), not exact 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
-from llama_index.core.agent.workflow.workflow_events import AgentStream
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.agent.workflow.workflow_events import AgentOutput, AgentStream
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage as LIChatMessage
 from llama_index.core.llms import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
 from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
+from tests._fakes import leaks
+from tests._llamaindex_support import make_engine
 from tests._scripts import run_here
 from truthlens_integrations.core import BlockedResponseError, ConfigError, UnknownArgumentError
-from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
 from truthlens_integrations.core.engine._verdict import REDACTED
+from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.llamaindex_adapter import (
     FEEDBACK_KEY,
     TruthLensAgentEvent,
+    TruthLensDetectionStartEvent,
     TruthLensFunctionAgent,
 )
+
+# -- TruthLensFunctionAgent in real LlamaIndex agent workflows, with the real bundled models.
+
 
 BLOCKED = DEFAULT_BLOCKED_MESSAGE
 
@@ -214,3 +224,138 @@ async def test_premium_mode_uses_other_llms(base: TruthLens) -> None:
     found = verdict(output)
     assert found["strategy"] == "cross_model" and found["original_answer"] == WRONG
     assert any(use["role"] == "verifier" for use in found["cost"]["models"])
+
+
+# -- Issue 29, agents and LangGraph: attacks on the agent middleware, the graph guard, -----
+
+
+# -- LlamaIndex agent under block: the provider's payload and the streamed AgentOutput --------
+
+
+class _PayloadLLM(MockFunctionCallingLLM):
+    """The scripted LLM, with a provider payload (``raw``) holding the reply, as real ones do."""
+
+    async def achat(self, messages: Sequence[LIChatMessage], **kwargs: Any) -> ChatResponse:
+        response = await super().achat(messages, **kwargs)
+        raw = {"choices": [{"message": {"content": response.message.content}}]}
+        return response.model_copy(update={"raw": raw})
+
+
+def _li_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
+    if not any(m.role == MessageRole.TOOL for m in messages):
+        call = ToolCallBlock(
+            tool_call_id="c1", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+        )
+        return LIChatMessage(role="assistant", blocks=[call])
+    return LIChatMessage(role="assistant", content=WRONG)
+
+
+async def test_llamaindex_agent_block_withholds_raw_payload_and_streamed_output(
+    base: TruthLens,
+) -> None:
+    def record(name: str) -> str:
+        """Return the stored record of a landmark as JSON."""
+        return EIFFEL_RECORD
+
+    agent = TruthLensFunctionAgent(
+        tools=[FunctionTool.from_defaults(record, name="landmark_record")],
+        llm=_PayloadLLM(response_generator=_li_script),
+        engine=engine_for(base, hallucination_action="block"),
+    )
+    handler = agent.run(user_msg=QUESTION, ctx=Context(agent))
+    events = [event async for event in handler.stream_events()]
+    output = await handler
+    assert output.response.content != WRONG
+    assert not leaks("1950", json.dumps(output.raw, default=str))  # before: the payload held it
+    streamed = [e for e in events if isinstance(e, AgentOutput)]
+    assert len(streamed) == 2  # the tool call, then the final answer
+    for event in streamed:
+        assert not leaks("1950", json.dumps(event.raw, default=str))
+        assert not leaks("1950", event.response.content or "")
+
+
+# -- Issue 43, withheld text on the LlamaIndex side: what a blocked answer leaves behind.
+
+
+# -- TruthLensFunctionAgent -----------------------------------------------------------------
+
+
+def _agent_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
+    if not any(m.role == MessageRole.TOOL for m in messages):
+        call = ToolCallBlock(
+            tool_call_id="c1", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+        )
+        return LIChatMessage(role="assistant", blocks=[call])
+    return LIChatMessage(role="assistant", content=WRONG)
+
+
+def _agent(engine: TruthLens, **options: Any) -> TruthLensFunctionAgent:
+    def landmark_record(name: str) -> str:
+        """Return the stored record of a landmark as JSON."""
+        return EIFFEL_RECORD
+
+    return TruthLensFunctionAgent(
+        tools=[FunctionTool.from_defaults(landmark_record)],
+        llm=MockFunctionCallingLLM(response_generator=_agent_script),
+        engine=engine,
+        **options,
+    )
+
+
+async def _run(agent: TruthLensFunctionAgent) -> tuple[Any, list[Any]]:
+    handler = agent.run(user_msg=QUESTION, ctx=Context(agent))
+    events = [event async for event in handler.stream_events()]
+    return await handler, events
+
+
+def _looping_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
+    """Calls the tool again and again; answers only when told to stop (early stopping)."""
+    if messages[-1].role == MessageRole.SYSTEM:
+        return LIChatMessage(role="assistant", content=WRONG)
+    calls = sum(m.role == MessageRole.TOOL for m in messages)
+    call = ToolCallBlock(
+        tool_call_id=f"c{calls}", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
+    )
+    return LIChatMessage(role="assistant", blocks=[call])
+
+
+def test_a_redacting_agent_keeps_the_answer_out_of_its_events(
+    detector: Detector, collected: list[Any]
+) -> None:
+    audit: list[Verdict] = []
+    engine = make_engine(detector, hallucination_action="block")
+    agent = _agent(engine, redact=True, audit_hook=audit.append)
+    output, streamed = asyncio.run(_run(agent))
+    assert output.response.content == engine.blocked_message
+    ours = [e for e in collected if "TruthLens" in e.class_name()]
+    assert any(isinstance(e, TruthLensDetectionStartEvent) for e in ours)
+    for event in ours:  # before: the start event held the answer
+        assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    for event in streamed:
+        assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    assert [v.original_answer for v in audit] == [WRONG]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_early_stopping_answer_is_checked_too(detector: Detector, streaming: bool) -> None:
+    engine = make_engine(detector, hallucination_action="block")
+    agent = _agent(engine, early_stopping_method="generate", streaming=streaming)
+    agent.llm = MockFunctionCallingLLM(response_generator=_looping_script)
+
+    async def run() -> tuple[Any, list[Any], list[str]]:
+        ctx = Context(agent)
+        handler = agent.run(user_msg=QUESTION, ctx=ctx, max_iterations=2)
+        events = [event async for event in handler.stream_events()]
+        output = await handler
+        memory = await ctx.store.get("memory")
+        said = [m.content or "" for m in await memory.aget() if m.role == MessageRole.ASSISTANT]
+        return output, events, said
+
+    output, events, said = asyncio.run(run())
+    # before: the answer generated at max_iterations went out unchecked
+    assert output.response.content == engine.blocked_message
+    assert output.response.additional_kwargs["truthlens"]["blocked"]
+    assert not leaks("1950", json.dumps(output.raw, default=str))
+    for event in events:
+        assert not leaks("1950", json.dumps(event.model_dump(), default=str))
+    assert engine.blocked_message in said and not any("1950" in s for s in said)

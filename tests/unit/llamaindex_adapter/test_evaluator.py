@@ -1,4 +1,6 @@
-"""TruthLensEvaluator: EvaluationResult fields, async, and LlamaIndex's RetryQueryEngine."""
+"""Tests of ``llamaindex_adapter/_evaluator.py``: TruthLensEvaluator: EvaluationResult fields,
+async, RetryQueryEngine.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""LlamaIndexLLM: a LlamaIndex LLM behind the core LLM protocol (sync and real async)."""
+"""Tests of ``llamaindex_adapter/_llm.py``: LlamaIndexLLM and CoreLLMAsLlamaIndex: LlamaIndex
+LLMs and the core LLM protocol.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +13,24 @@ from llama_index.core.base.llms.types import ChatResponse, MessageRole
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.llms import MockLLM
 
-from truthlens_integrations.core import LLMError, LLMTimeoutError
+from truthlens_integrations.core import (
+    LLMError,
+    LLMTimeoutError,
+)
 from truthlens_integrations.core.llm import (
     LLM,
     BaseLLM,
     ChatMessage,
     CompletionRequest,
     LLMResponse,
+    RetryPolicy,
 )
-from truthlens_integrations.llamaindex_adapter import CoreLLMAsLlamaIndex, LlamaIndexLLM
+from truthlens_integrations.llamaindex_adapter import (
+    CoreLLMAsLlamaIndex,
+    LlamaIndexLLM,
+)
+
+# -- LlamaIndexLLM: a LlamaIndex LLM behind the core LLM protocol (sync and real async).
 
 
 class ChatRecorder(MockLLM):
@@ -155,3 +166,32 @@ async def test_core_llm_inside_a_llamaindex_query_engine() -> None:
     await engine.aquery(QUESTION)
     assert core.async_calls == 1
     assert "".join(c.delta or "" for c in llm.stream_complete("hello")) == "[user] hello"
+
+
+# -- Issue 13, LlamaIndex side: arguments from one definition, typed errors, retries, redaction.
+
+
+class Flaky(MockLLM):
+    """FAKE LlamaIndex LLM: fails twice with a 429-like error, then answers."""
+
+    calls: int = 0
+
+    def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        self.calls += 1
+        if self.calls <= 2:
+            error = RuntimeError("rate limited")
+            error.status_code = 429  # type: ignore[attr-defined]
+            raise error
+        return ChatResponse(message=LIChatMessage(role="assistant", content="Paris"))
+
+    async def achat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        return self.chat(messages, **kwargs)
+
+
+def test_transient_errors_of_a_llamaindex_llm_are_retried() -> None:
+    model = Flaky()
+    llm = LlamaIndexLLM(model, retry=RetryPolicy(max_attempts=3, wait_initial=0.0))
+    response = llm.complete("Capital of France?")
+    assert response.text == "Paris" and response.attempts == 3
+    again = LlamaIndexLLM(Flaky(), retry=RetryPolicy(wait_initial=0.0))
+    assert asyncio.run(again.acomplete("Capital?")).attempts == 3

@@ -1,4 +1,6 @@
-"""TruthLensNodePostprocessor: quality filters, authority, evidence mode, events."""
+"""Tests of ``llamaindex_adapter/_postprocessor.py``: TruthLensNodePostprocessor: quality
+filters, authority, evidence mode, events.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ from truthlens_integrations.core import HallucinationSpan
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.llamaindex_adapter import TruthLensNodePostprocessor
 from truthlens_integrations.llamaindex_adapter._events import TruthLensNodeFilterEvent
+
+# -- TruthLensNodePostprocessor: quality filters, authority, evidence mode, events. --------
+
 
 LONG = "The Eiffel Tower in Paris was built from 1887 to 1889 for the world fair."
 

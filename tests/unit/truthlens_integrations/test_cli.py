@@ -1,3 +1,5 @@
+"""Tests of ``truthlens_integrations/_cli.py``: the truthlens command line."""
+
 from __future__ import annotations
 
 import json

@@ -1,28 +1,19 @@
-"""``truthlens calibrate`` end to end with the bundled detector on a small labelled file,
-``truthlens eval --data``, the calibration file's strict reading, and the length-safe fit."""
+"""Tests of ``truthlens_integrations/_cli_calibrate.py``: truthlens calibrate."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from truthlens_integrations._cli import main
-from truthlens_integrations.core import ConfigError, DetectionInput, InvalidInputError
-from truthlens_integrations.core.models.detection._calibration_file import (
-    read_calibration_file,
-    rescore,
-)
-from truthlens_integrations.core.models.detection._response import (
-    ResponseCalibration,
-    ResponseSignals,
-)
-from truthlens_integrations.core.models.detection._response_fit import (
-    fit_response_map,
-    threshold_for,
-)
+from truthlens_integrations.core._calibration import read_calibration_file
+from truthlens_integrations.core.models.detection._response import ResponseCalibration
+
+# -- ``truthlens calibrate`` end to end with the bundled detector on a small labelled file, ``truthlens eval --data``, the calibration file's strict reading, and the length-safe fit.
+
 
 CITIES = [
     ("Lyon", "the Rhone", 1843, 12),
@@ -136,169 +127,76 @@ def test_calibrate_rejects_bad_targets_and_files(labelled: Path, tmp_path: Path)
     assert main(["calibrate", "--data", str(one_label), "--out", out]) == 2
 
 
-def _valid_file() -> dict[str, object]:
-    return {
-        "format": "truthlens-response-calibration/1",
-        "model": "bundled",
-        "response_calibration": {"max_logit": 0.5, "log_sentences": 0.1, "bias": -1.0},
-        "threshold": 0.4,
-    }
+# -- Calibration files and the routes that read them, as an attacker would feed them. ------
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"extra": 1}, "extra"),
-        ({"threshold": True}, "threshold"),
-        ({"threshold": "0.4"}, "threshold"),
-        ({"threshold": 1.5}, "threshold"),
-        ({"format": "v0"}, "format"),
-        ({"response_calibration": {"max_logit": 0.5, "bias": 0.0}}, "log_sentences"),
-        ({"response_calibration": {"max_logit": True, "log_sentences": 0, "bias": 0}}, "number"),
-        (
-            {"response_calibration": {"max_logit": 1, "log_sentences": 0, "bias": 0, "x": 1}},
-            "unknown",
-        ),
-        ({"target": {"recall": 0.5}}, "target"),
-        (
-            {
-                "response_calibration": {
-                    "max_logit": 1,
-                    "log_sentences": 0,
-                    "bias": 0,
-                    "long_answers": {"max_logit": 1, "log_sentences": 0, "bias": 0},
-                }
-            },
-            "from_sentences",
-        ),
-        (
-            {
-                "response_calibration": {
-                    "max_logit": 1,
-                    "log_sentences": 0,
-                    "bias": 0,
-                    "long_answers": {
-                        "from_sentences": 4,
-                        "max_logit": 1,
-                        "log_sentences": 0,
-                        "bias": 0,
-                        "rule_floor": 0.5,
-                    },
-                }
-            },
-            "unknown",
-        ),
-    ],
-)
-def test_calibration_files_are_read_strictly(
-    tmp_path: Path, change: dict[str, object], message: str
+# -- truthlens calibrate --------------------------------------------------------------------
+
+
+def _eiffel_rows(n: int) -> list[dict[str, Any]]:
+    context = "The Eiffel Tower in Paris was built from 1887 to 1889 and is 330 metres tall."
+    good = [f"The tower was built from 1887 to 1889 ({i})." for i in range(n)]
+    bad = [f"The tower was built in 19{50 + i} of granite." for i in range(n)]
+    return [{"context": context, "answer": a, "label": 0} for a in good] + [
+        {"context": context, "answer": a, "label": 1} for a in bad
+    ]
+
+
+def _calibrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes | str, out: Path | None = None
+) -> tuple[int, str]:
+    path = tmp_path / "labelled.jsonl"
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+    out = out if out is not None else tmp_path / "calib.json"
+    code = main(["calibrate", "--model", "lexical", "--data", str(path), "--out", str(out),
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def _lines(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_calibrate_refuses_bad_records_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps({**_valid_file(), **change}))
-    with pytest.raises(ConfigError, match=message):
-        read_calibration_file(path)
-
-
-def test_nan_and_missing_files_are_config_errors(tmp_path: Path) -> None:
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(_valid_file()).replace("0.4", "NaN"))
-    with pytest.raises(ConfigError, match="NaN"):
-        read_calibration_file(path)
-    with pytest.raises(ConfigError, match="nor an existing file"):
-        read_calibration_file(tmp_path / "missing.json")
-    with pytest.raises(ConfigError, match="is not a regular file"):
-        read_calibration_file(tmp_path)  # a folder exists but is no file
-    path.write_text(json.dumps(_valid_file()))
-    assert read_calibration_file(path).threshold == 0.4
-
-
-def _long_answers_mostly_clean() -> tuple[list[ResponseSignals], list[bool]]:
-    signals, labels = [], []
-    for n in range(40):
-        bad = n % 2 == 0
-        sentences = 1 + (n % 7) * (1 if bad else 3)
-        signals.append(ResponseSignals(0.9 if bad else 0.2 + 0.01 * n % 5, sentences, 3 * bad))
-        labels.append(bad)
-    return signals, labels
-
-
-def test_the_fit_keeps_coefficients_non_negative_and_padding_cannot_lower_a_score() -> None:
-    # Long answers are mostly clean here, so a free fit would give length a negative
-    # weight; the fitted map may not.
-    signals, labels = _long_answers_mostly_clean()
-    calibration = fit_response_map(signals, labels)
-    assert calibration.length_safe and calibration.max_logit > 0
-    wrong = ResponseSignals(0.85, 1, 2, peak=2.0, absent_numbers=2, flagged_tokens=3)
-    before = calibration.score(wrong)
-    for extra in range(1, 30):
-        padded = ResponseSignals(0.85, 1 + extra, 2, peak=2.0, absent_numbers=2, flagged_tokens=3)
-        assert calibration.score(padded) >= before
-
-
-def test_a_free_column_may_go_negative_and_the_others_stay_bounded() -> None:
-    # The same data: long answers mostly clean. Freed, the length term goes negative
-    # (the map is then not length safe); the bounded columns stay >= 0.
-    signals, labels = _long_answers_mostly_clean()
-    free = fit_response_map(signals, labels, free=("log_sentences",))
-    assert free.log_sentences < 0 and not free.length_safe
-    assert all(getattr(free, c) >= 0 for c in ("max_logit", "sentence_peak", "absent_words"))
-    with pytest.raises(InvalidInputError, match="free columns"):
-        fit_response_map(signals, labels, columns=("max_logit",), free=("log_sentences",))
-
-
-def test_threshold_for_targets() -> None:
-    scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.3, 0.2, 0.1]
-    labels = [True, True, False, True, False, True, False, False]
-    assert threshold_for(scores, labels) == 0.5
-    assert threshold_for(scores, labels, target_precision=0.75) == 0.6
-    assert threshold_for(scores, labels, max_false_alarm_rate=0.25) == 0.6
-    assert threshold_for(scores, labels, max_false_alarm_rate=0.5) == 0.3
-    with pytest.raises(InvalidInputError):
-        threshold_for(scores, labels, target_precision=0.99, max_false_alarm_rate=0.1)
-    with pytest.raises(InvalidInputError, match="no threshold"):
-        threshold_for([0.9, 0.1], [False, True], target_precision=0.9)
-
-
-def test_rescore_leaves_unverifiable_results_alone(tmp_path: Path) -> None:
-    from truthlens_integrations.core.models.detection import LexicalDetector
-
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps(_valid_file()))
-    calib = read_calibration_file(path)
-    item = DetectionInput.create(context=None, question=None, answer="It opened in 1950.")
-    result = LexicalDetector().detect_batch([item])[0]
-    assert rescore(item, result, calib, 0.4) is result
-    grounded = DetectionInput.create(
-        context=["It opened in 1887."], question=None, answer="It opened in 1950."
+    rows = _lines(_eiffel_rows(3))
+    code, err = _calibrate(
+        tmp_path, capsys, rows.encode() + '{"answer": "café"}\n'.encode("latin-1")
     )
-    scored = rescore(grounded, LexicalDetector().detect_batch([grounded])[0], calib, 0.4)
-    assert scored.threshold == 0.4 and not math.isnan(scored.score)
+    assert code == 2 and "labelled.jsonl:7 is not UTF-8" in err
+    code, err = _calibrate(tmp_path, capsys, rows + '{"answer": "a", "id": %s}\n' % ("9" * 5000))
+    assert code == 2 and "labelled.jsonl:7 holds a number too long" in err
+    unreadable = {"context": "a", "answer": "\u200b\u200b", "label": 0}
+    code, err = _calibrate(tmp_path, capsys, rows + json.dumps(unreadable) + "\n")
+    assert code == 2 and "labelled.jsonl:7: answer has no readable characters" in err
+    long = {"context": "a", "answer": "It was built in 1889. " * 1820, "label": 0}
+    code, err = _calibrate(tmp_path, capsys, rows + json.dumps(long) + "\n")
+    assert code == 2 and "record 7 has 40,040 characters" in err and "12,000" in err
 
 
-def test_a_file_whose_map_reads_the_rules_is_rescored_with_them(tmp_path: Path) -> None:
-    from truthlens_integrations.core.models.detection import LexicalDetector
+def test_calibrate_refuses_an_out_that_cannot_be_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _lines(_eiffel_rows(3))
+    code, err = _calibrate(tmp_path, capsys, rows, out=tmp_path)
+    assert code == 2 and "is a folder" in err
+    (tmp_path / "a_file").write_text("")
+    code, err = _calibrate(tmp_path, capsys, rows, out=tmp_path / "a_file" / "calib.json")
+    assert code == 2 and "is a file, not a folder" in err
 
-    item = DetectionInput.create(
-        context=["It opened in 1887 and is 330 meters tall."],
-        question=None,
-        answer="It opened in 1950 and is 330 meters tall.",
-    )
-    result = LexicalDetector().detect_batch([item])[0]
-    scores = {}
-    for name, extra in [("plain", {}), ("counts", {"number_conflicts": 3.0}), ("floor", {})]:
-        content = _valid_file()
-        entry = {**content["response_calibration"], **extra}  # type: ignore[dict-item]
-        if name == "floor":
-            entry["rule_floor"] = 0.9
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps({**content, "response_calibration": entry}))
-        scores[name] = rescore(item, result, read_calibration_file(path), 0.5).score
-    # one conflicting number ("1950" against "1887"): log(2) * 3 more in the logit
-    z = math.log(scores["plain"] / (1 - scores["plain"])) + 3.0 * math.log(2)
-    assert scores["counts"] == pytest.approx(1 / (1 + math.exp(-z)))
-    assert scores["floor"] == pytest.approx(max(scores["plain"], 0.9))
-    path.write_text(
-        json.dumps({**_valid_file(), "response_calibration": {**entry, "rule_floor": 2}})
-    )
-    with pytest.raises(ConfigError, match="rule_floor"):
-        read_calibration_file(path)
+
+def test_calibrate_warns_that_a_handful_of_labels_cannot_fit_a_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _calibrate(tmp_path, capsys, _lines(_eiffel_rows(3)))
+    assert code == 0 and "fewer than 20 of each label" in err
+    written = read_calibration_file(tmp_path / "calib.json")  # it loads, for the detector named
+    assert written.model == "lexical" and written.metrics["partly_read"] == 0
+    code, err = _calibrate(tmp_path, capsys, _lines(_eiffel_rows(20)))
+    assert code == 0 and "warning" not in err

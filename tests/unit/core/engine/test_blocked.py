@@ -1,4 +1,5 @@
-"""One vocabulary across the adapters: the same block decision, option names and verdict.
+"""Tests of ``core/engine/_blocked.py``: one vocabulary across the adapters: the same block
+decision, option names and verdict.
 
 Every adapter (LCEL runnable, agent middleware, LangGraph guard, LlamaIndex query
 engine, LlamaIndex agent) is run on the same wrong answer and must:
@@ -42,8 +43,8 @@ from tests._agents_support import (
     scripted,
 )
 from tests._fakes import AlwaysFactual
-from tests.test_llamaindex_agent import make_agent
-from tests.test_llamaindex_agent import run as run_agent
+from tests.unit.llamaindex_adapter.test_agent import make_agent
+from tests.unit.llamaindex_adapter.test_agent import run as run_agent
 from truthlens_integrations.core import BlockedResponseError, UnknownArgumentError
 from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
 from truthlens_integrations.core.engine._verdict import REDACTED, VERDICT_FIELDS

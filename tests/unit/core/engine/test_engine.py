@@ -1,4 +1,5 @@
-"""The guard pipeline end to end, on a detector whose output is known in advance.
+"""Tests of ``core/engine/_engine.py``: the guard pipeline end to end, its time budget and
+audit hook.
 
 The detector is a real (tiny) transformer: ``keyword_model_dir`` flags exactly the
 words "1950", "500" and "meters". The NLI explainer and prompt classifier below are
@@ -12,6 +13,9 @@ import asyncio
 import json
 import math
 import pickle
+import threading
+import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,8 +27,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 import truthlens_integrations
-from tests._fakes import CountingDetector, FixedNLI, QuestionWordClassifier, RuleNLI
+from tests._fakes import (
+    CountingDetector,
+    FixedNLI,
+    QuestionWordClassifier,
+    RuleNLI,
+    Scripted,
+    make_engine,
+)
+from tests._paths import POLICIES
+from tests._tiny_models import build_nli_model
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations import AuditHookError
 from truthlens_integrations.core import (
     BlockedResponseError,
     ConfigError,
@@ -34,26 +48,29 @@ from truthlens_integrations.core import (
     InvalidInputError,
     ModelLoadError,
     ModelNotAvailableError,
+    TruthLensError,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.engine._premise import answer_sentence, select_premise
 from truthlens_integrations.core.engine._verdict import REDACTED
+from truthlens_integrations.core.llm import ChatMessage, LLMResponse
+from truthlens_integrations.core.mitigation import retriever_from_callables
 from truthlens_integrations.core.models import Detector, FactCheckClassifier, NLIExplainer
 from truthlens_integrations.core.models.nli import TransformersNLIExplainer, map_nli_labels
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.observability._tracing import HALLUCINATION_EVENT
 from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
 
-POLICIES = Path(__file__).resolve().parent.parent / "cookbook" / "policies"
+# -- The guard pipeline end to end, on a detector whose output is known in advance. --------
+
+
 EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
 
 
 def make(detector: Detector, config: object = None, **kwargs: object) -> TruthLens:
-    kwargs.setdefault("nli", RuleNLI())
-    kwargs.setdefault("fact_checker", QuestionWordClassifier())
     # These tests check how NLI labels are used; test_alignment.py covers the override.
     kwargs.setdefault("align_quantities", False)
-    return TruthLens.from_config(config, detector=detector, **kwargs)  # type: ignore[arg-type]
+    return make_engine(detector, config, **kwargs)
 
 
 def action_policy(action: str, **extra: object) -> dict[str, object]:
@@ -672,36 +689,12 @@ def test_quantity_alignment_overrides_an_entailment_on_changed_numbers(
 # -- Hugging Face NLI backend ------------------------------------------------------------------
 
 
-def _build_nli_model(folder: Path, id2label: dict[int, str], bias: list[float]) -> Path:
-    """A tiny BERT NLI classifier whose output is fixed by its classifier bias."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification
-
-    from tests._tiny_models import build_wordpiece_tokenizer, sizes
-
-    tokenizer = build_wordpiece_tokenizer()
-    config = BertConfig(
-        **sizes(tokenizer, hidden=32, layers=1, heads=2, ffn=64, positions=128),
-        num_labels=len(id2label),
-        id2label=id2label,
-        label2id={v: k for k, v in id2label.items()},
-    )
-    torch.manual_seed(0)
-    model = BertForSequenceClassification(config)
-    with torch.no_grad():
-        model.classifier.weight.zero_()
-        model.classifier.bias.copy_(torch.tensor(bias))
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 THREE_WAY = {0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}
 
 
 @pytest.fixture(scope="module")
 def contradiction_nli_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build_nli_model(tmp_path_factory.mktemp("nli"), THREE_WAY, [0.0, 0.0, 5.0])
+    return build_nli_model(tmp_path_factory.mktemp("nli"), THREE_WAY, [0.0, 0.0, 5.0])
 
 
 def test_transformers_nli_maps_labels_from_the_config(contradiction_nli_dir: Path) -> None:
@@ -793,3 +786,226 @@ def test_policy_precision_reaches_every_model_the_engine_loads(
 def test_unknown_precision_is_a_policy_error() -> None:
     with pytest.raises(ConfigError, match="precision"):
         TruthLens.from_config({"hallucination": {"precision": "int4"}})
+
+
+# -- Calibration files and the routes that read them, as an attacker would feed them. ------
+
+
+# -- partly read answers --------------------------------------------------------------------
+
+
+def test_a_partly_read_answer_under_a_high_threshold_is_not_a_clean_pass() -> None:
+    from tests.conftest import BUNDLED
+    from truthlens_integrations.core.models.detection import load_detector
+
+    if BUNDLED is None:
+        pytest.skip("bundled weights are not here")
+    detector = load_detector()
+    # 49 of the 110 characters are readable; the model has no tokens for the rest
+    answer = "The tower was completed in 1889 and painted red every year. " + "🗼" * 50
+    raw = detector.detect(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
+    read = raw.coverage.answer_chars_scored
+    # what was read scores above the detector's 0.5 (so it says "hallucinated", not
+    # "unverifiable") but below the README's 0.7 for fewer false alarms
+    assert read < 0.8 * len(answer.replace(" ", "")) and 0.5 <= raw.score < 0.7, (read, raw.score)
+    engine = TruthLens.from_config(threshold=0.7, detector=detector)
+    verdict = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer)
+    assert verdict.not_checked_reason == "unverifiable" and verdict.unverified
+    assert verdict.mitigation.status == "not_checked"  # it was "not_needed"
+    assert verdict.action == "header"  # the route's unverified action, as for unread input
+    assert verdict.detection is not None and f"only {read} of" in (verdict.detection.error or "")
+    # read in full, the same first sentence is judged at 0.7 as before
+    whole = engine.guard(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer[: answer.index(" 🗼")]
+    )
+    assert whole.not_checked_reason is None
+
+
+def test_a_partly_read_answer_cleared_by_nli_is_not_a_clean_pass(detector: Detector) -> None:
+    # The keyword model flags "meters"; NLI finds "330 meters" entailed by the context and
+    # drops the span. Read in full the answer then passes; with 40 characters the model's
+    # vocabulary cannot read after it, the unread part was never checked.
+    engine = make(detector)
+    sentence = "The Eiffel Tower is 330 meters tall."
+    whole = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=sentence)
+    assert whole.dropped_spans and not whole.detected and whole.not_checked_reason is None
+    partly = sentence + " " + "🗼" * 40
+    verdict = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=partly)
+    assert verdict.dropped_spans and not verdict.detected  # NLI cleared what was read
+    assert verdict.not_checked_reason == "unverifiable" and verdict.unverified
+    assert verdict.action == "header" and verdict.mitigation.status == "not_checked"
+
+
+# -- Issue 13, engine side: options said once and checked, time budget, poisoned context, redaction.
+
+
+GOOD = "The Eiffel Tower was built between 1887 and 1889."
+
+
+# -- 6. time budget ----------------------------------------------------------------------
+
+
+class Hanging:
+    """SCRIPTED FAKE LLM that never answers until released (a hung provider)."""
+
+    name = "hanging"
+    model = "hanging"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls = 0
+
+    def complete(self, messages: Sequence[ChatMessage], **kw: object) -> LLMResponse:
+        self.calls += 1
+        self.release.wait(60)
+        return LLMResponse(text=GOOD, model=self.model, latency_ms=1.0)
+
+    async def acomplete(self, messages: Sequence[ChatMessage], **kw: object) -> LLMResponse:
+        self.calls += 1
+        await asyncio.sleep(60)
+        return LLMResponse(text=GOOD, model=self.model, latency_ms=1.0)
+
+
+BUDGET = {"hallucination": {"default_mode": "standard", "time_budget_s": 0.5}}
+
+
+def test_time_budget_ends_a_hanging_async_call_with_llm_timeout(detector: Detector) -> None:
+    llm = Hanging()
+    started = time.perf_counter()
+    verdict = asyncio.run(make_engine(detector, BUDGET).aguard(**EIFFEL, llm=llm))
+    assert time.perf_counter() - started < 5.0  # not 60
+    assert verdict.status == "llm_timeout" and llm.calls == 1
+    assert verdict.final_answer == EIFFEL_ANSWER and verdict.detected  # best so far: original
+
+
+def test_time_budget_ends_a_hanging_sync_call_with_llm_timeout(detector: Detector) -> None:
+    llm = Hanging()
+    try:
+        started = time.perf_counter()
+        verdict = make_engine(detector, BUDGET).guard(**EIFFEL, llm=llm)
+        assert time.perf_counter() - started < 5.0
+        assert verdict.status == "llm_timeout" and "time budget" in (verdict.mitigation_error or "")
+    finally:
+        llm.release.set()
+
+
+def test_budget_spent_before_mitigation_makes_no_call(detector: Detector) -> None:
+    class Slow(QuestionWordClassifier):
+        pass
+
+    llm = Scripted([GOOD])
+    tiny = {"hallucination": {"default_mode": "standard", "time_budget_s": 0.05}}
+    engine = make_engine(detector, tiny, fact_checker=Slow(delay_s=0.1))
+    verdict = engine.guard(**EIFFEL, llm=llm)
+    assert verdict.status == "llm_timeout" and llm.sync_calls == 0
+
+
+def test_time_budget_also_bounds_a_hanging_retriever(detector: Detector) -> None:
+    # Retrieval and pipeline re-runs call LLMs too: the budget covers them.
+    release = threading.Event()
+
+    def hang(query: str) -> list[str]:
+        release.wait(60)
+        return []
+
+    async def ahang(query: str) -> list[str]:
+        await asyncio.sleep(60)
+        return []
+
+    thin = {**EIFFEL, "context": "The Eiffel Tower is a wrought-iron landmark in Paris, France."}
+    policy = {"hallucination": {"default_mode": "standard", "time_budget_s": 0.5}}
+    refiner = '{"query": "Eiffel Tower construction dates", "missing_facts": ["year"]}'
+    try:
+        for retriever in (retriever_from_callables(hang), retriever_from_callables(None, ahang)):
+            started = time.perf_counter()
+            engine = make_engine(detector, policy)
+            if retriever._sync is None:  # type: ignore[attr-defined]
+                verdict = asyncio.run(
+                    engine.aguard(**thin, llm=Scripted([refiner]), retriever=retriever)
+                )
+            else:
+                verdict = engine.guard(**thin, llm=Scripted([refiner]), retriever=retriever)
+            assert time.perf_counter() - started < 5.0
+            assert verdict.strategy == "retrieval_feedback" and verdict.status == "llm_timeout"
+            assert "the retriever" in (verdict.mitigation_error or "")
+    finally:
+        release.set()
+
+
+# -- Withheld text and the explicit channel: the audit hook, contradictory options, and the
+
+
+BLOCK = {"hallucination": {"hallucination_action": "block"}}
+
+
+# -- the audit hook ---------------------------------------------------------------------------
+
+
+def test_an_async_audit_hook_is_awaited_on_every_path(detector: Detector) -> None:
+    seen: list[Verdict] = []
+
+    async def hook(verdict: Verdict) -> None:
+        await asyncio.sleep(0)
+        seen.append(verdict)
+
+    engine = make_engine(detector, BLOCK, audit_hook=hook)
+    item = DetectionInput.create(**EIFFEL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" fails the test
+        engine.guard(**EIFFEL)
+        asyncio.run(engine.aguard(**EIFFEL))
+        asyncio.run(engine.aguard(**EIFFEL, llm=Scripted(["Built in 1950."] * 4)))
+        engine.guard_batch([item, item])
+        asyncio.run(engine.aguard_batch([item]))
+    assert len(seen) == 6
+    assert all(v.original_answer == EIFFEL_ANSWER and not v.redacted for v in seen)
+
+
+def test_an_async_audit_hook_runs_on_the_callers_loop(detector: Detector) -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def hook(verdict: Verdict) -> None:
+        loops.append(asyncio.get_running_loop())
+
+    engine = make_engine(detector, audit_hook=hook)
+
+    async def main() -> asyncio.AbstractEventLoop:
+        await engine.aguard(**EIFFEL)
+        return asyncio.get_running_loop()
+
+    caller = asyncio.run(main())
+    assert loops == [caller]
+
+
+def test_a_sync_guard_inside_a_running_loop_still_runs_an_async_hook(detector: Detector) -> None:
+    seen: list[Verdict] = []
+
+    async def hook(verdict: Verdict) -> None:
+        seen.append(verdict)
+
+    engine = make_engine(detector, audit_hook=hook)
+
+    async def main() -> None:
+        engine.guard(**EIFFEL)  # blocking call from async code: still audited
+
+    asyncio.run(main())
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_failing_audit_hook_is_a_typed_error_and_hands_nothing_out(
+    detector: Detector, is_async: bool
+) -> None:
+    def sync_hook(verdict: Verdict) -> None:
+        raise RuntimeError("audit store is down")
+
+    async def async_hook(verdict: Verdict) -> None:
+        raise RuntimeError("audit store is down")
+
+    engine = make_engine(detector, BLOCK, audit_hook=async_hook if is_async else sync_hook)
+    for call in (lambda: engine.guard(**EIFFEL), lambda: asyncio.run(engine.aguard(**EIFFEL))):
+        with pytest.raises(AuditHookError, match="audit store is down") as info:
+            call()
+        assert isinstance(info.value, TruthLensError)
+        assert isinstance(info.value.__cause__, RuntimeError)
+        assert isinstance(info.value.verdict, Verdict) and info.value.verdict.blocked

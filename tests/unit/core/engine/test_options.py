@@ -1,4 +1,5 @@
-"""Typed options: every public constructor's keywords are typed, from one definition.
+"""Tests of ``core/engine/_options.py``: options said once, typed and checked: every
+constructor, every adapter, every knob.
 
 - Each ``TypedDict`` has exactly the keys of the model it mirrors (``EngineKwargs`` and
   ``EngineOptions``, ``DetectionConfigKwargs`` and ``DetectionConfig``, an adapter's
@@ -15,6 +16,7 @@ That mypy rejects wrong callers is checked by ``scripts/typecheck.sh`` on
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import typing
@@ -28,7 +30,15 @@ from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import CustomQueryEngine
 
+from tests._fakes import (
+    RuleNLI,
+    make_engine,
+)
+from tests._paths import REPO
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations import TruthLens
 from truthlens_integrations.core import (
+    BlockedResponseError,
     ConfigError,
     DetectionConfig,
     DetectionConfigKwargs,
@@ -41,15 +51,21 @@ from truthlens_integrations.core.engine import (
     GuardKwargs,
     PolicyKnobKwargs,
     PolicyKnobs,
-    TruthLens,
 )
-from truthlens_integrations.core.engine._options import ENGINE_OPTION_NAMES, POLICY_KNOB_NAMES
+from truthlens_integrations.core.engine._options import (
+    ENGINE_OPTION_NAMES,
+    POLICY_KNOB_NAMES,
+    reject_unknown,
+)
+from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models.detection import (
+    Detector,
     LoadDetectorKwargs,
     RemoteDetector,
     TransformerDetector,
     load_detector,
 )
+from truthlens_integrations.core.policy import load_policy
 from truthlens_integrations.langchain_adapter import (
     AsyncTruthLensCallbackHandler,
     LLMChatModel,
@@ -75,6 +91,9 @@ from truthlens_integrations.llamaindex_adapter._agent import (
     TruthLensAgentKwargs,
 )
 from truthlens_integrations.llamaindex_adapter._postprocessor import NodePostprocessorKwargs
+
+# -- Typed options: every public constructor's keywords are typed, from one definition. ----
+
 
 GUARD_KEYS = set(ENGINE_OPTION_NAMES) | set(POLICY_KNOB_NAMES)
 
@@ -316,3 +335,209 @@ def test_deprecated_names_work_at_runtime_only_once_each(engine: TruthLens) -> N
     with pytest.warns(DeprecationWarning, match="on_block='response' is deprecated"):
         query_engine = TruthLensQueryEngine(_Echo(), engine=engine, on_block="response")  # type: ignore[arg-type]
     assert query_engine.on_block == "message"
+
+
+# -- ``max_iterations`` is a policy knob every adapter takes, as docs/engine.md says. ------
+
+
+ROUTED = REPO / "cookbook" / "policies" / "truthlens_decisions.yaml"
+
+
+@pytest.fixture(scope="module")
+def routed_engine() -> TruthLens:
+    return TruthLens.from_config(ROUTED)  # models load on first use: none is loaded here
+
+
+def _chat() -> FakeListChatModel:
+    return FakeListChatModel(responses=["ok"])
+
+
+ROUTED_BUILDERS: dict[str, Callable[..., Any]] = {
+    "TruthLens.from_config": lambda routed_engine, **kw: TruthLens.from_config(ROUTED, **kw),
+    "TruthLens.derive": lambda routed_engine, **kw: routed_engine.derive(**kw),
+    "TruthLensRunnable": lambda routed_engine, **kw: TruthLensRunnable(
+        engine=routed_engine, llm=_chat(), **kw
+    ),
+    "TruthLensRunnable.from_config": lambda routed_engine, **kw: TruthLensRunnable.from_config(
+        ROUTED, llm=_chat(), **kw
+    ),
+    "guard_chain": lambda routed_engine, **kw: guard_chain(_chat(), engine=routed_engine, **kw),
+    "TruthLensCallbackHandler": TruthLensCallbackHandler,
+    "TruthLensMiddleware": TruthLensMiddleware,
+    "TruthLensMiddleware.from_config": lambda routed_engine, **kw: TruthLensMiddleware.from_config(
+        ROUTED, **kw
+    ),
+    "TruthLensGraphGuard": TruthLensGraphGuard,
+    "TruthLensQueryEngine": lambda routed_engine, **kw: TruthLensQueryEngine(
+        _Echo(), engine=routed_engine, **kw
+    ),
+    "TruthLensEvaluator": TruthLensEvaluator,
+    "TruthLensFunctionAgent": lambda routed_engine, **kw: TruthLensFunctionAgent(
+        tools=[], llm=MockLLM(), engine=routed_engine, **kw
+    ),
+}
+
+
+def _engine(made: Any) -> TruthLens:
+    return made if isinstance(made, TruthLens) else made.engine
+
+
+@pytest.mark.parametrize("name", list(ROUTED_BUILDERS))
+def test_every_adapter_takes_max_iterations_on_every_route(
+    routed_engine: TruthLens, name: str
+) -> None:
+    built = _engine(ROUTED_BUILDERS[name](routed_engine, mode="standard", max_iterations=1))
+    policy = built.policy
+    routes = [None, *(d.name for d in policy.decisions)]
+    assert len(routes) > 2  # the routed policy: the knob must reach each decision
+    for route in routes:
+        for mode in ("standard", "premium"):
+            assert policy.settings_for(route, mode=mode).max_iterations == 1, (route, mode)
+
+
+@pytest.mark.parametrize("name", ["TruthLensRunnable", "TruthLensQueryEngine", "TruthLens.derive"])
+def test_max_iterations_is_checked_like_every_knob(routed_engine: TruthLens, name: str) -> None:
+    for bad in (True, 1.5, "2", -1, 101):
+        with pytest.raises(InvalidArgumentError, match="max_iterations"):
+            ROUTED_BUILDERS[name](routed_engine, max_iterations=bad)
+
+
+def test_the_runnable_refines_at_most_max_iterations_rounds() -> None:
+    llm = FakeListChatModel(responses=["The Eiffel Tower was built in 1950."])  # never fixes it
+    guard = TruthLensRunnable(mode="standard", llm=llm, max_iterations=1)
+    out = guard.invoke(
+        {
+            "question": "When was the Eiffel Tower built?",
+            "context": ['{"name": "Eiffel Tower", "built": "1887-1889"}'],
+            "answer": "The Eiffel Tower was built in 1950.",
+        }
+    )
+    assert guard.max_iterations == 1
+    assert (out["truthlens"]["status"], out["truthlens"]["iterations"]) == (
+        "max_iterations_reached",
+        1,
+    )
+
+
+# -- Issue 13, engine side: options said once and checked, time budget, poisoned context, redaction.
+
+
+EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFFEL_ANSWER}
+
+
+# -- 3. unknown arguments, one definition of the options ---------------------------------
+
+
+def test_unknown_engine_option_is_rejected_with_a_suggestion(detector: Detector) -> None:
+    with pytest.raises(UnknownArgumentError, match=r"'threshhold' \(did you mean 'threshold'\?\)"):
+        make_engine(detector, threshhold=0.3)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'raise_on_block'"):
+        TruthLens(load_policy(None), raise_on_blok=True)
+    with pytest.raises(TypeError):  # generic handlers keep working
+        make_engine(detector, retreiver=object())
+
+
+def test_wrong_types_fail_at_the_call(detector: Detector) -> None:
+    with pytest.raises(InvalidArgumentError, match="nli"):
+        make_engine(detector, nli=42)
+    with pytest.raises(InvalidArgumentError, match="raise_on_block"):
+        make_engine(detector, raise_on_block="yes")
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        make_engine(detector, threshold=True)
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        make_engine(detector, threshold="0.3")
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        make_engine(detector, mode="gold")
+    engine = make_engine(detector)
+    with pytest.raises(InvalidArgumentError, match="llm must be an LLM"):
+        engine.guard(**EIFFEL, llm="gpt")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="verification_llms"):
+        engine.guard(**EIFFEL, verification_llms="gpt")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="retriever"):
+        asyncio.run(engine.aguard(**EIFFEL, retriever=3))  # type: ignore[arg-type]
+
+
+def test_engine_options_of_from_config_all_take_effect(detector: Detector) -> None:
+    options = MitigationOptions(max_tokens=17)
+    engine = make_engine(
+        detector,
+        {"hallucination": {"hallucination_action": "block"}},
+        on_block="raise",
+        align_quantities=False,
+        mitigation_options=options,
+    )
+    assert engine.on_block == "raise" and not engine.align_quantities
+    assert engine.mitigation_options is options
+    with pytest.raises(BlockedResponseError):
+        engine.guard(**EIFFEL)
+
+
+def test_policy_knobs_hold_on_every_route(detector: Detector) -> None:
+    policy = {
+        "decisions": [
+            {
+                "name": "facts",
+                "rules": {"conditions": [{"type": "keyword", "name": "x", "keywords": ["Eiffel"]}]},
+                "plugins": [
+                    {
+                        "type": "hallucination",
+                        "configuration": {"threshold": 0.2, "mode": "premium"},
+                    }
+                ],
+            }
+        ]
+    }
+    engine = make_engine(detector, policy, mode="standard", threshold=0.99, action="body")
+    routed = engine.policy.settings_for("facts")
+    assert (routed.mode, routed.threshold, routed.hallucination_action) == (
+        "standard",
+        0.99,
+        "body",
+    )
+    glob = engine.policy.settings_for(None)
+    assert (glob.mode, glob.threshold, glob.hallucination_action) == ("standard", 0.99, "body")
+    assert PolicyKnobs().apply(engine.policy) is engine.policy
+
+
+def test_derive_changes_options_and_shares_loaded_models(detector: Detector) -> None:
+    nli = RuleNLI()
+    engine = make_engine(detector, nli=nli)
+    derived = engine.derive(threshold=0.9, on_block="raise")
+    assert derived.detector is engine.detector and derived.nli is nli
+    assert derived.on_block == "raise" and derived.policy.hallucination.threshold == 0.9
+    assert engine.policy.hallucination.threshold == 0.5 and engine.on_block == "message"
+    with pytest.raises(UnknownArgumentError):
+        engine.derive(treshold=0.9)
+
+
+def test_one_definition_lists_every_engine_option() -> None:
+    # every current name; the deprecated raise_on_block is accepted but not listed
+    assert set(ENGINE_OPTION_NAMES) == set(EngineOptions.model_fields) - {"raise_on_block"}
+    assert {"on_block", "align_quantities", "mitigation_options", "redact"} <= set(
+        ENGINE_OPTION_NAMES
+    )
+    with pytest.raises(UnknownArgumentError, match="unknown arguments 'a', 'b'"):
+        reject_unknown(["a", "b", "c"], ["c"], "X")
+
+
+# -- Withheld text and the explicit channel: the audit hook, contradictory options, and the
+
+
+# -- contradictory options ----------------------------------------------------------------------
+
+
+def test_redact_with_expose_blocked_text_is_refused(detector: Detector) -> None:
+    with pytest.raises(ConfigError, match="redact=True and expose_blocked_text=True"):
+        make_engine(detector, redact=True, expose_blocked_text=True)
+    make_engine(detector, redact=True)  # each alone is fine
+    make_engine(detector, expose_blocked_text=True)
+
+
+def test_the_adapters_refuse_the_contradiction_too(detector: Detector) -> None:
+    from truthlens_integrations.langchain_adapter import TruthLensRunnable
+    from truthlens_integrations.llamaindex_adapter import TruthLensEvaluator
+
+    with pytest.raises(ConfigError, match="contradict"):
+        TruthLensRunnable(detector=detector, redact=True, expose_blocked_text=True)
+    with pytest.raises(ConfigError, match="contradict"):
+        TruthLensEvaluator(detector=detector, redact=True, expose_blocked_text=True)

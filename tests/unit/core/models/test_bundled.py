@@ -1,4 +1,6 @@
-"""The bundled offline models load from package data and behave sensibly on plain cases."""
+"""Tests of ``core/models/_bundled.py``: the bundled offline models load from package data and
+behave sensibly on plain cases.
+"""
 
 from __future__ import annotations
 

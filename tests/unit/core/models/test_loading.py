@@ -1,4 +1,5 @@
-"""Broken model folders and an unreachable hub fail at load time (issue 13, item 5).
+"""Tests of ``core/models/_loading.py``: broken model folders and an unreachable hub fail at
+load time.
 
 Before: a folder without its tokenizer files, or with a config.json of another
 architecture, loaded without error and answered at random ("supported" for

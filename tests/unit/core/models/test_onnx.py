@@ -1,4 +1,6 @@
-"""The ONNX Runtime backend: which backend runs, graphs tied to their weights, same verdicts."""
+"""Tests of ``core/models/_onnx.py``: the ONNX Runtime backend: which backend runs, graphs tied
+to their weights, same verdicts.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ from truthlens_integrations.core.models._loading import (
     load_token_classifier,
 )
 from truthlens_integrations.core.models.detection import load_detector
+
+# -- The ONNX Runtime backend: which backend runs, graphs tied to their weights, same verdicts.
+
 
 pytestmark = pytest.mark.skipif(not _onnx.onnx_available(), reason="the fast extra is missing")
 

@@ -1,34 +1,19 @@
+"""Tests of ``core/policy/_router.py``: routing a prompt to its decision."""
+
 from __future__ import annotations
 
-import random
-import threading
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 
 import pytest
 
+from tests._fakes import FactCheck
+from tests._paths import DECISIONS, GLOBAL, HALUGATE_DECISION, HALUGATE_FULL
 from truthlens_integrations.core import ConfigError, InvalidInputError
 from truthlens_integrations.core.policy import (
-    DomainClassifier,
-    EmbeddingDomainClassifier,
-    LexiconDomainClassifier,
-    Policy,
     Router,
     load_policy,
 )
-from truthlens_integrations.core.policy._adaptive import ModeSelector
-from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.core.policy._router import DOMAIN_COST_RATIOS, threshold_for_cost
-from truthlens_integrations.core.policy._signals import KeywordMatcher
-
-REPO = Path(__file__).resolve().parents[1]
-POLICIES = REPO / "cookbook" / "policies"
-DESIGN = Path("/work/shared/design/policies")
-GLOBAL = POLICIES / "truthlens_global.yaml"
-DECISIONS = POLICIES / "truthlens_decisions.yaml"
-HALUGATE_DECISION = POLICIES / "halugate_decision.yaml"
-HALUGATE_FULL = POLICIES / "halugate_full.yaml"
-ALL_FILES = [GLOBAL, DECISIONS, HALUGATE_DECISION, HALUGATE_FULL]
 
 
 class FixedDomains:
@@ -45,128 +30,9 @@ class FixedDomains:
         return self.scores
 
 
-class FactCheck:
-    """Deterministic fact-check signal: factual when the prompt is a wh-question."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, text: str) -> tuple[bool, float]:
-        self.calls += 1
-        factual = text.lower().startswith(("when", "who", "what", "where", "how many"))
-        return factual, 0.9
-
-
 @pytest.fixture(scope="module")
 def design_router() -> Router:
     return Router(load_policy([GLOBAL, DECISIONS]))
-
-
-# --- loading -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.name)
-def test_each_design_file_loads(path: Path) -> None:
-    policy = load_policy(path)
-    assert isinstance(policy, Policy)
-
-
-@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.name)
-def test_cookbook_copies_are_exact(path: Path) -> None:
-    design = DESIGN / path.name
-    if not design.exists():
-        pytest.skip("design folder not available")
-    assert path.read_bytes() == design.read_bytes()
-    assert (REPO / "tests" / "data" / "policies" / path.name).read_bytes() == design.read_bytes()
-
-
-def test_global_block_values() -> None:
-    g = load_policy(GLOBAL).hallucination
-    assert g.enabled is True
-    assert g.model_id == "models/lettucedetect-large-modernbert-en-v1"
-    assert g.use_cpu is False
-    assert g.default_mode == "standard"
-    assert g.threshold == 0.6
-    assert g.warning_template.startswith("⚠️ **注意**")
-    assert g.standard.max_iterations == 3
-    assert g.standard.convergence_threshold == 0.4
-    assert g.premium.verification_models == ("claude-3-sonnet", "gpt-4-turbo")
-    assert g.premium.judge_model == "llama-3.1-70b"
-    assert g.premium.max_iterations == 5
-    assert g.premium.require_consensus is True
-
-
-def test_halugate_full_models_and_settings() -> None:
-    policy = load_policy(HALUGATE_FULL)
-    m = policy.hallucination_mitigation
-    assert (m.fact_check_model.model_id, m.fact_check_model.threshold) == (
-        "models/halugate-sentinel",
-        0.6,
-    )
-    assert m.hallucination_model.threshold == 0.8
-    assert m.nli_model.threshold == 0.9
-    assert m.nli_model.use_cpu is True
-    assert [r.name for r in policy.fact_check_rules] == ["needs_fact_check", "no_fact_check_needed"]
-    s = policy.settings_for("verified-factual")
-    assert s.enabled and s.use_nli and s.include_hallucination_details
-    assert s.hallucination_action == "header"
-    assert s.unverified_factual_action == "header"
-
-
-def test_defaults_when_none() -> None:
-    policy = load_policy(None)
-    assert policy.decisions == ()
-    s = policy.settings_for(None)
-    assert s.enabled is True
-    assert s.mode == "lightweight"
-    assert s.max_iterations == 0
-    assert s.threshold == 0.5
-    assert s.hallucination_action == "body"  # lightweight mode: a visible warning
-    assert s.unverified_factual_action == "header"
-    assert s.include_hallucination_details is False
-    assert s.warning_template == DEFAULT_WARNING_TEMPLATE
-    assert policy.hallucination_mitigation.fact_check_model.threshold == 0.6
-
-
-def test_yaml_text_dict_and_pathlike_sources(tmp_path: Path) -> None:
-    text = "hallucination:\n  threshold: 0.25\n  default_mode: premium\n"
-    from_text = load_policy(text)
-    from_dict = load_policy({"hallucination": {"threshold": 0.25, "default_mode": "premium"}})
-    file = tmp_path / "p.yaml"
-    file.write_text(text, encoding="utf-8")
-    assert from_text == from_dict == load_policy(file) == load_policy(str(file))
-    assert from_text.settings_for(None).max_iterations == 5  # premium default
-    assert load_policy(from_text) is from_text
-    assert load_policy(None) == Policy() == load_policy("{}")
-
-
-def test_merged_sources_fall_back_to_global() -> None:
-    merged = load_policy([GLOBAL, DECISIONS])
-    only = load_policy(DECISIONS)
-    # financial_advisor sets no warning template: the global file's applies.
-    assert merged.settings_for("financial_advisor").warning_template.startswith("⚠️ **注意**")
-    assert only.settings_for("financial_advisor").warning_template == DEFAULT_WARNING_TEMPLATE
-    # creative_writing sets no mode: the global default_mode applies.
-    assert merged.settings_for("creative_writing").mode == "standard"
-    assert only.settings_for("creative_writing").mode == "lightweight"
-    # customer_support's explicit max_iterations beats the mode's.
-    assert merged.settings_for("customer_support").max_iterations == 2
-    assert merged.settings_for("financial_advisor").threshold == 0.5
-    assert merged.settings_for(None).threshold == 0.6
-
-
-def test_merge_later_scalar_wins_and_lists_concatenate() -> None:
-    policy = load_policy(
-        [
-            GLOBAL,
-            {"hallucination": {"threshold": 0.2}},
-            HALUGATE_DECISION,
-            DECISIONS,
-        ]
-    )
-    assert policy.hallucination.threshold == 0.2
-    assert policy.hallucination.default_mode == "standard"  # kept from the first source
-    assert len(policy.decisions) == 6
 
 
 # --- malformed ---------------------------------------------------------------
@@ -175,124 +41,6 @@ def test_merge_later_scalar_wins_and_lists_concatenate() -> None:
 def one_decision(name: str, rules: dict[str, object], **extra: object) -> dict[str, object]:
     """A policy holding the one decision ``name``."""
     return {"decisions": [{"name": name, "rules": rules, **extra}]}
-
-
-def _decision(**plugin: object) -> dict[str, object]:
-    return {
-        "name": "d",
-        "rules": {"conditions": [{"type": "domain", "name": "general"}]},
-        "plugins": [{"type": "hallucination", "configuration": plugin}],
-    }
-
-
-BAD = [
-    (
-        {"decisions": [_decision(), _decision(), {**_decision(threshold=1.5), "name": "x"}]},
-        "decisions[2].plugins[0].configuration.threshold: must be between 0 and 1",
-    ),
-    ({"hallucination": {"threshold": -0.1}}, "hallucination.threshold: must be between 0 and 1"),
-    (
-        {"hallucination_mitigation": {"nli_model": {"threshold": 9}}},
-        "hallucination_mitigation.nli_model.threshold: must be between 0 and 1",
-    ),
-    ({"hallucination": {"treshold": 0.5}}, "unknown key 'treshold'; did you mean 'threshold'?"),
-    ({"decisions": [{**_decision(), "prio": 3}]}, "decisions[0].prio: unknown key"),
-    ({"surprise": {}}, "surprise: unknown key 'surprise'"),
-    ({"hallucination": {"enabled": "maybe"}}, "hallucination.enabled: must be true or false"),
-    ({"hallucination": {"threshold": "high"}}, "hallucination.threshold: must be a number"),
-    (
-        {"hallucination": {"standard": {"max_iterations": 2.5}}},
-        "hallucination.standard.max_iterations: must be an integer",
-    ),
-    ({"hallucination": {"default_mode": "turbo"}}, "hallucination.default_mode: must be one of"),
-    (
-        {"decisions": [_decision(hallucination_action="warn")]},
-        "decisions[0].plugins[0].configuration.hallucination_action: must be one of",
-    ),
-    ({"decisions": [_decision(), _decision()]}, "decisions[1].name: duplicate name 'd'"),
-    (
-        {"decisions": [{**_decision(), "plugins": [{"type": "cache"}]}]},
-        "decisions[0].plugins[0].type: must be one of 'hallucination'",
-    ),
-    (
-        {"decisions": [{"name": "a", "rules": {"operator": "XOR", "conditions": []}}]},
-        "decisions[0].rules.operator: must be one of",
-    ),
-    (
-        {"decisions": [{"name": "a", "rules": {"conditions": []}}]},
-        "decisions[0].rules.conditions: must not be empty",
-    ),
-    ({"decisions": [{"name": "a"}]}, "decisions[0].rules: required key is missing"),
-    (
-        {"decisions": [{"name": "a", "rules": {"conditions": [{"type": "keyword", "name": "x"}]}}]},
-        "decisions[0].rules.conditions[0].name: unknown keyword list 'x'",
-    ),
-    (
-        {
-            "decisions": [
-                {"name": "a", "rules": {"conditions": [{"type": "fact_check", "name": "y"}]}}
-            ]
-        },
-        "decisions[0].rules.conditions[0]: unknown fact-check signal 'y'",
-    ),
-    (
-        {"decisions": [{"name": "a", "rules": {"conditions": [{"type": "vibe", "name": "y"}]}}]},
-        "decisions[0].rules.conditions[0].type: must be one of",
-    ),
-    ({"fact_check_rules": [{"name": "maybe"}]}, "fact_check_rules[0].name: unknown fact-check"),
-    ({"decisions": {"name": "a"}}, "decisions: must be a list"),
-    ("- just\n- a list\n", "a policy must be a mapping"),
-    ("hallucination: [unclosed\n", "invalid YAML at line 2"),
-]
-
-
-@pytest.mark.parametrize(("config", "expected"), BAD)
-def test_malformed_configs_name_the_key_path(config: object, expected: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        load_policy(config)  # type: ignore[arg-type]
-    assert expected in str(info.value)
-
-
-def test_error_names_the_file(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("hallucination:\n  threshold: 2\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"bad\.yaml: hallucination\.threshold: must be between"):
-        load_policy(bad)
-    broken = tmp_path / "broken.yaml"
-    broken.write_text("decisions:\n  - name: [x\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"broken\.yaml: invalid YAML"):
-        load_policy(broken)
-    with pytest.raises(ConfigError, match=r"missing\.yaml: policy file not found"):
-        load_policy(tmp_path / "missing.yaml")
-
-
-def test_merged_error_points_at_the_source_file(tmp_path: Path) -> None:
-    rules = "decisions:\n  - name: {}\n    rules:\n      conditions:\n"
-    extra = tmp_path / "extra.yaml"
-    extra.write_text(
-        rules.format("medical_assistant") + "        - {type: domain, name: healthcare}\n",
-        encoding="utf-8",
-    )
-    with pytest.raises(ConfigError) as info:
-        load_policy([DECISIONS, extra])
-    assert "duplicate name 'medical_assistant'" in str(info.value)
-    bad = tmp_path / "bad_threshold.yaml"
-    bad.write_text(
-        rules.format("z") + "        - {type: domain, name: general}\n    plugins:\n"
-        "      - type: hallucination\n        configuration: {threshold: 3}\n",
-        encoding="utf-8",
-    )
-    with pytest.raises(ConfigError) as info:
-        load_policy([DECISIONS, bad])
-    # Index and file of the item in its own file, not in the merged list.
-    assert "bad_threshold.yaml: decisions[0].plugins[0].configuration.threshold" in str(info.value)
-
-
-def test_config_error_is_not_a_pydantic_traceback() -> None:
-    with pytest.raises(ConfigError) as info:
-        load_policy({"hallucination": {"threshold": 5}})
-    assert info.value.__cause__ is None
-    assert info.value.__suppress_context__
 
 
 # --- routing with the design files ---------------------------------------------
@@ -525,94 +273,6 @@ def test_keyword_rules_section_and_operators() -> None:
     assert router.route("alpha only").decision is None
 
 
-def test_keyword_matcher_word_boundaries() -> None:
-    matcher = KeywordMatcher(["pill", "side effect"])
-    assert matcher("One pill a day")
-    assert not matcher("I spilled the tea")
-    assert matcher("Any SIDE EFFECT?")
-    assert KeywordMatcher(["Apple"], case_sensitive=True).matches("apple Apple") == ["Apple"]
-    assert KeywordMatcher(["药物"])("这种药物安全吗")
-
-
-# --- domain classifiers ------------------------------------------------------------
-
-
-def test_lexicon_classifier_scores() -> None:
-    clf = LexiconDomainClassifier()
-    assert isinstance(clf, DomainClassifier)
-    scores = clf.classify("My doctor changed my medication after the diagnosis")
-    assert scores["healthcare"] > 0.9
-    assert scores["general"] < 0.1
-    assert clf.classify("What is the capital of France?")["general"] == 1.0
-    assert set(clf.domains) == {
-        "healthcare",
-        "finance",
-        "support",
-        "internal",
-        "creative",
-        "general",
-    }
-
-
-def _bag_of_words(vocab: Sequence[str]) -> object:
-    def embed(texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            words = text.lower().replace(",", " ").replace(".", " ").split()
-            out.append([float(words.count(v)) for v in vocab])
-        return out
-
-    return embed
-
-
-def test_embedding_classifier_with_a_deterministic_encoder() -> None:
-    vocab = [
-        "symptoms",
-        "medication",
-        "stocks",
-        "bonds",
-        "poem",
-        "story",
-        "refund",
-        "order",
-        "wiki",
-    ]
-    calls: list[int] = []
-    bow = _bag_of_words(vocab)
-
-    def embed(texts: Sequence[str]) -> list[list[float]]:
-        calls.append(len(texts))
-        return bow(texts)  # type: ignore[operator, no-any-return]
-
-    clf = EmbeddingDomainClassifier(
-        embed,
-        {
-            "healthcare": ["symptoms and medication", "medication"],
-            "finance": "stocks and bonds",
-            "creative": "a poem or a story",
-            "support": "refund for my order",
-            "internal": "wiki",
-        },
-    )
-    scores = clf.classify("Which medication helps these symptoms?")
-    assert max(scores, key=lambda d: scores[d]) == "healthcare"
-    assert scores["healthcare"] > 0.9
-    assert abs(sum(scores.values()) - 1.0) < 1e-9
-    clf.classify("Write a poem")
-    assert calls == [6, 1, 1]  # descriptions embedded once
-    policy = load_policy(DECISIONS)
-    router = Router(policy, domain_classifier=clf)
-    assert router.route("Are bonds safer than stocks?").decision == "financial_advisor"
-    assert router.route("Tell me a story").decision == "creative_writing"
-
-
-def test_embedding_classifier_with_policy_descriptions_rejects_unknown_domain() -> None:
-    clf = EmbeddingDomainClassifier(_bag_of_words(["x"]), {"only": "x"})  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="unknown domain 'healthcare'"):
-        Router(load_policy(DECISIONS), domain_classifier=clf)
-    assert set(load_policy(None).domain_descriptions()) == set(LexiconDomainClassifier().domains)
-
-
 # --- threshold helper ------------------------------------------------------------
 
 
@@ -627,83 +287,3 @@ def test_threshold_for_cost() -> None:
         threshold_for_cost(0.0, 0.5)
     with pytest.raises(InvalidInputError):
         threshold_for_cost(1.0, 1.0)
-
-
-# --- Thompson sampling -------------------------------------------------------------
-
-
-def test_thompson_sampling_converges_to_the_better_mode() -> None:
-    truth = {"lightweight": 0.3, "standard": 0.5, "premium": 0.8}
-    selector = ModeSelector(seed=7)
-    env = random.Random(11)
-    picks = []
-    for _ in range(1500):
-        mode = selector.select("medical_assistant")
-        picks.append(mode)
-        selector.feedback("medical_assistant", mode, env.random() < truth[mode])
-    late = picks[-300:]
-    assert late.count("premium") / len(late) > 0.85
-    means = {m: selector.expected_success("medical_assistant", m) for m in truth}
-    assert max(means, key=lambda m: means[m]) == "premium"
-    # Other decisions keep their own, untouched posteriors.
-    assert selector.posterior("financial_advisor", "premium") == (1.0, 1.0)
-
-
-def test_thompson_sampling_is_reproducible_with_a_seed() -> None:
-    def run(seed: int) -> list[str]:
-        selector = ModeSelector(seed=seed)
-        out = []
-        for i in range(50):
-            mode = selector.select(None)
-            selector.feedback(None, mode, i % 3 == 0)
-            out.append(mode)
-        return out
-
-    assert run(3) == run(3)
-
-
-def test_mode_selector_is_thread_safe() -> None:
-    selector = ModeSelector(modes=("standard", "premium"), seed=1)
-
-    def work() -> None:
-        for _ in range(500):
-            mode = selector.select("d")
-            selector.feedback("d", mode, success=True)
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    total = sum(selector.posterior("d", m)[0] - 1.0 for m in ("standard", "premium"))
-    assert total == 2000
-
-
-def test_mode_selector_validation() -> None:
-    with pytest.raises(ConfigError):
-        ModeSelector(modes=())
-    with pytest.raises(ConfigError):
-        ModeSelector(modes=("turbo",))  # type: ignore[arg-type]
-    with pytest.raises(ConfigError):
-        ModeSelector(modes=("standard",)).feedback("d", "premium", success=True)
-
-
-def test_router_uses_selector_only_where_mode_is_not_pinned() -> None:
-    selector = ModeSelector(modes=("premium",), seed=0)
-    policy = load_policy([GLOBAL, DECISIONS, HALUGATE_DECISION])
-    router = Router(
-        policy,
-        domain_classifier=LexiconDomainClassifier(),
-        fact_check=FactCheck(),
-        mode_selector=selector,
-    )
-    pinned = router.route("Is ibuprofen safe for my fever?")
-    assert (pinned.decision, pinned.mode_source, pinned.settings.mode) == (
-        "medical_assistant",
-        "decision",
-        "premium",
-    )
-    unpinned = router.route("When was the Eiffel Tower built?")
-    assert unpinned.decision == "factual-query-with-verification"
-    assert (unpinned.mode_source, unpinned.settings.mode) == ("adaptive", "premium")
-    assert unpinned.settings.max_iterations == 5  # the premium block's

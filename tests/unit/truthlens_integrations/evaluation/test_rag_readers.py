@@ -1,5 +1,6 @@
-"""Readers of the RAG answer sets (issue 27) on hand-written fixtures, and on the real
-benchmark folder when it is there: every span label lines up with the text it marks."""
+"""Tests of ``truthlens_integrations/evaluation/_rag_readers.py``: readers of the RAG answer
+sets.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._paths import BENCHDATA, REPO
 from truthlens_integrations.core import ConfigError, InvalidInputError
 from truthlens_integrations.evaluation import load_detection_dataset
 from truthlens_integrations.evaluation._rag_readers import (
@@ -20,8 +22,8 @@ from truthlens_integrations.evaluation._rag_readers import (
     read_ragtruth_dev,
 )
 
-DATA = Path(__file__).parent / "data" / "eval" / "benchdata"
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "benchdata"
+DATA = BENCHDATA
+REAL = REPO.parent / "shared" / "benchdata"
 needs_real = pytest.mark.skipif(
     not (REAL / "ragtruth_dev").is_dir(), reason="the shared benchmark folder is not here"
 )

@@ -1,9 +1,10 @@
-"""The service's limits count what the models read, and bound one request's work in tokens.
+"""Tests of ``truthlens_integrations/serve/_app.py``: the service's limits count what the
+models read and bound one request's work.
 
 The replica runs in this process without Ray or HTTP: the deployment class as written
 (Serve's ASGI wrapper left out), with the bundled models on torch, its handlers called
 directly. Starting Ray costs a minute; what is checked here is the handlers' own logic.
-``tests/test_serve.py`` checks the same limits once through a real service.
+``serve/test_runner.py`` checks the same limits once through a real service.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from truthlens_integrations.core._limits import (
 )
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection._remote import RemoteDetector
+
+# -- The service's limits count what the models read, and bound one request's work in tokens.
+
 
 pytest.importorskip("ray.serve", reason="the serve extra is not installed")
 pytest.importorskip("fastapi", reason="the serve extra is not installed")

@@ -1,4 +1,6 @@
-"""Hugging Face prompt classifiers named by the policy's fact_check_model."""
+"""Tests of ``core/models/classifier/_hf.py``: Hugging Face prompt classifiers named by the
+policy's fact_check_model.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_engine import _build_nli_model
+from tests._tiny_models import build_nli_model
 from truthlens_integrations.core import InvalidInputError, ModelLoadError, ModelNotAvailableError
 from truthlens_integrations.core.models.classifier._hf import (
     TransformersFactCheckClassifier,
@@ -38,7 +40,7 @@ def test_unusable_label_names_are_refused(id2label: dict[int, str]) -> None:
 def test_a_local_classifier_decides_with_its_positive_class(tmp_path: Path) -> None:
     # Class names put the positive class first; the bias makes it win for every prompt.
     labels = {0: "FACT_CHECK_NEEDED", 1: "NO_FACT_CHECK_NEEDED"}
-    folder = _build_nli_model(tmp_path / "sentinel", labels, [2.0, 0.0])
+    folder = build_nli_model(tmp_path / "sentinel", labels, [2.0, 0.0])
     classifier = TransformersFactCheckClassifier(folder, device="cpu", batch_size=2)
     results = classifier.classify(["When was it built?", "Write a poem.", "Who is it?"])
     assert [needs for needs, _ in results] == [True, True, True]
@@ -62,7 +64,7 @@ def test_the_policy_fact_check_model_gates_the_engine(tmp_path: Path) -> None:
     labels = {0: "NO_FACT_CHECK_NEEDED", 1: "FACT_CHECK_NEEDED"}
     # This sentinel finds every prompt creative. A grounded answer is still checked by
     # default; with skip_non_factual_grounded the classifier gates detection.
-    folder = _build_nli_model(tmp_path / "sentinel", labels, [3.0, 0.0])
+    folder = build_nli_model(tmp_path / "sentinel", labels, [3.0, 0.0])
     detector = load_detector(str(build_keyword_model(tmp_path / "kw", ["1950"])), device="cpu")
     policy: dict[str, object] = {
         "hallucination_mitigation": {"fact_check_model": {"model_id": str(folder)}}

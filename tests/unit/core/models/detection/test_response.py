@@ -1,4 +1,6 @@
-"""The length-aware response calibration: the map, where it applies, and how it is fitted."""
+"""Tests of ``core/models/detection/_response.py``: the length-aware response calibration: the
+map and where it applies.
+"""
 
 from __future__ import annotations
 
@@ -112,41 +114,6 @@ def test_the_rule_terms_and_the_rule_floor() -> None:
     assert "rule_floor" not in ResponseCalibration(0.5, 0.0, -2.0).to_config("test")
     with pytest.raises(ConfigError, match="rule_floor"):
         ResponseCalibration.from_entry({**floored.to_config("test"), "rule_floor": 1.5})
-
-
-def test_rule_conflicts_count_the_rules_verdicts_and_never_fall_with_padding() -> None:
-    from truthlens_integrations.core.models.detection._adjust import rule_conflicts
-
-    context = [
-        "The Eiffel Tower was built from 1887 to 1889. It is 330 meters tall.",
-        "The museum is not open on Sundays.",
-        "The shop sells maps and postcards.",
-    ]
-    wrong = "The Eiffel Tower was built in 1950 and is 500 meters tall."
-    assert rule_conflicts(wrong, context) == (2, 0)
-    assert rule_conflicts("The museum is open on Sundays.", context) == (0, 1)
-    assert rule_conflicts("The museum is not open on Sundays.", context) == (0, 0)
-    right = "It was built from 1887 to 1889. The shop sells maps and postcards."
-    assert rule_conflicts(right, context) == (0, 0)
-    padded = " ".join([wrong, "The museum is open on Sundays.", *[right] * 5])
-    assert rule_conflicts(padded, context) == (2, 1)
-
-
-def test_conflict_marks_place_the_rules_verdicts_in_the_answer() -> None:
-    from truthlens_integrations.core.models.detection._adjust import (
-        conflict_marks,
-        count_conflicts,
-        rule_conflicts,
-    )
-
-    context = ["The tower is 330 meters tall.", "The museum is not open on Sundays."]
-    answer = "The tower is 500 meters tall. The museum is open on Sundays. It is lovely."
-    numbers, negations = conflict_marks(answer, context)
-    assert [answer[n : n + 3] for n in numbers] == ["500"]
-    assert negations and all(answer.index("museum") <= m < answer.index("It is") for m in negations)
-    assert (
-        count_conflicts(answer, (numbers, negations)) == rule_conflicts(answer, context) == (1, 1)
-    )
 
 
 def _tokens(answer: str, scores: dict[str, float]) -> list[TokenScore]:
