@@ -26,14 +26,11 @@ def add_calibrate_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="fit the response score and threshold on your own labelled answers",
-        description=(
-            "Run a detector over labelled answers (JSON lines: context, question, answer, "
-            "label 1 = has an unsupported claim / 0 = supported, optional spans and id), "
-            "fit the response map on them (length safe: adding sentences never lowers a "
-            "score) and pick the threshold for a precision target or a false-alarm cap "
-            "(default 0.5). Writes a file a policy route can point to "
-            "(calibration: path/to/calib.json)."
-        ),
+        description="""Run a detector over labelled answers (JSON lines: context, question, answer,
+        label 1 = has an unsupported claim / 0 = supported, optional spans and id), fit the response
+        map on them (length safe: adding sentences never lowers a score) and pick the threshold for
+        a precision target or a false-alarm cap (default 0.5). Writes a file a policy route can
+        point to (calibration: path/to/calib.json).""",
     )
     p.add_argument("--data", type=Path, required=True, help="the labelled .jsonl file")
     p.add_argument("--out", type=Path, required=True, help="the calibration file to write")

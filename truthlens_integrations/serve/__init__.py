@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from ._app import TruthLensService, build_app, service_app
     from ._runner import LocalService, deploy, start_local
 
+__all__ = [
+    "LocalService",
+    "TruthLensService",
+    "build_app",
+    "deploy",
+    "service_app",
+    "start_local",
+]
+
 _LAZY = {
     "TruthLensService": "._app",
     "build_app": "._app",
@@ -31,12 +40,3 @@ _LAZY = {
 
 
 __getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
-
-__all__ = [
-    "LocalService",
-    "TruthLensService",
-    "build_app",
-    "deploy",
-    "service_app",
-    "start_local",
-]
