@@ -12,12 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.types import Command
 from pydantic import Field
@@ -130,3 +125,13 @@ def with_payloads(text: str) -> AIMessage:
         },
         id="run-1",
     )
+
+
+def guarded_agent(engine: TruthLens, script: Script, **kwargs: Any) -> Any:
+    """A ``create_agent`` agent on the scripted model, the landmark tool and the middleware."""
+    from langchain.agents import create_agent
+
+    from truthlens_integrations.langchain_adapter import TruthLensMiddleware
+
+    middleware = [TruthLensMiddleware(engine)]
+    return create_agent(scripted(script), [landmark_record], middleware=middleware, **kwargs)

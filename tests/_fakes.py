@@ -14,10 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from truthlens_integrations.core import (
-    DetectionInput,
-    DetectionResult,
-)
+from truthlens_integrations.core import DetectionInput, DetectionResult
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.llm import (
     BaseLLM,

@@ -16,9 +16,11 @@ from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetr
 from langchain_core.documents import Document
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnablePassthrough
 from pydantic import Field
 
 from tests._fakes import QuestionWordClassifier, RuleNLI
@@ -156,3 +158,16 @@ class LoopRecordingModel(GenericFakeChatModel):
     ) -> ChatResult:
         self.threads.append(threading.current_thread().name)
         return self._generate(messages, stop=stop, **kwargs)
+
+
+def rag_chain_over(retriever: BaseRetriever, model: Any) -> Any:
+    """A RAG chain: the retrieved passages as the prompt's context, ``model``'s text out."""
+    return (
+        {
+            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
+        | PROMPT
+        | model
+        | StrOutputParser()
+    )

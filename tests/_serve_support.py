@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+import pytest
+
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT
 from truthlens_integrations.core import DetectionResult
 
@@ -37,3 +39,13 @@ def detect_eiffel(detector: Any, answer: str = EIFFEL_ANSWER) -> DetectionResult
         context=[EIFFEL_CONTEXT], question=None, answer=answer
     )
     return result
+
+
+# Ray starts a local cluster: the slow lane (CI runs every lane).
+SERVICE_MARKS = [pytest.mark.allow_hosts([HOST]), pytest.mark.slow]
+
+
+def skip_without_the_serve_extra(*modules: str) -> None:
+    """Skip the calling test module unless ``modules`` (the ``serve`` extra's) import."""
+    for module in modules:
+        pytest.importorskip(module, reason="the serve extra is not installed")

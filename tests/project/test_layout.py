@@ -103,17 +103,29 @@ def _layer(module: str) -> str:
     return f"face.{parts[0]}"
 
 
-def _imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
+def _import_statements(
+    path: Path, module: str, is_package: bool
+) -> Iterator[tuple[str, list[str]]]:
+    """``(imported module, names taken from it)`` per import, relative ones made absolute.
+
+    ``import a.b`` gives ``("a.b", [])``; ``from . import x`` in package ``p`` gives
+    ``("p", ["x"])``.
+    """
     package = module if is_package else module.rsplit(".", 1)[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
+            yield from ((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0:
-                yield node.module or ""
-                continue
-            base = package.split(".")[: len(package.split(".")) - node.level + 1]
-            yield ".".join([*base, *([node.module] if node.module else [])])
+                base = node.module or ""
+            else:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            yield base, [alias.name for alias in node.names]
+
+
+def _imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
+    yield from (base for base, _ in _import_statements(path, module, is_package))
 
 
 def _edges() -> Iterator[tuple[str, str, str]]:
@@ -263,18 +275,9 @@ def test_adapters_raise_only_the_package_errors(adapter: str) -> None:
 
 def _module_imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
     """Every module ``path`` may import, late imports included (``from . import x`` as ``.x``)."""
-    package = module if is_package else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                base = node.module or ""
-            else:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, *([node.module] if node.module else [])])
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
+    for base, names in _import_statements(path, module, is_package):
+        yield base
+        yield from (f"{base}.{name}" for name in names)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,7 @@ from tests._samples import valid_calibration_file
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core import _calibration as core_calibration
-from truthlens_integrations.core._calibration import (
-    MAX_CALIBRATION_BYTES,
-    read_calibration_file,
-)
+from truthlens_integrations.core._calibration import MAX_CALIBRATION_BYTES, read_calibration_file
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.models.detection import Detector, LexicalDetector
 from truthlens_integrations.core.policy import load_policy
@@ -195,14 +193,17 @@ def test_the_bundled_detector_scores_through_the_rag_map(rag_guard: TruthLens) -
     assert wrong.score > clean.score
 
 
-def test_padding_never_lowers_the_rag_maps_score(rag_guard: TruthLens) -> None:
+def _padded_scores(score: Callable[..., float]) -> list[float]:
+    """The wrong Eiffel answer's score alone, then followed by 5, then by all, true sentences."""
     wrong = "The Eiffel Tower was built in 1950 and is 500 meters tall."
-    scores = [
-        rag_guard.guard(
-            context=TOWER, question=TOWER_QUESTION, answer=" ".join([wrong, *PADDING[:n]])
-        ).score
+    return [
+        score(context=TOWER, question=TOWER_QUESTION, answer=" ".join([wrong, *PADDING[:n]]))
         for n in (0, 5, len(PADDING))
     ]
+
+
+def test_padding_never_lowers_the_rag_maps_score(rag_guard: TruthLens) -> None:
+    scores = _padded_scores(lambda **text: rag_guard.guard(**text).score)
     assert scores[0] >= 0.5
     # Each padded answer scores at least as high: the map is monotone in its signals. The
     # token model reads a sentence together with the next ones of its unit, so a token of
@@ -222,13 +223,7 @@ def test_padding_never_lowers_the_default_maps_score_of_a_contradicted_number() 
     if BUNDLED is None:
         pytest.skip("bundled weights are not here")
     detector = load_detector()
-    wrong = "The Eiffel Tower was built in 1950 and is 500 meters tall."
-    scores = [
-        detector.detect(
-            context=TOWER, question=TOWER_QUESTION, answer=" ".join([wrong, *PADDING[:n]])
-        ).score
-        for n in (0, 5, len(PADDING))
-    ]
+    scores = _padded_scores(lambda **text: detector.detect(**text).score)
     assert scores[0] >= 0.5
     assert all(score >= scores[0] for score in scores), scores
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from truthlens_integrations.core import (
-    InvalidArgumentError,
-    TruthLensError,
-    UnknownArgumentError,
-)
+from truthlens_integrations.core import InvalidArgumentError, TruthLensError, UnknownArgumentError
 
 
 def test_typed_errors_share_the_base() -> None:

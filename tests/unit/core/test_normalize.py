@@ -247,15 +247,6 @@ WRAPPERS = {
 }
 
 
-# The wrong year written in other digits: the number check read none of these as a
-# number, so the answer passed a block route.
-OTHER_DIGITS_BLOCKED = {
-    "Arabic-Indic": "\u0661\u0669\u0665\u0660",
-    "Devanagari": "\u0967\u096f\u096b\u0966",
-    "full-width": "\uff11\uff19\uff15\uff10",
-}
-
-
 @needs_weights
 @pytest.mark.parametrize("mark", DISGUISES.values(), ids=DISGUISES.keys())
 def test_invisible_characters_do_not_hide_a_wrong_answer(blocking: TruthLens, mark: str) -> None:
@@ -277,12 +268,10 @@ def test_markup_and_notes_do_not_hide_a_wrong_year(blocking: TruthLens, answer: 
     assert any("1950" in normalize(s.text).text for s in verdict.spans)
 
 
+# The wrong year written in other digits: the number check read none of these as a
+# number, so the answer passed a block route.
 @needs_weights
-@pytest.mark.parametrize(
-    "digits",
-    OTHER_DIGITS_BLOCKED.values(),
-    ids=OTHER_DIGITS_BLOCKED.keys(),
-)
+@pytest.mark.parametrize("digits", OTHER_DIGITS.values(), ids=OTHER_DIGITS.keys())
 def test_a_wrong_year_in_other_digits_is_caught(blocking: TruthLens, digits: str) -> None:
     answer = f"The Eiffel Tower was built in {digits}."
     verdict = blocking.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=answer).full()

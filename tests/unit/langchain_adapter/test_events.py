@@ -16,7 +16,6 @@ from operator import itemgetter
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
@@ -31,21 +30,18 @@ from tests._agents_support import (
     QUESTION,
     RIGHT,
     WRONG,
-    Script,
     eiffel_script,
     engine_for,
-    landmark_record,
-    scripted,
+    guarded_agent,
     without_verdicts,
 )
 from tests._fakes import leaks
-from tests._langchain_support import PROMPT, RunRecorder, action_policy, make_engine
+from tests._langchain_support import PROMPT, RunRecorder, action_policy, make_engine, rag_chain_over
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_QUESTION
 from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.langchain_adapter import (
     TRUTHLENS_EVENT,
-    TruthLensMiddleware,
     TruthLensRunnable,
     guard_chain,
     guarded_events,
@@ -109,15 +105,7 @@ async def test_pipe_form_retriever_runs_of_a_blocked_answer_stay_out_of_events(
 async def test_wrapper_requery_of_a_blocked_answer_stays_out_of_events(detector: Detector) -> None:
     retriever = VagueRetriever()
     model = FakeListChatModel(responses=[EIFFEL_ANSWER, ECHO, EIFFEL_ANSWER] * 4)
-    chain = (
-        {
-            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
-            "question": RunnablePassthrough(),
-        }
-        | PROMPT
-        | model
-        | StrOutputParser()
-    )
+    chain = rag_chain_over(retriever, model)
     guarded = guard_chain(chain, engine=make_engine(detector, BLOCKING))
     events = [e async for e in guarded.astream_events(EIFFEL_QUESTION, version="v2")]
     assert any("1950" in q for q in retriever.queries)
@@ -127,12 +115,6 @@ async def test_wrapper_requery_of_a_blocked_answer_stays_out_of_events(detector:
 
 
 # -- Issue 29, agents and LangGraph: attacks on the agent middleware, the graph guard, -----
-
-
-def _agent(engine: TruthLens, script: Script, **kwargs: Any) -> Any:
-    return create_agent(
-        scripted(script), [landmark_record], middleware=[TruthLensMiddleware(engine)], **kwargs
-    )
 
 
 # -- astream_events of a pipe (upstream | guard) under block: guarded_events ----------------------
@@ -211,7 +193,7 @@ async def test_guarded_events_keeps_tokens_when_the_policy_never_changes_text(
 
 
 async def test_guarded_events_on_an_agent_under_block(base: TruthLens) -> None:
-    agent = _agent(engine_for(base, hallucination_action="block"), eiffel_script())
+    agent = guarded_agent(engine_for(base, hallucination_action="block"), eiffel_script())
     events = await _collect(guarded_events(agent, {"messages": [HumanMessage(QUESTION)]}))
     assert _holders(events) == set()
     assert any(e["event"] == "on_tool_end" for e in events)

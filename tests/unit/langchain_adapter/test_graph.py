@@ -16,13 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from tests._agents_support import (
-    EIFFEL_RECORD,
-    QUESTION,
-    RIGHT,
-    WRONG,
-    engine_for,
-)
+from tests._agents_support import EIFFEL_RECORD, QUESTION, RIGHT, WRONG, engine_for
 from tests._fakes import AlwaysFactual
 from tests._paths import REPO
 from tests._scripts import load_example, run_here

@@ -14,15 +14,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from tests._langchain_support import (
-    PROMPT,
-    Flaky,
-    LoopRecordingModel,
-)
-from truthlens_integrations.core import (
-    LLMError,
-    LLMTimeoutError,
-)
+from tests._langchain_support import PROMPT, Flaky, LoopRecordingModel
+from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core import llm as core_llm
 from truthlens_integrations.core.llm import (
     LLM,
@@ -32,10 +25,7 @@ from truthlens_integrations.core.llm import (
     RetryPolicy,
     TokenUsage,
 )
-from truthlens_integrations.langchain_adapter import (
-    ChatModelLLM,
-    LLMChatModel,
-)
+from truthlens_integrations.langchain_adapter import ChatModelLLM, LLMChatModel
 
 FIXED = "The Eiffel Tower was built from 1887 to 1889."
 

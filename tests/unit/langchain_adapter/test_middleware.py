@@ -27,6 +27,7 @@ from tests._agents_support import (
     Script,
     eiffel_script,
     engine_for,
+    guarded_agent,
     landmark_record,
     lookup_call,
     scripted,
@@ -42,10 +43,7 @@ from truthlens_integrations.core import (
 )
 from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, TruthLens, Verdict
 from truthlens_integrations.core.engine._verdict import REDACTED
-from truthlens_integrations.langchain_adapter import (
-    TRUTHLENS_EVENT,
-    TruthLensMiddleware,
-)
+from truthlens_integrations.langchain_adapter import TRUTHLENS_EVENT, TruthLensMiddleware
 from truthlens_integrations.langchain_adapter._middleware import FEEDBACK_NAME
 
 # -- TruthLensMiddleware in a real ``create_agent`` agent, with the real bundled models.
@@ -395,12 +393,6 @@ def _verdict(message: BaseMessage) -> dict[str, Any]:
     return payload
 
 
-def _agent(engine: TruthLens, script: Script, **kwargs: Any) -> Any:
-    return create_agent(
-        scripted(script), [landmark_record], middleware=[TruthLensMiddleware(engine)], **kwargs
-    )
-
-
 # -- create_agent(response_format=ToolStrategy(...)) ---------------------------------------------
 
 
@@ -422,7 +414,7 @@ def _structured_script(built: str, height: str) -> Script:
 
 
 def _structured_run(engine: TruthLens, built: str, height: str) -> dict[str, Any]:
-    agent = _agent(
+    agent = guarded_agent(
         engine, _structured_script(built, height), response_format=ToolStrategy(Landmark)
     )
     out = agent.invoke({"messages": [HumanMessage(QUESTION)]})
@@ -444,7 +436,7 @@ def test_a_tool_message_in_the_input_state_is_not_grounding(base: TruthLens) -> 
             ToolMessage(FORGED_RECORD, tool_call_id="forged-1"),
         ],
     }
-    agent = _agent(base, eiffel_script())  # sees a ToolMessage: answers WRONG at once
+    agent = guarded_agent(base, eiffel_script())  # sees a ToolMessage: answers WRONG at once
     for label, messages in inputs.items():
         final = agent.invoke({"messages": messages})["messages"][-1]
         payload = _verdict(final)
@@ -457,7 +449,7 @@ def test_a_tool_message_in_the_input_state_is_not_grounding(base: TruthLens) -> 
 
 
 def test_the_tool_results_of_this_run_still_ground_the_answer(base: TruthLens) -> None:
-    agent = _agent(base, eiffel_script())
+    agent = guarded_agent(base, eiffel_script())
     messages = agent.invoke({"messages": [HumanMessage(QUESTION)]})["messages"]
     payload = _verdict(messages[-1])
     assert payload["checked"] and payload["detected"]
@@ -473,7 +465,7 @@ def test_text_beside_a_tool_call_is_checked_against_the_results_so_far(base: Tru
             return AIMessage(WRONG, tool_calls=[*lookup_call("c2").tool_calls])
         return AIMessage(RIGHT)
 
-    agent = _agent(engine_for(base, hallucination_action="block"), respond)
+    agent = guarded_agent(engine_for(base, hallucination_action="block"), respond)
     messages = agent.invoke({"messages": [HumanMessage(QUESTION)]})["messages"]
     beside = next(m for m in messages if isinstance(m, AIMessage) and m.tool_calls and m.content)
     assert beside.content == DEFAULT_BLOCKED_MESSAGE  # before: WRONG entered the state
@@ -490,7 +482,9 @@ def test_text_beside_the_first_tool_call_is_unverified_never_clean(base: TruthLe
         return AIMessage(RIGHT)
 
     engine = engine_for(base, hallucination_action="block", unverified_factual_action="block")
-    messages = _agent(engine, respond).invoke({"messages": [HumanMessage(QUESTION)]})["messages"]
+    messages = guarded_agent(engine, respond).invoke({"messages": [HumanMessage(QUESTION)]})[
+        "messages"
+    ]
     beside = messages[1]
     assert isinstance(beside, AIMessage) and beside.tool_calls
     payload = _verdict(beside)
@@ -529,7 +523,7 @@ def test_a_correct_structured_answer_passes_under_block(base: TruthLens) -> None
 async def test_agent_events_carry_no_unchecked_answer_without_exclude_tags(
     base: TruthLens,
 ) -> None:
-    agent = _agent(engine_for(base, hallucination_action="block"), eiffel_script())
+    agent = guarded_agent(engine_for(base, hallucination_action="block"), eiffel_script())
     events = [
         e async for e in agent.astream_events({"messages": [HumanMessage(QUESTION)]}, version="v2")
     ]
@@ -549,7 +543,7 @@ def test_an_agent_state_keeps_no_provider_payload_of_a_blocked_answer(base: Trut
             return lookup_call()
         return with_payloads(WRONG)
 
-    agent = _agent(engine_for(base, hallucination_action="block"), respond)
+    agent = guarded_agent(engine_for(base, hallucination_action="block"), respond)
     out = agent.invoke({"messages": [HumanMessage(QUESTION)]})
     assert out["messages"][-1].content == DEFAULT_BLOCKED_MESSAGE
     assert not leaks("1950", without_verdicts([m.model_dump() for m in out["messages"]]))

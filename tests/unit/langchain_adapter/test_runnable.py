@@ -19,21 +19,11 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListChatModel, GenericFakeChatModel
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatResult
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import (
-    Runnable,
-    RunnableConfig,
-    RunnableLambda,
-    RunnablePassthrough,
-)
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnablePassthrough
 from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import Field
@@ -51,6 +41,7 @@ from tests._langchain_support import (
     RunRecorder,
     action_policy,
     make_engine,
+    rag_chain_over,
 )
 from tests._scripts import run_python
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
@@ -1035,15 +1026,7 @@ def test_pipe_form_retrieval_feedback_with_a_langchain_retriever(detector: Detec
 def test_wrapper_retrieval_feedback_reinvokes_the_chain(detector: Detector) -> None:
     retriever = VagueFirstRetriever()
     model = FakeListChatModel(responses=[EIFFEL_ANSWER, "Eiffel Tower build dates", CLEAN, CLEAN])
-    chain = (
-        {
-            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
-            "question": RunnablePassthrough(),
-        }
-        | PROMPT
-        | model
-        | StrOutputParser()
-    )
+    chain = rag_chain_over(retriever, model)
     recorder = RunRecorder()
     out = guard_chain(chain, engine=make_engine(detector, STANDARD)).invoke(
         EIFFEL_QUESTION, {"callbacks": [recorder]}

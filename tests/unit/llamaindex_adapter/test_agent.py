@@ -280,15 +280,6 @@ async def test_llamaindex_agent_block_withholds_raw_payload_and_streamed_output(
 # -- TruthLensFunctionAgent -----------------------------------------------------------------
 
 
-def _agent_script(messages: Sequence[LIChatMessage], **kwargs: Any) -> LIChatMessage:
-    if not any(m.role == MessageRole.TOOL for m in messages):
-        call = ToolCallBlock(
-            tool_call_id="c1", tool_name="landmark_record", tool_kwargs={"name": "Eiffel"}
-        )
-        return LIChatMessage(role="assistant", blocks=[call])
-    return LIChatMessage(role="assistant", content=WRONG)
-
-
 def _agent(engine: TruthLens, **options: Any) -> TruthLensFunctionAgent:
     def landmark_record(name: str) -> str:
         """Return the stored record of a landmark as JSON."""
@@ -296,7 +287,7 @@ def _agent(engine: TruthLens, **options: Any) -> TruthLensFunctionAgent:
 
     return TruthLensFunctionAgent(
         tools=[FunctionTool.from_defaults(landmark_record)],
-        llm=MockFunctionCallingLLM(response_generator=_agent_script),
+        llm=MockFunctionCallingLLM(response_generator=_li_script),
         engine=engine,
         **options,
     )

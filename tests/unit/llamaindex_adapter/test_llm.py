@@ -13,22 +13,9 @@ from llama_index.core.base.llms.types import ChatResponse, MessageRole
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.llms import MockLLM
 
-from truthlens_integrations.core import (
-    LLMError,
-    LLMTimeoutError,
-)
-from truthlens_integrations.core.llm import (
-    LLM,
-    BaseLLM,
-    ChatMessage,
-    CompletionRequest,
-    LLMResponse,
-    RetryPolicy,
-)
-from truthlens_integrations.llamaindex_adapter import (
-    CoreLLMAsLlamaIndex,
-    LlamaIndexLLM,
-)
+from truthlens_integrations.core import LLMError, LLMTimeoutError
+from truthlens_integrations.core import llm as core_llm
+from truthlens_integrations.llamaindex_adapter import CoreLLMAsLlamaIndex, LlamaIndexLLM
 
 # -- LlamaIndexLLM: a LlamaIndex LLM behind the core LLM protocol (sync and real async).
 
@@ -71,8 +58,10 @@ class ChatRecorder(MockLLM):
 def test_follows_the_core_protocol_and_maps_roles() -> None:
     inner = ChatRecorder()
     llm = LlamaIndexLLM(inner)
-    assert isinstance(llm, LLM) and llm.name == "llamaindex" and llm.model
-    out = llm.complete([ChatMessage.system("Be brief."), ChatMessage.user("Capital of France?")])
+    assert isinstance(llm, core_llm.LLM) and llm.name == "llamaindex" and llm.model
+    out = llm.complete(
+        [core_llm.ChatMessage.system("Be brief."), core_llm.ChatMessage.user("Capital of France?")]
+    )
     assert out.text == "Paris." and out.usage is None and out.latency_ms >= 0
     messages, kwargs = inner.calls[0]
     assert [(m.role, m.content) for m in messages] == [
@@ -122,26 +111,26 @@ def test_llamaindex_callbacks_still_fire() -> None:
     assert debug.get_event_pairs(CBEventType.LLM)
 
 
-class EchoCore(BaseLLM):
+class EchoCore(core_llm.BaseLLM):
     """STAND-IN core backend: replies with the roles it saw and the last message."""
 
     name, model = "echo", "echo-1"
 
     def __init__(self) -> None:
-        self.seen: list[list[ChatMessage]] = []
+        self.seen: list[list[core_llm.ChatMessage]] = []
         self.async_calls = 0
         self.max_tokens: list[int | None] = []
 
-    def _complete(self, request: CompletionRequest) -> LLMResponse:
+    def _complete(self, request: core_llm.CompletionRequest) -> core_llm.LLMResponse:
         messages = request.messages
         self.seen.append(messages)
         self.max_tokens.append(request.max_tokens)
         roles = ",".join(m.role for m in messages)
-        return LLMResponse(
+        return core_llm.LLMResponse(
             text=f"[{roles}] {messages[-1].content[-20:]}", model=self.model, latency_ms=0.0
         )
 
-    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
+    async def _acomplete(self, request: core_llm.CompletionRequest) -> core_llm.LLMResponse:
         self.async_calls += 1
         return self._complete(request)
 
@@ -190,8 +179,8 @@ class Flaky(MockLLM):
 
 def test_transient_errors_of_a_llamaindex_llm_are_retried() -> None:
     model = Flaky()
-    llm = LlamaIndexLLM(model, retry=RetryPolicy(max_attempts=3, wait_initial=0.0))
+    llm = LlamaIndexLLM(model, retry=core_llm.RetryPolicy(max_attempts=3, wait_initial=0.0))
     response = llm.complete("Capital of France?")
     assert response.text == "Paris" and response.attempts == 3
-    again = LlamaIndexLLM(Flaky(), retry=RetryPolicy(wait_initial=0.0))
+    again = LlamaIndexLLM(Flaky(), retry=core_llm.RetryPolicy(wait_initial=0.0))
     assert asyncio.run(again.acomplete("Capital?")).attempts == 3

@@ -34,14 +34,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from tests._agents_support import (
-    EIFFEL_RECORD,
-    QUESTION,
-    WRONG,
-    eiffel_script,
-    landmark_record,
-    scripted,
-)
+from tests import _agents_support as agents
 from tests._fakes import AlwaysFactual
 from tests.unit.llamaindex_adapter.test_agent import make_agent
 from tests.unit.llamaindex_adapter.test_agent import run as run_agent
@@ -55,10 +48,7 @@ from truthlens_integrations.langchain_adapter import (
     TruthLensMiddleware,
     TruthLensRunnable,
 )
-from truthlens_integrations.llamaindex_adapter import (
-    TruthLensFunctionAgent,
-    TruthLensQueryEngine,
-)
+from truthlens_integrations.llamaindex_adapter import TruthLensFunctionAgent, TruthLensQueryEngine
 
 #: Words of the wrong answer that must not reach a user once it is blocked.
 SECRET = "built in 1950"
@@ -85,10 +75,10 @@ def _dump(value: Any) -> str:
 def _tool_turn() -> list[BaseMessage]:
     call = {"name": "landmark_record", "args": {"name": "Eiffel Tower"}, "id": "c1"}
     return [
-        HumanMessage(QUESTION),
+        HumanMessage(agents.QUESTION),
         AIMessage("", tool_calls=[call]),
-        ToolMessage(EIFFEL_RECORD, tool_call_id="c1"),
-        AIMessage(WRONG, id="final"),
+        ToolMessage(agents.EIFFEL_RECORD, tool_call_id="c1"),
+        AIMessage(agents.WRONG, id="final"),
     ]
 
 
@@ -100,8 +90,10 @@ def run_runnable(engine: TruthLens, **kwargs: Any) -> Shown:
 
 def run_middleware(engine: TruthLens, **kwargs: Any) -> Shown:
     middleware = TruthLensMiddleware(engine, **kwargs)
-    agent = create_agent(scripted(eiffel_script()), [landmark_record], middleware=[middleware])
-    state = agent.invoke({"messages": [HumanMessage(QUESTION)]})
+    agent = create_agent(
+        agents.scripted(agents.eiffel_script()), [agents.landmark_record], middleware=[middleware]
+    )
+    state = agent.invoke({"messages": [HumanMessage(agents.QUESTION)]})
     final = state["messages"][-1]
     return Shown(str(final.content), final.response_metadata["truthlens"], _dump(state))
 
@@ -126,12 +118,12 @@ class _Answers(CustomQueryEngine):
     """A query engine that answers WRONG from the Eiffel record."""
 
     def custom_query(self, query_str: str) -> Response:
-        node = NodeWithScore(node=TextNode(text=EIFFEL_RECORD), score=1.0)
-        return Response(response=WRONG, source_nodes=[node])
+        node = NodeWithScore(node=TextNode(text=agents.EIFFEL_RECORD), score=1.0)
+        return Response(response=agents.WRONG, source_nodes=[node])
 
 
 def run_query_engine(engine: TruthLens, **kwargs: Any) -> Shown:
-    response = TruthLensQueryEngine(_Answers(), engine=engine, **kwargs).query(QUESTION)
+    response = TruthLensQueryEngine(_Answers(), engine=engine, **kwargs).query(agents.QUESTION)
     dumped = _dump({"response": response.response, "metadata": response.metadata})
     return Shown(str(response.response), response.metadata["truthlens"], dumped)
 
@@ -165,7 +157,7 @@ def test_the_default_shows_a_warning_naming_the_flagged_parts(
     detector: Detector, adapter: str
 ) -> None:
     shown = ADAPTERS[adapter](engine_with(detector))
-    assert shown.text.startswith(WRONG) and shown.text != WRONG
+    assert shown.text.startswith(agents.WRONG) and shown.text != agents.WRONG
     assert 'Flagged: "1950", "500 meters".' in shown.text
     # one verdict shape everywhere: the flat to_dict() under "truthlens"
     assert set(shown.verdict) == set(VERDICT_FIELDS) - {"detection"}
@@ -192,7 +184,7 @@ def test_the_same_block_options_in_every_adapter(detector: Detector, adapter: st
         ADAPTERS[adapter](engine, on_block="raise")
     verdict = info.value.verdict
     assert isinstance(verdict, Verdict) and SECRET not in _dump(verdict.to_dict())
-    assert verdict.full().original_answer == WRONG  # the application's explicit channel
+    assert verdict.full().original_answer == agents.WRONG  # the application's explicit channel
 
 
 @pytest.mark.parametrize("adapter", list(ADAPTERS))
@@ -200,7 +192,7 @@ def test_exposing_blocked_text_is_an_explicit_opt_in(detector: Detector, adapter
     engine = engine_with(detector, hallucination_action="block")
     shown = ADAPTERS[adapter](engine, expose_blocked_text=True)
     assert shown.text == DEFAULT_BLOCKED_MESSAGE
-    assert shown.verdict["original_answer"] == WRONG
+    assert shown.verdict["original_answer"] == agents.WRONG
 
 
 def _builders(engine: TruthLens) -> dict[str, Callable[..., Any]]:

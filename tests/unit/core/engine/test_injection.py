@@ -12,11 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tests._fakes import (
-    CountingDetector,
-    Scripted,
-    make_engine,
-)
+from tests._fakes import CountingDetector, Scripted, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.engine import TruthLens

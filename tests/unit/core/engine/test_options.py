@@ -30,10 +30,7 @@ from llama_index.core.agent.workflow.base_agent import WORKFLOW_KWARGS
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import CustomQueryEngine
 
-from tests._fakes import (
-    RuleNLI,
-    make_engine,
-)
+from tests._fakes import RuleNLI, make_engine
 from tests._paths import REPO
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations import TruthLens

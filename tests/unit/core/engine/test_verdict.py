@@ -9,11 +9,7 @@ import logging
 
 import pytest
 
-from tests._fakes import (
-    Scripted,
-    leaks,
-    make_engine,
-)
+from tests._fakes import Scripted, leaks, make_engine
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core.engine import Verdict
 from truthlens_integrations.core.engine._verdict import VERDICT_FIELDS

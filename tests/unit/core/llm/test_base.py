@@ -9,11 +9,7 @@ import pytest
 
 from tests._llm_support import FakeServer, ok_response, openai_llm
 from truthlens_integrations.core._errors import InvalidInputError
-from truthlens_integrations.core.llm import (
-    LLM,
-    ChatMessage,
-    LocalLLM,
-)
+from truthlens_integrations.core.llm import LLM, ChatMessage, LocalLLM
 from truthlens_integrations.core.llm._base import to_messages
 
 # -- protocol and messages -----------------------------------------------------------

@@ -5,11 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests._llm_support import needs_local_llm
-from truthlens_integrations.core.llm import (
-    LocalLLM,
-    OpenAICompatibleLLM,
-    default_llm,
-)
+from truthlens_integrations.core.llm import LocalLLM, OpenAICompatibleLLM, default_llm
 
 
 @needs_local_llm

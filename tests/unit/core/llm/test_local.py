@@ -11,11 +11,7 @@ import pytest
 
 from tests._llm_support import needs_local_llm
 from truthlens_integrations.core._errors import MissingDependencyError
-from truthlens_integrations.core.llm import (
-    ChatMessage,
-    LLMResponse,
-    LocalLLM,
-)
+from truthlens_integrations.core.llm import ChatMessage, LLMResponse, LocalLLM
 from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
 
 # -- local SmolLM2 (real model) --------------------------------------------------------

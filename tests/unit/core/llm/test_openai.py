@@ -17,10 +17,7 @@ from truthlens_integrations.core._errors import (
     LLMError,
     LLMTimeoutError,
 )
-from truthlens_integrations.core.llm import (
-    ChatMessage,
-    OpenAICompatibleLLM,
-)
+from truthlens_integrations.core.llm import ChatMessage, OpenAICompatibleLLM
 
 
 def _error(status: int, message: str = "nope") -> httpx.Response:

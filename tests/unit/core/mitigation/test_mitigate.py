@@ -18,16 +18,9 @@ from prometheus_client import CollectorRegistry
 
 from tests._fakes import QuestionWordClassifier, RuleNLI, Scripted
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
-from truthlens_integrations.core import (
-    LLMError,
-    LLMTimeoutError,
-)
+from truthlens_integrations.core import LLMError, LLMTimeoutError
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.llm import (
-    LLM,
-    CompletionRequest,
-    LLMResponse,
-)
+from truthlens_integrations.core.llm import LLM, CompletionRequest, LLMResponse
 from truthlens_integrations.core.mitigation import (
     MitigationOptions,
     answerer_from_callables,
@@ -498,9 +491,7 @@ def test_a_refinement_with_a_lone_surrogate_keeps_the_verdict(detector: Detector
     verdict = (
         _engine(detector, "standard")
         .guard(
-            context=EIFFEL_CONTEXT,
-            question=EIFFEL_QUESTION,
-            answer=EIFFEL_ANSWER,
+            **EIFFEL,
             llm=Scripted([SURROGATE] * 4),
         )
         .full()
@@ -517,9 +508,7 @@ def test_a_judge_reply_that_is_no_answer_never_converges(detector: Detector) -> 
     verdict = (
         _engine(detector, "premium")
         .guard(
-            context=EIFFEL_CONTEXT,
-            question=EIFFEL_QUESTION,
-            answer=EIFFEL_ANSWER,
+            **EIFFEL,
             llm=Scripted([EIFFEL_ANSWER] * 4),
             verification_llms=[Scripted(["It was built in 1950, 500 meters tall."] * 6, model="v")],
             judge_llm=Scripted(["not json"] * 6, model="judge"),
@@ -537,9 +526,7 @@ def test_a_short_related_judge_answer_and_an_abstention_are_still_usable(
 ) -> None:
     for reply in ("It was built in 1889.", "The context does not mention it."):
         verdict = _engine(detector, "premium").guard(
-            context=EIFFEL_CONTEXT,
-            question=EIFFEL_QUESTION,
-            answer=EIFFEL_ANSWER,
+            **EIFFEL,
             llm=Scripted([EIFFEL_ANSWER] * 4),
             verification_llms=[Scripted(["It was built in 1950, 500 meters."] * 6, model="v")],
             judge_llm=Scripted([reply] * 6, model="judge"),

@@ -16,11 +16,7 @@ import torch
 
 from tests.conftest import BUNDLED, needs_weights
 from truthlens_integrations._cli import main
-from truthlens_integrations.core._errors import (
-    ConfigError,
-    MissingDependencyError,
-    ModelLoadError,
-)
+from truthlens_integrations.core._errors import ConfigError, MissingDependencyError, ModelLoadError
 from truthlens_integrations.core.models import _onnx
 from truthlens_integrations.core.models._loading import (
     clear_model_cache,

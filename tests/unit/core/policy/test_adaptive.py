@@ -10,11 +10,7 @@ import pytest
 from tests._fakes import FactCheck
 from tests._paths import DECISIONS, GLOBAL, HALUGATE_DECISION
 from truthlens_integrations.core import ConfigError
-from truthlens_integrations.core.policy import (
-    LexiconDomainClassifier,
-    Router,
-    load_policy,
-)
+from truthlens_integrations.core.policy import LexiconDomainClassifier, Router, load_policy
 from truthlens_integrations.core.policy._adaptive import ModeSelector
 
 # --- Thompson sampling -------------------------------------------------------------

@@ -15,10 +15,7 @@ import pytest
 
 from tests._paths import DECISIONS, GLOBAL, HALUGATE_DECISION, HALUGATE_FULL, REPO
 from truthlens_integrations.core import ConfigError
-from truthlens_integrations.core.policy import (
-    Policy,
-    load_policy,
-)
+from truthlens_integrations.core.policy import Policy, load_policy
 from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.core.policy._loader import MAX_POLICY_BYTES
 

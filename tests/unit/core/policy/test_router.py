@@ -9,10 +9,7 @@ import pytest
 from tests._fakes import FactCheck
 from tests._paths import DECISIONS, GLOBAL, HALUGATE_DECISION, HALUGATE_FULL
 from truthlens_integrations.core import ConfigError, InvalidInputError
-from truthlens_integrations.core.policy import (
-    Router,
-    load_policy,
-)
+from truthlens_integrations.core.policy import Router, load_policy
 from truthlens_integrations.core.policy._router import DOMAIN_COST_RATIOS, threshold_for_cost
 
 

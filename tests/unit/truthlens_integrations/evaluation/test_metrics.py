@@ -7,11 +7,7 @@ from __future__ import annotations
 import pytest
 
 from truthlens_integrations.core import TokenScore
-from truthlens_integrations.evaluation import (
-    average_precision,
-    char_span_metrics,
-    threshold_curve,
-)
+from truthlens_integrations.evaluation import average_precision, char_span_metrics, threshold_curve
 from truthlens_integrations.evaluation._metrics import (
     binary_metrics,
     latency_stats,

@@ -8,10 +8,7 @@ import pytest
 
 from tests._paths import BENCHDATA as DATA
 from tests._paths import RAGTRUTH
-from truthlens_integrations.evaluation import (
-    halueval_split,
-    load_detection_dataset,
-)
+from truthlens_integrations.evaluation import halueval_split, load_detection_dataset
 from truthlens_integrations.evaluation._readers import (
     read_faithbench,
     read_halueval,

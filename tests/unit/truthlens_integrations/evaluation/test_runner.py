@@ -13,11 +13,7 @@ from truthlens_integrations.evaluation import (
     run_evaluation,
     run_nli_evaluation,
 )
-from truthlens_integrations.evaluation._readers import (
-    read_faithbench,
-    read_ragtruth,
-    read_snli,
-)
+from truthlens_integrations.evaluation._readers import read_faithbench, read_ragtruth, read_snli
 
 # ----------------------------------------------------------------------------- runner
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests._serve_support import skip_without_the_serve_extra
 from tests.conftest import EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import DetectionInput, DetectionStatus, InputTooLargeError
 from truthlens_integrations.core._limits import (
@@ -33,10 +34,9 @@ from truthlens_integrations.core.models.detection._remote import RemoteDetector
 # -- The service's limits count what the models read, and bound one request's work in tokens.
 
 
-pytest.importorskip("ray.serve", reason="the serve extra is not installed")
-pytest.importorskip("fastapi", reason="the serve extra is not installed")
+skip_without_the_serve_extra("ray.serve", "fastapi")
 
-from starlette.requests import Request
+from starlette.requests import Request  # noqa: E402 - after the skip
 
 # One U+FDFA is one character to a person and 18 to the model (NFKC).
 WIDE = "\ufdfa"

@@ -25,7 +25,15 @@ from typing import Any
 import pytest
 
 from tests._scripts import run_python
-from tests._serve_support import CLEAN, HOST, SERVICE, detect_eiffel, free_port
+from tests._serve_support import (
+    CLEAN,
+    HOST,
+    SERVICE,
+    SERVICE_MARKS,
+    detect_eiffel,
+    free_port,
+    skip_without_the_serve_extra,
+)
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     ConfigError,
@@ -41,16 +49,11 @@ from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.models.detection._remote import RemoteDetector
 
-# -- The guard as a Ray Serve service, and the remote detector that calls it. --------------
+skip_without_the_serve_extra("ray.serve", "httpx")
 
+import httpx  # noqa: E402 - after the skip
 
-pytest.importorskip("ray.serve", reason="the serve extra is not installed")
-pytest.importorskip("httpx", reason="the serve extra is not installed")
-
-import httpx
-
-# Ray starts a local cluster: the slow lane (CI runs every lane).
-pytestmark = [pytest.mark.allow_hosts(["127.0.0.1"]), pytest.mark.slow]
+pytestmark = SERVICE_MARKS
 
 OTHER_CONTEXT = "The Statue of Liberty was dedicated in 1886 in New York Harbor."
 OTHER = "The Statue of Liberty was dedicated in 1920 in Boston."

@@ -10,11 +10,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from truthlens_integrations.core import InvalidArgumentError
-from truthlens_integrations.testing import (
-    ScriptedChatModel,
-    ToolCall,
-    tool_call,
-)
+from truthlens_integrations.testing import ScriptedChatModel, ToolCall, tool_call
 
 
 def test_scripted_chat_model_replies_in_order_then_repeats_the_last() -> None:

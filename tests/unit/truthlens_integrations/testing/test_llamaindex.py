@@ -9,10 +9,7 @@ import asyncio
 import pytest
 
 from truthlens_integrations.core import InvalidArgumentError
-from truthlens_integrations.testing import (
-    scripted_function_llm,
-    tool_call,
-)
+from truthlens_integrations.testing import scripted_function_llm, tool_call
 
 
 def test_scripted_function_llm_calls_tools_then_answers() -> None:

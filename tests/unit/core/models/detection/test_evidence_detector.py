@@ -10,10 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BUNDLED, EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
-from truthlens_integrations.core._types import (
-    DetectionInput,
-    DetectionStatus,
-)
+from truthlens_integrations.core._types import DetectionInput, DetectionStatus
 from truthlens_integrations.core.models.detection import TransformerDetector, load_detector
 from truthlens_integrations.core.models.detection._evidence_detector import EvidenceDetector
 from truthlens_integrations.core.models.detection._lexical import absent_word_count

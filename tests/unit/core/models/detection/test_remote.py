@@ -15,38 +15,21 @@ from typing import Any
 
 import pytest
 
-from tests._serve_support import CLEAN, HOST, SERVICE, detect_eiffel, free_port
-from tests.conftest import EIFFEL_CONTEXT, EIFFEL_QUESTION
-from truthlens_integrations.core import (
-    ConfigError,
-    DetectionInput,
-    DetectionResult,
-    DetectionStatus,
-    InputTooLargeError,
-    InvalidInputError,
-    ServiceError,
-    ServiceTimeoutError,
+from tests._serve_support import (
+    CLEAN,
+    HOST,
+    SERVICE_MARKS,
+    detect_eiffel,
+    free_port,
+    skip_without_the_serve_extra,
 )
+from tests.conftest import EIFFEL_CONTEXT, EIFFEL_QUESTION
+from truthlens_integrations import core
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import load_detector
 
-pytest.importorskip("ray.serve", reason="the serve extra is not installed")
-pytest.importorskip("httpx", reason="the serve extra is not installed")
-# Ray starts a local cluster: the slow lane (CI runs every lane).
-pytestmark = [pytest.mark.allow_hosts(["127.0.0.1"]), pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def service() -> Iterator[Any]:
-    from truthlens_integrations.serve import start_local
-
-    running = start_local(
-        {"service": SERVICE}, host=HOST, port=free_port(), num_cpus=2, metrics_port=free_port()
-    )
-    try:
-        yield running
-    finally:
-        running.stop()
+skip_without_the_serve_extra("ray.serve", "httpx")
+pytestmark = SERVICE_MARKS
 
 
 # -- failure paths against a tiny local HTTP server --------------------------------------
@@ -201,18 +184,18 @@ def test_slow_server_times_out_without_retrying(fake: Any) -> None:
     server = fake({"/healthz": [_healthz()], "/v1/detect": [(200, b"{}", 3.0)]})
     detector = load_detector(server.url, timeout_s=0.5, retries=2)
     started = time.perf_counter()
-    with pytest.raises(ServiceTimeoutError, match=r"did not answer within 0\.5"):
+    with pytest.raises(core.ServiceTimeoutError, match=r"did not answer within 0\.5"):
         detect_eiffel(detector)
     assert time.perf_counter() - started < 2.5
     assert server.hits["/v1/detect"] == 1  # the server has the request: not sent again
     lenient = load_detector(server.url, timeout_s=0.5, on_error="unverifiable")
-    assert detect_eiffel(lenient).status is DetectionStatus.UNVERIFIABLE
+    assert detect_eiffel(lenient).status is core.DetectionStatus.UNVERIFIABLE
 
-    async def run() -> DetectionResult:
+    async def run() -> core.DetectionResult:
         return await lenient.adetect(context=[EIFFEL_CONTEXT], question=None, answer=CLEAN)
 
     result = asyncio.run(run())
-    assert result.status is DetectionStatus.UNVERIFIABLE and "0.5" in (result.error or "")
+    assert result.status is core.DetectionStatus.UNVERIFIABLE and "0.5" in (result.error or "")
 
 
 @pytest.mark.parametrize(
@@ -227,10 +210,10 @@ def test_slow_server_times_out_without_retrying(fake: Any) -> None:
 )
 def test_malformed_reply_is_never_supported(fake: Any, body: bytes) -> None:
     server = fake({"/healthz": [_healthz()], "/v1/detect": [(200, body, 0.0)]})
-    with pytest.raises(ServiceError, match=r"malformed|not JSON|different answer"):
+    with pytest.raises(core.ServiceError, match=r"malformed|not JSON|different answer"):
         detect_eiffel(load_detector(server.url))
     result = detect_eiffel(load_detector(server.url, on_error="unverifiable"))
-    assert result.status is DetectionStatus.UNVERIFIABLE and not result.detected
+    assert result.status is core.DetectionStatus.UNVERIFIABLE and not result.detected
     assert result.error
     engine = TruthLens.from_config({"service": {"url": server.url, "on_error": "unverifiable"}})
     # The classifier endpoint is garbage too: every prompt counts as factual.
@@ -243,28 +226,28 @@ def test_gateway_errors_are_retried_bugs_are_not(fake: Any) -> None:
     server = fake({"/healthz": [_healthz()], "/v1/detect": [(503, b"{}", 0.0), (200, ok, 0.0)]})
     assert (
         detect_eiffel(load_detector(server.url, retries=1), CLEAN).status
-        is DetectionStatus.SUPPORTED
+        is core.DetectionStatus.SUPPORTED
     )
     assert server.hits["/v1/detect"] == 2
     broken = fake({"/healthz": [_healthz()], "/v1/detect": [(500, b'{"message": "bug"}', 0.0)]})
-    with pytest.raises(ServiceError, match="500: bug"):
+    with pytest.raises(core.ServiceError, match="500: bug"):
         detect_eiffel(load_detector(broken.url, retries=3))
     assert broken.hits["/v1/detect"] == 1
     down = fake({"/healthz": [(503, b"{}", 0.0)]})
-    with pytest.raises(ServiceError, match="unavailable"):
+    with pytest.raises(core.ServiceError, match="unavailable"):
         detect_eiffel(load_detector(down.url, retries=2))
     assert down.hits["/healthz"] == 3
 
 
 def test_refused_connection_and_bad_options() -> None:
     port = free_port()  # nothing listens there
-    with pytest.raises(ServiceError, match="cannot reach"):
+    with pytest.raises(core.ServiceError, match="cannot reach"):
         detect_eiffel(load_detector(f"http://{HOST}:{port}", retries=1))
-    with pytest.raises(InvalidInputError, match="do not apply to a service URL"):
+    with pytest.raises(core.InvalidInputError, match="do not apply to a service URL"):
         load_detector(f"http://{HOST}:{port}", device="cuda")
-    with pytest.raises(InvalidInputError, match="on_error"):
+    with pytest.raises(core.InvalidInputError, match="on_error"):
         load_detector(f"http://{HOST}:{port}", on_error="pass")
-    with pytest.raises(ConfigError):
+    with pytest.raises(core.ConfigError):
         TruthLens.from_config({"service": {"url": "127.0.0.1:8000"}})
 
 
@@ -275,18 +258,18 @@ def test_timeout_bounds_the_whole_call_against_a_trickling_server() -> None:
     try:
         detector = load_detector(server.url, timeout_s=1, retries=2)
         started = time.perf_counter()
-        with pytest.raises(ServiceTimeoutError, match="within 1 s"):
+        with pytest.raises(core.ServiceTimeoutError, match="within 1 s"):
             detect_eiffel(detector)
         assert time.perf_counter() - started < 5
         lenient = load_detector(server.url, timeout_s=1, on_error="unverifiable")
 
-        async def run() -> DetectionResult:
+        async def run() -> core.DetectionResult:
             return await lenient.adetect(context=[EIFFEL_CONTEXT], question=None, answer=CLEAN)
 
         started = time.perf_counter()
         result = asyncio.run(run())
         assert time.perf_counter() - started < 5
-        assert result.status is DetectionStatus.UNVERIFIABLE
+        assert result.status is core.DetectionStatus.UNVERIFIABLE
     finally:
         server.close()
 
@@ -295,38 +278,40 @@ def test_timeout_bounds_the_whole_call_against_a_trickling_server() -> None:
 def test_self_contradicting_reply_is_malformed(fake: Any, case: str) -> None:
     body = json.dumps({"results": [_contradicting(CLEAN)[case]]}).encode()
     server = fake({"/healthz": [_healthz()], "/v1/detect": [(200, body, 0.0)]})
-    with pytest.raises(ServiceError, match="malformed"):
+    with pytest.raises(core.ServiceError, match="malformed"):
         detect_eiffel(load_detector(server.url), CLEAN)
     result = detect_eiffel(load_detector(server.url, on_error="unverifiable"), CLEAN)
-    assert result.status is DetectionStatus.UNVERIFIABLE and "malformed" in (result.error or "")
+    assert result.status is core.DetectionStatus.UNVERIFIABLE and "malformed" in (
+        result.error or ""
+    )
 
 
 def test_deeply_nested_reply_is_a_service_error(fake: Any) -> None:
     deep = b'{"results": ' + b"[" * 100000 + b"]" * 100000 + b"}"
     server = fake({"/healthz": [_healthz()], "/v1/detect": [(200, deep, 0.0)]})
-    with pytest.raises(ServiceError, match="not JSON"):
+    with pytest.raises(core.ServiceError, match="not JSON"):
         detect_eiffel(load_detector(server.url), CLEAN)
     result = detect_eiffel(load_detector(server.url, on_error="unverifiable"), CLEAN)
-    assert result.status is DetectionStatus.UNVERIFIABLE
+    assert result.status is core.DetectionStatus.UNVERIFIABLE
 
 
 def test_a_proxys_413_follows_on_error(fake: Any) -> None:
     page = b"<html><body>413 Request Entity Too Large</body></html>"
     server = fake({"/healthz": [_healthz()], "/v1/detect": [(413, page, 0.0)]})
-    with pytest.raises(ServiceError, match="413"):
+    with pytest.raises(core.ServiceError, match="413"):
         detect_eiffel(load_detector(server.url), CLEAN)
     result = detect_eiffel(load_detector(server.url, on_error="unverifiable"), CLEAN)
-    assert result.status is DetectionStatus.UNVERIFIABLE and "413" in (result.error or "")
+    assert result.status is core.DetectionStatus.UNVERIFIABLE and "413" in (result.error or "")
     # The service's own refusal stays a typed input error (with its numbers).
     own = json.dumps(
         {"error": "InputTooLargeError", "message": "too long", "limit": 10, "size": 20}
     ).encode()
     service = fake({"/healthz": [_healthz()], "/v1/detect": [(413, own, 0.0)]})
-    with pytest.raises(InputTooLargeError, match="too long") as info:
+    with pytest.raises(core.InputTooLargeError, match="too long") as info:
         detect_eiffel(load_detector(service.url), CLEAN)
     assert (info.value.limit, info.value.size) == (10, 20)
     bad = fake({"/healthz": [_healthz()], "/v1/detect": [(422, b'{"message": "x"}', 0.0)]})
-    with pytest.raises(ServiceError, match="422"):  # not shaped like the service's refusal
+    with pytest.raises(core.ServiceError, match="422"):  # not shaped like the service's refusal
         detect_eiffel(load_detector(bad.url), CLEAN)
 
 
@@ -346,7 +331,7 @@ def test_client_splits_batches_to_fit_the_services_totals(fake: Any) -> None:
             ],
         }
     )
-    inputs = [DetectionInput.create(context="x", question=None, answer=a) for a in answers]
+    inputs = [core.DetectionInput.create(context="x", question=None, answer=a) for a in answers]
     results = load_detector(server.url).detect_batch(inputs)
     # 3 answers of 53 characters, at most 100 per request: one request each.
     assert server.hits["/v1/detect"] == 3
