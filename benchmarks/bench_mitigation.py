@@ -32,7 +32,8 @@ from typing import Any
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.llm import LocalLLM
 from truthlens_integrations.core.mitigation import MitigationOptions, retriever_from_callables
-from truthlens_integrations.evaluation import default_data_dir, halueval_split
+from truthlens_integrations.evaluation import halueval_split
+from truthlens_integrations.evaluation._readers import default_data_dir
 
 _WORD = re.compile(r"\w+")
 

@@ -174,13 +174,9 @@ def main() -> None:
     ap.add_argument("--guard-repeats", type=int, default=20)
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     ap.add_argument("--stage-repeats", type=int, default=5, help="stage breakdown (0: skip)")
-    ap.add_argument(
-        "--lettuce-repeats",
-        type=int,
-        default=3,
-        help="lettucedetect rows, when installed (0: skip)",
-    )
     ap.add_argument("--no-memory", action="store_true", help="skip the resident-size processes")
+    lettuce = "lettucedetect rows, when installed (0: skip)"
+    ap.add_argument("--lettuce-repeats", type=int, default=3, help=lettuce)
     ap.add_argument(
         "--agreement", type=Path, default=Path("benchmarks/results/onnx_agreement.json")
     )

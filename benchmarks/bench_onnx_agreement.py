@@ -51,8 +51,12 @@ from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.classifier import BundledPromptClassifier
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.models.nli import BundledNLI
-from truthlens_integrations.evaluation import auroc, default_data_dir, load_detection_dataset
-from truthlens_integrations.evaluation._readers import _ragtruth_context, read_snli
+from truthlens_integrations.evaluation import auroc, load_detection_dataset
+from truthlens_integrations.evaluation._readers import (
+    _ragtruth_context,
+    default_data_dir,
+    read_snli,
+)
 
 BACKENDS = {
     "torch fp32": {"backend": "torch"},

@@ -31,7 +31,7 @@ from typing import Any
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector, load_detector
-from truthlens_integrations.evaluation import machine_info
+from truthlens_integrations.evaluation._runner import machine_info
 
 EIFFEL = (
     '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '

@@ -5,7 +5,7 @@ are always the bundled offline models):
 
 - ``TRUTHLENS_COOKBOOK_LLM=fake`` (or ``--fake-llm`` on the command line): LangChain's
   fake chat models with scripted answers. Nothing to download, runs in seconds: this
-  is what CI's smoke test uses (tests/test_langchain_cookbook.py).
+  is what CI's smoke test uses (tests/project/test_cookbook.py).
 - otherwise (``auto``, the default): the package's default backend wrapped as a
   LangChain chat model. That is an OpenAI-compatible endpoint when
   ``$OPENAI_API_KEY`` / ``$OPENAI_BASE_URL`` is set (model from

@@ -9,7 +9,7 @@ The LLM that answers (and refines, and rewrites queries) is, in order:
 
 - ``--fake-llm`` or ``TRUTHLENS_COOKBOOK_LLM=fake``: a LlamaIndex ``MockLLM`` with
   scripted answers (it answers 1950 unless its context has the construction dates).
-  Nothing to download; CI's smoke test runs this (tests/test_llamaindex_cookbook.py).
+  Nothing to download; CI's smoke test runs this (tests/project/test_cookbook.py).
 - an OpenAI-compatible endpoint when ``$OPENAI_API_KEY`` / ``$OPENAI_BASE_URL`` is set
   (model from ``$TRUTHLENS_LLM_MODEL``);
 - else the offline SmolLM2-135M model (about 30 s to load; small, so rough answers).

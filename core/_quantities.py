@@ -29,7 +29,7 @@ QuantityVerdict = Literal["present", "conflict", "unseen"]
 # A number with optional thousands separators and decimals, not glued to letters
 # (so "A320" or "3rd" are not read as quantities), and the word right after it.
 # A decimal glued to letters ("3.5GHz") is read whole or not at all, never as its whole
-# part "3" (tests/test_glued_units.py).
+# part "3" (tests/unit/core/test_quantities.py).
 _NUMBER = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!\w|\.\d+[^\W\d_])"
     r"(?:(?:\s*|-)(%|[A-Za-z]+))?"
@@ -57,17 +57,17 @@ _NUMBER_WORD = re.compile(
 TIME_OF_DAY = "time of day"
 # A clock time: an hour with "am"/"pm" ("9 PM", "11:30 a.m."), or an hour with minutes
 # ("21:00", a record's "11:0-21:0"). Read apart, "9 PM" was the number 9 against a
-# record's "21:0", and "11:00 AM" the numbers 11 and 0 (tests/test_clock_times.py).
+# record's "21:0", and "11:00 AM" the numbers 11 and 0 (tests/unit/core/test_quantities.py).
 _TIME = re.compile(
     r"(?<![\w.:])(\d{1,2})(?::(\d{1,2}))?\s?([ap])(?:\.\s?m\.|\s?m\b)"
     r"|(?<![\w.:])(\d{1,2}):(\d{1,2})(?![\w:])",
     re.IGNORECASE,
 )
 _YEAR_RANGE = (1000, 2100)
-# A half written in words is one amount with its unit: "half an hour" (0.5 hour), "five
-# and half years" and "two hours and a half" (N + 0.5), "an hour and a half" (1.5).
-# Read apart, "five and half years" was the number 5 and "half an hour" nothing, so an
-# answer's "every 5.5 years" or "30 minutes" conflicted (tests/test_halves.py).
+# A half written in words is one amount with its unit: "half an hour" (0.5 hour), "five and half
+# years" and "two hours and a half" (N + 0.5), "an hour and a half" (1.5). Read apart, "five and
+# half years" was the number 5 and "half an hour" nothing, so an answer's "every 5.5 years" or "30
+# minutes" conflicted (tests/unit/core/models/detection/test_adjust.py).
 _HALF_OF = rf"\d{{1,3}}|{'|'.join(_WORD_VALUES)}|{'|'.join(_DIGIT_WORDS)}|an?"
 _HALF = re.compile(
     r"\bhalf\s+(?:of\s+)?an?\s+(?P<unit>[A-Za-z]+)"
@@ -81,14 +81,15 @@ _HALF_WORD = re.compile(r"\bhalf\b", re.IGNORECASE)
 _HALF_REACH = 60
 _SPACE = re.compile(r"\s")
 # The same half written as a fraction: "6 1/2 months", "6-1/2", "6½" (6.5 months), "1/2 mile"
-# (0.5 mile). Read apart, "6 1/2 months" was 6, 1 and "2 months" (tests/test_halves.py).
+# (0.5 mile). Read apart, "6 1/2 months" was 6, 1 and "2 months"
+# (tests/unit/core/test_quantities.py).
 _HALF_FRACTION = re.compile(
     r"(?<![\w./])(?:(?P<whole>\d{1,3})(?:\s+|-)?)?(?:(?<![\d/])1/2|\u00bd)(?![\w/])"
     r"\s*(?P<unit>[A-Za-z]+)"
 )
 # A number that cites a source ("(Passages 1, 2, and 3)", "[2]", a context's "passage 1:"
 # label) states no amount. Current models cite the passages they answer from; read as
-# quantities, citations were "unseen" numbers in good answers (tests/test_citation_numbers.py).
+# quantities, citations were "unseen" numbers in good answers (tests/unit/core/test_quantities.py).
 _CITATION = re.compile(
     r"\b(?=[pdscPDSC])(?:passages?|documents?|docs?|sources?|contexts?|snippets?|excerpts?)"
     r"\s*#?\s*\d{1,2}(?:\s*(?:,\s*and|,\s*or|,|and|or|&|-|\u2013|to)\s*\d{1,2})*\b"
@@ -97,7 +98,7 @@ _CITATION = re.compile(
 )
 _DIGITS = re.compile(r"\d+")
 # The word after a citation-shaped number: with a measurement unit it was an amount all
-# along ("[50] metres", "Passage 5 km"), not a citation (tests/test_citation_numbers.py).
+# along ("[50] metres", "Passage 5 km"), not a citation (tests/unit/core/test_quantities.py).
 _WORD_AFTER = re.compile(r"\s*(%|[A-Za-z]+)")
 _BRACKETED = re.compile(r"\[(\d{1,4})(\.\d+)?\]\s*(%|[A-Za-z]+)")
 # Words after a number that are not its unit.
@@ -277,11 +278,11 @@ def citation_numbers(text: str) -> list[tuple[int, int]]:
     ]
 
 
-# A number with its unit glued on ("500m", "20kg", "1.5L", "£9.8m"): read apart, "500m"
-# was no number at all and "9.8m" the number 9 (tests/test_glued_units.py). Case counts: "5G"
-# and "4K" are no amounts, and "2nd" is not read ("1950s" is a decade: ``_decades``). Any
-# other unit of two to four letters is read as its spaced twin: "16GB" is 16 "gb", as "16
-# GB" is, and "3.5GHz" is 3.5, not 3 (tests/test_glued_units.py).
+# A number with its unit glued on ("500m", "20kg", "1.5L", "£9.8m"): read apart, "500m" was no
+# number at all and "9.8m" the number 9 (tests/unit/core/test_quantities.py). Case counts: "5G" and
+# "4K" are no amounts, and "2nd" is not read ("1950s" is a decade: ``_decades``). Any other unit of
+# two to four letters is read as its spaced twin: "16GB" is 16 "gb", as "16 GB" is, and "3.5GHz" is
+# 3.5, not 3 (tests/unit/core/test_quantities.py).
 _GLUED = re.compile(
     r"(?<![\w.])([$\u00a3\u20ac\u00a5]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([A-Za-z]{1,4})(?!\w)"
 )
@@ -333,8 +334,8 @@ def _glued_amounts(text: str) -> list[Quantity]:
 
 # A decade: a year ending in 0 with "s" or "'s" ("the 1950s", "1880's"). Unread, a wrong
 # decade was only an absent word, and "built in the 1950s" passed where "in 1950" was
-# caught (tests/test_decades.py). "1800s" is mostly said of a century: read as a hundred
-# years, the wider reading never invents a conflict.
+# caught (tests/unit/core/models/detection/test_adjust.py). "1800s" is mostly said of a
+# century: read as a hundred years, the wider reading never invents a conflict.
 _DECADE = re.compile(r"(?<![\w.])(1\d{2}0|20[0-9]0)(?:['\u2019]?s)(?!\w)")
 
 
@@ -362,10 +363,10 @@ def _decades(text: str) -> list[Quantity]:
     return out
 
 
-# A century, in digits or in words ("the 19th century", "nineteenth-century"), from the
-# 11th to the 21st: the years it spans, by either count (the 19th century is 1801-1900 by
-# the calendar, 1800-1899 as most say it), so 1800-1900. Unread, "19th" was an absent word,
-# and a right century was flagged as readily as a wrong one (tests/test_decades.py).
+# A century, in digits or in words ("the 19th century", "nineteenth-century"), from the 11th to the
+# 21st: the years it spans, by either count (the 19th century is 1801-1900 by the calendar,
+# 1800-1899 as most say it), so 1800-1900. Unread, "19th" was an absent word, and a right century
+# was flagged as readily as a wrong one (tests/unit/core/models/detection/test_adjust.py).
 _CENTURY_WORDS = {
     w: 11 + i
     for i, w in enumerate(
@@ -505,7 +506,7 @@ _MONTHS = {
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 # A date written with its month in words ("31 March 1889", "March 31, 1889") or in ISO
 # form ("1889-03-31"). Read apart, "1889-03-31" was the numbers 1889, 3 and 31, and the
-# 3 was absent from a context that writes "31 March 1889" (tests/test_text_evasion.py).
+# 3 was absent from a context that writes "31 March 1889" (tests/unit/core/test_quantities.py).
 _WRITTEN_DATE = re.compile(
     rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\.?,?\s+"
     rf"|(?P<month_first>{_MONTH})\.?\s+(?P<day_after>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)"
@@ -551,7 +552,7 @@ _MONTH_HINT = re.compile(rf"\b(?:{_MONTH})\b", re.IGNORECASE)
 
 # A temperature: "212 °F", "100°C", "100 degrees Celsius", "-40 ºF". NFKC reads "℃" as
 # "°C" (core/_normalize). Read as a number with no unit, "212 °F" was absent from a
-# context that says "100 °C" (tests/test_text_evasion.py).
+# context that says "100 °C" (tests/unit/core/test_quantities.py).
 _TEMPERATURE = re.compile(
     r"(?<![\w.])(-?\d+)(\.\d+)?\s*(?:[°º]\s*|degrees?\s+)"
     r"(c|f|celsius|centigrade|fahrenheit)\b",
@@ -766,8 +767,9 @@ def _judge_years(year: Quantity, known: Sequence[Quantity]) -> QuantityVerdict |
     1950s" says more than the source, it does not contradict it); with single years there,
     a span about something else must not hide a wrong year ("built in 1950" against 1887
     and an "early twentieth century" of the radio masts), so it is judged by them
-    (tests/test_decades.py). Otherwise a conflict when the context holds years. ``None``
-    where the single years decide, or no span is involved: compared by value, as before.
+    (tests/unit/core/models/detection/test_adjust.py). Otherwise a conflict when the context
+    holds years. ``None`` where the single years decide, or no span is involved: compared by
+    value, as before.
     """
     if year.years == 1 and all(k.years == 1 for k in known):
         return None

@@ -25,6 +25,7 @@ __all__ = [
     "content_words",
     "select_premise",
     "split_sentences",
+    "stripped_range",
     "words",
 ]
 
@@ -86,16 +87,17 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         ranges.append((start, end if text[end] == "\n" else end + 1))
         start = match.end()
     ranges.append((start, len(text)))
-    out = []
-    for first, last in ranges:
-        a, b = first, last
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        if b > a:
-            out.append((a, b))
-    return out
+    trimmed = (stripped_range(text, first, last) for first, last in ranges)
+    return [(a, b) for a, b in trimmed if b > a]
+
+
+def stripped_range(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` without the white space at its edges (empty: ``start == end``)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 def select_premise(context: Sequence[str], hypothesis: str, *, top_k: int = 2) -> str:

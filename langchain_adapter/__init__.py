@@ -18,7 +18,8 @@
   (supported / neutral / contradiction / unverified / exhausted).
 
 The agent names load ``langchain`` and ``langgraph`` on first use, so this package
-imports with ``langchain-core`` alone.
+imports with ``langchain-core`` alone. The adapter's building blocks (input parsing,
+output payloads, routes) are private modules here.
 
 Example:
     >>> from truthlens_integrations.langchain_adapter import TruthLensRunnable
@@ -31,7 +32,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from truthlens_integrations.core import require
+from truthlens_integrations.core._adapter_api import require
 
 require("langchain_core", extra="langchain", feature="truthlens_integrations.langchain_adapter")
 
@@ -40,48 +41,23 @@ from ._callbacks import (  # noqa: E402
     TruthLensCallbackHandler,
     truthlens_callback,
 )
-from ._capture import GroundingCapture  # noqa: E402
 from ._compressor import RetrievalQualityFilter  # noqa: E402
-from ._events import UNCHECKED_TAG, guarded_events  # noqa: E402
-from ._inputs import ParsedInput, parse_input, tool_passages  # noqa: E402
-from ._llm import ChatModelLLM, LLMChatModel, as_llm  # noqa: E402
-from ._outputs import (  # noqa: E402
-    DEFAULT_BLOCKED_MESSAGE,
-    TRUTHLENS_EVENT,
-    GuardedText,
-    verdict_payload,
-)
-from ._runnable import (  # noqa: E402
-    StreamMode,
-    TruthLensRunnable,
-    find_chat_model,
-    guard_chain,
-    passthrough_problems,
-)
+from ._events import guarded_events  # noqa: E402
+from ._llm import ChatModelLLM, LLMChatModel  # noqa: E402
+from ._outputs import TRUTHLENS_EVENT  # noqa: E402
+from ._runnable import TruthLensRunnable, guard_chain  # noqa: E402
 
 if TYPE_CHECKING:
-    from ._graph import (
-        GRAPH_ROUTES,
-        GraphRoute,
-        TruthLensGraphGuard,
-        TruthLensGraphState,
-        regeneration_feedback,
-        rewrite_query,
-        route_label,
-    )
-    from ._middleware import FEEDBACK_NAME, TruthLensMiddleware
+    from ._graph import GRAPH_ROUTES, TruthLensGraphGuard, TruthLensGraphState, rewrite_query
+    from ._middleware import TruthLensMiddleware
 
 # Agent names, loaded on first use: they need langchain (1.x) and langgraph.
 _AGENT_NAMES: dict[str, str] = {
-    "FEEDBACK_NAME": "._middleware",
     "TruthLensMiddleware": "._middleware",
     "GRAPH_ROUTES": "._graph",
-    "GraphRoute": "._graph",
     "TruthLensGraphGuard": "._graph",
     "TruthLensGraphState": "._graph",
-    "regeneration_feedback": "._graph",
     "rewrite_query": "._graph",
-    "route_label": "._graph",
 }
 
 
@@ -97,35 +73,19 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DEFAULT_BLOCKED_MESSAGE",
-    "FEEDBACK_NAME",
     "GRAPH_ROUTES",
     "TRUTHLENS_EVENT",
-    "UNCHECKED_TAG",
     "AsyncTruthLensCallbackHandler",
     "ChatModelLLM",
-    "GraphRoute",
-    "GroundingCapture",
-    "GuardedText",
     "LLMChatModel",
-    "ParsedInput",
     "RetrievalQualityFilter",
-    "StreamMode",
     "TruthLensCallbackHandler",
     "TruthLensGraphGuard",
     "TruthLensGraphState",
     "TruthLensMiddleware",
     "TruthLensRunnable",
-    "as_llm",
-    "find_chat_model",
     "guard_chain",
     "guarded_events",
-    "parse_input",
-    "passthrough_problems",
-    "regeneration_feedback",
     "rewrite_query",
-    "route_label",
-    "tool_passages",
     "truthlens_callback",
-    "verdict_payload",
 ]

@@ -28,14 +28,8 @@ from langchain_core.tracers.context import register_configure_hook
 from typing_extensions import override
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.engine import (
-    GuardKwargs,
-    TruthLens,
-    Verdict,
-    engine_from,
-    split_options,
-)
-from truthlens_integrations.core.observability import log_event
+from truthlens_integrations.core._adapter_api import engine_from, log_event, split_options
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 from truthlens_integrations.core.policy import PolicySource
 
 from ._inputs import (

@@ -38,15 +38,13 @@ from langchain_core.runnables.config import ensure_config
 from typing_extensions import TypedDict  # LangGraph's state classes use this one
 
 from truthlens_integrations.core import ConfigError
-from truthlens_integrations.core.engine import (
+from truthlens_integrations.core._adapter_api import (
     EngineBlocking,
-    GuardKwargs,
-    TruthLens,
-    Verdict,
     engine_from,
+    fallback_query,
     split_options,
 )
-from truthlens_integrations.core.mitigation import fallback_query
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 
 from ._arguments import check_int
 from ._inputs import ParsedInput, parse_input

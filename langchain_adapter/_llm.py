@@ -45,7 +45,7 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     LLMError,
 )
-from truthlens_integrations.core.engine import reject_unknown
+from truthlens_integrations.core._adapter_api import WrappedLLM, reject_unknown, timed_response
 from truthlens_integrations.core.llm import (
     LLM,
     BaseLLM,
@@ -54,8 +54,6 @@ from truthlens_integrations.core.llm import (
     LLMResponse,
     RetryPolicy,
     TokenUsage,
-    WrappedLLM,
-    timed_response,
 )
 
 from ._inputs import message_text

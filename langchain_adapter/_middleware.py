@@ -37,17 +37,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from truthlens_integrations.core import ConfigError, LLMError
-from truthlens_integrations.core.engine import (
+from truthlens_integrations.core._adapter_api import (
     EngineBlocking,
-    GuardKwargs,
-    TruthLens,
-    Verdict,
     engine_from,
     renamed_options,
     split_options,
 )
+from truthlens_integrations.core._adapter_api import ensure_text as _ensure_text
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
-from truthlens_integrations.core.llm import ensure_text as _ensure_text
 from truthlens_integrations.core.policy import PolicySource
 
 from ._arguments import check_choice

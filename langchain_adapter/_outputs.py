@@ -7,12 +7,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage
 
-from truthlens_integrations.core.engine import (
-    DEFAULT_BLOCKED_MESSAGE,
-    OnBlock,
-    Verdict,
-    verdict_payload,
-)
+from truthlens_integrations.core._adapter_api import OnBlock, verdict_payload
+from truthlens_integrations.core.engine import DEFAULT_BLOCKED_MESSAGE, Verdict
 
 from ._inputs import ParsedInput, message_text
 
@@ -32,7 +28,7 @@ __all__ = [
 #: Name of the custom event the runnable dispatches after each detection.
 TRUTHLENS_EVENT = "truthlens_detection"
 
-#: Deprecated name of :data:`~truthlens_integrations.core.engine.OnBlock`.
+#: Deprecated name of :data:`~truthlens_integrations.core.engine._blocked.OnBlock`.
 BlockMode = OnBlock
 
 

@@ -36,17 +36,15 @@ from truthlens_integrations.core import (
     DetectionInput,
     InvalidArgumentError,
 )
-from truthlens_integrations.core.engine import (
+from truthlens_integrations.core._adapter_api import (
     POLICY_KNOB_NAMES,
     EngineBlocking,
-    GuardKwargs,
-    TruthLens,
-    Verdict,
     engine_from,
     renamed_options,
     split_options,
     verdict_of,
 )
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 from truthlens_integrations.core.llm import BaseLLM
 from truthlens_integrations.core.mitigation import (
     GroundedAnswerer,

@@ -31,7 +31,7 @@ Example:
 
 from __future__ import annotations
 
-from truthlens_integrations.core import require
+from truthlens_integrations.core._adapter_api import require
 
 require("llama_index.core", extra="llamaindex", feature="The LlamaIndex adapter")
 
@@ -39,7 +39,6 @@ from ._agent import (  # noqa: E402
     FEEDBACK_KEY,
     TruthLensAgentEvent,
     TruthLensFunctionAgent,
-    tool_outputs,
 )
 from ._evaluator import TruthLensEvaluator  # noqa: E402
 from ._events import (  # noqa: E402
@@ -64,5 +63,4 @@ __all__ = [
     "TruthLensNodePostprocessor",
     "TruthLensQueryEngine",
     "get_verdict",
-    "tool_outputs",
 ]

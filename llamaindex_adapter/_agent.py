@@ -38,14 +38,9 @@ from truthlens_integrations.core import (
     ConfigError,
     LLMError,
 )
-from truthlens_integrations.core.engine import EngineBlocking, GuardKwargs, TruthLens
-from truthlens_integrations.core.llm import (
-    BaseLLM,
-    ChatMessage,
-    CompletionRequest,
-    LLMResponse,
-    ensure_text,
-)
+from truthlens_integrations.core._adapter_api import EngineBlocking, ensure_text
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens
+from truthlens_integrations.core.llm import BaseLLM, ChatMessage, CompletionRequest, LLMResponse
 
 from ._common import build_engine, verdict_payload
 from ._events import dispatch_start, dispatch_verdict

@@ -8,14 +8,13 @@ from typing import Any
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from truthlens_integrations.core import HallucinationSpan
-from truthlens_integrations.core.engine import (
-    TruthLens,
-    Verdict,
+from truthlens_integrations.core._adapter_api import (
     engine_from,
     reject_unknown,
     split_options,
     verdict_of,
 )
+from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.policy import PolicySource
 
 __all__ = [

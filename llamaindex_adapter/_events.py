@@ -15,7 +15,8 @@ from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
 from truthlens_integrations.core import HallucinationSpan
-from truthlens_integrations.core.engine import REDACTED, TruthLens, Verdict
+from truthlens_integrations.core._adapter_api import REDACTED
+from truthlens_integrations.core.engine import TruthLens, Verdict
 
 __all__ = [
     "TruthLensDetectionEndEvent",

@@ -26,14 +26,8 @@ from llama_index.core.llms.custom import CustomLLM
 
 from truthlens_integrations.core import InvalidArgumentError
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core.engine import reject_unknown
-from truthlens_integrations.core.llm import (
-    ChatMessage,
-    CompletionRequest,
-    LLMResponse,
-    WrappedLLM,
-    timed_response,
-)
+from truthlens_integrations.core._adapter_api import WrappedLLM, reject_unknown, timed_response
+from truthlens_integrations.core.llm import ChatMessage, CompletionRequest, LLMResponse
 
 __all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm"]
 

@@ -8,7 +8,7 @@ The templates are the user part of the engine's prompts; the engine's system mes
 (which tells the model that context text is data, never instructions, and for the
 query rewrite that the reply must be JSON) is always kept in front, unless a chat
 template brings its own system message. Every value filled in is defused by the
-engine's :func:`~truthlens_integrations.core.mitigation.defuse`, so a retrieved
+engine's :func:`~truthlens_integrations.core.mitigation._prompts.defuse`, so a retrieved
 passage cannot close a tag and pose as instructions.
 
 Refine template variables: ``context_str`` (the numbered documents), ``query_str``,
@@ -27,14 +27,14 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.prompt_type import PromptType
 
 from truthlens_integrations.core import ConfigError, HallucinationSpan
-from truthlens_integrations.core.llm import ChatMessage
-from truthlens_integrations.core.mitigation import (
+from truthlens_integrations.core._adapter_api import (
     build_refine_messages,
     build_refiner_messages,
     defuse,
     format_documents,
     mark_spans,
 )
+from truthlens_integrations.core.llm import ChatMessage
 
 __all__ = [
     "DEFAULT_QUERY_REWRITE_PROMPT",

@@ -29,13 +29,8 @@ from truthlens_integrations.core import (
     InvalidInputError,
 )
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core.engine import (
-    EngineBlocking,
-    GuardKwargs,
-    TruthLens,
-    Verdict,
-    warn_deprecated,
-)
+from truthlens_integrations.core._adapter_api import EngineBlocking, warn_deprecated
+from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
 

@@ -5,7 +5,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 stage="$root/build/typecheck"
 rm -rf "$stage" && mkdir -p "$stage/truthlens_integrations"
-for f in "$root"/truthlens_integrations/*; do ln -s "$f" "$stage/truthlens_integrations/"; done
+for f in "$root"/truthlens_integrations/*; do
+  # a checkout may link the three folders in already (an editable worktree): linked below
+  case "$(basename "$f")" in core | langchain_adapter | llamaindex_adapter) continue ;; esac
+  ln -s "$f" "$stage/truthlens_integrations/"
+done
 ln -s "$root/core" "$stage/truthlens_integrations/core"
 ln -s "$root/langchain_adapter" "$stage/truthlens_integrations/langchain_adapter"
 ln -s "$root/llamaindex_adapter" "$stage/truthlens_integrations/llamaindex_adapter"

@@ -8,16 +8,13 @@ the real bundled models.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.types import Command
 from pydantic import Field
 
 from truthlens_integrations.core.engine import TruthLens
@@ -95,3 +92,46 @@ class ScriptedToolModel(ScriptedChatModel):
 
 def scripted(script: Script) -> ScriptedToolModel:
     return ScriptedToolModel(respond=script)
+
+
+def without_verdicts(value: object) -> str:
+    """``value`` as JSON, leaving out the verdict payloads (they follow their own
+    redaction rules: ``redact`` and the metadata shape are not this test's subject)."""
+
+    def strip(item: object) -> object:
+        if isinstance(item, Command):
+            item = item.update
+        if isinstance(item, BaseMessage):
+            item = item.model_dump()
+        if isinstance(item, dict):
+            return {k: strip(v) for k, v in item.items() if k != "truthlens"}
+        if isinstance(item, (list, tuple)):
+            return [strip(v) for v in item]
+        return item
+
+    return json.dumps(strip(value), default=str)
+
+
+def with_payloads(text: str) -> AIMessage:
+    """An answer as real providers return it: the text again in their payloads."""
+    return AIMessage(
+        content=text,
+        additional_kwargs={"reasoning_content": f"I will say: {text}", "refusal": None},
+        response_metadata={
+            "model_name": "m",
+            "finish_reason": "stop",
+            "logprobs": {"content": [{"token": t, "logprob": -0.1} for t in text.split()]},
+            "raw_output": {"choices": [{"message": {"content": text}}]},
+        },
+        id="run-1",
+    )
+
+
+def guarded_agent(engine: TruthLens, script: Script, **kwargs: Any) -> Any:
+    """A ``create_agent`` agent on the scripted model, the landmark tool and the middleware."""
+    from langchain.agents import create_agent
+
+    from truthlens_integrations.langchain_adapter import TruthLensMiddleware
+
+    middleware = [TruthLensMiddleware(engine)]
+    return create_agent(scripted(script), [landmark_record], middleware=middleware, **kwargs)

@@ -8,12 +8,21 @@ its calls.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from truthlens_integrations.core import DetectionInput, DetectionResult
+from truthlens_integrations.core.engine import TruthLens
+from truthlens_integrations.core.llm import (
+    BaseLLM,
+    ChatMessage,
+    CompletionRequest,
+    LLMResponse,
+    TokenUsage,
+)
 from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models import Detector
 from truthlens_integrations.core.observability import Metrics, Tracer
@@ -22,9 +31,12 @@ from truthlens_integrations.core.policy import LexiconDomainClassifier
 __all__ = [
     "AlwaysFactual",
     "CountingDetector",
+    "FactCheck",
     "FixedNLI",
     "QuestionWordClassifier",
     "RuleNLI",
+    "Scripted",
+    "make_engine",
     "option_samples",
 ]
 
@@ -156,3 +168,68 @@ def leaks(secret: str, text: str) -> bool:
     0.2802709997195050 holds "1950" among its digits.
     """
     return re.search(rf"(?<!\d){re.escape(secret)}(?!\d)", text) is not None
+
+
+class Scripted(BaseLLM):
+    """SCRIPTED FAKE LLM: returns (or raises) the next item of ``replies`` per call."""
+
+    name = "scripted"
+
+    def __init__(
+        self, replies: Sequence[str | Exception], *, model: str = "fake", delay_s: float = 0.0
+    ) -> None:
+        self.model = model
+        self.replies = list(replies)
+        self.seen: list[list[ChatMessage]] = []
+        self.delay_s = delay_s
+        self.sync_calls = 0
+        self.async_calls = 0
+        self.active = 0
+        self.max_active = 0
+
+    def _next(self, messages: Sequence[ChatMessage]) -> LLMResponse:
+        self.seen.append(list(messages))
+        if not self.replies:
+            raise AssertionError(f"{self.model}: unexpected extra call")
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        usage = TokenUsage(prompt_tokens=20, completion_tokens=5, total_tokens=25)
+        return LLMResponse(text=reply, model=self.model, usage=usage, latency_ms=1.0)
+
+    def _complete(self, request: CompletionRequest) -> LLMResponse:
+        self.sync_calls += 1
+        return self._next(request.messages)
+
+    async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
+        self.async_calls += 1
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            return self._next(request.messages)
+        finally:
+            self.active -= 1
+
+    def prompt(self, call: int) -> str:
+        return "\n".join(m.content for m in self.seen[call])
+
+
+def make_engine(detector: object, config: object = None, **kwargs: object) -> TruthLens:
+    """The engine on ``detector`` with the rule-based NLI and prompt classifier stand-ins."""
+    kwargs.setdefault("nli", RuleNLI())
+    kwargs.setdefault("fact_checker", QuestionWordClassifier())
+    return TruthLens.from_config(config, detector=detector, **kwargs)  # type: ignore[arg-type]
+
+
+class FactCheck:
+    """Deterministic fact-check signal: factual when the prompt is a wh-question."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, text: str) -> tuple[bool, float]:
+        self.calls += 1
+        factual = text.lower().startswith(("when", "who", "what", "where", "how many"))
+        return factual, 0.9

@@ -2,7 +2,7 @@
 
 The detector is the real keyword model (flags exactly "1950", "500", "meters"). The
 NLI explainer and the prompt classifier are RULE-BASED STAND-INS written so every
-label is predictable by hand (same rules as tests/test_engine.py). LLM calls use
+label is predictable by hand (same rules as tests/unit/core/engine/test_engine.py). LLM calls use
 LangChain's own fake chat models.
 """
 
@@ -14,8 +14,14 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.outputs import ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnablePassthrough
+from pydantic import Field
 
 from tests._fakes import QuestionWordClassifier, RuleNLI
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
@@ -47,7 +53,7 @@ def make_engine(detector: Detector, policy: object = None, **kwargs: Any) -> Tru
     kwargs.setdefault("nli", RuleNLI())
     kwargs.setdefault("fact_checker", QuestionWordClassifier())
     # The tests read the answer as given: header only, unless a test's policy says
-    # otherwise (the default, body, is tested on its own in test_one_vocabulary.py).
+    # otherwise (the default, body, is tested on its own in tests/unit/core/engine/test_blocked.py).
     if policy is None:
         policy = action_policy("header")
     return TruthLens.from_config(policy, detector=detector, **kwargs)  # type: ignore[arg-type]
@@ -116,3 +122,52 @@ class RunRecorder(BaseCallbackHandler):
         while by_id[run_id]["parent"] is not None:
             run_id = by_id[run_id]["parent"]
         return run_id
+
+
+class RateLimitedError(Exception):
+    """Looks like a provider's 429."""
+
+    status_code = 429
+
+
+class Flaky(GenericFakeChatModel):
+    """FAKE chat model: fails ``failures`` times with ``error``, then answers."""
+
+    failures: int = 2
+    error: type[Exception] = RateLimitedError
+    calls: int = 0
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error("try again")
+        return super()._generate(*args, **kwargs)
+
+
+class LoopRecordingModel(GenericFakeChatModel):
+    """A fake chat model with a native async path that records where it ran."""
+
+    threads: list[str] = Field(default_factory=list)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.threads.append(threading.current_thread().name)
+        return self._generate(messages, stop=stop, **kwargs)
+
+
+def rag_chain_over(retriever: BaseRetriever, model: Any) -> Any:
+    """A RAG chain: the retrieved passages as the prompt's context, ``model``'s text out."""
+    return (
+        {
+            "context": retriever | (lambda docs: "\n".join(d.page_content for d in docs)),
+            "question": RunnablePassthrough(),
+        }
+        | PROMPT
+        | model
+        | StrOutputParser()
+    )

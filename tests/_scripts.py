@@ -31,14 +31,18 @@ def run_python(
     code: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -c code args...`` (this environment by default); check it exited with 0."""
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    return _run_checked([sys.executable, "-c", code, *args], env)
+
+
+def run_script(
+    script: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python script args...`` (this environment by default); check it exited with 0."""
+    return _run_checked([sys.executable, str(script), *args], env)
+
+
+def _run_checked(argv: list[str], env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 

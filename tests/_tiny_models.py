@@ -23,7 +23,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from truthlens_integrations.core.models.detection import format_prompt
+from truthlens_integrations.core.models.detection._prompt import format_prompt
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -226,3 +226,25 @@ def build_keyword_model(directory: Path, flagged: Iterable[str]) -> Path:
     tokenizer.model_max_length = config.max_position_embeddings
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def build_nli_model(folder: Path, id2label: dict[int, str], bias: list[float]) -> Path:
+    """A tiny BERT NLI classifier whose output is fixed by its classifier bias."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    tokenizer = build_wordpiece_tokenizer()
+    config = BertConfig(
+        **sizes(tokenizer, hidden=32, layers=1, heads=2, ffn=64, positions=128),
+        num_labels=len(id2label),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor(bias))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

@@ -45,6 +45,14 @@ def _onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.undo()
 
 
+@pytest.fixture(scope="module")
+def blocking() -> TruthLens:
+    """The bundled models on a policy that blocks flagged and unverifiable answers."""
+    engine = TruthLens.from_config(action="block")
+    _ = engine.detector, engine.nli, engine.fact_checker
+    return engine
+
+
 @pytest.fixture
 def hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a machine without the Hugging Face hub sees: ``HF_HUB_OFFLINE`` set.

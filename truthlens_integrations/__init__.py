@@ -50,7 +50,7 @@ from truthlens_integrations.core import (
     UnknownArgumentError,
     optimal_threshold,
 )
-from truthlens_integrations.core import lazy_attributes as _lazy_attributes
+from truthlens_integrations.core._adapter_api import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
     from truthlens_integrations.core.engine import TruthLens, Verdict

@@ -9,21 +9,19 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from truthlens_integrations.core import (
     Coverage,
     DetectionInput,
     DetectionResult,
-    InputLimits,
     JSONFormatError,
     TruthLensError,
-    check_input_sizes,
-    loads_strict,
 )
+from truthlens_integrations.core._adapter_api import InputLimits, check_input_sizes, loads_strict
 
 __all__ = ["main"]
 
@@ -54,26 +52,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+_N = TypeVar("_N", int, float)
+
+
+def _read(
+    text: str, parse: Callable[[str], _N], kind: str, ok: Callable[[_N], bool], rule: str
+) -> _N:
+    """``text`` read by ``parse`` ("is not KIND" if it fails), refused unless ``ok``."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{text} is not {rule}")
+    return value
+
+
 def _probability(text: str) -> float:
     """An argparse type: a number from 0 to 1 (``nan`` and ``2`` are refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
-    return value
+    return _read(
+        text, float, "a number", lambda v: math.isfinite(v) and 0 <= v <= 1, "between 0 and 1"
+    )
 
 
 def _positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
-    return value
+    return _read(text, int, "a whole number", lambda v: v >= 1, "1 or more")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,13 +105,11 @@ def _add_export_onnx(sub: Any) -> None:
     p = sub.add_parser(
         "export-onnx",
         help="build the ONNX Runtime graphs of a model folder (the fast CPU path)",
-        description=(
-            "Build fp32 and int8 ONNX graphs from a model folder's weights into FOLDER/onnx/, "
-            "stamped with the weights' fingerprint (a graph that does not match its weights "
-            "is refused). 'bundled' builds the shipped models' graphs into the user cache "
-            "(~/.cache/truthlens/onnx or $TRUTHLENS_CACHE_DIR), as their first use would. "
-            "Needs: pip install 'truthlens-integrations[fast]'."
-        ),
+        description="""Build fp32 and int8 ONNX graphs from a model folder's weights into
+        FOLDER/onnx/, stamped with the weights' fingerprint (a graph that does not match its weights
+        is refused). 'bundled' builds the shipped models' graphs into the user cache
+        (~/.cache/truthlens/onnx or $TRUTHLENS_CACHE_DIR), as their first use would. Needs: pip
+        install 'truthlens-integrations[fast]'.""",
     )
     p.add_argument("folder", help="a model folder, or 'bundled'")
     p.add_argument(
@@ -122,8 +124,9 @@ def _add_export_onnx(sub: Any) -> None:
 
 def _run_export_onnx(args: argparse.Namespace) -> int:
     if args.folder == "bundled":
-        from truthlens_integrations.core.models import BundledNLI, BundledPromptClassifier
+        from truthlens_integrations.core.models.classifier import BundledPromptClassifier
         from truthlens_integrations.core.models.detection import load_detector
+        from truthlens_integrations.core.models.nli import BundledNLI
 
         for precision in args.precision:
             dtype = "float32" if precision == "fp32" else "int8"
@@ -133,7 +136,7 @@ def _run_export_onnx(args: argparse.Namespace) -> int:
             graph = detector._loaded.graph  # type: ignore[attr-defined]
             print(f"{precision}: {graph.path.parent}")
         return 0
-    from truthlens_integrations.core.models._loading import export_onnx
+    from truthlens_integrations.core._adapter_api import export_onnx
 
     for path in export_onnx(args.folder, args.precision):
         print(path)

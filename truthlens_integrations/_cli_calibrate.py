@@ -26,14 +26,11 @@ def add_calibrate_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="fit the response score and threshold on your own labelled answers",
-        description=(
-            "Run a detector over labelled answers (JSON lines: context, question, answer, "
-            "label 1 = has an unsupported claim / 0 = supported, optional spans and id), "
-            "fit the response map on them (length safe: adding sentences never lowers a "
-            "score) and pick the threshold for a precision target or a false-alarm cap "
-            "(default 0.5). Writes a file a policy route can point to "
-            "(calibration: path/to/calib.json)."
-        ),
+        description="""Run a detector over labelled answers (JSON lines: context, question, answer,
+        label 1 = has an unsupported claim / 0 = supported, optional spans and id), fit the response
+        map on them (length safe: adding sentences never lowers a score) and pick the threshold for
+        a precision target or a false-alarm cap (default 0.5). Writes a file a policy route can
+        point to (calibration: path/to/calib.json).""",
     )
     p.add_argument("--data", type=Path, required=True, help="the labelled .jsonl file")
     p.add_argument("--out", type=Path, required=True, help="the calibration file to write")
@@ -87,8 +84,8 @@ def calibrate(
         InvalidInputError: Too few checkable answers of a label, or no threshold meets
             the target.
     """
-    from truthlens_integrations.core.models.detection._calibration_file import CALIBRATION_FORMAT
-    from truthlens_integrations.core.models.detection._response_fit import (
+    from truthlens_integrations.core._adapter_api import (
+        CALIBRATION_FORMAT,
         fit_response_map,
         threshold_for,
     )
@@ -140,7 +137,7 @@ def _check_loadable(content: dict[str, Any]) -> None:
     from pydantic import ValidationError
 
     from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.core.models.detection._calibration_file import CalibrationFile
+    from truthlens_integrations.core._adapter_api import CalibrationFile
 
     try:
         CalibrationFile.model_validate(content)
@@ -176,8 +173,7 @@ def _checked_signals(
         The signals and labels of those answers, and the ids of the answers left out
         because the detector read only part of them (it flagged what it read).
     """
-    from truthlens_integrations.core.models.detection._base import covered
-    from truthlens_integrations.core.models.detection._calibration_file import answer_signals
+    from truthlens_integrations.core._adapter_api import answer_signals, covered
     from truthlens_integrations.evaluation._runner import _run_batched
 
     run = _run_batched(
@@ -297,7 +293,8 @@ def _check_sizes(examples: Sequence[Any], data: Path) -> None:
     Raises:
         InvalidInputError: Naming the record's id (by default its line) and the limit.
     """
-    from truthlens_integrations.core import InputLimits, InvalidInputError
+    from truthlens_integrations.core import InvalidInputError
+    from truthlens_integrations.core._adapter_api import InputLimits
 
     most = InputLimits().max_answer_chars
 

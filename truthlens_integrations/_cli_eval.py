@@ -109,7 +109,7 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
 
     if model == "lexical":
         # Built here so the harness runs even where the model loader is unavailable.
-        from truthlens_integrations.core.models import LexicalDetector
+        from truthlens_integrations.core.models.detection import LexicalDetector
 
         fields = {k: v for k, v in options.items() if k in DetectionConfig.model_fields}
         return LexicalDetector(config=DetectionConfig(**fields))
@@ -121,15 +121,15 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
 def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str]:
     """An NLI predictor for ``--model``: the bundled explainer, the lexical floor, or HF."""
     if model == "lexical":
-        from truthlens_integrations.core.models import lexical_nli
+        from truthlens_integrations.core._adapter_api import lexical_nli
 
         return lexical_nli, "lexical-nli"
     if model == "bundled":
-        from truthlens_integrations.core.models import BundledNLI
+        from truthlens_integrations.core.models.nli import BundledNLI
 
         bundled = BundledNLI(device=device, batch_size=batch_size)
         return (lambda pairs: [p.label for p in bundled.predict(pairs)]), "bundled-nli"
-    from truthlens_integrations.core.models import TransformersNLIExplainer
+    from truthlens_integrations.core.models.nli import TransformersNLIExplainer
 
     explainer = TransformersNLIExplainer(model, device=device, batch_size=batch_size)
     return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model
@@ -140,7 +140,7 @@ class _CalibratedDetector:
 
     def __init__(self, inner: Any, calibration: str, threshold: float | None) -> None:
         from truthlens_integrations.core import ConfigError
-        from truthlens_integrations.core.models.detection._calibration_file import (
+        from truthlens_integrations.core._adapter_api import (
             RouteCalibration,
             check_calibration_detector,
             read_calibration_file,
@@ -174,8 +174,8 @@ def _detection_report(args: argparse.Namespace, data_dir: Path | None, progress:
         load_detection_dataset,
         read_labelled_answers,
         run_evaluation,
-        subsample,
     )
+    from truthlens_integrations.evaluation._readers import subsample
 
     if args.data is not None:
         examples = subsample(read_labelled_answers(args.data), args.limit)
@@ -203,14 +203,8 @@ def run_eval_command(args: argparse.Namespace) -> int:
         ModelNotAvailableError: For an NLI model or detector that cannot be found.
     """
     from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.evaluation import (
-        default_data_dir,
-        read_snli,
-        render_markdown,
-        run_nli_evaluation,
-        subsample,
-        write_report,
-    )
+    from truthlens_integrations.evaluation import render_markdown, run_nli_evaluation, write_report
+    from truthlens_integrations.evaluation._readers import default_data_dir, read_snli, subsample
     from truthlens_integrations.evaluation._runner import EvalReport, NLIReport
 
     data_dir: Path | None = None

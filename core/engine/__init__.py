@@ -11,95 +11,36 @@ a factual prompt without grounding is marked unverified and gets the route's
 ``unverified_factual_action``; a grounded factual prompt is detected, its spans
 explained by NLI (confident entailments dropped), scored against the route's
 threshold and, when flagged, handled by ``hallucination_action``.
+
+Public: the engine, its verdict and its typed options. What the adapters need besides
+(building an engine from their options, the blocked-answer helpers, ...) is in
+:mod:`truthlens_integrations.core._adapter_api`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._alignment import align_quantities, extract_quantities
-from ._blocked import (
-    DEFAULT_BLOCKED_MESSAGE,
-    EngineBlocking,
-    blocked_error,
-    shown_text,
-    verdict_of,
-    verdict_payload,
-)
-from ._build import engine_from
+from .._arguments import warn_deprecated
+from ._blocked import DEFAULT_BLOCKED_MESSAGE
 from ._engine import TruthLens
-from ._injection import ContextFlag, find_instructions
-from ._options import (
-    ENGINE_OPTION_NAMES,
-    POLICY_KNOB_NAMES,
-    EngineKwargs,
-    EngineOptions,
-    GuardKwargs,
-    OnBlock,
-    PolicyKnobKwargs,
-    PolicyKnobs,
-    reject_unknown,
-    renamed_options,
-    split_options,
-    warn_deprecated,
-)
-from ._premise import answer_sentence, select_premise, split_sentences
-from ._tools import ADAPTER_TOOLS, GUARD_TOOLS, GuardTools
-from ._verdict import (
-    REDACTED,
-    SEVERITY,
-    VERDICT_FIELDS,
-    CheckReport,
-    Findings,
-    MitigationReport,
-    NotCheckedReason,
-    Verdict,
-)
+from ._options import EngineKwargs, EngineOptions, GuardKwargs, PolicyKnobKwargs, PolicyKnobs
+from ._verdict import CheckReport, Verdict
 
 __all__ = [
-    "ADAPTER_TOOLS",
     "DEFAULT_BLOCKED_MESSAGE",
-    "ENGINE_OPTION_NAMES",
-    "GUARD_TOOLS",
-    "POLICY_KNOB_NAMES",
-    "REDACTED",
-    "SEVERITY",
-    "VERDICT_FIELDS",
     "CheckReport",
-    "ContextFlag",
-    "Coverage",
-    "EngineBlocking",
     "EngineKwargs",
     "EngineOptions",
-    "Findings",
     "GuardKwargs",
-    "GuardTools",
-    "MitigationReport",
-    "NotCheckedReason",
-    "OnBlock",
     "PolicyKnobKwargs",
     "PolicyKnobs",
     "TruthLens",
     "Verdict",
-    "align_quantities",
-    "answer_sentence",
-    "blocked_error",
-    "engine_from",
-    "extract_quantities",
-    "find_instructions",
-    "reject_unknown",
-    "renamed_options",
-    "select_premise",
-    "shown_text",
-    "split_options",
-    "split_sentences",
-    "verdict_of",
-    "verdict_payload",
-    "warn_deprecated",
 ]
 
 if TYPE_CHECKING:
-    from ._verdict import CheckReport as Coverage
+    from ._verdict import CheckReport as Coverage  # noqa: F401 - the deprecated name, typed
 
 #: Old names kept for a release, each with its current one.
 _RENAMED = {"Coverage": "CheckReport"}

@@ -20,7 +20,9 @@ from .._decision import AnswerDecision, decide_answer
 from .._errors import AuditHookError
 from .._metadata import build_metadata
 from .._types import Decision, HallucinationSpan
-from ..observability import Metrics, StageSpan, log_event
+from ..observability import Metrics
+from ..observability._logging import log_event
+from ..observability._tracing import StageSpan
 from ..policy import ResolvedSettings
 from ._options import EngineOptions
 from ._stages import Item

@@ -12,16 +12,12 @@ from typing import TypeVar, Unpack
 from .._decision import flagged
 from .._errors import InvalidArgumentError, InvalidInputError
 from .._types import DetectionInput, DetectionResult, DetectionStatus, NLILabel
-from ..mitigation import (
-    Assessment,
-    MitigationOptions,
-    MitigationRequest,
-    amitigate,
-    mitigate,
-    wants_mitigation,
-)
+from ..mitigation import MitigationOptions
+from ..mitigation._mitigate import MitigationRequest, amitigate, mitigate, wants_mitigation
+from ..mitigation._results import Assessment
 from ..models import Detector, FactCheckClassifier, NLIExplainer
-from ..observability import Metrics, StageSpan, Tracer
+from ..observability import Metrics, Tracer
+from ..observability._tracing import StageSpan
 from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
 from ._blocked import blocked_error, shown_text

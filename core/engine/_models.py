@@ -17,21 +17,17 @@ from typing import TypeVar
 
 from .._errors import ModelNotAvailableError
 from .._types import DetectionConfig
-from ..models import (
-    BundledFactCheckAdapter,
-    BundledNLIAdapter,
-    Detector,
-    FactCheckClassifier,
-    NLIExplainer,
-    RemoteDetector,
-    RemoteFactCheckClassifier,
-    RemoteNLIExplainer,
-    TransformersFactCheckClassifier,
-    TransformersNLIExplainer,
-    load_detector,
-)
+from ..models import Detector, FactCheckClassifier, NLIExplainer, load_detector
 from ..models._service import ServiceClient, shared_client
-from ..policy import ModelSettings, Policy
+from ..models.classifier import (
+    BundledFactCheckAdapter,
+    RemoteFactCheckClassifier,
+    TransformersFactCheckClassifier,
+)
+from ..models.detection import RemoteDetector
+from ..models.nli import BundledNLIAdapter, RemoteNLIExplainer, TransformersNLIExplainer
+from ..policy import Policy
+from ..policy._config import ModelSettings
 
 __all__ = ["detector_id", "load_classifier", "load_nli", "load_policy_detector"]
 

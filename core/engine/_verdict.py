@@ -17,15 +17,8 @@ from pydantic import (
 
 from .._decision import NotCheckedReason
 from .._types import Decision, DetectionResult, HallucinationSpan
-from ..mitigation import (
-    AnswerDiff,
-    CostAccount,
-    Iteration,
-    MitigationResult,
-    MitigationStatus,
-    Strategy,
-    diff_answers,
-)
+from ..mitigation import Iteration, MitigationResult, MitigationStatus, Strategy
+from ..mitigation._results import AnswerDiff, CostAccount, diff_answers
 from ..policy import Action, Mode
 from ._injection import ContextFlag
 

@@ -175,11 +175,11 @@ class LocalLLM(BaseLLM):
         self.name = name
         self.device = device
         self.dtype = dtype
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.default_max_tokens = default_max_tokens
         self.default_temperature = default_temperature
         self.top_p = top_p
         self.seed = seed
-        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self.use_cache = use_cache
 
     @classmethod

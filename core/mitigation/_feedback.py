@@ -258,10 +258,10 @@ class _Search:
 
 
 def retrieval_feedback(
-    *,
     context: Sequence[str],
     question: str | None,
     initial: Assessment,
+    *,
     llm: LLM | None,
     retriever: Retriever | None,
     answerer: GroundedAnswerer | None,

@@ -73,38 +73,27 @@ def _loop(request: MitigationRequest, ledger: Ledger) -> Loop:
     )
     unsupported = any(sp.nli_label in (None, "neutral") for sp in request.initial.spans)
     searchable = request.retriever is not None or request.answerer is not None
+    # what every loop starts from: the grounding, the question and the flagged answer
+    start = (request.context, request.question, request.initial)
     if searchable and (unsupported or request.llm is None):
+        retriever, answerer = request.retriever, request.answerer
         return retrieval_feedback(
-            context=request.context,
-            question=request.question,
-            initial=request.initial,
+            *start,
             llm=request.llm,
-            retriever=request.retriever,
-            answerer=request.answerer,
+            retriever=retriever,
+            answerer=answerer,
             settings=settings,
             ledger=ledger,
         )
     assert request.llm is not None  # wants_mitigation: llm or answerer; answerer handled
     if s.mode == "premium":
         if request.verification_llms:
+            verifiers, judge = list(request.verification_llms), request.judge_llm or request.llm
             return cross_model(
-                context=request.context,
-                question=request.question,
-                initial=request.initial,
-                verifiers=list(request.verification_llms),
-                judge=request.judge_llm or request.llm,
-                settings=settings,
-                ledger=ledger,
+                *start, verifiers=verifiers, judge=judge, settings=settings, ledger=ledger
             )
         logger.warning("premium mode without verification_llms: falling back to self-refine")
-    return self_refine(
-        context=request.context,
-        question=request.question,
-        initial=request.initial,
-        llm=request.llm,
-        settings=settings,
-        ledger=ledger,
-    )
+    return self_refine(*start, llm=request.llm, settings=settings, ledger=ledger)
 
 
 def mitigate(request: MitigationRequest, runtime: Runtime) -> MitigationResult:

@@ -180,11 +180,11 @@ class Ledger:
         return CostAccount(
             llm_calls=self.calls,
             failed_calls=self.failed,
+            seconds=time.perf_counter() - self.started,
+            llm_seconds=self.llm_seconds,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             total_tokens=self.total_tokens,
-            llm_seconds=self.llm_seconds,
-            seconds=time.perf_counter() - self.started,
             models=[
                 ModelUse(
                     model=model,

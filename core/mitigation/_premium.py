@@ -296,10 +296,10 @@ def _judge_messages(
 
 
 def cross_model(
-    *,
     context: Sequence[str],
     question: str | None,
     initial: Assessment,
+    *,
     verifiers: Sequence[LLM],
     judge: LLM,
     settings: LoopSettings,

@@ -15,10 +15,10 @@ __all__ = ["self_refine"]
 
 
 def self_refine(
-    *,
     context: Sequence[str],
     question: str | None,
     initial: Assessment,
+    *,
     llm: LLM,
     settings: LoopSettings,
     ledger: Ledger,

@@ -8,88 +8,28 @@ support), :mod:`.nli` (why: entailment, neutral or contradiction per span) and
 the bundled encoder (``_bundled``) and the service client (``_service``).
 
 torch and transformers are imported only when a model is built.
+
+Public here: the three protocols, :func:`load_detector`, the bundled weights' path and
+its encoder's fingerprint, and the two bundled models their model cards name; every
+model is public in its subpackage.
 """
 
 from __future__ import annotations
 
 from ._bundled import bundled_detector_path, encoder_fingerprint
-from ._loading import (
-    LoadedModel,
-    clear_model_cache,
-    load_pretrained,
-    load_sequence_classifier,
-    load_token_classifier,
-)
-from ._service import OnError, ServiceClient, is_service_url, shared_client
-from .classifier import (
-    BundledFactCheckAdapter,
-    BundledPromptClassifier,
-    FactCheckClassifier,
-    FactCheckPrediction,
-    RemoteFactCheckClassifier,
-    TransformersFactCheckClassifier,
-    positive_class,
-)
-from .detection import (
-    STOPWORDS,
-    BaseDetector,
-    Detector,
-    EvidenceDetector,
-    LexicalDetector,
-    RemoteDetector,
-    TokenScoring,
-    TransformerDetector,
-    format_prompt,
-    lexical_nli,
-    load_detector,
-    normalize_word,
-)
-from .nli import (
-    BundledNLI,
-    BundledNLIAdapter,
-    NLIExplainer,
-    NLIPrediction,
-    RemoteNLIExplainer,
-    TransformersNLIExplainer,
-    map_nli_labels,
-)
+from ._loading import clear_model_cache
+from .classifier import BundledPromptClassifier, FactCheckClassifier
+from .detection import Detector, load_detector
+from .nli import BundledNLI, NLIExplainer
 
 __all__ = [
-    "STOPWORDS",
-    "BaseDetector",
-    "BundledFactCheckAdapter",
     "BundledNLI",
-    "BundledNLIAdapter",
     "BundledPromptClassifier",
     "Detector",
-    "EvidenceDetector",
     "FactCheckClassifier",
-    "FactCheckPrediction",
-    "LexicalDetector",
-    "LoadedModel",
     "NLIExplainer",
-    "NLIPrediction",
-    "OnError",
-    "RemoteDetector",
-    "RemoteFactCheckClassifier",
-    "RemoteNLIExplainer",
-    "ServiceClient",
-    "TokenScoring",
-    "TransformerDetector",
-    "TransformersFactCheckClassifier",
-    "TransformersNLIExplainer",
     "bundled_detector_path",
     "clear_model_cache",
     "encoder_fingerprint",
-    "format_prompt",
-    "is_service_url",
-    "lexical_nli",
     "load_detector",
-    "load_pretrained",
-    "load_sequence_classifier",
-    "load_token_classifier",
-    "map_nli_labels",
-    "normalize_word",
-    "positive_class",
-    "shared_client",
 ]

@@ -658,12 +658,12 @@ def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
 
 def _check_config(source: str, config: Any) -> None:
     """The checks a token classifier's config must pass (architecture, labels)."""
-    architectures = getattr(config, "architectures", None) or []
-    if architectures and not any(a.endswith("ForTokenClassification") for a in architectures):
-        raise ModelLoadError(
-            f"{source} was saved as {', '.join(architectures)}, not a token classifier; "
-            "a hallucination detector labels every answer token (...ForTokenClassification)"
-        )
+    _check_architecture(
+        source,
+        config,
+        "ForTokenClassification",
+        "a token classifier; a hallucination detector labels every answer token",
+    )
     if config.num_labels != 2:
         raise ModelLoadError(
             f"{source} has {config.num_labels} labels; a hallucination detector has 2 "
@@ -709,11 +709,15 @@ def _check_labels(source: str, config: Any) -> None:
 
 def _check_sequence_model(source: str, config: Any) -> None:
     """Refuse a checkpoint saved as something other than a sequence classifier."""
+    _check_architecture(source, config, "ForSequenceClassification", "a sequence classifier")
+
+
+def _check_architecture(source: str, config: Any, suffix: str, expected: str) -> None:
+    """Refuse a config whose named architectures all lack ``suffix`` (none named: accepted)."""
     architectures = getattr(config, "architectures", None) or []
-    if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
+    if architectures and not any(a.endswith(suffix) for a in architectures):
         raise ModelLoadError(
-            f"{source} was saved as {', '.join(architectures)}, not a sequence classifier "
-            "(...ForSequenceClassification)"
+            f"{source} was saved as {', '.join(architectures)}, not {expected} (...{suffix})"
         )
 
 

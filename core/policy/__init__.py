@@ -1,92 +1,27 @@
-"""Per-route guard policy: configuration models, loading, routing and mode selection."""
+"""Per-route guard policy: configuration models, loading, routing and mode selection.
+
+Public: the policy, its loader and router, and the domain classifiers a route may use.
+The configuration models of a policy file are private (``_config``): a policy is
+written as a file or a dict, and read through :class:`Policy`.
+"""
 
 from __future__ import annotations
 
-from ._adaptive import ModeSelector
-from ._config import (
-    DEFAULT_WARNING_TEMPLATE,
-    Action,
-    AutoscalingSettings,
-    Condition,
-    ConditionType,
-    DecisionPolicy,
-    DomainSpec,
-    FactCheckRule,
-    HallucinationPlugin,
-    HallucinationSettings,
-    KeywordRule,
-    MitigationModels,
-    Mode,
-    ModelRef,
-    ModelSettings,
-    Operator,
-    PluginConfiguration,
-    Policy,
-    PremiumSettings,
-    ResolvedSettings,
-    Rules,
-    ServiceSettings,
-    StandardSettings,
-)
-from ._defaults import (
-    DEFAULT_DOMAIN_DESCRIPTIONS,
-    DEFAULT_DOMAIN_KEYWORDS,
-    DEFAULT_KEYWORD_LISTS,
-    FACT_CHECK_SIGNALS,
-    GENERAL_DOMAIN,
-)
+from ._config import Action, Mode, Policy, ResolvedSettings
 from ._loader import PolicySource, load_policy
-from ._router import DOMAIN_COST_RATIOS, Router, RouteResult, SignalHit, threshold_for_cost
-from ._signals import (
-    DomainClassifier,
-    EmbeddingDomainClassifier,
-    EmbedFn,
-    FactCheckSignal,
-    KeywordMatcher,
-    LexiconDomainClassifier,
-)
+from ._router import Router, RouteResult
+from ._signals import DomainClassifier, EmbeddingDomainClassifier, LexiconDomainClassifier
 
 __all__ = [
-    "DEFAULT_DOMAIN_DESCRIPTIONS",
-    "DEFAULT_DOMAIN_KEYWORDS",
-    "DEFAULT_KEYWORD_LISTS",
-    "DEFAULT_WARNING_TEMPLATE",
-    "DOMAIN_COST_RATIOS",
-    "FACT_CHECK_SIGNALS",
-    "GENERAL_DOMAIN",
     "Action",
-    "AutoscalingSettings",
-    "Condition",
-    "ConditionType",
-    "DecisionPolicy",
     "DomainClassifier",
-    "DomainSpec",
-    "EmbedFn",
     "EmbeddingDomainClassifier",
-    "FactCheckRule",
-    "FactCheckSignal",
-    "HallucinationPlugin",
-    "HallucinationSettings",
-    "KeywordMatcher",
-    "KeywordRule",
     "LexiconDomainClassifier",
-    "MitigationModels",
     "Mode",
-    "ModeSelector",
-    "ModelRef",
-    "ModelSettings",
-    "Operator",
-    "PluginConfiguration",
     "Policy",
     "PolicySource",
-    "PremiumSettings",
     "ResolvedSettings",
     "RouteResult",
     "Router",
-    "Rules",
-    "ServiceSettings",
-    "SignalHit",
-    "StandardSettings",
     "load_policy",
-    "threshold_for_cost",
 ]

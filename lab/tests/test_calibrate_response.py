@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.models.detection import ResponseCalibration
+from truthlens_integrations.core.models.detection._response import ResponseCalibration
 
 
 def test_fit_logistic_recovers_known_coefficients() -> None:

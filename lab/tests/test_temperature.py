@@ -12,8 +12,10 @@ import pytest
 
 from lab.training.temperature import fit_temperature, rescore, tempered, write_map
 from tests.conftest import BUNDLED, needs_weights
-from truthlens_integrations.core.models.detection import ResponseCalibration
-from truthlens_integrations.core.models.detection._response import ResponseSignals
+from truthlens_integrations.core.models.detection._response import (
+    ResponseCalibration,
+    ResponseSignals,
+)
 
 SHIPPED_T = 0.5622
 # The default map before candidate 27c (commit 6452de1's config.json).

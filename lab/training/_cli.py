@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["emit_json", "folder_args", "parse_logged", "selection_parser"]
+__all__ = ["emit_json", "folder_args", "parse_logged", "selection_parser", "stats_args"]
 
 BUNDLED_DETECTOR = Path(__file__).resolve().parents[2] / "core" / "_bundled" / "detector"
 
@@ -57,3 +57,13 @@ def emit_json(result: dict[str, Any], out: Path | None) -> None:
     print(text)
     if out is not None:
         out.write_text(text + "\n")
+
+
+def stats_args(
+    doc: str | None, argv: Sequence[str] | None, stats_help: str, show_help: str
+) -> argparse.Namespace:
+    """Parse ``[--stats] [--show N]``: a data script's two looks at what it builds."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    parser.add_argument("--stats", action="store_true", help=stats_help)
+    parser.add_argument("--show", type=int, default=0, help=show_help)
+    return parser.parse_args(argv)

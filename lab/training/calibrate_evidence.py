@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from truthlens_integrations.evaluation import expected_calibration_error, reliability_bins
+from truthlens_integrations.evaluation import expected_calibration_error
+from truthlens_integrations.evaluation._metrics import reliability_bins
 
 from . import realdata
 from ._cli import folder_args

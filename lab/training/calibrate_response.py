@@ -185,7 +185,7 @@ def report(scores: np.ndarray, y: np.ndarray) -> dict[str, float]:
 
 def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, name: str) -> Any:
     """The fitted :class:`ResponseCalibration` of one of ``MAPS``."""
-    from truthlens_integrations.core.models.detection import ResponseCalibration
+    from truthlens_integrations.core.models.detection._response import ResponseCalibration
 
     columns = MAPS[name]
     coef, bias = fit_logistic(features(rows)[:, list(columns)], y, weights)

@@ -27,20 +27,9 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
+from . import rag_response as rr
 from .length_safe_map import candidate_args, finish
 from .rag_features import HARD_CASES, hard_case_examples
-from .rag_response import (
-    CachedToken,
-    Scored,
-    exact_results,
-    folder_map,
-    lexical_scores,
-    load_set,
-    padded_answers,
-    paired_bootstrap,
-    report,
-    source_folds,
-)
 
 log = logging.getLogger("free_length_map")
 
@@ -64,16 +53,16 @@ def answer_of(item: Any, tokens: Sequence[Any]) -> Answer:
     return Answer(item.answer, list(tokens), absent, marks)
 
 
-def cached_answers(data: Scored) -> list[Answer]:
+def cached_answers(data: rr.Scored) -> list[Answer]:
     return [
-        answer_of(e.to_input(), [CachedToken(*t) for t in r["tokens"]])
+        answer_of(e.to_input(), [rr.CachedToken(*t) for t in r["tokens"]])
         for e, r in zip(data.examples, data.rows, strict=True)
     ]
 
 
 def runtime_answers(folder: Path, items: Sequence[Any]) -> list[Answer]:
     """The runtime detector's exact tokens (rules on) for each input."""
-    results = exact_results(folder, items)
+    results = rr.exact_results(folder, items)
     return [answer_of(i, r.tokens) for i, r in zip(items, results, strict=True)]
 
 
@@ -90,7 +79,7 @@ def scores(response: Any, answers: Sequence[Answer]) -> np.ndarray:
     )
 
 
-def fit(select: Scored, rows: np.ndarray, hard: Scored, weight: float) -> Any:
+def fit(select: rr.Scored, rows: np.ndarray, hard: rr.Scored, weight: float) -> Any:
     """The candidate's map on the select answers ``rows`` (a mask) and all hard cases."""
     from truthlens_integrations.core.models.detection._response_fit import (
         SIGNALS,
@@ -146,11 +135,29 @@ class Candidates(NamedTuple):
     fitted_on: dict[str, str]
 
 
+def value_grid(
+    rule: str,
+    label: str,
+    values: Sequence[Any],
+    fit_one: Callable[[Any, np.ndarray], Any],
+    fitted_on_one: Callable[[Any], str],
+) -> Candidates:
+    """One candidate per value ("label=value"): fitted by ``fit_one(value, select rows)``."""
+    names = [f"{label}={v}" for v in values]
+    value = dict(zip(names, values, strict=True))
+    return Candidates(
+        rule=rule,
+        names=names,
+        fit=lambda name, rows: fit_one(value[name], rows),
+        fitted_on={n: fitted_on_one(value[n]) for n in names},
+    )
+
+
 def read_sets(args: argparse.Namespace) -> dict[str, Any]:
     """The selection sets (cached tokens) and the runtime tokens of the hard cases and padding."""
-    select = load_set(args.folder, "ragtruth_dev_select")
-    ab = load_set(args.folder, "attributionbench")
-    faith = load_set(args.folder, "faithjudge_select", args.faithjudge_limit)
+    select = rr.load_set(args.folder, "ragtruth_dev_select")
+    ab = rr.load_set(args.folder, "attributionbench")
+    faith = rr.load_set(args.folder, "faithjudge_select", args.faithjudge_limit)
     cases = hard_case_examples("test")
     return {
         "data": {"select": select, "attributionbench": ab, "faithjudge": faith},
@@ -159,7 +166,7 @@ def read_sets(args: argparse.Namespace) -> dict[str, Any]:
         "faithjudge": cached_answers(faith),
         "cases": cases,
         "hard": runtime_answers(args.folder, [c.to_input() for c in cases]),
-        "padding": runtime_answers(args.folder, padded_answers()),
+        "padding": runtime_answers(args.folder, rr.padded_answers()),
     }
 
 
@@ -170,13 +177,13 @@ def evaluate(args: argparse.Namespace, read: dict[str, Any], grid: Candidates) -
     fold map; AttributionBench, the hard-case test file and the padded Eiffel answer by the
     map fitted on all select answers. Every score is the runtime's ``calibrated_score``.
     """
-    shipped = folder_map(args.folder)
+    shipped = rr.folder_map(args.folder)
     select, faith = read["data"]["select"], read["data"]["faithjudge"]
     ab = read["data"]["attributionbench"]
     names = grid.names
     everything = np.ones(len(select.y), dtype=bool)
     final = {n: grid.fit(n, everything) for n in names}
-    folds = source_folds(select.sources.tolist())
+    folds = rr.source_folds(select.sources.tolist())
     fold = np.array([folds[s] for s in select.sources])
     faith_fold = np.array([folds.get(s, -1) for s in faith.sources])
     crossed = {n: np.zeros(len(select.y)) for n in names}
@@ -198,19 +205,20 @@ def evaluate(args: argparse.Namespace, read: dict[str, Any], grid: Candidates) -
         "shipped_map": shipped.to_config("the folder's default map"),
         "maps": {n: final[n].to_config(grid.fitted_on[n]) for n in names},
         "select_crossfitted": {
-            "shipped": report(shipped_select, select.y),
-            **{n: report(crossed[n], select.y) for n in names},
-            "lexical": report(lexical_scores(select), select.y),
+            "shipped": rr.report(shipped_select, select.y),
+            **{n: rr.report(crossed[n], select.y) for n in names},
+            "lexical": rr.report(rr.lexical_scores(select), select.y),
         },
         "select_bootstrap_minus_shipped": {
-            n: paired_bootstrap(crossed[n], shipped_select, select.y, select.sources) for n in names
+            n: rr.paired_bootstrap(crossed[n], shipped_select, select.y, select.sources)
+            for n in names
         },
         "faithjudge_select_crossfitted": {
-            "shipped": report(scores(shipped, read["faithjudge"]), faith.y),
-            **{n: report(faith_crossed[n], faith.y) for n in names},
+            "shipped": rr.report(scores(shipped, read["faithjudge"]), faith.y),
+            **{n: rr.report(faith_crossed[n], faith.y) for n in names},
         },
         "attributionbench": {
-            n: report(scores(m, read["attributionbench"]), ab.y) for n, m in maps.items()
+            n: rr.report(scores(m, read["attributionbench"]), ab.y) for n, m in maps.items()
         },
         "hard_cases_auroc": {
             n: round(auroc(gold, scores(m, read["hard"]).tolist()), 4) for n, m in maps.items()
@@ -240,17 +248,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = candidate_args(__doc__, argv)
     read = read_sets(args)
     select = read["data"]["select"]
-    hard = load_set(args.folder, HARD_CASES)
-    names = [f"w={w}" for w in WEIGHTS]
-    weight = dict(zip(names, WEIGHTS, strict=True))
-    grid = Candidates(
-        rule="lab/records/rag_selection/RULE_candidate11.md",
-        names=names,
-        fit=lambda name, rows: fit(select, rows, hard, weight[name]),
-        fitted_on={n: fitted_on(weight[n]) for n in names},
-    )
+    hard = rr.load_set(args.folder, HARD_CASES)
+    rule = "lab/records/rag_selection/RULE_candidate11.md"
+    grid = value_grid(rule, "w", WEIGHTS, lambda w, rows: fit(select, rows, hard, w), fitted_on)
     result = evaluate(args, read, grid)
-    result["decision"] = {n: decide(result, n) for n in names}
+    result["decision"] = {n: decide(result, n) for n in grid.names}
     finish(result, args, result["maps"])
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .free_length_map import Candidates, evaluate, read_sets
 from .free_length_map import decide as candidate11_conditions
+from .free_length_map import evaluate, read_sets, value_grid
 from .length_safe_map import candidate_args, finish
 from .rag_features import ROOT
 from .rag_response import Scored, folder_map
@@ -113,14 +113,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     read = read_sets(args)
     select = read["data"]["select"]
     shipped = folder_map(args.folder)
-    names = [f"K={k}" for k in STARTS]
-    start = dict(zip(names, STARTS, strict=True))
-    grid = Candidates(
-        rule="lab/records/rag_selection/RULE_candidate12.md",
-        names=names,
-        fit=lambda name, rows: fit(select, rows, shipped, start[name]),
-        fitted_on={n: fitted_on(start[n]) for n in names},
-    )
+    rule = "lab/records/rag_selection/RULE_candidate12.md"
+    grid = value_grid(rule, "K", STARTS, lambda k, rows: fit(select, rows, shipped, k), fitted_on)
+    names = grid.names
     result = evaluate(args, read, grid)
     log.info("held-out benchmark, %d folders", len(names))
     entries = {"shipped": result["shipped_map"], **result["maps"]}

@@ -95,7 +95,8 @@ def hard_case_examples(part: str) -> list[Any]:
 
 def load_examples(dataset: str, limit: int | None = None) -> list[Any]:
     """The examples of one of :data:`DATASETS` (``limit`` of them, spread evenly)."""
-    from truthlens_integrations.evaluation import load_detection_dataset, subsample
+    from truthlens_integrations.evaluation import load_detection_dataset
+    from truthlens_integrations.evaluation._readers import subsample
 
     if dataset == HARD_CASES:
         examples = hard_case_examples("train")

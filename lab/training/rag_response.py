@@ -136,7 +136,7 @@ def load_set(folder: Path, dataset: str, limit: int | None = None) -> Scored:
 
 def lexical_scores(data: Scored) -> np.ndarray:
     """The lexical reference's response score (its default aggregation)."""
-    from truthlens_integrations.core.models import LexicalDetector
+    from truthlens_integrations.core.models.detection import LexicalDetector
 
     detector = LexicalDetector()
     results = detector.detect_batch([e.to_input() for e in data.examples])

@@ -23,7 +23,6 @@ runtime's format.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
@@ -33,9 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from truthlens_integrations.core._text import stripped_range
 from truthlens_integrations.evaluation._readers import _ragtruth_context
 
 from . import removal
+from ._cli import stats_args
 from .ragtruth_dev import DATA, SPLIT_FILE, TASKS, load_split
 from .realdata import Claim
 
@@ -91,10 +92,7 @@ def _spans(response: str, labels: list[dict[str, Any]]) -> tuple[Span, ...]:
         if not 0 <= a < b <= len(response):
             raise ValueError(f"span {a}-{b} lies outside a response of {len(response)} chars")
         # Trim the whitespace RAGTruth sometimes includes at a span's edges.
-        while a < b and response[a].isspace():
-            a += 1
-        while b > a and response[b - 1].isspace():
-            b -= 1
+        a, b = stripped_range(response, a, b)
         if b > a:
             spans.append((a, b))
     return _merge(spans)
@@ -222,10 +220,7 @@ def removal_claims(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--stats", action="store_true", help="counts per part and task")
-    parser.add_argument("--show", type=int, default=0, help="print N removal variants")
-    args = parser.parse_args(argv)
+    args = stats_args(__doc__, argv, "counts per part and task", "print N removal variants")
     for part in ("train", "select"):
         answers = list(rag_answers(part))
         counts = Counter((a.task_type, a.label) for a in answers)

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from truthlens_integrations.core._errors import ConfigError
-from truthlens_integrations.evaluation import wice_token_spans as _eval_wice_spans
+from truthlens_integrations.evaluation._readers import wice_token_spans as _eval_wice_spans
 
 from . import data as _data
 

@@ -29,7 +29,6 @@ rules, not a judge: a removed piece may be paraphrased by another one the rules 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -43,6 +42,7 @@ from truthlens_integrations.core._text import COMPOUND_WORD, split_sentences
 from truthlens_integrations.core.models.detection._lexical import STOPWORDS, normalize_word
 
 from . import llm_answers
+from ._cli import stats_args
 from .realdata import Claim
 
 __all__ = [
@@ -271,10 +271,8 @@ def _renamed(claim: Claim) -> Claim:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--stats", action="store_true", help="print counts per part and task")
-    parser.add_argument("--show", type=int, default=0, help="print N examples of the test part")
-    args = parser.parse_args(argv)
+    shows = "print N examples of the test part"
+    args = stats_args(__doc__, argv, "print counts per part and task", shows)
     for part in ("train", "test"):
         clean, variants = load_removals(part)  # type: ignore[arg-type]
         counts = Counter(v.source for v in variants)

@@ -148,3 +148,10 @@ def rule_change(variant: str) -> Iterator[None]:
             yield
         finally:
             _adjust._rule_verdicts.cache_clear()
+
+
+def before_only(
+    side: str, target: Any, name: str, value: Any
+) -> contextlib.AbstractContextManager[Any]:
+    """``target.name`` replaced by ``value`` for the ``"before"`` side, untouched otherwise."""
+    return mock.patch.object(target, name, value) if side == "before" else contextlib.nullcontext()

@@ -24,19 +24,9 @@ import numpy as np
 
 from truthlens_integrations.evaluation import auroc
 
+from . import rag_response as rr
 from ._cli import emit_json, parse_logged, selection_parser
 from .rag_features import hard_case_examples
-from .rag_response import (
-    CachedToken,
-    Scored,
-    exact_results,
-    folder_map,
-    lexical_scores,
-    load_set,
-    padded_answers,
-    paired_bootstrap,
-    report,
-)
 
 log = logging.getLogger("sentence_floor")
 
@@ -73,10 +63,10 @@ def floored_scores(response: Any, item: Any, tokens: Sequence[Any]) -> dict[str,
     }
 
 
-def cached_scores(response: Any, data: Scored) -> dict[str, np.ndarray]:
+def cached_scores(response: Any, data: rr.Scored) -> dict[str, np.ndarray]:
     """Each answer of a cached set scored by the default map and by 10a and 10b."""
     rows = [
-        floored_scores(response, e.to_input(), [CachedToken(*t) for t in r["tokens"]])
+        floored_scores(response, e.to_input(), [rr.CachedToken(*t) for t in r["tokens"]])
         for e, r in zip(data.examples, data.rows, strict=True)
     ]
     return {name: np.array([r[name] for r in rows]) for name in ("shipped", *CANDIDATES)}
@@ -84,7 +74,7 @@ def cached_scores(response: Any, data: Scored) -> dict[str, np.ndarray]:
 
 def runtime_scores(folder: Path, response: Any, items: Sequence[Any]) -> list[dict[str, float]]:
     """The same scores from the runtime detector's exact tokens (rules on)."""
-    results = exact_results(folder, items)
+    results = rr.exact_results(folder, items)
     return [floored_scores(response, i, r.tokens) for i, r in zip(items, results, strict=True)]
 
 
@@ -120,24 +110,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = selection_parser(__doc__, "where to write the figures and the decision")
     parser.add_argument("--faithjudge-limit", type=int, default=1500)
     args = parse_logged(parser, argv)
-    response = folder_map(args.folder)
+    response = rr.folder_map(args.folder)
     result: dict[str, Any] = {
         "folder": str(args.folder),
         "rule": "lab/records/rag_selection/RULE_candidate10.md",
         "map": response.to_config("the folder's default map"),
     }
     sets = {
-        "select": load_set(args.folder, "ragtruth_dev_select"),
-        "attributionbench": load_set(args.folder, "attributionbench"),
-        "faithjudge_select": load_set(args.folder, "faithjudge_select", args.faithjudge_limit),
+        "select": rr.load_set(args.folder, "ragtruth_dev_select"),
+        "attributionbench": rr.load_set(args.folder, "attributionbench"),
+        "faithjudge_select": rr.load_set(args.folder, "faithjudge_select", args.faithjudge_limit),
     }
     scored = {name: cached_scores(response, data) for name, data in sets.items()}
     for name, data in sets.items():
-        result[name] = {c: report(s, data.y) for c, s in scored[name].items()}
+        result[name] = {c: rr.report(s, data.y) for c, s in scored[name].items()}
     select = sets["select"]
-    result["select"]["lexical"] = report(lexical_scores(select), select.y)
+    result["select"]["lexical"] = rr.report(rr.lexical_scores(select), select.y)
     result["select_bootstrap_minus_shipped"] = {
-        c: paired_bootstrap(
+        c: rr.paired_bootstrap(
             scored["select"][c], scored["select"]["shipped"], select.y, select.sources
         )
         for c in CANDIDATES
@@ -155,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         n: {k: round(sum(hard[i][n] >= 0.5 for i in idx) / len(idx), 4) for k, idx in kinds.items()}
         for n in ("shipped", *CANDIDATES)
     }
-    padded = runtime_scores(args.folder, response, padded_answers())
+    padded = runtime_scores(args.folder, response, rr.padded_answers())
     result["padding"] = {
         n: {str(k): round(p[n], 4) for k, p in zip((0, 10, 20), padded, strict=True)}
         for n in ("shipped", *CANDIDATES)

@@ -50,13 +50,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    p.add_argument("--synthetic", type=int, default=3500, help="synthetic span examples")
     p.add_argument(
         "--long-fraction",
         type=float,
         default=0.0,
         help="share of synthetic examples that are paragraph answers over long contexts",
     )
-    p.add_argument("--synthetic", type=int, default=3500, help="synthetic span examples")
     p.add_argument("--halueval", type=int, default=1500, help="HaluEval examples sampled")
     p.add_argument("--synthetic-nli", type=int, default=2000)
     p.add_argument("--eval-det", type=int, default=300, help="held-out detector examples")

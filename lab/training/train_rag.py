@@ -57,27 +57,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--init", type=Path, default=BUNDLED)
     p.add_argument("--out", type=Path, default=Path("runs/rag"))
-    p.add_argument("--seed", type=int, default=13)
-    p.add_argument("--minutes", type=float, default=40.0)
-    p.add_argument("--max-steps", type=int, default=100_000)
-    p.add_argument("--batch-rows", type=int, default=16)
-    p.add_argument("--lr", type=float, default=5e-5)
-    p.add_argument("--warmup-steps", type=int, default=50)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--rag-repeat", type=int, default=3)
-    p.add_argument("--removal-repeat", type=int, default=1)
-    p.add_argument("--mix-per-source", type=int, default=100)
+    numbers: dict[str, int | float] = {
+        "--seed": 13,
+        "--minutes": 40.0,
+        "--max-steps": 100_000,
+        "--batch-rows": 16,
+        "--lr": 5e-5,
+        "--warmup-steps": 50,
+        "--threads": 2,
+        "--rag-repeat": 3,
+        "--removal-repeat": 1,
+        "--mix-per-source": 100,
+    }
+    for flag, default in numbers.items():  # the type is the default's
+        p.add_argument(flag, type=type(default), default=default)
     p.add_argument("--hard", type=int, default=700, help="train hard cases mixed in")
     p.add_argument("--synthetic", type=int, default=500)
     p.add_argument("--unit-tokens", type=int, default=defaults.unit_tokens)
     p.add_argument("--evidence-tokens", type=int, default=defaults.evidence_tokens)
+    p.add_argument("--quick", action="store_true", help="tiny smoke run")
     p.add_argument(
         "--response-weight",
         type=float,
         default=0.0,
         help="weight of the answer-level term (largest margin of an answer against its label)",
     )
-    p.add_argument("--quick", action="store_true", help="tiny smoke run")
     return p.parse_args(argv)
 
 

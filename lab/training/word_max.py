@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
-from unittest import mock
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from .free_length_map import cached_answers, runtime_answers, scores
 from .rag_features import hard_case_examples
 from .rag_response import folder_map, load_set, padded_answers, report
 from .rule_change import MARGIN, SETS, heldout_aurocs, heldout_items
+from .rule_switches import before_only
 
 log = logging.getLogger("word_max")
 
@@ -39,15 +39,11 @@ def pieces(_answer: str, tokens: Sequence[Any]) -> Sequence[Any]:
     return tokens
 
 
-@contextlib.contextmanager
-def map_reads(side: str) -> Iterator[None]:
+def map_reads(side: str) -> contextlib.AbstractContextManager[Any]:
     """The map reading tokens as ``side`` does."""
     from truthlens_integrations.core.models.detection import _response
 
-    with contextlib.ExitStack() as stack:
-        if side == "before":
-            stack.enter_context(mock.patch.object(_response, "_by_word", pieces))
-        yield
+    return before_only(side, _response, "_by_word", pieces)
 
 
 def side_scores(response: Any, answers: Sequence[Any], side: str) -> np.ndarray:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
-from unittest import mock
 
 from ._cli import emit_json, parse_logged, selection_parser
 from .rag_features import cache_file, hard_case_examples, load_examples, read_cache
+from .rule_switches import before_only
 from .span_cut import span_f1
 
 log = logging.getLogger("word_spans")
@@ -35,15 +35,11 @@ def piece_votes(_answer: str, tokens: Sequence[Any], threshold: float) -> list[t
     return [(t, t.probability > threshold) for t in tokens]
 
 
-@contextlib.contextmanager
-def word_spans(side: str) -> Iterator[None]:
+def word_spans(side: str) -> contextlib.AbstractContextManager[Any]:
     """The runtime's spans as ``side`` draws them."""
     from truthlens_integrations.core import _scoring
 
-    with contextlib.ExitStack() as stack:
-        if side == "before":
-            stack.enter_context(mock.patch.object(_scoring, "_word_votes", piece_votes))
-        yield
+    return before_only(side, _scoring, "_word_votes", piece_votes)
 
 
 def guard_outcomes(items: Sequence[Any]) -> list[tuple[str, float, int]]:

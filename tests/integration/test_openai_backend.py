@@ -9,14 +9,12 @@ base URL with or without ``/v1``.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from tests._openai_server import ChatRequest, OpenAIServer
-from tests._scripts import COOKBOOK, offline_env
+from tests._scripts import COOKBOOK, offline_env, run_script
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core.llm import OpenAICompatibleLLM, default_llm
 
@@ -123,15 +121,7 @@ def test_the_demo_runs_against_the_endpoint(vllm: OpenAIServer) -> None:
     vllm.respond(_demo_model)
     env = offline_env(drop=("TRUTHLENS_COOKBOOK_LLM", "TRUTHLENS_LLM_MODEL"))
     env |= {"OPENAI_BASE_URL": vllm.url, "OPENAI_API_KEY": "test"}
-    result = subprocess.run(
-        [sys.executable, str(COOKBOOK / "langchain_rag.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_script(COOKBOOK / "langchain_rag.py", env=env)
     sent = vllm.chat_requests()
     assert sent and {r.body["model"] for r in sent} == {vllm.model}
     assert {r.headers["authorization"] for r in sent} == {"Bearer test"}

@@ -7,23 +7,50 @@ definitions are in :mod:`truthlens_integrations.evaluation._metrics`.
 
 HaluEval is training data: training must use ``halueval_split(items, "train")`` and
 evaluation reads the ``"heldout"`` part (the last 10% of each file by index).
+
+Public: what a user runs (the runners, the dataset loader, the reports) and the headline
+metrics; each benchmark's reader and the other metrics are in the private modules.
 """
 
 from __future__ import annotations
 
-from . import _metrics, _rag_readers, _readers, _records, _reports, _runner
-from ._metrics import *  # noqa: F403 - each module's __all__ is public here
-from ._rag_readers import *  # noqa: F403
-from ._readers import *  # noqa: F403
-from ._records import *  # noqa: F403
-from ._reports import *  # noqa: F403
-from ._runner import *  # noqa: F403
-
-__all__ = (
-    _metrics.__all__
-    + _rag_readers.__all__
-    + _readers.__all__
-    + _records.__all__
-    + _reports.__all__
-    + _runner.__all__
+from ._metrics import (
+    auroc,
+    average_precision,
+    char_span_metrics,
+    expected_calibration_error,
+    threshold_curve,
 )
+from ._rag_readers import read_labelled_answers
+from ._readers import DETECTION_DATASETS, halueval_split, load_detection_dataset
+from ._records import EvalExample
+from ._reports import render_markdown, write_report
+from ._runner import (
+    ClassifierReport,
+    EvalReport,
+    NLIReport,
+    run_classifier_evaluation,
+    run_evaluation,
+    run_nli_evaluation,
+)
+
+__all__ = [
+    "DETECTION_DATASETS",
+    "ClassifierReport",
+    "EvalExample",
+    "EvalReport",
+    "NLIReport",
+    "auroc",
+    "average_precision",
+    "char_span_metrics",
+    "expected_calibration_error",
+    "halueval_split",
+    "load_detection_dataset",
+    "read_labelled_answers",
+    "render_markdown",
+    "run_classifier_evaluation",
+    "run_evaluation",
+    "run_nli_evaluation",
+    "threshold_curve",
+    "write_report",
+]

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..core import ConfigError, InvalidInputError
 from ._files import _RAGTRUTH_DATA2TXT_INSTRUCTION, _read_jsonl, _split_passages
-from ._records import EvalExample, GoldSpan
+from ._records import EvalExample, GoldSpan, make_example, marked
 
 __all__ = [
     "EXPERTQA_UNSUPPORTED",
@@ -160,15 +160,14 @@ def read_ragtruth_dev(
                     raise InvalidInputError(f"ragtruth_dev {source_id}-{n}: {exc}") from exc
                 spans.append(GoldSpan(start=start, end=end, label=label.get("label_type")))
             examples.append(
-                EvalExample(
-                    id=f"{source_id}-{n}",
-                    dataset="ragtruth_dev",
-                    task_type=task,
-                    context=tuple(passages),
-                    question=question,
-                    answer=answer,
-                    hallucinated=bool(spans),
-                    gold_spans=tuple(sorted(spans, key=lambda s: (s.start, s.end))),
+                make_example(
+                    "ragtruth_dev",
+                    f"{source_id}-{n}",
+                    task,
+                    passages,
+                    question,
+                    answer,
+                    **marked(spans),
                     source_id=source_id,
                     generator=str(response.get("model") or "") or None,
                 )
@@ -217,13 +216,13 @@ def read_faithjudge(
             continue
         passages, question = contexts[source_id]
         examples.append(
-            EvalExample(
-                id=f"{source_id}-{row['model']}",
-                dataset="faithjudge",
-                task_type=_FAITHJUDGE_TASKS.get(str(row.get("task")), str(row.get("task"))),
-                context=tuple(passages),
-                question=question,
-                answer=answer,
+            make_example(
+                "faithjudge",
+                f"{source_id}-{row['model']}",
+                _FAITHJUDGE_TASKS.get(str(row.get("task")), str(row.get("task"))),
+                passages,
+                question,
+                answer,
                 hallucinated=label == "Inconsistent",
                 has_span_labels=False,
                 source_id=source_id,
@@ -288,13 +287,13 @@ def read_expertqa(folder: str | os.PathLike[str]) -> list[EvalExample]:
             if not passages:
                 continue
             examples.append(
-                EvalExample(
-                    id=f"a{number}-c{len(seen) - 1}",
-                    dataset="expertqa",
-                    task_type=system,
-                    context=tuple(passages),
-                    question=question,
-                    answer=text,
+                make_example(
+                    "expertqa",
+                    f"a{number}-c{len(seen) - 1}",
+                    system,
+                    passages,
+                    question,
+                    text,
                     hallucinated=support != "Complete",
                     has_span_labels=False,
                     source_id=f"q{_stable_id(question)}",
@@ -332,13 +331,13 @@ def read_attributionbench(folder: str | os.PathLike[str]) -> list[EvalExample]:
             references = tuple(str(r) for r in row.get("references") or [] if str(r).strip())
             question = str(row.get("question") or "").strip() or None
             examples.append(
-                EvalExample(
-                    id=str(row["id"]),
-                    dataset="attributionbench",
-                    task_type=str(row.get("src_dataset") or "unknown"),
-                    context=references,
-                    question=question,
-                    answer=claim,
+                make_example(
+                    "attributionbench",
+                    str(row["id"]),
+                    str(row.get("src_dataset") or "unknown"),
+                    references,
+                    question,
+                    claim,
                     hallucinated=label == "not attributable",
                     has_span_labels=False,
                     source_id=f"q{_stable_id(question or claim)}",
@@ -415,13 +414,13 @@ def _labelled_example(where: str, row: dict[str, Any], number: int) -> EvalExamp
     ident = row.get("id", number)
     if isinstance(ident, bool) or not isinstance(ident, str | int):
         raise InvalidInputError(f"{where}: 'id' must be a string or an integer")
-    return EvalExample(
-        id=str(ident),
-        dataset="labelled",
-        task_type=task,
-        context=passages,
-        question=question,
-        answer=answer,
+    return make_example(
+        "labelled",
+        str(ident),
+        task,
+        passages,
+        question,
+        answer,
         hallucinated=hallucinated,
         gold_spans=spans,
         has_span_labels="spans" in row,

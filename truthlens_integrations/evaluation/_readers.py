@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar, cast, get_args
 
 from ..core import ConfigError, InvalidInputError, NLILabel
 from ._files import _RAGTRUTH_DATA2TXT_INSTRUCTION, _read_jsonl, _split_passages
-from ._records import EvalExample, GoldSpan, NLIExample
+from ._records import EvalExample, GoldSpan, NLIExample, make_example, marked
 
 __all__ = [
     "DETECTION_DATASETS",
@@ -225,15 +225,14 @@ def read_ragtruth(path: str | os.PathLike[str]) -> list[EvalExample]:
                 )
             spans.append(GoldSpan(start=start, end=end, label=label.get("label_type")))
         examples.append(
-            EvalExample(
-                id=str(row["id"]),
-                dataset="ragtruth",
-                task_type=task_type,
-                context=tuple(passages),
-                question=question,
-                answer=answer,
-                hallucinated=bool(spans),
-                gold_spans=tuple(sorted(spans, key=lambda s: (s.start, s.end))),
+            make_example(
+                "ragtruth",
+                str(row["id"]),
+                task_type,
+                passages,
+                question,
+                answer,
+                **marked(spans),
                 prompt=ragtruth_prompt(task_type, source_info),
             )
         )
@@ -316,13 +315,13 @@ def read_halueval(
                 continue
             kind = "hallucinated" if hallucinated else "right"
             examples.append(
-                EvalExample(
-                    id=f"{task}-{index}-{kind}",
-                    dataset="halueval",
-                    task_type=task,
-                    context=(context,),
-                    question=question,
-                    answer=answer,
+                make_example(
+                    "halueval",
+                    f"{task}-{index}-{kind}",
+                    task,
+                    (context,),
+                    question,
+                    answer,
                     hallucinated=hallucinated,
                     has_span_labels=False,
                 )
@@ -403,13 +402,13 @@ def _faithbench_example(file: Path, sample: dict[str, Any]) -> EvalExample:
         start, end = annotation.get("summary_start"), annotation.get("summary_end")
         if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
             intervals.append((start, min(end, len(summary))))
-    return EvalExample(
-        id=f"b{_batch_number(file)}-{sample['sample_id']}",
-        dataset="faithbench",
-        task_type="Summary",
-        context=(str(sample["source"]),),
-        question=None,
-        answer=summary,
+    return make_example(
+        "faithbench",
+        f"b{_batch_number(file)}-{sample['sample_id']}",
+        "Summary",
+        (str(sample["source"]),),
+        None,
+        summary,
         hallucinated=bool(hallucinated),
         gold_spans=tuple(GoldSpan(start=s, end=e) for s, e in _union(intervals)),
         baselines=_faithbench_baselines(sample.get("metadata") or {}),
@@ -520,12 +519,13 @@ def read_wice(folder: str | os.PathLike[str]) -> list[EvalExample]:
     for row in _read_jsonl(path):
         spans = wice_token_spans(row["claim"], row["claim_tokens"], row["non_supported_spans"])
         examples.append(
-            EvalExample(
-                id=str(row.get("meta", {}).get("id", len(examples))),
-                dataset="wice",
-                task_type="claim",
-                context=tuple(e for e in row["evidence"] if e.strip()),
-                answer=row["claim"],
+            make_example(
+                "wice",
+                str(row.get("meta", {}).get("id", len(examples))),
+                "claim",
+                tuple(e for e in row["evidence"] if e.strip()),
+                None,
+                row["claim"],
                 hallucinated=bool(spans),
                 gold_spans=tuple(spans),
             )

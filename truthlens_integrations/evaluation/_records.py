@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..core import DetectionInput, NLILabel
@@ -80,3 +83,43 @@ class NLIExample(_Frozen):
     premise: str
     hypothesis: str
     label: NLILabel
+
+
+def make_example(
+    dataset: str,
+    ident: str,
+    task_type: str,
+    context: Iterable[str],
+    question: str | None,
+    answer: str,
+    **fields: Any,
+) -> EvalExample:
+    """An :class:`EvalExample` of ``dataset``: the fields every reader fills, then its own.
+
+    Args:
+        dataset: The data set's name.
+        ident: The example's id within it.
+        task_type: Its group for per-task metrics.
+        context: Its grounding passages.
+        question: The question, or ``None``.
+        answer: The answer to check.
+        **fields: The data set's other fields (``hallucinated``, ``gold_spans``, ...).
+
+    Returns:
+        The example.
+    """
+    return EvalExample(
+        id=ident,
+        dataset=dataset,
+        task_type=task_type,
+        context=tuple(context),
+        question=question,
+        answer=answer,
+        **fields,
+    )
+
+
+def marked(spans: Iterable[GoldSpan]) -> dict[str, Any]:
+    """The label fields of an answer whose unsupported parts are ``spans`` (none: clean)."""
+    ordered = tuple(sorted(spans, key=lambda s: (s.start, s.end)))
+    return {"hallucinated": bool(ordered), "gold_spans": ordered}

@@ -123,36 +123,34 @@ class EvalReport(_Report):
     predictions: list[ExamplePrediction] = Field(default_factory=list)
 
 
-class NLIReport(_Report):
+class _ModelReport(_Report):
+    """What a report on a model's labels over a data set holds (each kind its metrics)."""
+
+    kind: str
+    dataset: str
+    model_id: str
+    n_examples: int
+    metrics: Any
+    latency: LatencyStats
+    examples_per_second: float
+    batch_size: int
+    machine: dict[str, str]
+    command: str | None = None
+    created_at: str
+
+
+class NLIReport(_ModelReport):
     """The result of :func:`run_nli_evaluation`."""
 
     kind: str = "nli"
-    dataset: str
-    model_id: str
-    n_examples: int
     metrics: MultiClassMetrics
-    latency: LatencyStats
-    examples_per_second: float
-    batch_size: int
-    machine: dict[str, str]
-    command: str | None = None
-    created_at: str
 
 
-class ClassifierReport(_Report):
+class ClassifierReport(_ModelReport):
     """The result of :func:`run_classifier_evaluation` (positive = needs fact checking)."""
 
     kind: str = "classifier"
-    dataset: str
-    model_id: str
-    n_examples: int
     metrics: BinaryMetrics
-    latency: LatencyStats
-    examples_per_second: float
-    batch_size: int
-    machine: dict[str, str]
-    command: str | None = None
-    created_at: str
 
 
 def machine_info() -> dict[str, str]:
@@ -356,10 +354,10 @@ def _prediction(example: EvalExample, result: DetectionResult) -> ExamplePredict
         id=example.id,
         task_type=example.task_type,
         gold=example.hallucinated,
+        gold_spans=[(s.start, s.end) for s in example.gold_spans],
         score=result.score,
         detected=result.detected,
         spans=_spans(result),
-        gold_spans=[(s.start, s.end) for s in example.gold_spans],
     )
 
 
@@ -444,13 +442,13 @@ def run_classifier_evaluation(
         prompts: The prompts.
         labels: Gold labels, same order.
         batch_size: Prompts per ``predict`` call (1 for single-call latency).
-        progress: Show a tqdm progress bar.
-        model_id: Name of the model, for the report.
-        dataset_name: Name of the data set, for the report.
-        command: The command line, recorded in the report.
+        progress: Whether a tqdm bar shows the progress.
+        model_id: The classifier's name in the report.
+        dataset_name: The prompt set's name in the report.
+        command: The command line the report records.
 
     Returns:
-        The report.
+        The classifier's report.
 
     Raises:
         InvalidInputError: If inputs are empty, differ in length, or ``predict`` returns
@@ -463,15 +461,15 @@ def run_classifier_evaluation(
     run = _run_batched(
         prompts,
         lambda batch: [bool(v) for v in predict(batch)],
-        batch_size=batch_size,
-        progress=progress,
         desc=f"classify {model_id}",
         what="classifier",
+        batch_size=batch_size,
+        progress=progress,
     )
     return ClassifierReport(
+        metrics=binary_metrics(list(labels), run.outputs),
         dataset=dataset_name,
         model_id=model_id,
         n_examples=len(prompts),
-        metrics=binary_metrics(list(labels), run.outputs),
         **_run_fields(run, batch_size, command),
     )

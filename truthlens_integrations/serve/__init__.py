@@ -14,11 +14,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from truthlens_integrations.core import lazy_attributes as _lazy_attributes
+from truthlens_integrations.core._adapter_api import lazy_attributes as _lazy_attributes
 
 if TYPE_CHECKING:
     from ._app import TruthLensService, build_app, service_app
     from ._runner import LocalService, deploy, start_local
+
+__all__ = [
+    "LocalService",
+    "TruthLensService",
+    "build_app",
+    "deploy",
+    "service_app",
+    "start_local",
+]
 
 _LAZY = {
     "TruthLensService": "._app",
@@ -31,12 +40,3 @@ _LAZY = {
 
 
 __getattr__, __dir__ = _lazy_attributes(__name__, _LAZY)
-
-__all__ = [
-    "LocalService",
-    "TruthLensService",
-    "build_app",
-    "deploy",
-    "service_app",
-    "start_local",
-]

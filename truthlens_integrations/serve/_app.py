@@ -41,8 +41,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Unpack
 from urllib.parse import quote
 
-from truthlens_integrations.core import require
-from truthlens_integrations.core.policy._config import ServiceKwargs
+from truthlens_integrations.core._adapter_api import ServiceKwargs, require
 
 require("ray.serve", extra="serve", feature="truthlens serve")
 require("fastapi", extra="serve", feature="truthlens serve")
@@ -61,15 +60,17 @@ from truthlens_integrations.core import (  # noqa: E402
     InvalidInputError,
     JSONFormatError,
     TruthLensError,
+)
+from truthlens_integrations.core._adapter_api import (  # noqa: E402
     at_most_one_token_per_char,
     check_input_sizes,
     check_request_tokens,
     loads_strict,
     readable_chars,
+    redact_verdict,
+    verdict_headers,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict  # noqa: E402
-from truthlens_integrations.core.engine._conclude import _metadata  # noqa: E402
-from truthlens_integrations.core.engine._verdict import redact_verdict  # noqa: E402
 from truthlens_integrations.core.policy import Policy, PolicySource, load_policy  # noqa: E402
 
 from ._policy import resolved_policy  # noqa: E402
@@ -199,7 +200,7 @@ def _withheld(verdict: Verdict, *, redact: bool) -> Verdict:
     """
     if verdict.redacted or not (redact or verdict.blocked):
         return verdict
-    return redact_verdict(verdict, _metadata(verdict, include_details=False))
+    return redact_verdict(verdict, verdict_headers(verdict, include_details=False))
 
 
 #: A request of more than this share of ``max_request_tokens`` is large: one large

@@ -20,12 +20,10 @@ def add_serve_parser(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
         help="run the guard pipeline as a Ray Serve service",
-        description=(
-            "Serve the prompt classifier, detector and NLI model over HTTP "
-            "(GET /healthz, POST /v1/detect, /v1/guard, /v1/nli, /v1/classify). "
-            "Without --address it starts Ray on this machine and stops it on SIGTERM or "
-            "Ctrl-C; with --address it deploys to that Ray cluster and exits."
-        ),
+        description="""Serve the prompt classifier, detector and NLI model over HTTP (GET /healthz,
+        POST /v1/detect, /v1/guard, /v1/nli, /v1/classify). Without --address it starts Ray on this
+        machine and stops it on SIGTERM or Ctrl-C; with --address it deploys to that Ray cluster and
+        exits.""",
     )
     p.add_argument("--config", type=Path, help="policy file (its 'service' block is used)")
     p.add_argument("--host", help="address to listen on (default: service.host, 127.0.0.1)")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Unpack
 
+from truthlens_integrations.core._adapter_api import ServiceKwargs
 from truthlens_integrations.core.policy import Policy, PolicySource, load_policy
-from truthlens_integrations.core.policy._config import ServiceKwargs
 
 __all__ = ["resolved_policy"]
 

@@ -12,9 +12,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
-from truthlens_integrations.core import ServiceError, require
+from truthlens_integrations.core import ServiceError
+from truthlens_integrations.core._adapter_api import ReplicaKwargs, ServiceKwargs, require
 from truthlens_integrations.core.policy import Policy, PolicySource
-from truthlens_integrations.core.policy._config import ReplicaKwargs, ServiceKwargs
 
 from ._policy import resolved_policy
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from truthlens_integrations.core import lazy_attributes as _lazy_attributes
-from truthlens_integrations.core import require as _require
+from truthlens_integrations.core._adapter_api import lazy_attributes as _lazy_attributes
+from truthlens_integrations.core._adapter_api import require as _require
 
 from ._calls import ToolCall, tool_call
 

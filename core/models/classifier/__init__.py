@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._bundled import BundledFactCheckAdapter, BundledPromptClassifier, FactCheckPrediction
-from ._hf import TransformersFactCheckClassifier, positive_class
+from ._hf import TransformersFactCheckClassifier
 from ._protocol import FactCheckClassifier
 from ._remote import RemoteFactCheckClassifier
 
@@ -14,5 +14,4 @@ __all__ = [
     "FactCheckPrediction",
     "RemoteFactCheckClassifier",
     "TransformersFactCheckClassifier",
-    "positive_class",
 ]

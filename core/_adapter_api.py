@@ -1,0 +1,177 @@
+"""What the package's own integrations need from the core: the internal adapter interface.
+
+The core has two surfaces. Users import the public packages (``truthlens_integrations``,
+``.core``, ``.core.engine``, ``.core.policy``, ...: the names pinned in
+``tests/data/public_api.json``). The LangChain and LlamaIndex adapters, the service, the
+command line, the evaluation harness and the scripted test models import those and this
+module, and no other private module of the core (``tests/project/test_layout.py`` holds them to
+it). A name here is an internal contract between the core and its adapters: it may
+change with the package, without a deprecation, and is not documented for users.
+
+Importing this module stays as light as importing the core: the helpers of the core's
+shared modules are here at once, and every other name loads its module on first use
+(``from ._adapter_api import engine_from`` imports the engine then).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._json import loads_strict
+from ._limits import (
+    InputLimits,
+    at_most_one_token_per_char,
+    check_input_sizes,
+    check_request_tokens,
+    readable_chars,
+)
+from ._optional import lazy_attributes, require
+from ._text import content_words, split_sentences
+
+if TYPE_CHECKING:
+    from ._arguments import reject_unknown
+    from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
+    from .engine._build import engine_from
+    from .engine._options import (
+        POLICY_KNOB_NAMES,
+        renamed_options,
+        split_options,
+        warn_deprecated,
+    )
+    from .engine._verdict import REDACTED, Verdict, redact_verdict
+    from .llm._base import ensure_text, timed_response
+    from .llm._wrapped import WrappedLLM
+    from .mitigation._defence import filter_passages
+    from .mitigation._feedback import build_refiner_messages, fallback_query
+    from .mitigation._prompts import build_refine_messages, defuse, format_documents, mark_spans
+    from .mitigation._text import numbers
+    from .models._loading import export_onnx
+    from .models.detection._base import covered
+    from .models.detection._calibration_file import (
+        CALIBRATION_FORMAT,
+        CalibrationFile,
+        RouteCalibration,
+        answer_signals,
+        check_calibration_detector,
+        read_calibration_file,
+        rescore,
+        resolve_calibration,
+    )
+    from .models.detection._lexical import lexical_nli
+    from .models.detection._response_fit import fit_response_map, threshold_for
+    from .observability._logging import log_event
+    from .policy._config import ReplicaKwargs, ServiceKwargs
+
+# name -> the module of the core that defines it, imported when the name is first read
+_LAZY = {
+    # building an engine from an adapter's keyword arguments
+    "engine_from": "engine._build",
+    "split_options": "engine._options",
+    "renamed_options": "engine._options",
+    "warn_deprecated": "engine._options",
+    "POLICY_KNOB_NAMES": "engine._options",
+    "reject_unknown": "_arguments",
+    # blocked answers and verdict payloads
+    "EngineBlocking": "engine._blocked",
+    "OnBlock": "engine._blocked",
+    "verdict_of": "engine._blocked",
+    "verdict_payload": "engine._blocked",
+    "REDACTED": "engine._verdict",
+    "redact_verdict": "engine._verdict",
+    # framework models behind the core's LLM protocol
+    "WrappedLLM": "llm._wrapped",
+    "ensure_text": "llm._base",
+    "timed_response": "llm._base",
+    # mitigation building blocks the adapters run in their own frameworks
+    "filter_passages": "mitigation._defence",
+    "fallback_query": "mitigation._feedback",
+    "build_refiner_messages": "mitigation._feedback",
+    "build_refine_messages": "mitigation._prompts",
+    "defuse": "mitigation._prompts",
+    "format_documents": "mitigation._prompts",
+    "mark_spans": "mitigation._prompts",
+    "numbers": "mitigation._text",
+    "log_event": "observability._logging",
+    # the command line: ONNX export, the lexical reference, response-map calibration
+    "export_onnx": "models._loading",
+    "lexical_nli": "models.detection._lexical",
+    "covered": "models.detection._base",
+    "CALIBRATION_FORMAT": "models.detection._calibration_file",
+    "CalibrationFile": "models.detection._calibration_file",
+    "RouteCalibration": "models.detection._calibration_file",
+    "answer_signals": "models.detection._calibration_file",
+    "check_calibration_detector": "models.detection._calibration_file",
+    "read_calibration_file": "models.detection._calibration_file",
+    "rescore": "models.detection._calibration_file",
+    "resolve_calibration": "models.detection._calibration_file",
+    "fit_response_map": "models.detection._response_fit",
+    "threshold_for": "models.detection._response_fit",
+    # the service's settings
+    "ReplicaKwargs": "policy._config",
+    "ServiceKwargs": "policy._config",
+}
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {name: f"{__package__}.{module}" for name, module in _LAZY.items()}
+)
+
+
+def verdict_headers(verdict: Verdict, *, include_details: bool) -> dict[str, str]:
+    """The verdict's ``x-*`` headers (``include_details``: the spans' text too)."""
+    from .engine._conclude import _metadata
+
+    return _metadata(verdict, include_details=include_details)
+
+
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "POLICY_KNOB_NAMES",
+    "REDACTED",
+    "CalibrationFile",
+    "EngineBlocking",
+    "InputLimits",
+    "OnBlock",
+    "ReplicaKwargs",
+    "RouteCalibration",
+    "ServiceKwargs",
+    "WrappedLLM",
+    "answer_signals",
+    "at_most_one_token_per_char",
+    "build_refine_messages",
+    "build_refiner_messages",
+    "check_calibration_detector",
+    "check_input_sizes",
+    "check_request_tokens",
+    "content_words",
+    "covered",
+    "defuse",
+    "engine_from",
+    "ensure_text",
+    "export_onnx",
+    "fallback_query",
+    "filter_passages",
+    "fit_response_map",
+    "format_documents",
+    "lazy_attributes",
+    "lexical_nli",
+    "loads_strict",
+    "log_event",
+    "mark_spans",
+    "numbers",
+    "read_calibration_file",
+    "readable_chars",
+    "redact_verdict",
+    "reject_unknown",
+    "renamed_options",
+    "require",
+    "rescore",
+    "resolve_calibration",
+    "split_options",
+    "split_sentences",
+    "threshold_for",
+    "timed_response",
+    "verdict_headers",
+    "verdict_of",
+    "verdict_payload",
+    "warn_deprecated",
+]

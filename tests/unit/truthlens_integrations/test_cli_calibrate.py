@@ -1,0 +1,202 @@
+"""Tests of ``truthlens_integrations/_cli_calibrate.py``: truthlens calibrate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from truthlens_integrations._cli import main
+from truthlens_integrations.core._calibration import read_calibration_file
+from truthlens_integrations.core.models.detection._response import ResponseCalibration
+
+# -- ``truthlens calibrate`` end to end with the bundled detector on a small labelled file, ``truthlens eval --data``, the calibration file's strict reading, and the length-safe fit.
+
+
+CITIES = [
+    ("Lyon", "the Rhone", 1843, 12),
+    ("Porto", "the Douro", 1886, 7),
+    ("Basel", "the Rhine", 1905, 9),
+    ("Seville", "the Guadalquivir", 1929, 4),
+    ("Krakow", "the Vistula", 1911, 6),
+    ("Turin", "the Po", 1872, 3),
+    ("Ghent", "the Scheldt", 1898, 5),
+    ("Dresden", "the Elbe", 1877, 8),
+]
+
+
+def _rows() -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for n, (city, river, year, bridges) in enumerate(CITIES):
+        context = [
+            f"{city} lies on {river}. Its oldest stone bridge opened in {year}.",
+            f"The city has {bridges} bridges over {river}.",
+        ]
+        question = f"When did the oldest stone bridge of {city} open?"
+        good = f"The oldest stone bridge in {city} opened in {year}."
+        bad = f"The oldest stone bridge in {city} opened in {year + 61}, and it is made of glass."
+        rows.append(
+            {"id": f"g{n}", "context": context, "question": question, "answer": good, "label": 0}
+        )
+        spans = [[bad.index(str(year + 61)), bad.index(str(year + 61)) + 4]]
+        rows.append(
+            {
+                "id": f"b{n}",
+                "context": context,
+                "question": question,
+                "answer": bad,
+                "label": 1,
+                "spans": spans,
+            }
+        )
+    return rows
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("calib") / "labelled.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _rows()), encoding="utf-8")
+    return path
+
+
+def test_calibrate_then_eval_with_the_bundled_detector(labelled: Path, tmp_path: Path) -> None:
+    out = tmp_path / "calib.json"
+    code = main(
+        ["calibrate", "--data", str(labelled), "--out", str(out), "--max-false-alarm-rate", "0.25"]
+    )
+    assert code == 0
+    calib = read_calibration_file(out)
+    assert calib.model == "bundled" and calib.target == {"false_alarm_rate": 0.25}
+    assert ResponseCalibration.from_entry(calib.response_calibration).length_safe
+    assert calib.metrics["checked"] == 16 and calib.metrics["false_alarm_rate"] <= 0.25
+    # the made-up year and material are easy: the fitted map separates the two labels
+    assert calib.metrics["auroc_in_sample"] >= 0.9
+    report_dir = tmp_path / "report"
+    code = main(
+        [
+            "eval", "--data", str(labelled), "--calibration", str(out),
+            "--out", str(report_dir), "--no-progress",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(next(report_dir.glob("*.json")).read_text())
+    assert report["n_examples"] == 16 and report["dataset"] == "labelled"
+    assert report["config"]["threshold"] == pytest.approx(calib.threshold)
+    assert report["overall"]["char"] is not None  # the spans were read
+    example = report["overall"]["example"]
+    assert example["fp"] <= 0.25 * (example["fp"] + example["tn"])  # the cap holds
+
+
+def test_eval_reads_the_bundled_rag_calibration_by_name(
+    labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_dir = tmp_path / "rag"
+    code = main(
+        [
+            "eval", "--data", str(labelled), "--calibration", "rag",
+            "--out", str(report_dir), "--no-progress",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(next(report_dir.glob("*.json")).read_text())
+    assert report["model_id"].endswith("+rag") and report["config"]["threshold"] == 0.5
+    # its unit rule reads the made-up years against the context's: every one is caught
+    assert report["overall"]["example"]["fn"] == 0
+    capsys.readouterr()
+    code = main(["eval", "--data", str(labelled), "--calibration", "rga", "--no-progress"])
+    assert code == 2
+    assert "neither a bundled calibration (rag) nor an existing file" in capsys.readouterr().err
+
+
+def test_calibrate_rejects_bad_targets_and_files(labelled: Path, tmp_path: Path) -> None:
+    out = str(tmp_path / "c.json")
+    assert (
+        main(["calibrate", "--data", str(labelled), "--out", out, "--target-precision", "1.5"]) == 2
+    )
+    with pytest.raises(SystemExit):  # argparse: the two targets exclude each other
+        main(
+            [
+                "calibrate", "--data", str(labelled), "--out", out,
+                "--target-precision", "0.8", "--max-false-alarm-rate", "0.1",
+            ]
+        )  # fmt: skip
+    one_label = tmp_path / "one.jsonl"
+    one_label.write_text(json.dumps(_rows()[0]) + "\n")
+    assert main(["calibrate", "--data", str(one_label), "--out", out]) == 2
+
+
+# -- Calibration files and the routes that read them, as an attacker would feed them. ------
+
+
+# -- truthlens calibrate --------------------------------------------------------------------
+
+
+def _eiffel_rows(n: int) -> list[dict[str, Any]]:
+    context = "The Eiffel Tower in Paris was built from 1887 to 1889 and is 330 metres tall."
+    good = [f"The tower was built from 1887 to 1889 ({i})." for i in range(n)]
+    bad = [f"The tower was built in 19{50 + i} of granite." for i in range(n)]
+    return [{"context": context, "answer": a, "label": 0} for a in good] + [
+        {"context": context, "answer": a, "label": 1} for a in bad
+    ]
+
+
+def _calibrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes | str, out: Path | None = None
+) -> tuple[int, str]:
+    path = tmp_path / "labelled.jsonl"
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+    out = out if out is not None else tmp_path / "calib.json"
+    code = main(["calibrate", "--model", "lexical", "--data", str(path), "--out", str(out),
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def _lines(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_calibrate_refuses_bad_records_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _lines(_eiffel_rows(3))
+    code, err = _calibrate(
+        tmp_path, capsys, rows.encode() + '{"answer": "café"}\n'.encode("latin-1")
+    )
+    assert code == 2 and "labelled.jsonl:7 is not UTF-8" in err
+    code, err = _calibrate(tmp_path, capsys, rows + '{"answer": "a", "id": %s}\n' % ("9" * 5000))
+    assert code == 2 and "labelled.jsonl:7 holds a number too long" in err
+    unreadable = {"context": "a", "answer": "\u200b\u200b", "label": 0}
+    code, err = _calibrate(tmp_path, capsys, rows + json.dumps(unreadable) + "\n")
+    assert code == 2 and "labelled.jsonl:7: answer has no readable characters" in err
+    long = {"context": "a", "answer": "It was built in 1889. " * 1820, "label": 0}
+    code, err = _calibrate(tmp_path, capsys, rows + json.dumps(long) + "\n")
+    assert code == 2 and "record 7 has 40,040 characters" in err and "12,000" in err
+
+
+def test_calibrate_refuses_an_out_that_cannot_be_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _lines(_eiffel_rows(3))
+    code, err = _calibrate(tmp_path, capsys, rows, out=tmp_path)
+    assert code == 2 and "is a folder" in err
+    (tmp_path / "a_file").write_text("")
+    code, err = _calibrate(tmp_path, capsys, rows, out=tmp_path / "a_file" / "calib.json")
+    assert code == 2 and "is a file, not a folder" in err
+
+
+def test_calibrate_warns_that_a_handful_of_labels_cannot_fit_a_map(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _calibrate(tmp_path, capsys, _lines(_eiffel_rows(3)))
+    assert code == 0 and "fewer than 20 of each label" in err
+    written = read_calibration_file(tmp_path / "calib.json")  # it loads, for the detector named
+    assert written.model == "lexical" and written.metrics["partly_read"] == 0
+    code, err = _calibrate(tmp_path, capsys, _lines(_eiffel_rows(20)))
+    assert code == 0 and "warning" not in err

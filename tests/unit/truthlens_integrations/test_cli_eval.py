@@ -1,0 +1,73 @@
+"""Tests of ``truthlens_integrations/_cli_eval.py``: truthlens eval."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from tests._paths import BENCHDATA
+from truthlens_integrations._cli import main
+
+
+def test_eval_refuses_a_calibration_for_another_detector(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
+    code = main(["eval", "--model", "lexical", "--calibration", "rag", "--data", str(data),
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "fitted for the bundled detector" in err and "'lexical'" in err
+    assert "Traceback" not in err
+
+
+# -- Evaluation harness: metrics on hand-computed inputs, readers on hand-written fixtures,
+
+
+DATA = BENCHDATA
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _eval_args(*argv: str) -> argparse.Namespace:
+    from truthlens_integrations._cli_eval import add_eval_parser
+
+    parser = argparse.ArgumentParser()
+    add_eval_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["eval", *argv])
+
+
+def test_cli_eval_lexical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = _eval_args(
+        "--dataset", "ragtruth", "--model", "lexical", "--data-dir", str(DATA),
+        "--out", str(tmp_path), "--no-progress", "--threshold", "0.9",
+    )  # fmt: skip
+    assert args.handler(args) == 0
+    assert "| **overall** | 3 |" in capsys.readouterr().out
+    data = json.loads((tmp_path / "ragtruth_lexical.json").read_text())
+    assert data["config"]["threshold"] == 0.9
+    # Data2txt has three flagged words (score 0.936), QA one number (0.9): both detected
+    assert data["overall"]["example"]["tp"] == 2
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("lexical", ["Accuracy **1.0000**"]), ("bundled", ["bundled-nli", "Accuracy **"])],
+)
+def test_cli_eval_snli_from_the_env_data_dir(
+    model: str,
+    expected: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("TRUTHLENS_BENCHDATA", str(DATA))
+    args = _eval_args("--dataset", "snli", "--model", model, "--no-progress")
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    for text in expected:
+        assert text in out
