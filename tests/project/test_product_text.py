@@ -31,9 +31,6 @@ NOT_SHIPPED = re.compile(
     r"(?<![\w./-])(training|benchmarks)/|\blab[./](training|records|journal)\b|RULE_candidate"
 )
 TEST_FILE = re.compile(r"\btests/((?:\w+/)*test_\w+\.py)\b")
-# The shipped detector's model card (core/_bundled/detector/README.md, rewritten with the
-# model) still names a rule's tests by their path before the tests mirrored the packages.
-MOVED_TESTS = {"test_glued_units.py": "unit/core/test_quantities.py"}
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 REPO_PATH = re.compile(r"`((?:benchmarks|lab|docs|core|tests|scripts|cookbook)/[^`\s]*)`")
 
@@ -90,7 +87,7 @@ def test_user_docs_name_no_lab_step() -> None:
 def test_the_tests_product_code_points_to_exist() -> None:
     named = {m.group(1) for f in _product_files() for m in TEST_FILE.finditer(f.read_text())}
     assert named, "the rules' comments name the tests that pin them"
-    missing = sorted(n for n in named if not (ROOT / "tests" / MOVED_TESTS.get(n, n)).is_file())
+    missing = sorted(n for n in named if not (ROOT / "tests" / n).is_file())
     assert not missing, missing
 
 
