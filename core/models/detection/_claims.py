@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..._text import select_premise, split_sentences, words
+from ..._text import AnswerText, select_premise, words
 
 __all__ = [
     "MIN_CLAIM_WORDS",
@@ -43,11 +43,12 @@ class ClaimCheck(Protocol):
         ...
 
 
-def claim_pairs(answer: str, context: Sequence[str]) -> list[tuple[int, str, str]]:
+def claim_pairs(answer: str | AnswerText, context: Sequence[str]) -> list[tuple[int, str, str]]:
     """``(sentence start, premise, sentence)`` for each sentence of the answer to check."""
+    text = AnswerText.of(answer)  # the sentences every rule reads, split once
     out = []
-    for start, end in split_sentences(answer):
-        sentence = answer[start:end].strip()
+    for start, end in text.sentences:
+        sentence = text.text[start:end].strip()
         if len(words(sentence)) < MIN_CLAIM_WORDS:
             continue
         premise = select_premise(context, sentence, top_k=PREMISE_SENTENCES)
@@ -56,7 +57,9 @@ def claim_pairs(answer: str, context: Sequence[str]) -> list[tuple[int, str, str
     return out
 
 
-def claim_logits(check: ClaimCheck, answer: str, context: Sequence[str]) -> list[tuple[int, float]]:
+def claim_logits(
+    check: ClaimCheck, answer: str | AnswerText, context: Sequence[str]
+) -> list[tuple[int, float]]:
     """``(sentence start, logit of not entailed)`` for each checked sentence of the answer."""
     pairs = claim_pairs(answer, context)
     if not pairs:

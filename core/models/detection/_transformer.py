@@ -206,7 +206,7 @@ class TransformerDetector(BaseDetector):
             absent,
             token_threshold=self.config.token_threshold,
             conflicts=conflict_marks(text, item.context) if response.reads_rules else ((), ()),
-            claims=claim_logits(self._claim_check, item.answer, item.context)
+            claims=claim_logits(self._claim_check, text, item.context)
             if self._claim_check is not None
             else (),
         )

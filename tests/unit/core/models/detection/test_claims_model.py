@@ -9,9 +9,18 @@ check trained for them (``lab/records/claim_check``) did not pass its selection 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core._text import AnswerText
 from truthlens_integrations.core.models import load_detector
+from truthlens_integrations.core.models._bundled import bundled_detector_path
+from truthlens_integrations.core.models.detection._adjust import conflict_marks
+from truthlens_integrations.core.models.detection._claims import claim_logits
+from truthlens_integrations.core.models.detection._response import calibrated_score
 
 pytestmark = pytest.mark.slow
 
@@ -107,3 +116,39 @@ def test_a_wrong_claim_is_flagged(detector, context: str, answer: str) -> None: 
 def test_a_correct_restatement_passes(detector, context: str, answer: str) -> None:  # type: ignore[no-untyped-def]
     result = detector.detect(context=[context], question=None, answer=answer)
     assert not result.detected, f"{answer!r} flagged with {result.score:.2f}"
+
+
+def test_a_folder_whose_map_weighs_the_claim_term_reads_each_sentence_with_the_nli_branch(
+    tmp_path: Path,
+) -> None:
+    """The term's plumbing on the real models: the score is the map with the branch's reading."""
+    source = bundled_detector_path()
+    for file in source.iterdir():
+        if file.name != "config.json":
+            (tmp_path / file.name).symlink_to(file)
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    config["truthlens"]["response_calibration"]["claim"] = 1.0
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+    shipped = load_detector()
+    weighed = load_detector(str(tmp_path), strategy="evidence", aggregation="calibrated")
+    assert shipped._claim_check is None  # the shipped map does not weigh the term
+    assert weighed._claim_check is not None
+    item = DetectionInput(
+        context=[REFUNDS], question=None, answer="Yes, and the shipping fees are refunded too."
+    )
+    result = weighed.detect_batch([item])[0]
+    claims = claim_logits(weighed._claim_check, item.answer, item.context)
+    assert len(claims) == 1
+    text = AnswerText.of(item.answer)
+    expected = calibrated_score(
+        weighed._response,
+        text,
+        result.tokens,
+        weighed._absent_words(item),
+        token_threshold=weighed.config.token_threshold,
+        conflicts=conflict_marks(text, item.context),
+        claims=claims,
+    )
+    assert result.score == pytest.approx(expected)
+    assert result.score != pytest.approx(shipped.detect_batch([item])[0].score)
