@@ -35,6 +35,7 @@ from typing import Any
 
 from truthlens_integrations.core._text import split_sentences, words
 from truthlens_integrations.core.engine._premise import select_premise
+from truthlens_integrations.core.models.detection._claims import PREMISE_SENTENCES
 from truthlens_integrations.evaluation._rag_readers import ragtruth_dev_split, read_faithjudge
 
 from . import data
@@ -49,8 +50,6 @@ __all__ = [
 ]
 
 BENCHDATA = CURRICULUM.parent
-#: Context sentences the claim check reads per answer sentence (the runtime's choice too).
-PREMISE_SENTENCES = 3
 #: Tasks trained on: the phenomena a grounding check meets, and passage-level premises.
 #: Left out: hellaswag, physicalqa, socialqa, puns, sentiment, analytic (not grounding).
 CURRICULUM_TASKS = (

@@ -14,11 +14,11 @@ words): a greeting or a heading has nothing to entail.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Protocol
 
 from ..._text import AnswerText, select_premise, words
+from ._response import _logit
 
 __all__ = [
     "MIN_CLAIM_WORDS",
@@ -32,7 +32,6 @@ __all__ = [
 PREMISE_SENTENCES = 3
 #: A sentence with fewer words states nothing to check.
 MIN_CLAIM_WORDS = 4
-_EPSILON = 1e-6
 
 
 class ClaimCheck(Protocol):
@@ -66,8 +65,3 @@ def claim_logits(
         return []
     probabilities = check.not_entailed([(premise, sentence) for _, premise, sentence in pairs])
     return [(start, _logit(p)) for (start, _, _), p in zip(pairs, probabilities, strict=True)]
-
-
-def _logit(probability: float) -> float:
-    p = min(max(probability, _EPSILON), 1.0 - _EPSILON)
-    return math.log(p / (1.0 - p))
