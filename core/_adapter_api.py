@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from .models.detection._lexical import lexical_nli
     from .models.detection._response_fit import fit_response_map, threshold_for
     from .observability._logging import log_event
-    from .policy._config import ReplicaKwargs, ServiceKwargs
+    from .policy._config import Precision, ReplicaKwargs, ServiceKwargs
 
 # name -> the module of the core that defines it, imported when the name is first read
 _LAZY = {
@@ -107,6 +107,7 @@ _LAZY = {
     "fit_response_map": "models.detection._response_fit",
     "threshold_for": "models.detection._response_fit",
     # the service's settings
+    "Precision": "policy._config",
     "ReplicaKwargs": "policy._config",
     "ServiceKwargs": "policy._config",
 }
@@ -131,6 +132,7 @@ __all__ = [
     "EngineBlocking",
     "InputLimits",
     "OnBlock",
+    "Precision",
     "ReplicaKwargs",
     "RouteCalibration",
     "ServiceKwargs",

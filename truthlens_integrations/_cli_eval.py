@@ -12,7 +12,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 __all__ = ["add_eval_parser", "run_eval_command"]
 
@@ -61,11 +61,7 @@ def add_eval_parser(subparsers: Any) -> None:
         help="score with this calibration's map and threshold: a bundled name ('rag': the "
         "map fitted on RAG answers) or a file truthlens calibrate wrote",
     )
-    p.add_argument(
-        "--model",
-        default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
-        help="'bundled' (default), 'lexical', a model folder or a hub id",
-    )
+    _add_model_options(p)
     p.add_argument(
         "--data-dir",
         type=Path,
@@ -75,7 +71,6 @@ def add_eval_parser(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, default=16, help="examples per detector call")
     p.add_argument("--threshold", type=float, help="response score that counts as detected")
     p.add_argument("--token-threshold", type=float, help="token probability to flag a token")
-    p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
     p.add_argument(
         "--halueval-part",
         choices=("heldout", "train", "all"),
@@ -85,6 +80,25 @@ def add_eval_parser(subparsers: Any) -> None:
     p.add_argument("--out", type=Path, help="folder for the JSON, markdown and PNG reports")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(handler=run_eval_command)
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """``--model``, ``--device`` and ``--precision``: which model runs, where and how."""
+    from truthlens_integrations.core._adapter_api import Precision
+
+    p.add_argument(
+        "--model",
+        default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
+        help="'bundled' (default), 'lexical', a model folder or a hub id",
+    )
+    p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
+    p.add_argument(
+        "--precision",
+        choices=get_args(Precision),  # the policy's own vocabulary
+        default="auto",
+        help="the model's precision, as a policy's 'precision' (default auto: on a CPU the "
+        "ONNX int8 graph where the CPU has VNNI, else fp32); float32 or int8 pick one graph",
+    )
 
 
 def _command_line() -> str:
@@ -101,6 +115,8 @@ def _detector_options(args: argparse.Namespace) -> dict[str, Any]:
         options["token_threshold"] = args.token_threshold
     if args.device and args.model != "lexical":
         options["device"] = args.device
+    if args.precision != "auto":
+        options["dtype"] = args.precision
     return options
 
 
@@ -109,8 +125,11 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
 
     if model == "lexical":
         # Built here so the harness runs even where the model loader is unavailable.
+        from truthlens_integrations.core import InvalidInputError
         from truthlens_integrations.core.models.detection import LexicalDetector
 
+        if "dtype" in options:
+            raise InvalidInputError("--precision applies to model detectors, not to 'lexical'")
         fields = {k: v for k, v in options.items() if k in DetectionConfig.model_fields}
         return LexicalDetector(config=DetectionConfig(**fields))
     from truthlens_integrations.core.models.detection import load_detector
@@ -118,8 +137,12 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
     return load_detector(model, **options)
 
 
-def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str]:
+def _load_nli(model: str, device: str | None, batch_size: int, precision: str) -> tuple[Any, str]:
     """An NLI predictor for ``--model``: the bundled explainer, the lexical floor, or HF."""
+    from truthlens_integrations.core import InvalidInputError
+
+    if precision != "auto" and model != "bundled":
+        raise InvalidInputError("--precision with snli applies to the bundled NLI model only")
     if model == "lexical":
         from truthlens_integrations.core._adapter_api import lexical_nli
 
@@ -127,7 +150,8 @@ def _load_nli(model: str, device: str | None, batch_size: int) -> tuple[Any, str
     if model == "bundled":
         from truthlens_integrations.core.models.nli import BundledNLI
 
-        bundled = BundledNLI(device=device, batch_size=batch_size)
+        dtype = None if precision == "auto" else precision
+        bundled = BundledNLI(device=device, batch_size=batch_size, dtype=dtype)
         return (lambda pairs: [p.label for p in bundled.predict(pairs)]), "bundled-nli"
     from truthlens_integrations.core.models.nli import TransformersNLIExplainer
 
@@ -148,6 +172,7 @@ class _CalibratedDetector:
         )
 
         self._inner = inner
+        self.backend: str | None = getattr(inner, "backend", None)
         file = read_calibration_file(calibration)
         try:
             # A map scores the outputs of the detector it was fitted for, no other.
@@ -215,7 +240,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
     if args.dataset == "snli":
         if args.calibration is not None:
             raise InvalidInputError("--calibration applies to detectors, not to snli")
-        predict, model_id = _load_nli(args.model, args.device, args.batch_size)
+        predict, model_id = _load_nli(args.model, args.device, args.batch_size, args.precision)
         assert data_dir is not None  # --dataset snli, so not --data
         pairs = subsample(read_snli(data_dir / "esnli", split="test"), args.limit)
         report = run_nli_evaluation(

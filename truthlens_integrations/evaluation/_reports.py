@@ -93,7 +93,7 @@ def _detection_markdown(report: EvalReport) -> list[str]:
     lines.insert(
         -1,
         f"- thresholds: response {cfg.threshold}, token {cfg.token_threshold}, "
-        f"aggregation {cfg.aggregation}",
+        f"aggregation {cfg.aggregation}" + (f"; run by {report.backend}" if report.backend else ""),
     )
     lines += [
         "| group | n | halluc. | ex. P | ex. R | ex. F1 | bal. acc | AP | AUROC | token F1 "

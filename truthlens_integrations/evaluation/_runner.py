@@ -93,6 +93,11 @@ class EvalReport(_Report):
     kind: str = "detection"
     dataset: str
     model_id: str
+    backend: str | None = Field(
+        default=None,
+        description="What ran the model (torch, onnx-fp32, onnx-int8); None for a model "
+        "without one (the lexical reference, a service).",
+    )
     config: DetectionConfig
     n_examples: int
     overall: GroupMetrics
@@ -315,13 +320,13 @@ def run_evaluation(
         what="detector",
     )
     results = run.outputs
-    gold = [e.hallucinated for e in dataset]
-    scores = [r.score for r in results]
+    gold, scores = [e.hallucinated for e in dataset], [r.score for r in results]
     curve = threshold_curve(gold, scores)
     bins = reliability_bins(gold, scores)
     return EvalReport(
         dataset=dataset[0].dataset,
         model_id=detector.model_id,
+        backend=getattr(detector, "backend", None),
         config=detector.config,
         n_examples=len(dataset),
         overall=_group_metrics(dataset, results, detector.config.token_threshold),

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests._paths import BENCHDATA
+from tests.conftest import needs_weights
 from truthlens_integrations._cli import main
+from truthlens_integrations.core.models._onnx import onnx_available
 
 
 def test_eval_refuses_a_calibration_for_another_detector(
@@ -71,3 +73,36 @@ def test_cli_eval_snli_from_the_env_data_dir(
     out = capsys.readouterr().out
     for text in expected:
         assert text in out
+
+
+def test_eval_refuses_a_precision_the_model_does_not_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The lexical reference has no weights: an ignored --precision would report fp32
+    # figures under an int8 command line.
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
+    code = main(["eval", "--model", "lexical", "--precision", "int8", "--data", str(data),
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--precision applies to model detectors" in err
+    assert "Traceback" not in err
+
+
+@needs_weights
+@pytest.mark.skipif(not onnx_available(), reason="the fast extra is missing")
+@pytest.mark.parametrize(
+    ("precision", "backend"), [("float32", "onnx-fp32"), ("int8", "onnx-int8")]
+)
+def test_eval_reports_what_ran_the_model(
+    precision: str, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _eval_args(
+        "--dataset", "ragtruth", "--data-dir", str(DATA), "--device", "cpu",
+        "--precision", precision, "--out", str(tmp_path), "--no-progress",
+    )  # fmt: skip
+    assert args.handler(args) == 0
+    assert f"run by {backend}" in capsys.readouterr().out
+    (report,) = tmp_path.glob("ragtruth_*.json")
+    assert json.loads(report.read_text())["backend"] == backend
