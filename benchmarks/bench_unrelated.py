@@ -51,9 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", default=None)
     p.add_argument("--limit", type=int, default=200)
+    p.add_argument("--precision", default="auto", help="auto, float32 or int8")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    detector = load_detector(args.model)
+    options = {} if args.precision == "auto" else {"dtype": args.precision}
+    detector = load_detector(args.model, **options)  # type: ignore[arg-type]
     cases = _cases(args.limit)
     started = time.perf_counter()
     before = detector.detect_batch([own for own, _ in cases])
@@ -65,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         "# Unrelated passages and the verdict",
         "",
         f"`python benchmarks/bench_unrelated.py --model {args.model or 'bundled'} "
-        f"--limit {args.limit}` ({len(cases)} `ragtruth_dev` select answers, {ADDED} passages "
-        f"of other tasks' sources added, seed {SEED}; {seconds:.0f} s on this machine)",
+        f"--limit {args.limit} --precision {args.precision}` ({len(cases)} `ragtruth_dev` "
+        f"select answers, {ADDED} passages of other tasks' sources added, seed {SEED}; run by "
+        f"{getattr(detector, 'backend', 'no model')}; {seconds:.0f} s on this machine)",
         "",
         "| figure | value |",
         "|---|---:|",

@@ -136,13 +136,14 @@ def summarise(
     return {"threshold": threshold, "auroc": round(auroc(gold, list(scores)), 4), "groups": table}
 
 
-def measure(model: str, suite: Path, threshold: float) -> dict[str, Any]:
+def measure(model: str, suite: Path, threshold: float, precision: str = "auto") -> dict[str, Any]:
     """Score every item of the suite with ``model`` (``bundled``, ``lexical`` or a folder)."""
     from truthlens_integrations import load_detector
     from truthlens_integrations.core import DetectionInput
 
     items = [json.loads(line) for line in suite.read_text(encoding="utf-8").splitlines() if line]
-    detector = load_detector(None if model == "bundled" else model)
+    options = {} if precision == "auto" else {"dtype": precision}
+    detector = load_detector(None if model == "bundled" else model, **options)  # type: ignore[arg-type]
     inputs = [
         DetectionInput.create(context=it["context"], question=it["question"], answer=it["answer"])
         for it in items
@@ -151,6 +152,7 @@ def measure(model: str, suite: Path, threshold: float) -> dict[str, Any]:
     scores = [r.score for r in results]
     report = summarise(items, scores, threshold)
     report["model"] = model
+    report["precision"] = precision
     report["items"] = len(items)
     return report
 
@@ -163,12 +165,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--model", default="bundled")
     run.add_argument("--suite", type=Path, default=RECORDS / "suite.jsonl")
     run.add_argument("--threshold", type=float, default=0.5)
+    run.add_argument("--precision", default="auto", help="auto, float32 or int8")
     run.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "build":
         print(f"{len(build())} items -> {RECORDS / 'suite.jsonl'}")
         return
-    report = measure(args.model, args.suite, args.threshold)
+    report = measure(args.model, args.suite, args.threshold, args.precision)
     args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report["groups"]["all"]), "auroc", report["auroc"])
 
