@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import platform
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._errors import InvalidInputError
@@ -9,7 +12,10 @@ from ._errors import InvalidInputError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["resolve_device", "resolve_dtype"]
+__all__ = ["cpu_has_int8_dot_product", "has_vnni_flags", "resolve_device", "resolve_dtype"]
+
+# x86 instructions that multiply int8 vectors without saturating 16-bit sums.
+_VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -64,3 +70,29 @@ def resolve_dtype(device: torch.device, dtype: str | torch.dtype | None = None) 
     if device.type == "mps":
         return torch.float16
     return torch.float32
+
+
+@functools.cache
+def cpu_has_int8_dot_product() -> bool:
+    """Whether this CPU multiplies int8 vectors with VNNI (x86 AVX-512 VNNI or AVX-VNNI).
+
+    ONNX Runtime's dynamic int8 kernels can saturate intermediate sums on x86 CPUs
+    without VNNI, so int8 figures measured on a VNNI CPU do not carry over to them. Read
+    from ``/proc/cpuinfo`` (Linux); ``False`` where it cannot be read (other systems,
+    other architectures), which keeps the fp32 graph there.
+    """
+    if platform.machine().lower() not in {"x86_64", "amd64"}:
+        return False
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return has_vnni_flags(text)
+
+
+def has_vnni_flags(cpuinfo: str) -> bool:
+    """Whether a ``/proc/cpuinfo`` text lists a VNNI flag on its first processor."""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return bool(_VNNI_FLAGS & set(line.partition(":")[2].split()))
+    return False

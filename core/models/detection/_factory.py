@@ -76,8 +76,9 @@ def load_detector(
         **options: Typed by :class:`LoadDetectorKwargs`: :class:`DetectionConfig`
             fields, and for transformer models
             ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``,
-            ``backend`` (``"auto"``: torch; ``"onnx"``: ONNX Runtime on the CPU, the
-            ``fast`` extra; ``"torch"`` forces torch) and
+            ``backend`` (``"auto"``: ONNX Runtime on a CPU where the ``fast`` extra is
+            installed, int8 where the CPU has VNNI and fp32 elsewhere, torch on GPUs;
+            ``"onnx"`` forces ONNX Runtime, ``"torch"`` torch) and
             ``strategy``: ``"evidence"`` (judge each answer sentence against the context
             sentences selected for it; the default for the bundled model) or
             ``"windows"`` (scan every context window; the default for other models,
