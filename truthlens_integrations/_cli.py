@@ -12,12 +12,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, get_args
 
 from truthlens_integrations.core import (
     Coverage,
     DetectionInput,
     DetectionResult,
+    InvalidInputError,
     JSONFormatError,
     TruthLensError,
 )
@@ -182,6 +183,7 @@ def _add_detect(sub: Any) -> None:
         "extra is installed (int8 where the CPU has VNNI, else fp32), torch elsewhere; "
         "'torch' or 'onnx' force one",
     )
+    _add_precision(p)
     p.add_argument(
         "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"
     )
@@ -208,6 +210,18 @@ def _add_detect(sub: Any) -> None:
     p.set_defaults(handler=_run_detect)
 
 
+def _add_precision(p: argparse.ArgumentParser) -> None:
+    from truthlens_integrations.core._adapter_api import Precision
+
+    p.add_argument(
+        "--precision",
+        choices=get_args(Precision),  # the policy's own vocabulary
+        default="auto",
+        help="the model's precision (default auto: on a CPU the ONNX int8 graph where the "
+        "CPU has VNNI, else fp32); float32 gives torch's exact spans",
+    )
+
+
 def _run_detect(args: argparse.Namespace) -> int:
     from truthlens_integrations.core.models.detection import load_detector
 
@@ -218,8 +232,15 @@ def _run_detect(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"batch_size": args.batch_size}
     if args.device:
         options["device"] = args.device
-    if args.model != "lexical":
+    if args.model == "lexical":
+        # The lexical reference runs no model: a backend or precision would be ignored.
+        for flag, value in (("--backend", args.backend), ("--precision", args.precision)):
+            if value != "auto":
+                raise InvalidInputError(f"{flag} applies to model detectors, not to 'lexical'")
+    else:
         options["backend"] = args.backend
+    if args.precision != "auto":
+        options["dtype"] = args.precision
     if args.token_threshold is not None:
         options["token_threshold"] = args.token_threshold
     if args.threshold is not None:

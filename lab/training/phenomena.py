@@ -136,8 +136,18 @@ def summarise(
     return {"threshold": threshold, "auroc": round(auroc(gold, list(scores)), 4), "groups": table}
 
 
-def measure(model: str, suite: Path, threshold: float, precision: str = "auto") -> dict[str, Any]:
-    """Score every item of the suite with ``model`` (``bundled``, ``lexical`` or a folder)."""
+def measure(
+    model: str,
+    suite: Path,
+    threshold: float,
+    precision: str = "auto",
+    calibration: str | None = None,
+) -> dict[str, Any]:
+    """Score every item of the suite with ``model`` (``bundled``, ``lexical`` or a folder).
+
+    ``calibration`` (a bundled name or a file) rescores each result with that map, as a
+    route with ``calibration:`` does, at the file's threshold.
+    """
     from truthlens_integrations import load_detector
     from truthlens_integrations.core import DetectionInput
 
@@ -149,10 +159,23 @@ def measure(model: str, suite: Path, threshold: float, precision: str = "auto") 
         for it in items
     ]
     results = detector.detect_batch(inputs)
+    if calibration is not None:
+        from truthlens_integrations.core._adapter_api import (
+            RouteCalibration,
+            read_calibration_file,
+        )
+
+        file = read_calibration_file(calibration)
+        route = RouteCalibration.of(file)
+        results = [
+            route.rescore(item, result, file.threshold)
+            for item, result in zip(inputs, results, strict=True)
+        ]
     scores = [r.score for r in results]
     report = summarise(items, scores, threshold)
     report["model"] = model
     report["precision"] = precision
+    report["calibration"] = calibration
     report["items"] = len(items)
     return report
 
@@ -166,12 +189,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--suite", type=Path, default=RECORDS / "suite.jsonl")
     run.add_argument("--threshold", type=float, default=0.5)
     run.add_argument("--precision", default="auto", help="auto, float32 or int8")
+    run.add_argument("--calibration", default=None, help="a bundled name ('rag') or a file")
     run.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.command == "build":
         print(f"{len(build())} items -> {RECORDS / 'suite.jsonl'}")
         return
-    report = measure(args.model, args.suite, args.threshold, args.precision)
+    report = measure(args.model, args.suite, args.threshold, args.precision, args.calibration)
     args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report["groups"]["all"]), "auroc", report["auroc"])
 

@@ -330,3 +330,32 @@ def test_table_says_what_evidence_selection_read() -> None:
     windows = Coverage(answer_chars=40, answer_chars_scored=38, context_windows=2, max_length=512)
     assert "2 context window(s)" in _coverage_line(windows)
     assert "38/40 answer chars scored" in _coverage_line(windows)
+
+
+@pytest.mark.parametrize("flag", [["--backend", "onnx"], ["--precision", "int8"]])
+def test_detect_refuses_a_model_option_for_the_lexical_reference(
+    flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It runs no model: the option would be silently ignored.
+    argv = ["detect", "--model", "lexical", *flag, "--context", "a b", "--answer", "a b"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]} applies to model detectors" in err
+    assert "Traceback" not in err
+
+
+def test_detect_passes_the_precision_to_the_model(
+    keyword_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from truthlens_integrations.core.models import detection
+
+    seen: dict[str, object] = {}
+    real = detection.load_detector
+
+    def load_detector(model: object, **options: object) -> object:
+        seen.update(options)
+        return real(model, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(detection, "load_detector", load_detector)
+    assert main([*eiffel_detect(keyword_model_dir), "--precision", "float32", "--json"]) == 0
+    assert seen["dtype"] == "float32"
