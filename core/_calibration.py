@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ._json import JSONFormatError, loads_strict
 __all__ = [
     "BUNDLED_CALIBRATIONS",
     "CALIBRATION_FORMAT",
+    "DEPRECATED_CALIBRATIONS",
     "MAX_CALIBRATION_BYTES",
     "MAX_COEFFICIENT",
     "RESPONSE_COEFFICIENTS",
@@ -232,6 +234,18 @@ class CalibrationFile(BaseModel):
         return value
 
 
+#: Bundled calibrations that still load, with a DeprecationWarning, and why they go.
+DEPRECATED_CALIBRATIONS: dict[str, str] = {
+    "rag": (
+        "calibration 'rag' is deprecated and will be removed in the next release: it lets "
+        "single-claim errors through (on the held-out suite of negation flips, swapped "
+        "roles and restated numbers it catches 6% of the wrong answers, the default 39%). "
+        "Remove it to use the detector's own map, or fit one to your labelled answers "
+        "with `truthlens calibrate`"
+    ),
+}
+
+
 def bundled_calibration_names() -> tuple[str, ...]:
     """The names of the bundled calibration files (``("rag",)``), sorted."""
     return tuple(sorted(p.stem for p in BUNDLED_CALIBRATIONS.glob("*.json")))
@@ -250,6 +264,8 @@ def resolve_calibration(name_or_path: str | os.PathLike[str]) -> Path:
     """
     names = bundled_calibration_names()
     if isinstance(name_or_path, str) and name_or_path in names:
+        if name_or_path in DEPRECATED_CALIBRATIONS:
+            warnings.warn(DEPRECATED_CALIBRATIONS[name_or_path], DeprecationWarning, stacklevel=3)
         return BUNDLED_CALIBRATIONS / f"{name_or_path}.json"
     file = Path(name_or_path)
     if not file.exists():

@@ -58,8 +58,8 @@ def add_eval_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--calibration",
-        help="score with this calibration's map and threshold: a bundled name ('rag': the "
-        "map fitted on RAG answers) or a file truthlens calibrate wrote",
+        help="score with this calibration's map and threshold: a file truthlens calibrate "
+        "wrote, or a bundled name ('rag', deprecated: it misses single-claim errors)",
     )
     _add_model_options(p)
     p.add_argument(
@@ -168,7 +168,6 @@ class _CalibratedDetector:
             RouteCalibration,
             check_calibration_detector,
             read_calibration_file,
-            resolve_calibration,
         )
 
         self._inner = inner
@@ -182,7 +181,7 @@ class _CalibratedDetector:
         # Read into its map once: the engine rescores a route's answers the same way.
         self._route = RouteCalibration.of(file)
         self._threshold = file.threshold if threshold is None else threshold
-        self.model_id = f"{inner.model_id}+{resolve_calibration(calibration).stem}"
+        self.model_id = f"{inner.model_id}+{Path(calibration).stem}"
         self.config = inner.config.model_copy(update={"threshold": self._threshold})
 
     def detect_batch(self, inputs: Any) -> list[Any]:

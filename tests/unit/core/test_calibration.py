@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
@@ -100,7 +101,11 @@ def test_a_bad_calibration_path_or_file_is_a_config_error(tmp_path: Path) -> Non
         load_policy(typed)  # a boolean is not a path
 
 
-# -- the bundled calibration ``rag`` (candidate 4a of issue 27, opt-in) -------------------
+# The rag map's deprecation is asserted once, below; the other tests read the map itself.
+pytestmark = pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
+
+
+# -- the bundled calibration ``rag`` (candidate 4a of issue 27, opt-in; deprecated by issue 41)
 
 SELECTION = REPO / "lab" / "records" / "rag_selection"
 TOWER = [
@@ -122,6 +127,18 @@ TOWER = [
 TOWER_QUESTION = "When was the Eiffel Tower built, and how tall is it?"
 # The facts that neither give nor contradict the date and the height: padding.
 PADDING = [f for f in TOWER if "1887" not in f and "330" not in f]
+
+
+def test_the_bundled_rag_calibration_is_deprecated(tmp_path: Path) -> None:
+    # Issue 41's rule keeps it only if it passes the rule the default passed; it catches
+    # 6% of the phenomena suite's wrong answers (the default 39%): it warns, and still loads.
+    with pytest.warns(DeprecationWarning, match=r"calibration 'rag' is deprecated.*calibrate"):
+        route = load_policy(_policy("rag")).decisions[0].plugins[0].configuration
+    assert route.calibration_file is not None
+    # a file of the user's own never warns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        load_policy(_policy(_calibration(tmp_path, 1.0)))
 
 
 def test_rag_is_a_bundled_name_for_the_selection_runs_map() -> None:

@@ -151,6 +151,7 @@ def test_the_route_rules() -> None:
     assert unverified_action(None, "body", "block") == "body"  # set globally
 
 
+@pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
 def test_the_policy_resolves_by_the_same_rules() -> None:
     s = _settings(hallucination_action="block")
     assert s.unverified_factual_action == "block"  # type: ignore[attr-defined]

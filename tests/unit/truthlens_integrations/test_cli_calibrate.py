@@ -89,6 +89,7 @@ def test_calibrate_then_eval_with_the_bundled_detector(labelled: Path, tmp_path:
     assert example["fp"] <= 0.25 * (example["fp"] + example["tn"])  # the cap holds
 
 
+@pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
 def test_eval_reads_the_bundled_rag_calibration_by_name(
     labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
