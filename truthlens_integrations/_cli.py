@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar, get_args
+from typing import Any, TextIO, TypeVar
 
 from truthlens_integrations.core import (
     Coverage,
@@ -183,7 +183,9 @@ def _add_detect(sub: Any) -> None:
         "extra is installed (int8 where the CPU has VNNI, else fp32), torch elsewhere; "
         "'torch' or 'onnx' force one",
     )
-    _add_precision(p)
+    from truthlens_integrations._cli_eval import add_precision_option
+
+    add_precision_option(p)
     p.add_argument(
         "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"
     )
@@ -208,18 +210,6 @@ def _add_detect(sub: Any) -> None:
     )
     p.add_argument("--tokens", action="store_true", help="include per-token scores in JSON")
     p.set_defaults(handler=_run_detect)
-
-
-def _add_precision(p: argparse.ArgumentParser) -> None:
-    from truthlens_integrations.core._adapter_api import Precision
-
-    p.add_argument(
-        "--precision",
-        choices=get_args(Precision),  # the policy's own vocabulary
-        default="auto",
-        help="the model's precision (default auto: on a CPU the ONNX int8 graph where the "
-        "CPU has VNNI, else fp32); float32 gives torch's exact spans",
-    )
 
 
 def _run_detect(args: argparse.Namespace) -> int:

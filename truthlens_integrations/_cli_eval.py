@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, get_args
 
-__all__ = ["add_eval_parser", "run_eval_command"]
+__all__ = ["add_eval_parser", "add_precision_option", "run_eval_command"]
 
 _DATASETS = (
     "ragtruth",
@@ -84,20 +84,26 @@ def add_eval_parser(subparsers: Any) -> None:
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--device`` and ``--precision``: which model runs, where and how."""
-    from truthlens_integrations.core._adapter_api import Precision
-
     p.add_argument(
         "--model",
         default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
         help="'bundled' (default), 'lexical', a model folder or a hub id",
     )
     p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
+    add_precision_option(p)
+
+
+def add_precision_option(p: argparse.ArgumentParser) -> None:
+    """``--precision``, in the policy's vocabulary (``truthlens eval`` and ``detect``)."""
+    from truthlens_integrations.core._adapter_api import Precision
+
     p.add_argument(
         "--precision",
-        choices=get_args(Precision),  # the policy's own vocabulary
+        choices=get_args(Precision),
         default="auto",
         help="the model's precision, as a policy's 'precision' (default auto: on a CPU the "
-        "ONNX int8 graph where the CPU has VNNI, else fp32); float32 or int8 pick one graph",
+        "ONNX int8 graph where the CPU has VNNI, else fp32); float32 gives torch's exact "
+        "spans, int8 the int8 graph",
     )
 
 
