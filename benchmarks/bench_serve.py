@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/bench_serve.py [--requests 96] [--threads 1] [--backend auto|torch|onnx]
-        [--replicas 1 2] [--out benchmarks/results/serve.md]
+        [--precision auto|float32|int8] [--replicas 1 2] [--out benchmarks/results/serve.md]
 
 Starts a local Ray (all cores, 200 MB object store, no dashboard) and the service on
 127.0.0.1, then for each deployment (1 or 2 replicas of 1 CPU each, dynamic batching on
@@ -14,7 +14,8 @@ threads, and one ``detect_batch`` of all requests (the batching ceiling).
 Requests cycle through four short grounded answers (the Eiffel record and a Statue of
 Liberty sentence, wrong and right answers; 20-40 tokens each). Latency is per request as
 the client sees it; throughput is requests per second of wall time. ``--backend`` sets the
-policy's ``hallucination.backend`` (in-process and in every replica), ``--replicas`` which
+policy's ``hallucination.backend`` and ``--precision`` its ``precision`` (in-process and in
+every replica), ``--replicas`` which
 deployments run.
 """
 
@@ -152,9 +153,15 @@ def main() -> None:
         help="in-process torch and ONNX Runtime threads (a replica has its num_cpus, 1)",
     )
     parser.add_argument("--backend", default="auto", choices=["auto", "torch", "onnx"])
+    parser.add_argument("--precision", default="auto", choices=["auto", "float32", "int8"])
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
-    policy = None if args.backend == "auto" else {"hallucination": {"backend": args.backend}}
+    knobs = {
+        key: value
+        for key, value in (("backend", args.backend), ("precision", args.precision))
+        if value != "auto"
+    }
+    policy = {"hallucination": knobs} if knobs else None
     load_before = os.getloadavg()
 
     import torch

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from truthlens_integrations._cli_eval import add_precision_option
 from truthlens_integrations.core import (
     Coverage,
     DetectionInput,
@@ -183,8 +184,6 @@ def _add_detect(sub: Any) -> None:
         "extra is installed (int8 where the CPU has VNNI, else fp32), torch elsewhere; "
         "'torch' or 'onnx' force one",
     )
-    from truthlens_integrations._cli_eval import add_precision_option
-
     add_precision_option(p)
     p.add_argument(
         "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"

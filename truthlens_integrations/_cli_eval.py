@@ -143,8 +143,13 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
     return load_detector(model, **options)
 
 
-def _load_nli(model: str, device: str | None, batch_size: int, precision: str) -> tuple[Any, str]:
-    """An NLI predictor for ``--model``: the bundled explainer, the lexical floor, or HF."""
+def _load_nli(
+    model: str, device: str | None, batch_size: int, precision: str
+) -> tuple[Any, str, str | None]:
+    """An NLI predictor for ``--model``, its name, and what runs it.
+
+    The model is the bundled explainer, the lexical floor, or a Hugging Face NLI model.
+    """
     from truthlens_integrations.core import InvalidInputError
 
     if precision != "auto" and model != "bundled":
@@ -152,17 +157,21 @@ def _load_nli(model: str, device: str | None, batch_size: int, precision: str) -
     if model == "lexical":
         from truthlens_integrations.core._adapter_api import lexical_nli
 
-        return lexical_nli, "lexical-nli"
+        return lexical_nli, "lexical-nli", None
     if model == "bundled":
         from truthlens_integrations.core.models.nli import BundledNLI
 
         dtype = None if precision == "auto" else precision
         bundled = BundledNLI(device=device, batch_size=batch_size, dtype=dtype)
-        return (lambda pairs: [p.label for p in bundled.predict(pairs)]), "bundled-nli"
+        return (
+            (lambda pairs: [p.label for p in bundled.predict(pairs)]),
+            "bundled-nli",
+            bundled.backend,
+        )
     from truthlens_integrations.core.models.nli import TransformersNLIExplainer
 
     explainer = TransformersNLIExplainer(model, device=device, batch_size=batch_size)
-    return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model
+    return (lambda pairs: [label for label, _ in explainer.explain(pairs)]), model, None
 
 
 class _CalibratedDetector:
@@ -245,7 +254,9 @@ def run_eval_command(args: argparse.Namespace) -> int:
     if args.dataset == "snli":
         if args.calibration is not None:
             raise InvalidInputError("--calibration applies to detectors, not to snli")
-        predict, model_id = _load_nli(args.model, args.device, args.batch_size, args.precision)
+        predict, model_id, backend = _load_nli(
+            args.model, args.device, args.batch_size, args.precision
+        )
         assert data_dir is not None  # --dataset snli, so not --data
         pairs = subsample(read_snli(data_dir / "esnli", split="test"), args.limit)
         report = run_nli_evaluation(
@@ -256,6 +267,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
             model_id=model_id,
             dataset_name="snli-test",
             command=_command_line(),
+            backend=backend,
         )
     else:
         report = _detection_report(args, data_dir, progress)

@@ -166,7 +166,7 @@ def measure(
         )
 
         file = read_calibration_file(calibration)
-        route = RouteCalibration.of(file)
+        route, threshold = RouteCalibration.of(file), file.threshold
         results = [
             route.rescore(item, result, file.threshold)
             for item, result in zip(inputs, results, strict=True)

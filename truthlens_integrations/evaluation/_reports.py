@@ -84,6 +84,9 @@ def _header(report: AnyReport) -> list[str]:
     ]
     if report.command:
         lines.append(f"- command: `{report.command}`")
+    backend = getattr(report, "backend", None)  # what ran the model, where a report knows
+    if backend:
+        lines.append(f"- run by {backend}")
     return [*lines, ""]
 
 

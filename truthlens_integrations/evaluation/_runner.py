@@ -134,6 +134,9 @@ class _ModelReport(_Report):
     kind: str
     dataset: str
     model_id: str
+    backend: str | None = Field(
+        default=None, description="What ran the model (torch, onnx-fp32, onnx-int8)."
+    )
     n_examples: int
     metrics: Any
     latency: LatencyStats
@@ -391,6 +394,7 @@ def run_nli_evaluation(
     model_id: str,
     dataset_name: str = "snli",
     command: str | None = None,
+    backend: str | None = None,
 ) -> NLIReport:
     """Measure an NLI model: accuracy, per-class scores, confusion matrix and latency.
 
@@ -403,6 +407,7 @@ def run_nli_evaluation(
         model_id: Name of the model, for the report.
         dataset_name: Name of the data set, for the report.
         command: The command line, recorded in the report.
+        backend: What runs the model, recorded in the report.
 
     Returns:
         The report.
@@ -423,6 +428,7 @@ def run_nli_evaluation(
     return NLIReport(
         dataset=dataset_name,
         model_id=model_id,
+        backend=backend,
         n_examples=len(dataset),
         metrics=multiclass_metrics([e.label for e in dataset], run.outputs, labels=NLI_LABELS),
         **_run_fields(run, batch_size, command),

@@ -76,6 +76,12 @@ class BundledNLI:
         self.max_length = max_length
 
     @property
+    def backend(self) -> str:
+        """What runs the encoder: ``"torch"``, ``"onnx-int8"`` or ``"onnx-fp32"``."""
+        graph = self._shared.loaded.graph
+        return f"onnx-{graph.quantization}" if graph is not None else "torch"
+
+    @property
     def uses_branch(self) -> bool:
         """Whether predictions come from the NLI branch rather than the multi-task head."""
         return self._branch is not None

@@ -59,7 +59,7 @@ def test_cli_eval_lexical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.parametrize(
     ("model", "expected"),
-    [("lexical", ["Accuracy **1.0000**"]), ("bundled", ["bundled-nli", "Accuracy **"])],
+    [("lexical", ["Accuracy **1.0000**"]), ("bundled", ["bundled-nli", "Accuracy **", "run by "])],
 )
 def test_cli_eval_snli_from_the_env_data_dir(
     model: str,
