@@ -215,7 +215,7 @@ def _write(
         f"- load average (1/5/15 min) before: {' / '.join(f'{x:.1f}' for x in before)}, "
         f"after: {' / '.join(f'{x:.1f}' for x in after)}",
         f"- command: `python benchmarks/bench_serve.py --requests {args.requests} "
-        f"--threads {args.threads} --backend {args.backend} "
+        f"--threads {args.threads} --backend {args.backend} --precision {args.precision} "
         f"--replicas {' '.join(map(str, args.replicas))}`",
         f"- detector: {described} (the default of `load_detector`, in-process and in "
         "each replica); requests: short grounded answers (20-40 tokens); p50 / p99 are "
