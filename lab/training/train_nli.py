@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
+import io
 import json
 import logging
 import random
@@ -88,6 +90,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=0,
         help="add FaithJudge train-source sentence pairs (lab.training.claims) N times per pass",
+    )
+    p.add_argument(
+        "--pack",
+        type=Path,
+        default=None,
+        help="write the encoded train and held-out pairs to this file (.pt) and stop: a "
+        "machine without the benchmark data (a lent GPU) trains from it with --packed",
+    )
+    p.add_argument(
+        "--packed",
+        type=Path,
+        default=None,
+        help="train on the pairs --pack wrote instead of reading the benchmark data",
     )
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
     p.add_argument("--out", type=Path, default=OUT_DIR)
@@ -172,44 +187,16 @@ def main(argv: list[str] | None = None) -> None:
         model.load_shipped(_read_branch(args.init_branch, args.encoder, args.shared_layers))
     model = model.to(device)
 
-    train, heldout = data.nli_examples(rng)
-    train += data.synthetic_nli(rng, args.synthetic_nli)
-    if args.mix_share < 1.0:
-        # a seeded sample of the mix; the held-out split stays whole
-        train = random.Random(args.seed).sample(train, round(len(train) * args.mix_share))
-    if args.quick:
-        train, heldout = train[:400], heldout[:200]
-    heldout_real: list[data.NLIExample] = []
-    if args.real_repeat:
-        # After the generator's draws, so the pairs above stay those of a run without them.
-        real_train, heldout_real = nli_real.training_examples(nli_real.train_role_pairs())
-        if args.real_balanced:
-            real_train = _balanced(real_train, random.Random(args.seed))
+    if args.packed is not None:
+        tr_enc, ho_all, ho_snli, ho_real = _read_pack(args.packed)
         if args.quick:
-            real_train, heldout_real = real_train[:100], heldout_real[:50]
-        train += real_train * args.real_repeat
-        heldout += heldout_real
-
-    if args.curriculum_per_task:
-        train += claims.curriculum_examples(random.Random(args.seed), args.curriculum_per_task)
-    if args.faithjudge_repeat:
-        fj_train, fj_held = claims.faithjudge_examples(random.Random(args.seed))
-        # the judge-inconsistent sentences are rare: they count twice in each repeat
-        fj_train += [e for e in fj_train if e.label != 0]
-        train += fj_train * args.faithjudge_repeat
-        heldout += fj_held
-        heldout_real += fj_held
-    if args.quick:
-        train = train[:600]
-
-    def enc(xs: list[data.NLIExample]) -> list[dict[str, Any]]:
-        pairs: list[tuple[str, str | None]] = [(e.premise, e.hypothesis) for e in xs]
-        return encode_pairs(tok, pairs, [e.label for e in xs], args.max_length)
-
-    tr_enc = enc(train)
-    ho_all = enc(heldout)
-    ho_snli = enc([e for e in heldout if e.source == "snli"])
-    ho_real = enc(heldout_real)
+            tr_enc, ho_all = tr_enc[:600], ho_all[:200]
+            ho_snli, ho_real = ho_snli[:50], ho_real[:50]
+    else:
+        tr_enc, ho_all, ho_snli, ho_real = _encoded_sets(args, rng, tok)
+    if args.pack is not None:
+        _write_pack(args.pack, (tr_enc, ho_all, ho_snli, ho_real))
+        return
     steps_per_epoch = (len(tr_enc) + args.batch - 1) // args.batch
     total = steps_per_epoch * args.epochs
     log.info(
@@ -276,6 +263,92 @@ def main(argv: list[str] | None = None) -> None:
         "train_n": len(tr_enc),
     }
     save(best[1], args, metrics)
+
+
+def _encoded_sets(
+    args: argparse.Namespace, rng: random.Random, tok: Any
+) -> tuple[list[dict[str, Any]], ...]:
+    """The encoded train, held-out, held-out SNLI and held-out real-answer pairs."""
+    train, heldout = data.nli_examples(rng)
+    train += data.synthetic_nli(rng, args.synthetic_nli)
+    if args.mix_share < 1.0:
+        # a seeded sample of the mix; the held-out split stays whole
+        train = random.Random(args.seed).sample(train, round(len(train) * args.mix_share))
+    if args.quick:
+        train, heldout = train[:400], heldout[:200]
+    heldout_real: list[data.NLIExample] = []
+    if args.real_repeat:
+        # After the generator's draws, so the pairs above stay those of a run without them.
+        real_train, heldout_real = nli_real.training_examples(nli_real.train_role_pairs())
+        if args.real_balanced:
+            real_train = _balanced(real_train, random.Random(args.seed))
+        if args.quick:
+            real_train, heldout_real = real_train[:100], heldout_real[:50]
+        train += real_train * args.real_repeat
+        heldout += heldout_real
+
+    if args.curriculum_per_task:
+        train += claims.curriculum_examples(random.Random(args.seed), args.curriculum_per_task)
+    if args.faithjudge_repeat:
+        fj_train, fj_held = claims.faithjudge_examples(random.Random(args.seed))
+        # the judge-inconsistent sentences are rare: they count twice in each repeat
+        fj_train += [e for e in fj_train if e.label != 0]
+        train += fj_train * args.faithjudge_repeat
+        heldout += fj_held
+        heldout_real += fj_held
+    if args.quick:
+        train = train[:600]
+
+    def enc(xs: list[data.NLIExample]) -> list[dict[str, Any]]:
+        pairs: list[tuple[str, str | None]] = [(e.premise, e.hypothesis) for e in xs]
+        return encode_pairs(tok, pairs, [e.label for e in xs], args.max_length)
+
+    tr_enc = enc(train)
+    ho_all = enc(heldout)
+    ho_snli = enc([e for e in heldout if e.source == "snli"])
+    ho_real = enc(heldout_real)
+    return tr_enc, ho_all, ho_snli, ho_real
+
+
+_PACK_SETS = ("train", "heldout", "heldout_snli", "heldout_real")
+
+
+def _write_pack(file: Path, sets: tuple[list[dict[str, Any]], ...]) -> None:
+    """The encoded sets as flat uint16 token ids with offsets (the vocabulary fits)."""
+    packed: dict[str, torch.Tensor] = {}
+    for name, rows in zip(_PACK_SETS, sets, strict=True):
+        ids = [i for r in rows for i in r["input_ids"]]
+        if ids and max(ids) > np.iinfo(np.uint16).max:
+            raise ValueError("token ids exceed uint16: this encoder cannot be packed")
+        lengths = [len(r["input_ids"]) for r in rows]
+        packed[f"{name}.ids"] = torch.from_numpy(np.asarray(ids, dtype=np.uint16).view(np.int16))
+        packed[f"{name}.lengths"] = torch.tensor(lengths, dtype=torch.int32)
+        packed[f"{name}.labels"] = torch.tensor([r["label"] for r in rows], dtype=torch.int8)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(file, "wb", compresslevel=9) as fh:  # what travels to a GPU is capped
+        torch.save(packed, fh)
+    log.info("packed %s (%.1f MB): %s", file, file.stat().st_size / 1e6,
+             {n: len(r) for n, r in zip(_PACK_SETS, sets, strict=True)})  # fmt: skip
+
+
+def _read_pack(file: Path) -> tuple[list[dict[str, Any]], ...]:
+    """The sets :func:`_write_pack` wrote, as the trainer's rows."""
+    with gzip.open(file, "rb") as fh:
+        packed = torch.load(io.BytesIO(fh.read()), weights_only=True)
+    out = []
+    for name in _PACK_SETS:
+        ids = packed[f"{name}.ids"].numpy().view(np.uint16).astype(np.int64)
+        lengths = packed[f"{name}.lengths"].numpy().astype(np.int64)
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        labels = packed[f"{name}.labels"].tolist()
+        out.append(
+            [
+                {"input_ids": ids[a:b].tolist(), "label": int(y)}
+                for a, b, y in zip(starts, ends, labels, strict=True)
+            ]
+        )
+    return tuple(out)
 
 
 def _balanced(pairs: list[data.NLIExample], rng: random.Random) -> list[data.NLIExample]:
