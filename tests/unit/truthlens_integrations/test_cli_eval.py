@@ -14,16 +14,26 @@ from truthlens_integrations._cli import main
 from truthlens_integrations.core.models._onnx import onnx_available
 
 
-def test_eval_refuses_a_calibration_for_another_detector(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        # a map means something only for the detector it was fitted on
+        (["--calibration", "rag"], "fitted for the bundled detector"),
+        # the lexical reference has no weights: an ignored --precision would report its
+        # figures under an int8 command line
+        (["--precision", "int8"], "--precision applies to model detectors"),
+    ],
+)
+def test_eval_refuses_an_option_the_lexical_reference_cannot_take(
+    option: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
-    code = main(["eval", "--model", "lexical", "--calibration", "rag", "--data", str(data),
-                 "--no-progress"])  # fmt: skip
+    code = main(["eval", "--model", "lexical", *option, "--data", str(data), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "fitted for the bundled detector" in err and "'lexical'" in err
+    assert message in err and "'lexical'" in err
     assert "Traceback" not in err
 
 
@@ -73,21 +83,6 @@ def test_cli_eval_snli_from_the_env_data_dir(
     out = capsys.readouterr().out
     for text in expected:
         assert text in out
-
-
-def test_eval_refuses_a_precision_the_model_does_not_have(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # The lexical reference has no weights: an ignored --precision would report fp32
-    # figures under an int8 command line.
-    data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
-    code = main(["eval", "--model", "lexical", "--precision", "int8", "--data", str(data),
-                 "--no-progress"])  # fmt: skip
-    err = capsys.readouterr().err
-    assert code == 2
-    assert "--precision applies to model detectors" in err
-    assert "Traceback" not in err
 
 
 @needs_weights
