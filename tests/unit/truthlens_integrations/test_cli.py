@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -359,3 +361,18 @@ def test_detect_passes_the_precision_to_the_model(
     monkeypatch.setattr(detection, "load_detector", load_detector)
     assert main([*eiffel_detect(keyword_model_dir), "--precision", "float32", "--json"]) == 0
     assert seen["dtype"] == "float32"
+
+
+def test_the_command_line_shows_the_packages_deprecation_warnings(tmp_path: Path) -> None:
+    # Python hides DeprecationWarning outside __main__; a CLI user would never see one.
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; from truthlens_integrations._cli import main; "
+         "sys.exit(main())", "eval", "--model", "lexical", "--calibration", "rag",
+         "--data", str(data), "--no-progress"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert "DeprecationWarning: calibration 'rag' is deprecated" in run.stderr
+    assert "Traceback" not in run.stderr
