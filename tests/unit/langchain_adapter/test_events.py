@@ -111,7 +111,8 @@ async def test_wrapper_requery_of_a_blocked_answer_stays_out_of_events(detector:
     assert any("1950" in q for q in retriever.queries)
     assert not any("1950" in i for i in _retriever_inputs(events))
     assert not any(e["name"] == "truthlens_requery" for e in events)
-    assert not any("1950" in json.dumps(e["data"], default=str) for e in events[-3:])
+    # leaks(): a timing such as 0.0010719500023 holds "1950" among its digits (a flake before)
+    assert not any(leaks("1950", json.dumps(e["data"], default=str)) for e in events[-3:])
 
 
 # -- Issue 29, agents and LangGraph: attacks on the agent middleware, the graph guard, -----

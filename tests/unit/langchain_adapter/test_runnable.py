@@ -845,7 +845,7 @@ def test_wrapper_form_hides_inner_tokens_when_the_answer_is_blocked(detector: De
     events = _events(blocked, [HumanMessage(EIFFEL_QUESTION)])
     kinds = {e["event"] for e in events}
     assert "on_chat_model_stream" not in kinds and "on_custom_event" in kinds
-    holders = {e["name"] for e in events if "1950" in json.dumps(e.get("data"), default=str)}
+    holders = {e["name"] for e in events if leaks("1950", json.dumps(e.get("data"), default=str))}
     # Only the guard's own output and event hold it, inside the verdict (original_answer,
     # kept for audit, as with invoke); no inner run does.
     assert holders <= {"TruthLensRunnable", "truthlens_detection"}
