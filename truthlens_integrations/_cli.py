@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from truthlens_integrations._cli_eval import add_precision_option
+from truthlens_integrations._cli_eval import add_precision_option, refuse_model_options
 from truthlens_integrations.core import (
     Coverage,
     DetectionInput,
@@ -227,12 +227,8 @@ def _run_detect(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"batch_size": args.batch_size}
     if args.device:
         options["device"] = args.device
-    if args.model == "lexical":
-        # The lexical reference runs no model: a backend or precision would be ignored.
-        for flag, value in (("--backend", args.backend), ("--precision", args.precision)):
-            if value != "auto":
-                raise InvalidInputError(f"{flag} applies to model detectors, not to 'lexical'")
-    else:
+    refuse_model_options(args.model, backend=args.backend, precision=args.precision)
+    if args.model != "lexical":
         options["backend"] = args.backend
     if args.precision != "auto":
         options["dtype"] = args.precision
@@ -395,7 +391,6 @@ def _kind(value: object) -> str:
 
 
 def _usage(message: str) -> TruthLensError:
-    from truthlens_integrations.core import InvalidInputError
 
     return InvalidInputError(message)
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, get_args
 
-__all__ = ["add_eval_parser", "add_precision_option", "run_eval_command"]
+__all__ = ["add_eval_parser", "add_precision_option", "refuse_model_options", "run_eval_command"]
 
 _DATASETS = (
     "ragtruth",
@@ -107,6 +107,21 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def refuse_model_options(model: str, **flags: str) -> None:
+    """Refuse ``--backend`` / ``--precision`` for the lexical reference, which runs no model.
+
+    Raises:
+        InvalidInputError: For a flag set to anything but ``auto`` (it would be ignored).
+    """
+    from truthlens_integrations.core import InvalidInputError
+
+    if model != "lexical":
+        return
+    for flag, value in flags.items():
+        if value != "auto":
+            raise InvalidInputError(f"--{flag} applies to model detectors, not to 'lexical'")
+
+
 def _command_line() -> str:
     return "truthlens " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -131,11 +146,8 @@ def _load_detector(model: str, options: dict[str, Any]) -> Any:
 
     if model == "lexical":
         # Built here so the harness runs even where the model loader is unavailable.
-        from truthlens_integrations.core import InvalidInputError
         from truthlens_integrations.core.models.detection import LexicalDetector
 
-        if "dtype" in options:
-            raise InvalidInputError("--precision applies to model detectors, not to 'lexical'")
         fields = {k: v for k, v in options.items() if k in DetectionConfig.model_fields}
         return LexicalDetector(config=DetectionConfig(**fields))
     from truthlens_integrations.core.models.detection import load_detector
@@ -222,6 +234,7 @@ def _detection_report(args: argparse.Namespace, data_dir: Path | None, progress:
         examples = load_detection_dataset(
             args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
         )
+    refuse_model_options(args.model, precision=args.precision)
     detector = _load_detector(args.model, _detector_options(args))
     if args.calibration is not None:
         detector = _CalibratedDetector(detector, args.calibration, args.threshold)

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "AUTO_ONNX",
     "BACKENDS",
     "Backend",
     "OnnxModel",
@@ -61,11 +60,6 @@ logger = logging.getLogger(__name__)
 Backend = Literal["auto", "torch", "onnx"]
 Quantization = Literal["fp32", "int8"]
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx")
-#: Whether ``backend="auto"`` runs an ONNX graph on a CPU where onnxruntime is installed
-#: (``False`` keeps torch there). The fused fp32 graph gives torch's spans on every answer
-#: measured; the int8 graph, where :func:`default_quantization` picks it, keeps the quality
-#: users see at 0.6x the guard's time (the results page's Speed section).
-AUTO_ONNX = True
 
 
 def default_quantization() -> Quantization:
@@ -73,7 +67,8 @@ def default_quantization() -> Quantization:
 
     int8 held every figure it was judged by (select-role AUROC within 0.005 of fp32, false
     alarms and the phenomena suite within a point or two; the results page) on a CPU with
-    VNNI; on others ONNX Runtime's int8 kernels may saturate, so fp32 runs there.
+    VNNI, at 0.6x the guard's time; on others ONNX Runtime's int8 kernels may saturate, so
+    fp32 runs there. The fp32 graph gives torch's spans on every answer measured.
     """
     return "int8" if cpu_has_int8_dot_product() else "fp32"
 
@@ -141,11 +136,11 @@ def resolve_backend(
             raise ConfigError("precision 'int8' runs on the onnx backend, not torch")
         return "torch", "fp32"
     wants_onnx = backend == "onnx" or name == "int8"
-    quantization: Quantization = default_quantization() if name == "auto" else "fp32"
-    if name == "int8":
-        quantization = "int8"
+    quantization: Quantization = (
+        "int8" if name == "int8" else default_quantization() if name == "auto" else "fp32"
+    )
     if not wants_onnx:
-        if AUTO_ONNX and _auto_onnx(device, name, model_type, local=local):
+        if _auto_onnx(device, name, model_type, local=local):
             return "onnx", quantization
         return "torch", "fp32"
     _check_forced(device, name, local=local)
