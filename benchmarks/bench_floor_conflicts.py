@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.training.heldout import claim_input, heldout_claims
 from truthlens_integrations.core._text import content_words
-from truthlens_integrations.core.models.detection._adjust import conflict_marks
+from truthlens_integrations.core.models.detection._rules import conflict_marks
 
 _QUOTE = 70
 _OWN = ("hardcases", "multi")  # the groups that are not single held-out answers

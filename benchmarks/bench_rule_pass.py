@@ -7,7 +7,7 @@ Usage (from the repository root, on a quiet machine)::
 
 ``--compare memo`` (the default; ``benchmarks/results/rule_pass.md``): the default map's
 rule sentence floor reads the unit and negation rules' conflicts, which the token stage
-has just run on the same answer; ``_adjust._rule_verdicts`` keeps them. Measured with the
+has just run on the same answer; ``_rules._rule_verdicts`` keeps them. Measured with the
 memo and with the plain function in its place (every call then runs the rules twice).
 
 ``--compare number-readers`` (``benchmarks/results/number_readers.md``): the readers of
@@ -45,7 +45,7 @@ TITLES = {
 
 def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
     """Each variant's patches (module, name, value); the first variant is the shipped one."""
-    from truthlens_integrations.core.models.detection import _adjust
+    from truthlens_integrations.core.models.detection import _rules as _adjust
 
     if compare == "memo":
         plain = _adjust._rule_verdicts.__wrapped__
@@ -59,7 +59,8 @@ def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
 
 
 def main() -> None:
-    from truthlens_integrations.core.models.detection import _adjust, load_detector
+    from truthlens_integrations.core.models.detection import _rules as _adjust
+    from truthlens_integrations.core.models.detection import load_detector
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--compare", choices=tuple(TITLES), default="memo")

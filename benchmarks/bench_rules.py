@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.training.train_evidence import _hard_cases
 from truthlens_integrations.core import DetectionInput, _quantities
-from truthlens_integrations.core.models.detection import _adjust, load_detector
+from truthlens_integrations.core.models.detection import _rules as _adjust
+from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.evaluation import auroc
 from truthlens_integrations.evaluation._rag_readers import read_labelled_answers, read_ragtruth_dev
 

@@ -54,6 +54,7 @@ from lab.training import realdata
 from lab.training.calibrate_evidence import _half
 from lab.training.calibrate_response import multi_part_answers
 from truthlens_integrations.core import DetectionConfig, DetectionInput
+from truthlens_integrations.core._calibration._signals import sentence_count
 from truthlens_integrations.core._text import split_sentences
 from truthlens_integrations.core.models.detection import EvidenceDetector
 from truthlens_integrations.core.models.detection._evidence import (
@@ -64,7 +65,6 @@ from truthlens_integrations.core.models.detection._evidence import (
     _query,
     fill_budget,
 )
-from truthlens_integrations.core.models.detection._response import sentence_count
 from truthlens_integrations.evaluation import auroc
 
 BUNDLED = Path(__file__).resolve().parents[1] / "core" / "_bundled" / "detector"

@@ -80,7 +80,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path)
     p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--precision", default="float32", help="the policy's precision (default float32)")
+    p.add_argument("--precision", default="float32", help="the policy's precision")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = p.parse_args()
     if args.compare:

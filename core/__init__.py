@@ -12,11 +12,11 @@ from __future__ import annotations
 from . import _errors, _types
 from ._errors import *  # noqa: F403 - every error is public here
 from ._json import JSONFormatError
-from ._scoring import decide, noisy_or, optimal_threshold
+from ._scoring import noisy_or, optimal_threshold
 from ._types import *  # noqa: F403 - every detection type is public here
 
 __all__: list[str] = []
 __all__ += _errors.__all__
 __all__ += ["JSONFormatError"]
 __all__ += _types.__all__
-__all__ += ["decide", "noisy_or", "optimal_threshold"]
+__all__ += ["noisy_or", "optimal_threshold"]

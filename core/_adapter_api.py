@@ -30,45 +30,35 @@ from ._text import content_words, split_sentences
 
 if TYPE_CHECKING:
     from ._arguments import reject_unknown
+    from ._calibration._file import (
+        CALIBRATION_FORMAT,
+        CalibrationFile,
+        check_calibration_detector,
+        read_calibration_file,
+    )
+    from ._calibration._fit import fit_response_map, threshold_for
     from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
     from .engine._build import engine_from
-    from .engine._options import (
-        POLICY_KNOB_NAMES,
-        renamed_options,
-        split_options,
-        warn_deprecated,
-    )
+    from .engine._options import POLICY_KNOB_NAMES, split_options
     from .engine._verdict import REDACTED, Verdict, redact_verdict
     from .llm._base import ensure_text, timed_response
     from .llm._wrapped import WrappedLLM
-    from .mitigation._defence import filter_passages
     from .mitigation._feedback import build_refiner_messages, fallback_query
     from .mitigation._prompts import build_refine_messages, defuse, format_documents, mark_spans
     from .mitigation._text import numbers
     from .models._loading import export_onnx
     from .models.detection._base import covered
-    from .models.detection._calibration_file import (
-        CALIBRATION_FORMAT,
-        CalibrationFile,
-        RouteCalibration,
-        answer_signals,
-        check_calibration_detector,
-        read_calibration_file,
-        rescore,
-        resolve_calibration,
-    )
     from .models.detection._lexical import lexical_nli
-    from .models.detection._response_fit import fit_response_map, threshold_for
+    from .models.detection._rescore import RouteCalibration, answer_signals, rescore
     from .observability._logging import log_event
-    from .policy._config import Precision, ReplicaKwargs, ServiceKwargs
+    from .policy._fields import Precision
+    from .policy._service import ReplicaKwargs, ServiceKwargs
 
 # name -> the module of the core that defines it, imported when the name is first read
 _LAZY = {
     # building an engine from an adapter's keyword arguments
     "engine_from": "engine._build",
     "split_options": "engine._options",
-    "renamed_options": "engine._options",
-    "warn_deprecated": "engine._options",
     "POLICY_KNOB_NAMES": "engine._options",
     "reject_unknown": "_arguments",
     # blocked answers and verdict payloads
@@ -83,7 +73,6 @@ _LAZY = {
     "ensure_text": "llm._base",
     "timed_response": "llm._base",
     # mitigation building blocks the adapters run in their own frameworks
-    "filter_passages": "mitigation._defence",
     "fallback_query": "mitigation._feedback",
     "build_refiner_messages": "mitigation._feedback",
     "build_refine_messages": "mitigation._prompts",
@@ -96,20 +85,19 @@ _LAZY = {
     "export_onnx": "models._loading",
     "lexical_nli": "models.detection._lexical",
     "covered": "models.detection._base",
-    "CALIBRATION_FORMAT": "models.detection._calibration_file",
-    "CalibrationFile": "models.detection._calibration_file",
-    "RouteCalibration": "models.detection._calibration_file",
-    "answer_signals": "models.detection._calibration_file",
-    "check_calibration_detector": "models.detection._calibration_file",
-    "read_calibration_file": "models.detection._calibration_file",
-    "rescore": "models.detection._calibration_file",
-    "resolve_calibration": "models.detection._calibration_file",
-    "fit_response_map": "models.detection._response_fit",
-    "threshold_for": "models.detection._response_fit",
+    "CALIBRATION_FORMAT": "_calibration._file",
+    "CalibrationFile": "_calibration._file",
+    "check_calibration_detector": "_calibration._file",
+    "read_calibration_file": "_calibration._file",
+    "fit_response_map": "_calibration._fit",
+    "threshold_for": "_calibration._fit",
+    "RouteCalibration": "models.detection._rescore",
+    "rescore": "models.detection._rescore",
+    "answer_signals": "models.detection._rescore",
     # the service's settings
-    "Precision": "policy._config",
-    "ReplicaKwargs": "policy._config",
-    "ServiceKwargs": "policy._config",
+    "Precision": "policy._fields",
+    "ReplicaKwargs": "policy._service",
+    "ServiceKwargs": "policy._service",
 }
 
 __getattr__, __dir__ = lazy_attributes(
@@ -151,7 +139,6 @@ __all__ = [
     "ensure_text",
     "export_onnx",
     "fallback_query",
-    "filter_passages",
     "fit_response_map",
     "format_documents",
     "lazy_attributes",
@@ -164,10 +151,8 @@ __all__ = [
     "readable_chars",
     "redact_verdict",
     "reject_unknown",
-    "renamed_options",
     "require",
     "rescore",
-    "resolve_calibration",
     "split_options",
     "split_sentences",
     "threshold_for",
@@ -175,5 +160,4 @@ __all__ = [
     "verdict_headers",
     "verdict_of",
     "verdict_payload",
-    "warn_deprecated",
 ]

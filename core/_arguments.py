@@ -10,15 +10,13 @@ these.
 from __future__ import annotations
 
 import difflib
-import sys
-import warnings
 from collections.abc import Iterable
 
 from pydantic import ValidationError
 
 from ._errors import UnknownArgumentError
 
-__all__ = ["describe_error", "kind", "reject_unknown", "warn_deprecated"]
+__all__ = ["describe_error", "kind", "reject_unknown"]
 
 
 def describe_error(error: ValidationError, where: str) -> str:
@@ -63,20 +61,3 @@ def kind(value: object) -> str:
     """A short description of ``value`` for error messages: type, and repr when short."""
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}" if len(text) <= 40 else type(value).__name__
-
-
-#: Modules whose frames a deprecation warning skips, to point at the caller's line.
-_INTERNAL = ("truthlens_integrations", "pydantic", "llama_index", "langchain", "langgraph")
-
-
-def warn_deprecated(message: str) -> None:
-    """Emit a :class:`DeprecationWarning` attributed to the first frame outside the package.
-
-    Adapters reach the option checks through a varying number of calls, and a policy's
-    deprecated key is met inside pydantic's validation; pointing the warning at the
-    user's own line is what lets Python's default filters show it.
-    """
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_INTERNAL):
-        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
-    warnings.warn(message, DeprecationWarning, stacklevel=level + 1)

@@ -67,7 +67,7 @@ _YEAR_RANGE = (1000, 2100)
 # A half written in words is one amount with its unit: "half an hour" (0.5 hour), "five and half
 # years" and "two hours and a half" (N + 0.5), "an hour and a half" (1.5). Read apart, "five and
 # half years" was the number 5 and "half an hour" nothing, so an answer's "every 5.5 years" or "30
-# minutes" conflicted (tests/unit/core/models/detection/test_adjust.py).
+# minutes" conflicted (tests/unit/core/models/detection/test_rules.py).
 _HALF_OF = rf"\d{{1,3}}|{'|'.join(_WORD_VALUES)}|{'|'.join(_DIGIT_WORDS)}|an?"
 _HALF = re.compile(
     r"\bhalf\s+(?:of\s+)?an?\s+(?P<unit>[A-Za-z]+)"
@@ -334,7 +334,7 @@ def _glued_amounts(text: str) -> list[Quantity]:
 
 # A decade: a year ending in 0 with "s" or "'s" ("the 1950s", "1880's"). Unread, a wrong
 # decade was only an absent word, and "built in the 1950s" passed where "in 1950" was
-# caught (tests/unit/core/models/detection/test_adjust.py). "1800s" is mostly said of a
+# caught (tests/unit/core/models/detection/test_rules.py). "1800s" is mostly said of a
 # century: read as a hundred years, the wider reading never invents a conflict.
 _DECADE = re.compile(r"(?<![\w.])(1\d{2}0|20[0-9]0)(?:['\u2019]?s)(?!\w)")
 
@@ -366,7 +366,7 @@ def _decades(text: str) -> list[Quantity]:
 # A century, in digits or in words ("the 19th century", "nineteenth-century"), from the 11th to the
 # 21st: the years it spans, by either count (the 19th century is 1801-1900 by the calendar,
 # 1800-1899 as most say it), so 1800-1900. Unread, "19th" was an absent word, and a right century
-# was flagged as readily as a wrong one (tests/unit/core/models/detection/test_adjust.py).
+# was flagged as readily as a wrong one (tests/unit/core/models/detection/test_rules.py).
 _CENTURY_WORDS = {
     w: 11 + i
     for i, w in enumerate(
@@ -767,7 +767,7 @@ def _judge_years(year: Quantity, known: Sequence[Quantity]) -> QuantityVerdict |
     1950s" says more than the source, it does not contradict it); with single years there,
     a span about something else must not hide a wrong year ("built in 1950" against 1887
     and an "early twentieth century" of the radio masts), so it is judged by them
-    (tests/unit/core/models/detection/test_adjust.py). Otherwise a conflict when the context
+    (tests/unit/core/models/detection/test_rules.py). Otherwise a conflict when the context
     holds years. ``None`` where the single years decide, or no span is involved: compared by
     value, as before.
     """

@@ -7,8 +7,7 @@ For an answer with token hallucination probabilities ``p_i``:
 * response score, ``span_max``: the largest span score;
 * response score, ``max``: the largest token probability (spans or not).
 
-Whether an answer is flagged is decided in ``core/_decision.py`` (:func:`decide` here is
-a deprecated alias of its rule).
+Whether an answer is flagged is decided in ``core/_decision.py``.
 """
 
 from __future__ import annotations
@@ -17,14 +16,11 @@ import bisect
 import math
 from collections.abc import Callable, Sequence
 
-from ._arguments import warn_deprecated
-from ._decision import reaches
 from ._errors import InvalidInputError
 from ._text import SPAN_WORD
-from ._types import Aggregation, Decision, HallucinationSpan, TokenScore
+from ._types import Aggregation, HallucinationSpan, TokenScore
 
 __all__ = [
-    "decide",
     "merge_spans",
     "noisy_or",
     "optimal_threshold",
@@ -70,19 +66,6 @@ def response_score(
     raise InvalidInputError(
         f"aggregation {aggregation!r} is computed by a detector with a response calibration"
     )
-
-
-def decide(score: float, threshold: float) -> Decision:
-    """Deprecated: ``MITIGATE`` when ``score >= threshold``, else ``PASS``.
-
-    The guard decides in one place, ``core/_decision.py``: a guarded answer's decision
-    is ``TruthLens.guard(...).decision``, a detector's ``DetectionResult.decision``.
-    """
-    warn_deprecated(
-        "truthlens_integrations.core.decide is deprecated and will be removed in the next "
-        "release; read verdict.decision (or DetectionResult.decision)"
-    )
-    return Decision.MITIGATE if reaches(score, threshold) else Decision.PASS
 
 
 def optimal_threshold(cost_ratio: float, prior: float) -> float:

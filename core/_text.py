@@ -142,7 +142,7 @@ class AnswerText:
     :meth:`of` builds it once per answer text: stages the detector protocol keeps apart
     (the token rules, the response score, the engine's re-scoring and NLI) get the same
     object back from a small cache, as the rules' verdicts are cached
-    (``_adjust._rule_verdicts``).
+    (``_rules._rule_verdicts``).
 
     Attributes:
         text: The answer.

@@ -279,7 +279,7 @@ class DetectionConfig(_Frozen):
             model is calibrated, and a ranking score for every answer), or ``calibrated``
             (the model folder's response calibration: the token probabilities read with
             the answer's length and absent words; the bundled detector's default, see
-            :class:`~truthlens_integrations.core.models.detection._response.ResponseCalibration`).
+            :class:`~truthlens_integrations.core._calibration._map.ResponseCalibration`).
         min_span_chars: Spans shorter than this many non-space characters are dropped.
         min_span_confidence: Spans whose confidence is below this are dropped.
         max_length: Model window in tokens; ``None`` reads it from the model.

@@ -10,8 +10,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import Field, ValidationError
 from typing_extensions import override
 
-from truthlens_integrations.core._adapter_api import filter_passages, reject_unknown
-from truthlens_integrations.core.mitigation import Passage
+from truthlens_integrations.core._adapter_api import reject_unknown
+from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 from ._arguments import invalid_arguments
 
@@ -36,7 +36,7 @@ class RetrievalQualityFilter(BaseDocumentCompressor):
 
     Use it alone (``quality_filter.compress_documents(docs, query)``) or in a
     ``ContextualCompressionRetriever``. The rules are the engine's layer-1 defence,
-    :func:`~truthlens_integrations.core.mitigation._defence.filter_passages`; this class only
+    :func:`~truthlens_integrations.core.mitigation.filter_passages`; this class only
     reads scores and metadata off LangChain documents.
 
     Attributes:

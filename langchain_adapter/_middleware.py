@@ -40,7 +40,6 @@ from truthlens_integrations.core import ConfigError, LLMError
 from truthlens_integrations.core._adapter_api import (
     EngineBlocking,
     engine_from,
-    renamed_options,
     split_options,
 )
 from truthlens_integrations.core._adapter_api import ensure_text as _ensure_text
@@ -317,10 +316,8 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
         engine: The guard engine; ``None`` builds one with the default policy. With
             policy knobs or engine options it is copied with them applied (loaded
             models shared).
-        verification_llms: Premium-mode verifiers (chat models or core LLMs);
-            ``verification_models`` is its deprecated name (runtime only).
-        judge_llm: Premium-mode judge (the agent's model when ``None``);
-            ``judge_model`` is its deprecated name (runtime only).
+        verification_llms: Premium-mode verifiers (chat models or core LLMs).
+        judge_llm: Premium-mode judge (the agent's model when ``None``).
         stream_mode: ``"verified"`` or ``"passthrough"``.
         document_keys: Agent-state keys holding retrieved documents to add to the
             grounding.
@@ -357,15 +354,7 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
         **options: Unpack[GuardKwargs],
     ) -> None:
         where = "TruthLensMiddleware"
-        # The deprecated spellings arrive in **options (runtime only); both spellings
-        # of one argument at once is a ConfigError.
-        models: dict[str, Any] = {"verification_llms": verification_llms or None}
-        models["judge_llm"] = judge_llm
-        given = {k: v for k, v in models.items() if v is not None}
-        rest = renamed_options({**options, **given}, where)
-        verification_llms = rest.pop("verification_llms", ())
-        judge_llm = rest.pop("judge_llm", None)
-        split = split_options(rest, own=_OWN, where=where)
+        split = split_options(options, own=_OWN, where=where)
         check_choice("stream_mode", stream_mode, ("verified", "passthrough"))
         self.engine = engine_from(engine, None, split, where)
         self.verification_llms = list(verification_llms)
@@ -378,11 +367,6 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
         # Hold the tokens back only where the checked text may differ from them.
         self.holds_tokens = bool(problems)
         self._quiet_models: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}
-
-    @property
-    def verification_models(self) -> list[BaseChatModel | BaseLLM]:
-        """Deprecated name of :attr:`verification_llms`."""
-        return self.verification_llms
 
     @classmethod
     def from_config(

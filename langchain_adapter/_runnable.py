@@ -40,7 +40,6 @@ from truthlens_integrations.core._adapter_api import (
     POLICY_KNOB_NAMES,
     EngineBlocking,
     engine_from,
-    renamed_options,
     split_options,
     verdict_of,
 )
@@ -71,8 +70,7 @@ class RunnableKwargs(GuardKwargs, total=False):
     The runnable's own fields (described there; ``name`` is LangChain's run name),
     typed, and every engine option and policy knob
     (:class:`~truthlens_integrations.core.engine.GuardKwargs`): one definition for the
-    constructor, :meth:`TruthLensRunnable.from_config` and :func:`guard_chain`. The
-    deprecated ``verification_models`` and ``judge_model`` are accepted at runtime only.
+    constructor, :meth:`TruthLensRunnable.from_config` and :func:`guard_chain`.
     """
 
     llm: Runnable[Any, Any] | BaseLLM | None
@@ -337,9 +335,8 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
             ``with_fallbacks()`` wrappers accepted); in the wrapper form the
             chain's last chat model is used when unset.
         retriever: Retriever for the retrieval-feedback loop (pipe form).
-        verification_llms: Premium-mode verifiers (chat models or core LLMs);
-            ``verification_models`` is its deprecated name.
-        judge_llm: Premium-mode judge; ``judge_model`` is its deprecated name.
+        verification_llms: Premium-mode verifiers (chat models or core LLMs).
+        judge_llm: Premium-mode judge.
         answer_key: Dict key of the answer.
         context_key: Dict key of the context.
         question_key: Dict key of the question.
@@ -808,7 +805,7 @@ def _engine_kwargs(kwargs: Mapping[str, Any], config: object, where: str) -> dic
     ``engine=`` given, a copy of that engine with them applied; nothing is ignored.
     """
     own = [k for k in TruthLensRunnable.model_fields if k not in POLICY_KNOB_NAMES]
-    split = split_options(renamed_options(kwargs, where), own=own, where=where)
+    split = split_options(kwargs, own=own, where=where)
     rest = dict(split.rest)
     rest.update(split.knobs.model_dump(exclude_none=True))
     if split.engine or split.knobs.given or config is not None or "engine" in rest:

@@ -13,13 +13,12 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from truthlens_integrations.core import ConfigError, HallucinationSpan, InvalidArgumentError
 from truthlens_integrations.core._adapter_api import (
     content_words,
-    filter_passages,
     numbers,
     reject_unknown,
     split_sentences,
 )
 from truthlens_integrations.core.engine import TruthLens
-from truthlens_integrations.core.mitigation import Passage
+from truthlens_integrations.core.mitigation import Passage, filter_passages
 
 from ._events import TruthLensNodeFilterEvent, dispatcher, event_payload
 
@@ -59,7 +58,7 @@ class TruthLensNodePostprocessor(BaseNodePostprocessor):
     duplicates of a better node, and nodes whose source authority is below
     ``min_authority``; with ``min_authority`` set, nodes with an authority come first.
     The rules are the engine's
-    :func:`~truthlens_integrations.core.mitigation._defence.filter_passages`.
+    :func:`~truthlens_integrations.core.mitigation.filter_passages`.
 
     Evidence mode (:meth:`filter_evidence`, used by :class:`TruthLensQueryEngine`
     after a detection round): nodes that support no sentence of the answer are

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Unpack
@@ -29,7 +29,7 @@ from truthlens_integrations.core import (
     InvalidInputError,
 )
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core._adapter_api import EngineBlocking, warn_deprecated
+from truthlens_integrations.core._adapter_api import EngineBlocking
 from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
 from truthlens_integrations.core.mitigation import Retriever, retriever_from_callables
 from truthlens_integrations.core.policy import PolicySource
@@ -122,17 +122,6 @@ def _check_arguments(query_engine: object, **typed: tuple[object, type | tuple[t
             f"TruthLensQueryEngine wraps a query engine, got {type(query_engine).__name__}"
         )
     _check_types(**typed)
-
-
-def _renamed_block_choice(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with the deprecated ``on_block="response"`` (runtime only) as ``"message"``."""
-    if options.get("on_block") != "response":
-        return dict(options)
-    warn_deprecated(
-        "TruthLensQueryEngine: on_block='response' is deprecated and will be removed "
-        "in the next release; use on_block='message' (the default)"
-    )
-    return {**options, "on_block": "message"}
 
 
 def _check_types(**values: tuple[object, type | tuple[type, ...]]) -> None:
@@ -294,7 +283,7 @@ class TruthLensQueryEngine(EngineBlocking, BaseQueryEngine):
         self.engine = build_engine(
             engine,
             config,
-            _renamed_block_choice(options),
+            options,
             where="TruthLensQueryEngine",
             own=_OWN_ARGUMENTS,
         )

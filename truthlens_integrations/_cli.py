@@ -9,7 +9,6 @@ import logging
 import math
 import os
 import sys
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if not args.verbose else logging.INFO)
-    # Python hides DeprecationWarning outside __main__: a deprecated setting a command reads
-    # (a policy key, `--calibration rag`) would pass unseen. Only the package's own.
-    warnings.filterwarnings(
-        "default", category=DeprecationWarning, module=r"truthlens_integrations(\.|$)"
-    )
     if not args.verbose:
         # transformers reads this when it is first imported: weight-loading bars are noise here
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -58,8 +58,7 @@ def add_eval_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--calibration",
-        help="score with this calibration's map and threshold: a file truthlens calibrate "
-        "wrote, or a bundled name ('rag', deprecated: it misses single-claim errors)",
+        help="score with the map and threshold of a file truthlens calibrate wrote",
     )
     _add_model_options(p)
     p.add_argument(

@@ -19,9 +19,6 @@ Public: the engine, its verdict and its typed options. What the adapters need be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from .._arguments import warn_deprecated
 from ._blocked import DEFAULT_BLOCKED_MESSAGE
 from ._engine import TruthLens
 from ._options import EngineKwargs, EngineOptions, GuardKwargs, PolicyKnobKwargs, PolicyKnobs
@@ -38,21 +35,3 @@ __all__ = [
     "TruthLens",
     "Verdict",
 ]
-
-if TYPE_CHECKING:
-    from ._verdict import CheckReport as Coverage  # noqa: F401 - the deprecated name, typed
-
-#: Old names kept for a release, each with its current one.
-_RENAMED = {"Coverage": "CheckReport"}
-
-
-def __getattr__(name: str) -> Any:
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warn_deprecated(
-        f"{__name__}.{name} is deprecated and will be removed in the next release; use {new} "
-        f"(the verdict's check report; {name} is also the detector's type in "
-        "truthlens_integrations.core)"
-    )
-    return globals()[new]

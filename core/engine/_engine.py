@@ -202,11 +202,6 @@ class TruthLens:
             blocked_message=self.options.blocked_message,
         )
 
-    @property
-    def raise_on_block(self) -> bool:
-        """Deprecated: ``on_block == "raise"``."""
-        return self.options.on_block == "raise"
-
     # -- models, loaded once on first use -------------------------------------------
 
     @property

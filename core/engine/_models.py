@@ -27,7 +27,7 @@ from ..models.classifier import (
 from ..models.detection import RemoteDetector
 from ..models.nli import BundledNLIAdapter, RemoteNLIExplainer, TransformersNLIExplainer
 from ..policy import Policy
-from ..policy._config import ModelSettings
+from ..policy._settings import ModelSettings
 
 __all__ = ["detector_id", "load_classifier", "load_nli", "load_policy_detector"]
 

@@ -14,8 +14,7 @@ The same groups as typed keyword arguments, for signatures (``**options:
 Unpack[GuardKwargs]``), so that editors complete them and type checkers check callers:
 :class:`EngineKwargs` mirrors :class:`EngineOptions`, :class:`PolicyKnobKwargs` mirrors
 :class:`PolicyKnobs`, and :class:`GuardKwargs` is both, what ``TruthLens.from_config``
-and every adapter take. Deprecated spellings (``raise_on_block``) are not in them: they
-still work at runtime, with a :class:`DeprecationWarning`, but a type checker flags them.
+and every adapter take.
 
 :func:`split_options` sorts an adapter's keyword arguments into these groups and
 rejects unknown ones with a did-you-mean message (:class:`UnknownArgumentError`);
@@ -25,7 +24,6 @@ neither torch nor any framework.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypedDict
 
@@ -37,10 +35,9 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 
-from .._arguments import describe_error, kind, reject_unknown, warn_deprecated
+from .._arguments import describe_error, kind, reject_unknown
 from .._errors import ConfigError, InvalidArgumentError
 from ..mitigation import MitigationOptions
 from ..models import Detector, FactCheckClassifier, NLIExplainer
@@ -63,9 +60,7 @@ __all__ = [
     "parse_engine_options",
     "parse_knobs",
     "reject_unknown",
-    "renamed_options",
     "split_options",
-    "warn_deprecated",
 ]
 
 
@@ -84,37 +79,6 @@ _NEEDS: dict[str, tuple[str, str]] = {
     "metrics": ("record_detection", "a Metrics object"),
     "tracer": ("stage", "a Tracer"),
 }
-
-
-"""What happens to a blocked answer: ``"message"`` shows ``blocked_message`` in its
-place, ``"raise"`` raises :class:`~truthlens_integrations.core.BlockedResponseError`."""
-
-
-def _block_choice(values: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """``values`` with the deprecated ``raise_on_block`` turned into ``on_block``.
-
-    ``raise_on_block=True`` is ``on_block="raise"``, ``False`` is ``"message"`` (never
-    overridden later: adapters pass ``on_block`` only when their caller did).
-
-    Raises:
-        ConfigError: If ``on_block`` is given too and says otherwise.
-    """
-    old = values.get("raise_on_block")
-    if not isinstance(old, bool):  # absent, None, or mistyped (StrictBool rejects it)
-        return dict(values)
-    warn_deprecated(
-        f"{where}: raise_on_block is deprecated and will be removed in the next "
-        f"release; use on_block={'raise' if old else 'message'!r}"
-    )
-    mapped = "raise" if old else "message"
-    given = values.get("on_block")
-    if given is not None and given != mapped:
-        raise ConfigError(
-            f"{where}: raise_on_block={old} and on_block={given!r} disagree; "
-            "pass on_block only (raise_on_block is deprecated)"
-        )
-    rest = {k: v for k, v in values.items() if k != "raise_on_block"}
-    return {**rest, "on_block": mapped}
 
 
 class EngineOptions(BaseModel):
@@ -138,9 +102,6 @@ class EngineOptions(BaseModel):
             default: the verdict of a blocked answer withholds it from every
             serialisation, and the application reads it through
             :meth:`Verdict.full` or the ``audit_hook``.
-        raise_on_block: Deprecated spelling of ``on_block``: ``True`` is
-            ``"raise"``, ``False`` is ``"message"``; both given and disagreeing is a
-            :class:`ConfigError`.
         align_quantities: Numbers and units of a flagged span decide its NLI label.
         mitigation_options: Tuning of the mitigation loops.
         redact: Keep hallucinated text (the original answer when it is not shown,
@@ -165,18 +126,10 @@ class EngineOptions(BaseModel):
     on_block: OnBlock = "message"
     blocked_message: str = Field(default=DEFAULT_BLOCKED_MESSAGE, min_length=1, strict=True)
     expose_blocked_text: StrictBool = False
-    raise_on_block: StrictBool | None = None
     align_quantities: StrictBool = True
     mitigation_options: MitigationOptions | None = None
     redact: StrictBool = False
     audit_hook: Callable[[Any], object] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _deprecated(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            return _block_choice(data, "EngineOptions")
-        return data
 
     @field_validator(*_NEEDS)
     @classmethod
@@ -263,8 +216,7 @@ class EngineKwargs(TypedDict, total=False):
 
     One key per option, typed for editors and type checkers; each is described on
     :class:`EngineOptions`, which still checks the values at runtime. A key left out
-    keeps its default (in an adapter given an ``engine``: that engine's value). The
-    deprecated ``raise_on_block`` is accepted at runtime only.
+    keeps its default (in an adapter given an ``engine``: that engine's value).
     """
 
     detector: Detector | None
@@ -304,55 +256,9 @@ class GuardKwargs(EngineKwargs, PolicyKnobKwargs, total=False):
     """
 
 
-#: Engine options of earlier releases, still accepted (with a DeprecationWarning).
-_DEPRECATED_OPTIONS: tuple[str, ...] = ("raise_on_block",)
-
-#: Every engine option's current name (deprecated spellings are accepted, not listed).
-ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(
-    n for n in EngineOptions.model_fields if n not in _DEPRECATED_OPTIONS
-)
-_ACCEPTED_NAMES = (*ENGINE_OPTION_NAMES, *_DEPRECATED_OPTIONS)
+#: Every engine option's name.
+ENGINE_OPTION_NAMES: tuple[str, ...] = tuple(EngineOptions.model_fields)
 POLICY_KNOB_NAMES: tuple[str, ...] = tuple(PolicyKnobs.model_fields)
-
-
-#: Adapter argument names of earlier releases and the one name each has now.
-RENAMED: dict[str, str] = {
-    "verification_models": "verification_llms",
-    "judge_model": "judge_llm",
-}
-
-
-def renamed_options(
-    kwargs: Mapping[str, Any], where: str, renamed: Mapping[str, str] = RENAMED
-) -> dict[str, Any]:
-    """``kwargs`` with deprecated argument names replaced by their current ones.
-
-    Each old name still works for one release, with a :class:`DeprecationWarning`.
-
-    Args:
-        kwargs: The keyword arguments a constructor received.
-        where: The constructor, for messages.
-        renamed: Old name to new name.
-
-    Returns:
-        The arguments under their current names.
-
-    Raises:
-        ConfigError: If both the old and the new name are given.
-    """
-    out = dict(kwargs)
-    for old, new in renamed.items():
-        if old not in out:
-            continue
-        if new in out:
-            raise ConfigError(f"{where}: pass {new} only ({old} is its deprecated name)")
-        warnings.warn(
-            f"{where}: {old} is deprecated and will be removed in the next release; use {new}",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        out[new] = out.pop(old)
-    return out
 
 
 def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") -> EngineOptions:
@@ -370,8 +276,7 @@ def parse_engine_options(values: Mapping[str, Any], where: str = "TruthLens") ->
         InvalidArgumentError: For a value of the wrong type.
         ConfigError: For options that contradict each other.
     """
-    reject_unknown(values, _ACCEPTED_NAMES, where)
-    values = _block_choice(values, where)
+    reject_unknown(values, ENGINE_OPTION_NAMES, where)
     if values.get("redact") is True and values.get("expose_blocked_text") is True:
         # One of the two would be silently ignored: redact withholds every hallucinated
         # text, blocked ones included, so "expose the blocked text" cannot hold.
@@ -426,10 +331,9 @@ def split_options(kwargs: Mapping[str, Any], *, own: Iterable[str], where: str) 
         InvalidArgumentError: For an engine option or knob of the wrong type.
     """
     mine = set(own)
-    reject_unknown(kwargs, [*mine, *_ACCEPTED_NAMES, *POLICY_KNOB_NAMES], where)
+    reject_unknown(kwargs, [*mine, *ENGINE_OPTION_NAMES, *POLICY_KNOB_NAMES], where)
     rest = {k: v for k, v in kwargs.items() if k in mine}
-    engine = {k: v for k, v in kwargs.items() if k not in mine and k in _ACCEPTED_NAMES}
+    engine = {k: v for k, v in kwargs.items() if k not in mine and k in ENGINE_OPTION_NAMES}
     knobs = {k: v for k, v in kwargs.items() if k not in mine and k in POLICY_KNOB_NAMES}
-    engine = _block_choice(engine, where)  # warns once, here, for a deprecated spelling
     parse_engine_options(engine, where)
     return SplitOptions(engine=engine, knobs=parse_knobs(knobs, where), rest=rest)

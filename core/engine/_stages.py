@@ -24,7 +24,7 @@ from .._types import (
 )
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
-from ..models.detection._response import RouteCalibration
+from ..models.detection._rescore import RouteCalibration
 from ..observability import Metrics, Tracer
 from ..policy import Policy, Router, RouteResult
 from ._alignment import align_quantities

@@ -10,13 +10,24 @@ driver (``complete``) or an async one (``acomplete``). Everything the loops call
 to is a small protocol: :class:`~truthlens_integrations.core.llm.LLM`,
 :class:`Retriever`, :class:`GroundedAnswerer`.
 
-Public: the options, the result and the protocols a caller implements. The loops'
+Public: the options, the result and the protocols a caller implements, and the design's
+defence layers around the guard (:func:`filter_passages`, :func:`build_constrained_prompt`,
+:func:`degrade_verdict` and :func:`degrade` with its :data:`SCENARIOS`). The loops'
 building blocks are private modules here.
 """
 
 from __future__ import annotations
 
-from ._defence import Passage
+from ._defence import (
+    SCENARIOS,
+    Degradation,
+    Passage,
+    Scenario,
+    build_constrained_prompt,
+    degrade,
+    degrade_verdict,
+    filter_passages,
+)
 from ._loop import MitigationOptions
 from ._protocols import (
     GroundedAnswer,
@@ -28,6 +39,8 @@ from ._protocols import (
 from ._results import Iteration, IterationKind, MitigationResult, MitigationStatus, Strategy
 
 __all__ = [
+    "SCENARIOS",
+    "Degradation",
     "GroundedAnswer",
     "GroundedAnswerer",
     "Iteration",
@@ -37,7 +50,12 @@ __all__ = [
     "MitigationStatus",
     "Passage",
     "Retriever",
+    "Scenario",
     "Strategy",
     "answerer_from_callables",
+    "build_constrained_prompt",
+    "degrade",
+    "degrade_verdict",
+    "filter_passages",
     "retriever_from_callables",
 ]

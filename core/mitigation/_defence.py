@@ -1,15 +1,16 @@
 """Defence in depth: retrieval-quality filter, constrained prompts, confidence degradation.
 
 The layers of the multi-layer design around the guard: filter what retrieval returns
-(layer 1), constrain generation to numbered documents (layer 2, see
-:func:`build_constrained_prompt`), and degrade by confidence per scenario (layer 4)
-after detection (layer 3, the guard itself).
+(layer 1, :func:`filter_passages`), constrain generation to numbered documents (layer 2,
+:func:`build_constrained_prompt`), and degrade by confidence per scenario (layer 4,
+:func:`degrade_verdict`) after detection (layer 3, the guard itself). Public in
+:mod:`truthlens_integrations.core.mitigation`; ``cookbook/defence_layers.py`` runs all four.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +19,22 @@ from ..llm import ChatMessage
 from ._prompts import build_answer_messages
 from ._text import is_near_duplicate
 
+
+class GuardedAnswer(Protocol):
+    """What :func:`degrade_verdict` reads of a verdict (the engine's ``Verdict`` has it)."""
+
+    @property
+    def output(self) -> str | None:
+        """The text shown to the user (``None`` when withheld)."""
+
+    @property
+    def checked(self) -> bool:
+        """Whether the guard checked the answer against its grounding."""
+
+    @property
+    def score(self) -> float | None:
+        """The response score (``None`` when not checked)."""
+
 __all__ = [
     "SCENARIOS",
     "Degradation",
@@ -25,6 +42,7 @@ __all__ = [
     "Scenario",
     "build_constrained_prompt",
     "degrade",
+    "degrade_verdict",
     "filter_passages",
 ]
 
@@ -184,13 +202,11 @@ def degrade(
     Raises:
         InvalidInputError: If neither ``score`` nor ``confidence`` is given.
     """
-    table = dict(scenarios) if scenarios is not None else SCENARIOS
     if confidence is None:
         if score is None:
             raise InvalidInputError("degrade needs a score or a confidence")
         confidence = 1.0 - score
-    name = scenario if scenario in table else "general"
-    spec = table.get(name) or SCENARIOS["general"]
+    name, spec = _scenario(scenario, scenarios)
     if confidence >= spec.threshold:
         level: Literal["approved", "warning", "rejected"] = "approved"
         text = answer
@@ -201,3 +217,46 @@ def degrade(
     return Degradation(
         level=level, confidence=confidence, threshold=spec.threshold, scenario=name, text=text
     )
+
+
+def degrade_verdict(
+    verdict: GuardedAnswer,
+    *,
+    scenario: str = "general",
+    scenarios: Mapping[str, Scenario] | None = None,
+) -> Degradation:
+    """Layer 4 on a guarded answer: what it shows, at its confidence, for a scenario.
+
+    The confidence is ``1 - verdict.score``. An answer the guard did not check (no
+    grounding, unreadable, another language) has no confidence at all: it is degraded
+    at 0 and rejected, never approved, whatever the scenario's threshold. The text degraded
+    is what the verdict shows (``verdict.output``); a blocked answer shows nothing, so it
+    gets the fallback too.
+
+    Args:
+        verdict: The guard's verdict.
+        scenario: The scenario's name (see :func:`degrade`).
+        scenarios: Replaces :data:`SCENARIOS`.
+
+    Returns:
+        The decision with the text to show.
+    """
+    shown, score = verdict.output, verdict.score
+    if shown is not None and verdict.checked and score is not None:
+        return degrade(shown, confidence=1.0 - score, scenario=scenario, scenarios=scenarios)
+    # Nothing checked, or nothing to show: the fallback, whatever the scenario's threshold.
+    name, spec = _scenario(scenario, scenarios)
+    return Degradation(
+        level="rejected",
+        confidence=0.0,
+        threshold=spec.threshold,
+        scenario=name,
+        text=spec.fallback,
+    )
+
+
+def _scenario(name: str, scenarios: Mapping[str, Scenario] | None) -> tuple[str, Scenario]:
+    """The scenario a name selects (unknown names: ``general``) and its settings."""
+    table = dict(scenarios) if scenarios is not None else SCENARIOS
+    chosen = name if name in table else "general"
+    return chosen, table.get(chosen) or SCENARIOS["general"]

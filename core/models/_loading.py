@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from .._calibration import check_response_map
+from .._calibration._file import check_response_map
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConfigError, ModelLoadError, ModelNotAvailableError
 from ._onnx import (

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Sequence
 
 from .._errors import ConfigError
-from ._config import Mode
+from ._fields import Mode
 
 __all__ = ["ModeSelector"]
 

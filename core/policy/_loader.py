@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from .._errors import ConfigError
-from ._config import PARSED_CALIBRATIONS, Policy, current_names
+from ._config import PARSED_CALIBRATIONS, Policy
 
 __all__ = ["PolicySource", "load_policy"]
 
@@ -85,10 +85,6 @@ def load_policy(source: PolicySource | Sequence[PolicySource] = None) -> Policy:
     labels: list[str] = []
     for item in sources:
         label, data = _read(item)
-        try:
-            data = current_names(data)  # each source's deprecated keys, before the merge
-        except ValueError as exc:
-            raise ConfigError(f"{label}: {exc}") from None
         labels.append(label)
         _merge_into(merged, data, label, origins)
     try:

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._errors import ConfigError
 from .._scoring import optimal_threshold
 from ._adaptive import ModeSelector
-from ._config import Condition, ConditionType, DecisionPolicy, Policy, ResolvedSettings
+from ._config import Condition, DecisionPolicy, Policy, ResolvedSettings
+from ._fields import ConditionType
 from ._signals import DomainClassifier, FactCheckSignal, KeywordMatcher, LexiconDomainClassifier
 
 __all__ = [

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from .._errors import ConfigError
-from ._config import KeywordRule, Operator
+from ._config import KeywordRule
 from ._defaults import DEFAULT_DOMAIN_DESCRIPTIONS, DEFAULT_DOMAIN_KEYWORDS, GENERAL_DOMAIN
+from ._fields import Operator
 
 __all__ = [
     "DomainClassifier",

@@ -10,7 +10,7 @@ import pytest
 from lab.training import rag_features
 from lab.training.rule_change import CANDIDATES, rule_change
 from truthlens_integrations.core._quantities import extract_quantities
-from truthlens_integrations.core.models.detection._adjust import _number_verdicts
+from truthlens_integrations.core.models.detection._rules import _number_verdicts
 
 CONTEXT = [
     "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",

@@ -12,10 +12,8 @@ import pytest
 
 from lab.training.temperature import fit_temperature, rescore, tempered, write_map
 from tests.conftest import BUNDLED, needs_weights
-from truthlens_integrations.core.models.detection._response import (
-    ResponseCalibration,
-    ResponseSignals,
-)
+from truthlens_integrations.core._calibration._map import ResponseCalibration
+from truthlens_integrations.core._calibration._signals import ResponseSignals
 
 SHIPPED_T = 0.5622
 # The default map before candidate 27c (commit 6452de1's config.json).
@@ -24,7 +22,7 @@ BEFORE_BIAS = -0.812388
 
 
 def _map() -> ResponseCalibration:
-    return ResponseCalibration(**BEFORE, bias=BEFORE_BIAS, rule_sentence_floor=1.0)
+    return ResponseCalibration.of({**BEFORE, "bias": BEFORE_BIAS, "rule_sentence_floor": 1.0})
 
 
 def _signals(rng: random.Random) -> ResponseSignals:

@@ -118,11 +118,8 @@ def response_features(folder: Path, answers: Sequence[Answer], batch: int = 16) 
     reference's rule, abstention sentences left out).
     """
     from truthlens_integrations.core import DetectionConfig, DetectionInput
+    from truthlens_integrations.core._calibration._signals import sentence_count, sentence_peak
     from truthlens_integrations.core.models.detection import EvidenceDetector
-    from truthlens_integrations.core.models.detection._response import (
-        sentence_count,
-        sentence_peak,
-    )
 
     detector = EvidenceDetector(
         folder, config=DetectionConfig(aggregation="max"), device="cpu", dtype="float32"
@@ -185,19 +182,21 @@ def report(scores: np.ndarray, y: np.ndarray) -> dict[str, float]:
 
 def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, name: str) -> Any:
     """The fitted :class:`ResponseCalibration` of one of ``MAPS``."""
-    from truthlens_integrations.core.models.detection._response import ResponseCalibration
+    from truthlens_integrations.core._calibration._map import ResponseCalibration
 
     columns = MAPS[name]
     coef, bias = fit_logistic(features(rows)[:, list(columns)], y, weights)
     if not np.all(np.isfinite([*coef, bias])):
         raise SystemExit("the fit did not converge; nothing was written")
     by_column = dict(zip(columns, (float(c) for c in coef), strict=True))
-    return ResponseCalibration(
-        max_logit=by_column.get(0, 0.0),
-        log_sentences=by_column[1],
-        absent_words=by_column.get(2, 0.0),
-        sentence_peak=by_column.get(3, 0.0),
-        bias=bias,
+    return ResponseCalibration.of(
+        {
+            "max_logit": by_column.get(0, 0.0),
+            "log_sentences": by_column[1],
+            "absent_words": by_column.get(2, 0.0),
+            "sentence_peak": by_column.get(3, 0.0),
+            "bias": bias,
+        }
     )
 
 

@@ -33,7 +33,6 @@ import gzip
 import io
 import json
 import logging
-import os
 import random
 import signal
 import time
@@ -148,7 +147,10 @@ def read_pack(file: Path) -> dict[str, list[dict[str, Any]]]:
         ends = np.cumsum(lengths)
         rows = []
         for a, b, y, s in zip(
-            ends - lengths, ends, packed[f"{name}.labels"].tolist(), packed[f"{name}.sources"],
+            ends - lengths,
+            ends,
+            packed[f"{name}.labels"].tolist(),
+            packed[f"{name}.sources"],
             strict=True,
         ):
             rows.append({"input_ids": ids[a:b].tolist(), "label": int(y), "source": s})
@@ -257,7 +259,7 @@ def _heldout_sample(rows: list[dict[str, Any]], limit: int, seed: int) -> list[d
 def _write_atomic(obj: Any, file: Path) -> None:
     tmp = file.with_suffix(".tmp")
     torch.save(obj, tmp)
-    os.replace(tmp, file)
+    tmp.replace(file)
 
 
 def _append(log_file: Path, entry: dict[str, Any]) -> None:
@@ -431,7 +433,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     tr.add_argument("--threads", type=int, default=2)
     tr.add_argument("--checkpoint-minutes", type=float, default=5.0)
     tr.add_argument("--leg-minutes", type=float, default=0.0, help="stop after (0: never)")
-    tr.add_argument("--leg-steps", type=int, default=0, help="stop after this many steps (0: never)")
+    tr.add_argument("--leg-steps", type=int, default=0, help="stop after N steps (0: never)")
     tr.add_argument("--log-every", type=int, default=50)
     tr.add_argument("--eval-every", type=int, default=1000)
     tr.add_argument("--heldout-limit", type=int, default=3000)

@@ -27,9 +27,7 @@ from . import data
 
 __all__ = ["minimal_pairs"]
 
-_AUX = (
-    "is|are|was|were|has|have|had|can|could|will|would|should|must|may|might|does|did|do"
-)
+_AUX = "is|are|was|were|has|have|had|can|could|will|would|should|must|may|might|does|did|do"
 _NEGATED = re.compile(rf"\b({_AUX})\s+not\b|\b({_AUX})n't\b")
 _AUX_WORD = re.compile(rf"\b({_AUX})\b(?!\s+not\b)")
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+(?:of\s+|de\s+)?[A-Z][a-z]+)*\b")
@@ -97,8 +95,10 @@ def _number_words(value: int, text: str) -> str:
 def _other_number(value: int, rng: random.Random) -> int:
     if 1100 <= value <= 2099:
         return value + rng.choice([-11, -10, -3, -1, 1, 2, 10, 20])
-    return max(0, value + rng.choice([-2, -1, 1, 2, 3])) if value < 20 else (
-        value * rng.choice([2, 3]) if rng.random() < 0.5 else value + rng.randint(1, 9)
+    return (
+        max(0, value + rng.choice([-2, -1, 1, 2, 3]))
+        if value < 20
+        else (value * rng.choice([2, 3]) if rng.random() < 0.5 else value + rng.randint(1, 9))
     )
 
 
@@ -114,9 +114,7 @@ def change_quantifier(sentence: str, rng: random.Random) -> tuple[str, int] | No
     return sentence[: hit.start()] + new + sentence[hit.end() :], label
 
 
-def _quad(
-    window: list[str], i: int, edited: str, label: int, kind: str
-) -> list[data.NLIExample]:
+def _quad(window: list[str], i: int, edited: str, label: int, kind: str) -> list[data.NLIExample]:
     premise = " ".join(window)
     edited_premise = " ".join([*window[:i], edited, *window[i + 1 :]])
     sentence = window[i]
@@ -174,8 +172,8 @@ def _edits(
 
 def _windows(rng: random.Random) -> Iterator[tuple[str, list[str], int]]:
     """(context key, window, index of the edited sentence in it) over train contexts."""
-    for sents, _question in data.halueval_contexts("train"):
-        sents = [s.strip() for s in sents if s.strip()]
+    for raw, _question in data.halueval_contexts("train"):
+        sents = [s.strip() for s in raw if s.strip()]
         if not sents:
             continue
         key = hashlib.sha256(sents[0].encode()).hexdigest()
@@ -218,7 +216,8 @@ def main() -> None:
     print(Counter((e.source, data.NLI_LABELS[e.label]) for e in train))
     rng = random.Random(1)
     for e in rng.sample(train, 12):
-        print(f"[{data.NLI_LABELS[e.label]}/{e.source}] P: {e.premise[:160]!r}\n   H: {e.hypothesis!r}")
+        label = data.NLI_LABELS[e.label]
+        print(f"[{label}/{e.source}] P: {e.premise[:160]!r}\n   H: {e.hypothesis!r}")
 
 
 if __name__ == "__main__":

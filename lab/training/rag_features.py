@@ -7,7 +7,7 @@ FaithJudge answers (selection sources) and the 1,400 train-role hard cases
 that reads the cache. The hard-case test file is not a data set here: it is never fitted
 on. One gzip JSON-lines file per data set, one line per answer: its id, source, task,
 label, the detector's tokens (``[start, end, probability]``, exact: no early exit) and
-the unit and negation rules' conflict counts (``_adjust.rule_conflicts``, the runtime's
+the unit and negation rules' conflict counts (``_rules.rule_conflicts``, the runtime's
 rule code), which the response map may read as signals of their own.
 The cache is keyed by the folder's weights (size and mtime of ``model.safetensors``), so
 a changed model is never read from a stale cache; it is not keyed by the runtime rules,
@@ -105,7 +105,7 @@ def load_examples(dataset: str, limit: int | None = None) -> list[Any]:
 
 
 def _rows(detector: Any, examples: Sequence[Any], batch: int) -> Iterator[dict[str, Any]]:
-    from truthlens_integrations.core.models.detection._adjust import rule_conflicts
+    from truthlens_integrations.core.models.detection._rules import rule_conflicts
 
     for first in range(0, len(examples), batch):
         chunk = examples[first : first + batch]

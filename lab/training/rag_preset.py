@@ -1,13 +1,14 @@
-"""Write candidate 4a's response map as the bundled calibration file ``rag`` (issue 27).
+"""Write candidate 4a's response map as a calibration file ``rag.json`` (issue 27).
 
 Candidate 4a (``lab/records/rag_selection/RULE_candidate4.md``: the length-safe map
 over the token and word signals and the unit and negation rules' conflict counts) failed
 condition 4 of the selection rule (hard-case AUROC 0.809 against the shipped 0.897), so it
-is **not** the default; it ships as an opt-in calibration a route names with
-``calibration: rag``. The map is the one ``lab.training.rag_response`` computes as the map that
-would ship: :func:`lab.training.rag_response.fit_candidate` on all 85 select sources of
-``ragtruth_dev`` (the cached detector outputs of ``lab.training.rag_features``), nothing refitted
-or tuned here. Its threshold is the file format's required field, set to the default 0.5
+is **not** the default; it shipped as an opt-in calibration (``calibration: rag``) until
+issue 52 removed bundled calibrations, and the file is kept with the records. The map is
+the one ``lab.training.rag_response`` computes as the map that would ship:
+:func:`lab.training.rag_response.fit_candidate` on all 85 select sources of ``ragtruth_dev``
+(the cached detector outputs of ``lab.training.rag_features``), nothing refitted or tuned
+here. Its threshold is the file format's required field, set to the default 0.5
 (the map is calibrated: ECE 0.046 on the select split, cross-fitted). The select-role
 figures are copied from the selection run's JSON (``--figures``) as the file's provenance.
 
@@ -27,7 +28,9 @@ from .rag_features import ROOT
 from .rag_response import fit_candidate, fitted_on, load_set
 
 CANDIDATE = "rules"  # candidate 4a's name in rag_response
-BUNDLED = ROOT / "core" / "_bundled" / "calibrations" / "rag.json"
+# Shipped as the opt-in calibration `rag` until issue 52 (no bundled calibrations since;
+# issue 41 found it misses single-claim errors): kept with the records.
+BUNDLED = ROOT / "lab" / "records" / "rag_selection" / "stage6" / "rag.json"
 # the figures of the bundled detector now in place (stage 6); stage 5's are one folder up
 FIGURES = ROOT / "lab" / "records" / "rag_selection" / "stage6" / "crossfit_detector.json"
 COMMAND = (
@@ -74,7 +77,7 @@ def provenance(figures: dict[str, Any], source: Path = FIGURES) -> dict[str, Any
 
 def build(folder: Path, figures: dict[str, Any], source: Path = FIGURES) -> dict[str, Any]:
     """The calibration file's contents: 4a refitted on all select sources, threshold 0.5."""
-    from truthlens_integrations.core._calibration import CALIBRATION_FORMAT
+    from truthlens_integrations.core._calibration._file import CALIBRATION_FORMAT
 
     select = load_set(folder, "ragtruth_dev_select")
     fitted = fit_candidate(CANDIDATE, select.signals, select.y)

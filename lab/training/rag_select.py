@@ -275,9 +275,7 @@ def shipped_map_scores(folder: str, rows: np.ndarray) -> np.ndarray:
     """The scores the folder's own stored response map gives."""
     from transformers import AutoConfig
 
-    from truthlens_integrations.core.models.detection._response import (
-        read_response_calibration,
-    )
+    from truthlens_integrations.core._calibration._map import read_response_calibration
 
     calibration = read_response_calibration(AutoConfig.from_pretrained(folder))
     if calibration is None:

@@ -7,7 +7,7 @@ committed before the candidate existed)
 compares the shipped detector with the change on ("after") and switched off ("before"),
 same code otherwise, same default map:
 
-- 16: ``_adjust._negated_words`` denies the first content word after a negation and the
+- 16: ``_rules._negated_words`` denies the first content word after a negation and the
   next only when it follows at once ("not dishwasher safe"); before, the first two content
   words (:func:`two_words`; "not familiar with the for-profit college" denied "profit");
 - 17: clock times are one quantity, a time of day (``_quantities._TIME``); before, "9 PM"
@@ -28,16 +28,16 @@ same code otherwise, same default map:
   bare "325 degrees" in either scale; neither shipped) were measured by this script at
   commits 4fccaa4 and 4622265;
 - 25: the absent-word count the map reads leaves out clock times, which the unit rule
-  judges (``_adjust.clock_time_spans``); before, "9 PM" counted "9" and "pm" as absent;
+  judges (``_rules.clock_time_spans``); before, "9 PM" counted "9" and "pm" as absent;
 - 26: a citation-shaped number with a measurement unit after it is an amount
   (``_quantities._is_amount_unit``: "[50] metres", "Passage 5 km"); before, a citation;
 - 28: the absent-word count leaves out the phrases that say where the answer comes from
-  (``_adjust.source_framing``: "Based on the provided passages"); before, they counted;
-- 29: the absent-word count leaves out discourse connectives (``_adjust.connectives``:
+  (``_rules.source_framing``: "Based on the provided passages"); before, they counted;
+- 29: the absent-word count leaves out discourse connectives (``_rules.connectives``:
   "However", "In summary"); before, they counted;
-- 34: more source framings (``_adjust.source_framing``: a "Summary:" header, "This passage
+- 34: more source framings (``_rules.source_framing``: a "Summary:" header, "This passage
   describes", "Based on the data provided"); before, 28's forms (:func:`framing_28`);
-- 35: the absent-word count leaves out a whole citation (``_adjust.citations``: "passage"
+- 35: the absent-word count leaves out a whole citation (``_rules.citations``: "passage"
   of "(passage 1)" too); before, its numbers only (``_quantities.citation_numbers``);
 - 36: a number with a glued unit is an amount (``_quantities._glued_amounts``: "500m",
   "20kg", "$9.8m"); before, "500m" was no number and "9.8m" the number 9;
@@ -52,7 +52,7 @@ same code otherwise, same default map:
   (:func:`judge_years_37`; it failed its rule by the suite); before, "19th" was no number,
   and 37's judge;
 - 40: a unit word glued to a conflicting or unseen number is marked with it
-  (``_adjust._marked_end``: "32GB"); before, its digits only (:func:`marked_end_39b`).
+  (``_rules._marked_end``: "32GB"); before, its digits only (:func:`marked_end_39b`).
 
 Every score is the runtime's ``calibrated_score`` over exact tokens (rules on, ONNX fp32):
 
@@ -99,7 +99,7 @@ CANDIDATES["39b"] = ("39", "39b")  # 39: 39b with 37's judge of years
 
 def verdicts(items: Sequence[Any], variant: str) -> list[Any]:
     """Each input's number and negation verdicts under ``variant`` (the rules' own memo)."""
-    from truthlens_integrations.core.models.detection._adjust import _rule_verdicts
+    from truthlens_integrations.core.models.detection._rules import _rule_verdicts
 
     with rule_change(variant):
         return [_rule_verdicts(i.answer, tuple(i.context)) for i in items]

@@ -61,21 +61,21 @@ def judge_years_37(year: Any, known: Sequence[Any]) -> str | None:
 
 
 def marked_end_39b(_answer: str, quantity: Any, _verdict: str) -> int:
-    """``_adjust._marked_end`` before candidate 40: a glued unit word left unmarked."""
+    """``_rules._marked_end`` before candidate 40: a glued unit word left unmarked."""
     from truthlens_integrations.core._quantities import measure
 
     return int(quantity.end if measure(quantity) is not None else quantity.number_end)
 
 
 def framing_28(answer: str) -> list[tuple[int, int]]:
-    """``_adjust.source_framing`` as candidate 28 shipped it (candidate 34's "before")."""
+    """``_rules.source_framing`` as candidate 28 shipped it (candidate 34's "before")."""
     return [m.span() for m in _SOURCE_FRAMING_28.finditer(answer)]
 
 
 def two_words(sentence: str) -> list[str]:
     """``_negated_words`` as it was before candidate 16: the first two content words."""
     from truthlens_integrations.core._text import STOP_WORDS, words
-    from truthlens_integrations.core.models.detection._adjust import _negations
+    from truthlens_integrations.core.models.detection._rules import _negations
 
     out: list[str] = []
     for _, end in _negations(sentence):
@@ -101,7 +101,7 @@ def no_amount(_word: str) -> bool:
 def switches(candidate: str) -> list[tuple[Any, str, Any]]:
     """What turns ``candidate`` off: ``(module, name, stand-in)`` for each patch."""
     from truthlens_integrations.core import _quantities
-    from truthlens_integrations.core.models.detection import _adjust
+    from truthlens_integrations.core.models.detection import _rules as _adjust
 
     return {
         "16": [(_adjust, "_negated_words", two_words)],
@@ -136,7 +136,7 @@ def _on() -> dict[str, list[tuple[Any, str, Any]]]:
 @contextlib.contextmanager
 def rule_change(variant: str) -> Iterator[None]:
     """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
-    from truthlens_integrations.core.models.detection import _adjust
+    from truthlens_integrations.core.models.detection import _rules as _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
     patches = switches(candidate) if off else _on().get(variant, [])

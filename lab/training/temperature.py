@@ -25,7 +25,6 @@ script fits a temperature on top of the shipped (tempered) map.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -57,9 +56,9 @@ SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_
 
 def _coefficients() -> tuple[str, ...]:
     """The map's linear coefficients: the stored keys but the floors (1 switches one on)."""
-    from truthlens_integrations.core._calibration import RESPONSE_COEFFICIENTS
+    from truthlens_integrations.core._calibration._signals import COEFFICIENTS
 
-    return tuple(k for k in RESPONSE_COEFFICIENTS if k not in ("rule_floor", "rule_sentence_floor"))
+    return tuple(k for k in COEFFICIENTS if k not in ("rule_floor", "rule_sentence_floor"))
 
 
 def tempered(response: Any, temperature: float) -> Any:
@@ -67,8 +66,8 @@ def tempered(response: Any, temperature: float) -> Any:
     if response.long_answers is not None or response.rule_floor:
         # Neither is in the default map; a floor on the score would not scale with it.
         raise ValueError("a temperature is defined here for a single map without a score floor")
-    changes = {k: getattr(response, k) / temperature for k in _coefficients()}
-    return dataclasses.replace(response, **changes)
+    changes = {k: response[k] / temperature for k in _coefficients()}
+    return type(response).of({**changes, "rule_sentence_floor": response.rule_sentence_floor})
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -267,7 +266,7 @@ def write_map(folder: Path, response: Any, temperature: float, variant: str) -> 
     path = folder / "config.json"
     config = json.loads(path.read_text())
     stored = config["truthlens"]["response_calibration"]
-    stored.update({k: round(getattr(response, k), 6) for k in _coefficients() if k in stored})
+    stored.update({k: round(response[k], 6) for k in _coefficients() if k in stored})
     stored["fitted_on"] += (
         f"; temperature {temperature:.4f} (every coefficient divided by it; 0.5 stays 0.5): "
         f"candidate {variant}, fitted on the select-role sets (RULE_candidate{variant}.md, "

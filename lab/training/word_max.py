@@ -2,7 +2,7 @@
 
 ``lab/records/rag_selection/RULE_candidate33.md`` (committed before the change)
 compares the map reading each token's own probability ("before") with it reading the mean
-of the token's word (``_response._by_word``, the words of candidate 32's spans). No token
+of the token's word (``calibration._signals._by_word``, the words of candidate 32's spans). No token
 changes, so every answer keeps its tokens (the select split, AttributionBench and 1,500
 FaithJudge answers from the ``lab.training.rag_features`` caches; the hard-case test set, the
 padded Eiffel answer and the held-out train-role draws read once by the runtime), and each
@@ -41,7 +41,7 @@ def pieces(_answer: str, tokens: Sequence[Any]) -> Sequence[Any]:
 
 def map_reads(side: str) -> contextlib.AbstractContextManager[Any]:
     """The map reading tokens as ``side`` does."""
-    from truthlens_integrations.core.models.detection import _response
+    from truthlens_integrations.core._calibration import _signals as _response
 
     return before_only(side, _response, "_by_word", pieces)
 

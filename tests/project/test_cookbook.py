@@ -124,3 +124,22 @@ def test_llamaindex_cookbook_runs_offline() -> None:
     assert "status          : success (retrieval_feedback)" in out
     assert out.count("shown answer    : 'The Eiffel Tower was built from 1887 to 1889.'") == 2
     assert "history.txt" in out.split("=== retrieval feedback")[1]  # found by the rewrite
+
+
+def test_the_defence_layers_example_withholds_the_wrong_answer_where_it_matters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.conftest import BUNDLED
+
+    if BUNDLED is None:
+        pytest.skip("bundled weights are not here")
+    module = runpy.run_path(str(COOKBOOK / "defence_layers.py"))
+    assert module["main"]([]) == 0
+    out = capsys.readouterr().out
+    assert "[1] kept 2 of 5 retrieved passages" in out  # duplicate, short, unreliable out
+    assert "robots" not in out.split("[2]")[0]
+    right, wrong = out.split("[2] constrained prompt")[1:]
+    assert "guard: PASS" in right and "entertainment: approved" in right
+    assert "guard: MITIGATE" in wrong
+    assert "medical: rejected -> Please consult a medical professional." in wrong
+    assert "1950" not in wrong.split("[3]")[1]  # the wrong answer is never shown after the guard

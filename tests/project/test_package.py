@@ -64,8 +64,9 @@ def test_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     assert tops == {"truthlens_integrations"}
     assert "truthlens_integrations/core/models/detection/_transformer.py" in names
     assert "truthlens_integrations/py.typed" in names
-    # the bundled calibration a route selects with `calibration: rag`
-    assert "truthlens_integrations/core/_bundled/calibrations/rag.json" in names
+    # the bundled models' weights, and the calibration package
+    assert "truthlens_integrations/core/_bundled/detector/model.safetensors" in names
+    assert "truthlens_integrations/core/_calibration/_map.py" in names
     # the ragtruth_dev split the evaluation readers read by default
     assert "truthlens_integrations/evaluation/ragtruth_dev_split.json" in names
     assert not any(n.startswith(("core/", "tests/", "lab/", "benchmarks/")) for n in names)

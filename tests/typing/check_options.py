@@ -7,9 +7,8 @@ fails. The calls without an ignore must type-check as they are. Nothing here run
 pytest does not collect this file (the wrong calls would raise at runtime, each with
 ``UnknownArgumentError`` or ``InvalidArgumentError``).
 
-Deprecated spellings (``raise_on_block``, ``verification_models``, ``judge_model``,
-``on_block="response"``) still work at runtime with a ``DeprecationWarning``, but type
-checkers flag them, so a checked code base moves to the current names.
+Names the package never had (``raise_on_block``, ``verification_models``, ``judge_model``,
+``on_block="response"``) are refused by the checker and at runtime alike.
 """
 
 from __future__ import annotations

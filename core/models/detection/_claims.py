@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..._calibration._signals import logit as _logit
 from ..._text import AnswerText, select_premise, words
-from ._response import _logit
 
 __all__ = [
     "MIN_CLAIM_WORDS",

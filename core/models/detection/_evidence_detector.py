@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from ..._errors import ContextTooLongError
 from ..._text import AnswerText
 from ..._types import DetectionInput
-from ._adjust import adjust_tokens, uncounted_spans
 from ._base import TokenScoring
 from ._evidence import ContextIndex, EvidenceRow, plan_rows
 from ._lexical import absent_words
+from ._rules import adjust_tokens, uncounted_spans
 from ._transformer import TransformerDetector, _Piece, _Plan, _Segment, shifted
 
 __all__ = ["EvidenceDetector"]
@@ -28,7 +28,7 @@ class EvidenceDetector(TransformerDetector):
     facts stated far apart are read side by side. The result's ``coverage`` reports how
     many context sentences were read. Numbers and units are also aligned with the
     context's, negations are compared with the context sentences that say the same thing,
-    and answers that only say the sources lack something are not flagged (``_adjust``).
+    and answers that only say the sources lack something are not flagged (``_rules``).
 
     It takes the same models as :class:`TransformerDetector` (the bundled model is
     trained for this input); LettuceDetect checkpoints were trained on whole windows and

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..._calibration._map import calibrated_score, read_response_calibration
+from ..._calibration._signals import logit as _logit
 from ..._errors import ContextTooLongError, ModelLoadError
 from ..._text import AnswerText, words
 from ..._types import (
@@ -21,12 +23,11 @@ from ..._types import (
     TokenScore,
 )
 from .._loading import LoadedModel, load_token_classifier
-from ._adjust import conflict_marks
 from ._base import BaseDetector, TokenScoring
 from ._claims import ClaimCheck, claim_logits
 from ._lexical import absent_words
 from ._prompt import format_prompt
-from ._response import _logit, calibrated_score, read_response_calibration
+from ._rules import conflict_marks
 
 if TYPE_CHECKING:
     import torch

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests._samples import rag_map_file
 from tests.conftest import BUNDLED
 from truthlens_integrations.core import _text
 from truthlens_integrations.core._text import AnswerText, split_sentences
@@ -38,7 +39,7 @@ OTHER = "The Eiffel Tower was built from 1887 to 1889. It is not in Rome."
 @pytest.fixture
 def splits(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Every split of a text into sentences, counted by text, with the caches emptied."""
-    from truthlens_integrations.core.models.detection import _adjust
+    from truthlens_integrations.core.models.detection import _rules as _adjust
 
     counted: Counter[str] = Counter()
     original = split_sentences
@@ -57,12 +58,13 @@ def splits(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
 
 @pytest.fixture(scope="module")
-def engines() -> dict[str, TruthLens]:
+def engines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TruthLens]:
     if BUNDLED is None:
         pytest.skip("bundled weights are not here")
     default = TruthLens.from_config()
     everything = {"type": "keyword", "name": "all", "keywords": ["the", "when", "is"]}
-    plugin = {"type": "hallucination", "configuration": {"calibration": "rag"}}
+    rag_file = str(rag_map_file(tmp_path_factory.mktemp("rag")))
+    plugin = {"type": "hallucination", "configuration": {"calibration": rag_file}}
     routed = {
         "decisions": [{"name": "rag", "rules": {"conditions": [everything]}, "plugins": [plugin]}]
     }

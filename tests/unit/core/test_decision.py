@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from tests._paths import REPO as ROOT
+from tests._samples import valid_calibration_file
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import (
     Coverage,
@@ -151,11 +153,12 @@ def test_the_route_rules() -> None:
     assert unverified_action(None, "body", "block") == "body"  # set globally
 
 
-@pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
-def test_the_policy_resolves_by_the_same_rules() -> None:
+def test_the_policy_resolves_by_the_same_rules(tmp_path: Path) -> None:
     s = _settings(hallucination_action="block")
     assert s.unverified_factual_action == "block"  # type: ignore[attr-defined]
-    rag = _settings(calibration="rag")
+    file = tmp_path / "calib.json"
+    file.write_text(json.dumps(valid_calibration_file()))
+    rag = _settings(calibration=str(file))
     assert rag.threshold == rag.calibration.threshold  # type: ignore[attr-defined]
 
 

@@ -9,11 +9,9 @@ import math
 import pytest
 
 from truthlens_integrations.core import (
-    Decision,
     HallucinationSpan,
     InvalidInputError,
     TokenScore,
-    decide,
     noisy_or,
     optimal_threshold,
 )
@@ -45,14 +43,6 @@ def test_response_score_span_max() -> None:
     ]
     assert response_score([0.7, 0.85], spans, aggregation="span_max", token_threshold=0.5) == 0.85
     assert response_score([0.7, 0.85], [], aggregation="span_max", token_threshold=0.5) == 0.0
-
-
-def test_decide_is_inclusive_at_the_threshold() -> None:
-    # A deprecated alias of the one decision rule (core/_decision.py).
-    with pytest.warns(DeprecationWarning, match="verdict.decision"):
-        assert decide(0.6, 0.6) is Decision.MITIGATE
-    with pytest.warns(DeprecationWarning, match="deprecated"):
-        assert decide(0.59, 0.6) is Decision.PASS
 
 
 def test_optimal_threshold_matches_the_formula() -> None:

@@ -59,7 +59,7 @@ from truthlens_integrations.core.engine._tools import ADAPTER_TOOLS
 from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.core.mitigation import MitigationOptions
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._fields import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.langchain_adapter import (
     TRUTHLENS_EVENT,
     LLMChatModel,

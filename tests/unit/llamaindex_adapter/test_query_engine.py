@@ -52,7 +52,7 @@ from truthlens_integrations.core.engine._options import ENGINE_OPTION_NAMES, POL
 from truthlens_integrations.core.engine._tools import ADAPTER_TOOLS
 from truthlens_integrations.core.engine._verdict import REDACTED
 from truthlens_integrations.core.models.detection import Detector
-from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._fields import DEFAULT_WARNING_TEMPLATE
 from truthlens_integrations.llamaindex_adapter import (
     CoreLLMAsLlamaIndex,
     LlamaIndexLLM,
@@ -203,9 +203,8 @@ def test_block_can_raise_the_typed_error(index, detector, how: str) -> None:
 def test_on_block_is_validated(index, detector) -> None:
     with pytest.raises(InvalidArgumentError, match="on_block"):
         guarded(index, detector, on_block="ignore")
-    with pytest.warns(DeprecationWarning, match="on_block='response' is deprecated"):
-        qe = guarded(index, detector, on_block="response")
-    assert qe.on_block == "message"
+    with pytest.raises(InvalidArgumentError, match="on_block"):
+        guarded(index, detector, on_block="response")  # never a name of this package's
 
 
 def test_engine_or_config_not_both(index, detector) -> None:

@@ -294,8 +294,6 @@ def test_record_over_the_service_limits_is_refused_before_the_model_runs(
 
 def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`truthlens detect --input big.jsonl --json | head -n 1`: no traceback."""
-    import subprocess
-    import sys
 
     row = json.dumps({"context": EIFFEL_CONTEXT, "answer": "It is in Paris."})
     path = write_lines(tmp_path / "in.jsonl", [row] * 3000)
@@ -361,18 +359,3 @@ def test_detect_passes_the_precision_to_the_model(
     monkeypatch.setattr(detection, "load_detector", load_detector)
     assert main([*eiffel_detect(keyword_model_dir), "--precision", "float32", "--json"]) == 0
     assert seen["dtype"] == "float32"
-
-
-def test_the_command_line_shows_the_packages_deprecation_warnings(tmp_path: Path) -> None:
-    # Python hides DeprecationWarning outside __main__; a CLI user would never see one.
-    data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
-    run = subprocess.run(
-        [sys.executable, "-c", "import sys; from truthlens_integrations._cli import main; "
-         "sys.exit(main())", "eval", "--model", "lexical", "--calibration", "rag",
-         "--data", str(data), "--no-progress"],
-        capture_output=True, text=True, check=False, cwd=tmp_path,
-    )  # fmt: skip
-    assert run.returncode == 2
-    assert "DeprecationWarning: calibration 'rag' is deprecated" in run.stderr
-    assert "Traceback" not in run.stderr

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests._samples import rag_map_file
 from truthlens_integrations._cli import main
-from truthlens_integrations.core._calibration import read_calibration_file
-from truthlens_integrations.core.models.detection._response import ResponseCalibration
+from truthlens_integrations.core._calibration._file import read_calibration_file
+from truthlens_integrations.core._calibration._map import ResponseCalibration
 
 # -- ``truthlens calibrate`` end to end with the bundled detector on a small labelled file, ``truthlens eval --data``, the calibration file's strict reading, and the length-safe fit.
 
@@ -89,14 +90,13 @@ def test_calibrate_then_eval_with_the_bundled_detector(labelled: Path, tmp_path:
     assert example["fp"] <= 0.25 * (example["fp"] + example["tn"])  # the cap holds
 
 
-@pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
-def test_eval_reads_the_bundled_rag_calibration_by_name(
+def test_eval_scores_with_a_calibration_file(
     labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report_dir = tmp_path / "rag"
     code = main(
         [
-            "eval", "--data", str(labelled), "--calibration", "rag",
+            "eval", "--data", str(labelled), "--calibration", str(rag_map_file(tmp_path)),
             "--out", str(report_dir), "--no-progress",
         ]
     )  # fmt: skip
@@ -108,7 +108,7 @@ def test_eval_reads_the_bundled_rag_calibration_by_name(
     capsys.readouterr()
     code = main(["eval", "--data", str(labelled), "--calibration", "rga", "--no-progress"])
     assert code == 2
-    assert "neither a bundled calibration (rag) nor an existing file" in capsys.readouterr().err
+    assert "calibration file rga: no such file" in capsys.readouterr().err
 
 
 def test_calibrate_rejects_bad_targets_and_files(labelled: Path, tmp_path: Path) -> None:

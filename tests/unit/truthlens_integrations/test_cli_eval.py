@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from tests._paths import BENCHDATA
+from tests._samples import rag_map_file
 from tests.conftest import needs_weights
 from truthlens_integrations._cli import main
 from truthlens_integrations.core.models._onnx import onnx_available
 
 
-@pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
 @pytest.mark.parametrize(
     ("option", "message"),
     [
         # a map means something only for the detector it was fitted on
-        (["--calibration", "rag"], "fitted for the bundled detector"),
+        (["--calibration", "RAG_FILE"], "fitted for the bundled detector"),
         # the lexical reference has no weights: an ignored --precision would report its
         # figures under an int8 command line
         (["--precision", "int8"], "--precision applies to model detectors"),
@@ -30,6 +30,7 @@ def test_eval_refuses_an_option_the_lexical_reference_cannot_take(
 ) -> None:
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps({"context": "a b", "answer": "a b", "label": 0}) + "\n")
+    option = [str(rag_map_file(tmp_path)) if o == "RAG_FILE" else o for o in option]
     code = main(["eval", "--model", "lexical", *option, "--data", str(data), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2

@@ -217,22 +217,16 @@ def test_verification_llms_is_the_one_name(detector: Detector, adapter: str) -> 
     verifier: Any = MockLLM() if adapter in ("query_engine", "function_agent") else None
     verifier = verifier or FakeListChatModel(responses=["ok"])
     assert len(_verifiers(build(verification_llms=[verifier]))) == 1
-    if adapter in ("runnable", "middleware"):  # the old LangChain name, for one release
-        with pytest.warns(DeprecationWarning, match="verification_models is deprecated"):
-            made = build(verification_models=[verifier])
-        assert len(_verifiers(made)) == 1
-    else:
-        with pytest.raises(UnknownArgumentError):
-            build(verification_models=[verifier])
+    with pytest.raises(UnknownArgumentError):
+        build(verification_models=[verifier])
 
 
 @pytest.mark.parametrize("adapter", ["runnable", "middleware", "query_engine", "function_agent"])
-def test_raise_on_block_false_is_never_overridden(detector: Detector, adapter: str) -> None:
-    with pytest.warns(DeprecationWarning, match="raise_on_block is deprecated"):
-        engine = TruthLens.from_config(
-            {"hallucination": {"use_nli": False, "hallucination_action": "block"}},
-            detector=detector,
-            fact_checker=AlwaysFactual(),
-            raise_on_block=False,
-        )
+def test_an_engines_on_block_is_never_overridden(detector: Detector, adapter: str) -> None:
+    engine = TruthLens.from_config(
+        {"hallucination": {"use_nli": False, "hallucination_action": "block"}},
+        detector=detector,
+        fact_checker=AlwaysFactual(),
+        on_block="message",
+    )
     assert _builders(engine)[adapter]().on_block == "message"

@@ -49,6 +49,7 @@ from truthlens_integrations.core import (
     ModelLoadError,
     ModelNotAvailableError,
     TruthLensError,
+    UnknownArgumentError,
 )
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.engine._premise import answer_sentence, select_premise
@@ -59,7 +60,7 @@ from truthlens_integrations.core.models import Detector, FactCheckClassifier, NL
 from truthlens_integrations.core.models.nli import TransformersNLIExplainer, map_nli_labels
 from truthlens_integrations.core.observability import Metrics, Tracer
 from truthlens_integrations.core.observability._tracing import HALLUCINATION_EVENT
-from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._fields import DEFAULT_WARNING_TEMPLATE
 
 # -- The guard pipeline end to end, on a detector whose output is known in advance. --------
 
@@ -428,22 +429,18 @@ def test_the_full_verdict_stays_out_of_every_serialisation(detector: Detector) -
     assert Verdict.model_validate(verdict.to_dict()).full().original_answer == REDACTED
 
 
-def test_on_block_is_one_option_and_raise_on_block_a_deprecated_spelling(
-    detector: Detector,
-) -> None:
+def test_on_block_is_the_one_option(detector: Detector) -> None:
     assert TruthLens.from_config(detector=detector).on_block == "message"
-    with pytest.warns(DeprecationWarning, match="on_block='raise'"):
-        engine = make(detector, action_policy("block"), raise_on_block=True)
+    engine = make(detector, action_policy("block"), on_block="raise")
     assert engine.on_block == "raise"
     with pytest.raises(BlockedResponseError):
         engine.guard(**EIFFEL)
-    with pytest.warns(DeprecationWarning, match="on_block='message'"):
-        quiet = make(detector, action_policy("block"), raise_on_block=False)
+    quiet = make(detector, action_policy("block"), on_block="message")
     assert quiet.on_block == "message" and quiet.guard(**EIFFEL).blocked
-    # derived engines keep it, and are not warned about again
+    # derived engines keep it
     assert quiet.derive(threshold=0.4).on_block == "message"
-    with pytest.warns(DeprecationWarning, match="deprecated"), pytest.raises(ConfigError):
-        make(detector, raise_on_block=False, on_block="raise")
+    with pytest.raises(UnknownArgumentError):
+        make(detector, raise_on_block=False)
     with pytest.raises(InvalidArgumentError, match="on_block"):
         make(detector, on_block="response")
     with pytest.raises(InvalidArgumentError, match="blocked_message"):

@@ -109,8 +109,7 @@ def own(typed: Any) -> set[str]:
 
 
 def test_engine_kwargs_mirror_engine_options() -> None:
-    deprecated = {"raise_on_block"}  # accepted at runtime only, with a DeprecationWarning
-    assert keys(EngineKwargs) == set(EngineOptions.model_fields) - deprecated
+    assert keys(EngineKwargs) == set(EngineOptions.model_fields)
     assert keys(EngineKwargs) == set(ENGINE_OPTION_NAMES)
     assert keys(PolicyKnobKwargs) == set(PolicyKnobs.model_fields) == set(POLICY_KNOB_NAMES)
     assert keys(GuardKwargs) == GUARD_KEYS
@@ -224,7 +223,7 @@ PUBLIC_PACKAGES = (
 
 
 def test_service_kwargs_mirror_the_service_block() -> None:
-    from truthlens_integrations.core.policy._config import (
+    from truthlens_integrations.core.policy._service import (
         ReplicaKwargs,
         ServiceKwargs,
         ServiceSettings,
@@ -317,21 +316,21 @@ def test_untyped_callers_still_get_runtime_errors(engine: TruthLens, name: str) 
     made = build(engine, threshold=0.25, on_block="raise")
     built = made if isinstance(made, TruthLens) else made.engine
     assert built.on_block == "raise"
-    assert built.policy.hallucination.threshold == 0.25
+    assert built.policy.hallucination.response_threshold == 0.25
 
 
-def test_deprecated_names_work_at_runtime_only_once_each(engine: TruthLens) -> None:
+def test_names_the_package_never_keeps_are_unknown(engine: TruthLens) -> None:
+    # Before the first release nothing is deprecated: an old spelling is an unknown name
+    # (with the current one suggested) or a refused value, never silently mapped.
     chat = FakeListChatModel(responses=["ok"])
-    with pytest.warns(DeprecationWarning, match="judge_model is deprecated"):
-        middleware = TruthLensMiddleware(engine, judge_model=chat)  # type: ignore[call-arg]
-    assert middleware.judge_llm is chat
-    with pytest.raises(ConfigError, match="pass verification_llms only"):
-        TruthLensMiddleware(  # type: ignore[call-arg]
-            engine, verification_llms=[chat], verification_models=[chat]
-        )
-    with pytest.warns(DeprecationWarning, match="on_block='response' is deprecated"):
-        query_engine = TruthLensQueryEngine(_Echo(), engine=engine, on_block="response")  # type: ignore[arg-type]
-    assert query_engine.on_block == "message"
+    with pytest.raises(UnknownArgumentError, match="judge_model"):
+        TruthLensMiddleware(engine, judge_model=chat)  # type: ignore[call-arg]
+    with pytest.raises(UnknownArgumentError, match="verification_models"):
+        TruthLensMiddleware(engine, verification_models=[chat])  # type: ignore[call-arg]
+    with pytest.raises(UnknownArgumentError, match="raise_on_block"):
+        TruthLens(load_policy(None), raise_on_block=True)  # type: ignore[call-arg]
+    with pytest.raises(InvalidArgumentError, match="on_block"):
+        TruthLensQueryEngine(_Echo(), engine=engine, on_block="response")  # type: ignore[arg-type]
 
 
 # -- ``max_iterations`` is a policy knob every adapter takes, as docs/engine.md says. ------
@@ -428,8 +427,8 @@ EIFFEL = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION, "answer": EIFF
 def test_unknown_engine_option_is_rejected_with_a_suggestion(detector: Detector) -> None:
     with pytest.raises(UnknownArgumentError, match=r"'threshhold' \(did you mean 'threshold'\?\)"):
         make_engine(detector, threshhold=0.3)
-    with pytest.raises(UnknownArgumentError, match="did you mean 'raise_on_block'"):
-        TruthLens(load_policy(None), raise_on_blok=True)
+    with pytest.raises(UnknownArgumentError, match="did you mean 'on_block'"):
+        TruthLens(load_policy(None), on_blok="raise")
     with pytest.raises(TypeError):  # generic handlers keep working
         make_engine(detector, retreiver=object())
 
@@ -437,8 +436,8 @@ def test_unknown_engine_option_is_rejected_with_a_suggestion(detector: Detector)
 def test_wrong_types_fail_at_the_call(detector: Detector) -> None:
     with pytest.raises(InvalidArgumentError, match="nli"):
         make_engine(detector, nli=42)
-    with pytest.raises(InvalidArgumentError, match="raise_on_block"):
-        make_engine(detector, raise_on_block="yes")
+    with pytest.raises(InvalidArgumentError, match="redact"):
+        make_engine(detector, redact="yes")
     with pytest.raises(InvalidArgumentError, match="threshold"):
         make_engine(detector, threshold=True)
     with pytest.raises(InvalidArgumentError, match="threshold"):
@@ -508,8 +507,7 @@ def test_derive_changes_options_and_shares_loaded_models(detector: Detector) -> 
 
 
 def test_one_definition_lists_every_engine_option() -> None:
-    # every current name; the deprecated raise_on_block is accepted but not listed
-    assert set(ENGINE_OPTION_NAMES) == set(EngineOptions.model_fields) - {"raise_on_block"}
+    assert set(ENGINE_OPTION_NAMES) == set(EngineOptions.model_fields)
     assert {"on_block", "align_quantities", "mitigation_options", "redact"} <= set(
         ENGINE_OPTION_NAMES
     )

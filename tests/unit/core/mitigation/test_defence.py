@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import pytest
 
+from tests._fakes import make_engine
+from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import InvalidInputError
-from truthlens_integrations.core.mitigation import Passage
-from truthlens_integrations.core.mitigation._defence import (
+from truthlens_integrations.core.mitigation import (
     SCENARIOS,
+    Passage,
     build_constrained_prompt,
     degrade,
+    degrade_verdict,
     filter_passages,
 )
+from truthlens_integrations.core.models import Detector
 
 
 def test_filter_passages() -> None:
@@ -65,3 +69,42 @@ def test_degradation_per_scenario(scenario: str, threshold: float) -> None:
     assert rejected.level == "rejected" and rejected.text == SCENARIOS[scenario].fallback
     with pytest.raises(InvalidInputError):
         degrade("A.")
+
+
+# -- layer 4 on a verdict: what it shows, never an unchecked or withheld answer ---------------
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_an_answer_the_guard_did_not_check_is_never_approved(
+    detector: Detector, scenario: str
+) -> None:
+    unchecked = make_engine(detector).guard(
+        context=[], question=EIFFEL_QUESTION, answer="The Eiffel Tower is 330 meters tall."
+    )
+    assert not unchecked.checked
+    shown = degrade_verdict(unchecked, scenario=scenario)
+    assert shown.level == "rejected" and shown.confidence == 0.0
+    assert shown.text == SCENARIOS[scenario].fallback
+
+
+def test_a_blocked_answer_stays_withheld(detector: Detector) -> None:
+    policy = {"hallucination": {"hallucination_action": "block", "use_nli": False}}
+    blocked = make_engine(detector, policy).guard(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
+    )
+    assert blocked.blocked
+    for scenario in ("entertainment", "medical"):
+        shown = degrade_verdict(blocked, scenario=scenario, scenarios={
+            scenario: SCENARIOS[scenario].model_copy(update={"threshold": 0.0})
+        })  # fmt: skip
+        assert "1950" not in shown.text and shown.level == "rejected"
+
+
+def test_a_checked_answer_is_degraded_at_one_minus_its_score(detector: Detector) -> None:
+    verdict = make_engine(detector).guard(
+        context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer="It was built in 1887-1889."
+    )
+    assert verdict.checked and verdict.score is not None
+    shown = degrade_verdict(verdict, scenario="general")
+    assert shown.confidence == pytest.approx(1.0 - verdict.score)
+    assert shown == degrade(verdict.output or "", score=verdict.score, scenario="general")

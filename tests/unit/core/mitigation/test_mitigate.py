@@ -28,7 +28,7 @@ from truthlens_integrations.core.mitigation import (
 )
 from truthlens_integrations.core.models.detection import Detector
 from truthlens_integrations.core.observability import Metrics
-from truthlens_integrations.core.policy._config import DEFAULT_WARNING_TEMPLATE
+from truthlens_integrations.core.policy._fields import DEFAULT_WARNING_TEMPLATE
 
 # -- Mitigation loops end to end: self-refine, cross-model verification, retrieval feedback.
 

@@ -10,7 +10,7 @@ from tests.conftest import EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.policy import load_policy
-from truthlens_integrations.core.policy._config import HallucinationSettings
+from truthlens_integrations.core.policy._settings import HallucinationSettings
 
 # -- A policy error that lists the allowed keys lists them all. ----------------------------
 

@@ -11,16 +11,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from truthlens_integrations.core._calibration import read_calibration_file
+from truthlens_integrations.core._calibration._file import read_calibration_file
+from truthlens_integrations.core._calibration._map import ResponseCalibration, calibrated_score
+from truthlens_integrations.core._calibration._signals import ResponseSignals
 from truthlens_integrations.core.models.detection._claims import (
     MIN_CLAIM_WORDS,
     claim_logits,
     claim_pairs,
-)
-from truthlens_integrations.core.models.detection._response import (
-    ResponseCalibration,
-    ResponseSignals,
-    calibrated_score,
 )
 
 CONTEXT = [
@@ -66,7 +63,9 @@ def test_claim_logits_are_one_batch_in_sentence_order() -> None:
 
 
 def _map(claim: float) -> ResponseCalibration:
-    return ResponseCalibration(max_logit=1.0, log_sentences=0.0, bias=-1.0, claim=claim)
+    return ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": 0.0, "bias": -1.0, "claim": claim}
+    )
 
 
 def test_the_claim_term_raises_the_score_of_an_answer_whose_sentence_is_not_entailed() -> None:
@@ -91,7 +90,7 @@ def test_the_claim_coefficient_is_written_only_when_set_and_read_back() -> None:
     assert "claim" not in _map(0.0).to_config("x")
     entry = _map(0.8).to_config("x")
     assert entry["claim"] == 0.8
-    assert ResponseCalibration.from_entry(entry).claim == 0.8
+    assert ResponseCalibration.from_entry(entry)["claim"] == 0.8
     with pytest.raises(Exception, match="'claim' must be a number"):
         ResponseCalibration.from_entry({**entry, "claim": "high"})
 

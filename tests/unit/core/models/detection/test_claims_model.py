@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core._calibration._map import calibrated_score
 from truthlens_integrations.core._text import AnswerText
 from truthlens_integrations.core.models import load_detector
 from truthlens_integrations.core.models._bundled import bundled_detector_path
-from truthlens_integrations.core.models.detection._adjust import conflict_marks
 from truthlens_integrations.core.models.detection._claims import claim_logits
-from truthlens_integrations.core.models.detection._response import calibrated_score
+from truthlens_integrations.core.models.detection._rules import conflict_marks
 
 pytestmark = pytest.mark.slow
 

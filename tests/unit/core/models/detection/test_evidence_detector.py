@@ -240,7 +240,7 @@ def test_bundled_unreadable_answer_is_unverifiable(bundled: EvidenceDetector) ->
 def test_the_response_score_reuses_the_token_stages_rule_verdicts(
     bundled: EvidenceDetector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from truthlens_integrations.core.models.detection import _adjust
+    from truthlens_integrations.core.models.detection import _rules as _adjust
 
     answer = "The Lumen Museum opened in 1991. It is not free on Sundays."
     calls: list[str] = []

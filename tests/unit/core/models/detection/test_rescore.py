@@ -1,4 +1,4 @@
-"""Tests of ``core/models/detection/_calibration_file.py``: rescoring with a calibration file."""
+"""Tests of ``core/models/detection/_rescore.py``: rescoring with a calibration file."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ import pytest
 
 from tests._samples import valid_calibration_file
 from truthlens_integrations.core import ConfigError, DetectionInput
-from truthlens_integrations.core.models.detection._calibration_file import (
-    read_calibration_file,
-    rescore,
-)
+from truthlens_integrations.core._calibration._file import read_calibration_file
+from truthlens_integrations.core.models.detection._rescore import rescore
 
 
 def test_rescore_leaves_unverifiable_results_alone(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Tests of ``core/models/detection/_response.py``: the length-aware response calibration: the
-map and where it applies.
+"""Tests of ``core/_calibration/_map.py`` and ``_signals.py``: the length-aware response map,
+the signals it reads and where it applies.
 """
 
 from __future__ import annotations
@@ -16,6 +16,16 @@ import pytest
 
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
 from truthlens_integrations.core import DetectionConfig, DetectionInput
+from truthlens_integrations.core._calibration._map import (
+    ResponseCalibration,
+    read_response_calibration,
+)
+from truthlens_integrations.core._calibration._signals import (
+    ResponseSignals,
+    _by_word,
+    sentence_count,
+    sentence_peak,
+)
 from truthlens_integrations.core._errors import ConfigError, InvalidInputError
 from truthlens_integrations.core._scoring import word_means
 from truthlens_integrations.core._types import TokenScore
@@ -28,18 +38,10 @@ from truthlens_integrations.core.models.detection._lexical import (
     absent_word_count,
     absent_word_starts,
 )
-from truthlens_integrations.core.models.detection._response import (
-    ResponseCalibration,
-    ResponseSignals,
-    _by_word,
-    read_response_calibration,
-    sentence_count,
-    sentence_peak,
-)
 
 
 def test_the_map_is_the_documented_logistic() -> None:
-    calibration = ResponseCalibration(max_logit=0.8, log_sentences=-0.5, bias=0.2)
+    calibration = ResponseCalibration.of({"max_logit": 0.8, "log_sentences": -0.5, "bias": 0.2})
     p, n = 0.9, 4
     z = 0.8 * math.log(0.9 / 0.1) - 0.5 * math.log(4) + 0.2
     assert calibration.probability(p, n) == pytest.approx(1 / (1 + math.exp(-z)))
@@ -53,7 +55,9 @@ def test_the_map_is_the_documented_logistic() -> None:
 
 
 def test_the_absent_word_term() -> None:
-    calibration = ResponseCalibration(max_logit=0.8, log_sentences=-0.5, bias=0.2, absent_words=0.6)
+    calibration = ResponseCalibration.of(
+        {"max_logit": 0.8, "log_sentences": -0.5, "bias": 0.2, "absent_words": 0.6}
+    )
     z = 0.8 * math.log(0.9 / 0.1) - 0.5 * math.log(4) + 0.6 * math.log(1 + 3) + 0.2
     assert calibration.probability(0.9, 4, 3) == pytest.approx(1 / (1 + math.exp(-z)))
     assert calibration.probability(0.9, 4, 3) > calibration.probability(0.9, 4, 0)
@@ -81,21 +85,35 @@ def test_the_sentence_peak_wants_both_signals_in_one_sentence() -> None:
 
 
 def test_the_sentence_peak_term() -> None:
-    calibration = ResponseCalibration(
-        max_logit=0.0, log_sentences=-0.5, bias=0.2, absent_words=0.3, sentence_peak=0.7
+    calibration = ResponseCalibration.of(
+        {
+            "max_logit": 0.0,
+            "log_sentences": -0.5,
+            "bias": 0.2,
+            "absent_words": 0.3,
+            "sentence_peak": 0.7,
+        }
     )
     z = 0.7 * 1.5 - 0.5 * math.log(4) + 0.3 * math.log(1 + 3) + 0.2
     assert calibration.probability(0.9, 4, 3, peak=1.5) == pytest.approx(1 / (1 + math.exp(-z)))
     assert calibration.probability(0.9, 4, 3, peak=2.0) > calibration.probability(0.9, 4, 3, 1.5)
     assert calibration.reads_absent_words
-    assert ResponseCalibration(0.0, 0.0, 0.0, sentence_peak=1.0).reads_absent_words
+    assert ResponseCalibration.of(
+        {"max_logit": 0.0, "log_sentences": 0.0, "bias": 0.0, "sentence_peak": 1.0}
+    ).reads_absent_words
 
 
 def test_the_rule_terms_and_the_rule_floor() -> None:
-    from truthlens_integrations.core.models.detection._response import ResponseSignals
+    from truthlens_integrations.core._calibration._signals import ResponseSignals
 
-    calibration = ResponseCalibration(
-        max_logit=0.5, log_sentences=0.0, bias=-2.0, number_conflicts=0.8, negation_conflicts=1.1
+    calibration = ResponseCalibration.of(
+        {
+            "max_logit": 0.5,
+            "log_sentences": 0.0,
+            "bias": -2.0,
+            "number_conflicts": 0.8,
+            "negation_conflicts": 1.1,
+        }
     )
     assert calibration.reads_rules and calibration.length_safe
     plain = ResponseSignals(0.9, 2)
@@ -103,15 +121,21 @@ def test_the_rule_terms_and_the_rule_floor() -> None:
     z = 0.5 * math.log(0.9 / 0.1) - 2.0 + 0.8 * math.log(3) + 1.1 * math.log(2)
     assert calibration.score(both) == pytest.approx(1 / (1 + math.exp(-z)))
     assert calibration.score(both) > calibration.score(plain)
-    floored = ResponseCalibration(0.5, 0.0, -2.0, rule_floor=0.85)
+    floored = ResponseCalibration.of(
+        {"max_logit": 0.5, "log_sentences": 0.0, "bias": -2.0, "rule_floor": 0.85}
+    )
     assert floored.reads_rules and floored.length_safe
     assert floored.score(plain) < 0.85  # no conflict: the floor does not apply
     assert floored.score(ResponseSignals(0.9, 2, negation_conflicts=1)) == 0.85
-    assert not ResponseCalibration(0.5, 0.0, -2.0).reads_rules
+    assert not ResponseCalibration.of(
+        {"max_logit": 0.5, "log_sentences": 0.0, "bias": -2.0}
+    ).reads_rules
     # stored and read back; a floor outside [0, 1] is refused
     config = SimpleNamespace(truthlens={"response_calibration": floored.to_config("test")})
     assert read_response_calibration(config) == floored
-    assert "rule_floor" not in ResponseCalibration(0.5, 0.0, -2.0).to_config("test")
+    assert "rule_floor" not in ResponseCalibration.of(
+        {"max_logit": 0.5, "log_sentences": 0.0, "bias": -2.0}
+    ).to_config("test")
     with pytest.raises(ConfigError, match="rule_floor"):
         ResponseCalibration.from_entry({**floored.to_config("test"), "rule_floor": 1.5})
 
@@ -127,7 +151,7 @@ def _tokens(answer: str, scores: dict[str, float]) -> list[TokenScore]:
 
 
 def test_a_sentence_alone_reads_only_its_own_signals() -> None:
-    from truthlens_integrations.core.models.detection._response import sentence_signals
+    from truthlens_integrations.core._calibration._signals import sentence_signals
 
     answer = "It was built in 1950. It stands in Paris."
     tokens = _tokens(answer, {"1950": 0.9, "Paris": 0.6})
@@ -148,12 +172,14 @@ def test_a_sentence_alone_reads_only_its_own_signals() -> None:
 
 
 def test_the_rule_sentence_floor_keeps_a_conflicting_sentence_from_being_diluted() -> None:
-    from truthlens_integrations.core.models.detection._response import calibrated_score
+    from truthlens_integrations.core._calibration._map import calibrated_score
 
     wrong = "It was built in 1950."
     tokens_of = {"1950": 0.9}
-    shrinking = ResponseCalibration(max_logit=1.0, log_sentences=-1.5, bias=0.0)
-    floored = ResponseCalibration(1.0, -1.5, 0.0, rule_sentence_floor=1.0)
+    shrinking = ResponseCalibration.of({"max_logit": 1.0, "log_sentences": -1.5, "bias": 0.0})
+    floored = ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": -1.5, "bias": 0.0, "rule_sentence_floor": 1.0}
+    )
 
     def score(response: ResponseCalibration, answer: str, *, marked: bool) -> float:
         marks = ([answer.index("1950")], []) if marked else ([], [])
@@ -173,7 +199,12 @@ def test_the_rule_sentence_floor_keeps_a_conflicting_sentence_from_being_diluted
 
 @pytest.mark.parametrize("value", [0.5, 2, True])
 def test_the_rule_sentence_floor_is_zero_or_one(value: object) -> None:
-    entry = {**ResponseCalibration(1.0, -0.2, 0.0).to_config("t"), "rule_sentence_floor": value}
+    entry = {
+        **ResponseCalibration.of({"max_logit": 1.0, "log_sentences": -0.2, "bias": 0.0}).to_config(
+            "t"
+        ),
+        "rule_sentence_floor": value,
+    }
     with pytest.raises(ConfigError, match="rule_sentence_floor"):
         ResponseCalibration.from_entry(entry)
     on = {**entry, "rule_sentence_floor": 1}
@@ -182,9 +213,13 @@ def test_the_rule_sentence_floor_is_zero_or_one(value: object) -> None:
 
 
 def test_a_long_answer_map_scores_answers_from_its_sentence_count() -> None:
-    long_map = ResponseCalibration(0.2, 0.0, -3.0, absent_words=0.5)
-    shaped = ResponseCalibration(1.0, -0.5, 0.0, long_answers=long_map, long_from=4)
-    short = ResponseCalibration(1.0, -0.5, 0.0)
+    long_map = ResponseCalibration.of(
+        {"max_logit": 0.2, "log_sentences": 0.0, "bias": -3.0, "absent_words": 0.5}
+    )
+    shaped = ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": -0.5, "bias": 0.0}, long_answers=long_map, long_from=4
+    )
+    short = ResponseCalibration.of({"max_logit": 1.0, "log_sentences": -0.5, "bias": 0.0})
     for sentences in (1, 3):
         signals = ResponseSignals(0.9, sentences, absent_words=2)
         assert shaped.score(signals) == pytest.approx(short.score(signals))
@@ -198,14 +233,18 @@ def test_a_long_answer_map_scores_answers_from_its_sentence_count() -> None:
 
 
 def test_the_rule_floors_of_a_shaped_map_read_a_sentence_with_the_short_map() -> None:
-    from truthlens_integrations.core.models.detection._response import calibrated_score
+    from truthlens_integrations.core._calibration._map import calibrated_score
 
     wrong = "It was built in 1950."
     padded = " ".join([wrong, *["It is tall."] * 5])
     tokens = _tokens(padded, {"1950": 0.9})
     marks = ([padded.index("1950")], [])
-    quiet = ResponseCalibration(0.0, 0.0, -6.0)  # scores every long answer near 0
-    short = ResponseCalibration(1.0, 0.0, 0.0, rule_sentence_floor=1.0)
+    quiet = ResponseCalibration.of(
+        {"max_logit": 0.0, "log_sentences": 0.0, "bias": -6.0}
+    )  # scores every long answer near 0
+    short = ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": 0.0, "bias": 0.0, "rule_sentence_floor": 1.0}
+    )
     shaped = dataclasses.replace(short, long_answers=quiet, long_from=2)
 
     def score(response: ResponseCalibration, conflicts: tuple[list[int], list[int]]) -> float:
@@ -216,13 +255,27 @@ def test_the_rule_floors_of_a_shaped_map_read_a_sentence_with_the_short_map() ->
     assert score(shaped, ([], [])) < 0.01
     assert score(shaped, marks) == pytest.approx(0.9)  # the sentence alone, by the short map
     absolute = dataclasses.replace(quiet, bias=-6.0)
-    floored = ResponseCalibration(0.0, 0.0, 0.0, rule_floor=0.7, long_answers=absolute, long_from=2)
+    floored = ResponseCalibration.of(
+        {"max_logit": 0.0, "log_sentences": 0.0, "bias": 0.0, "rule_floor": 0.7},
+        long_answers=absolute,
+        long_from=2,
+    )
     assert floored.score(ResponseSignals(0.1, 5, number_conflicts=1)) == pytest.approx(0.7)
 
 
 def test_a_long_answer_map_round_trips_and_is_read_strictly() -> None:
-    long_map = ResponseCalibration(0.3, 0.0, -2.0, absent_words=0.6, flagged_tokens=0.2)
-    shaped = ResponseCalibration(0.6, -0.4, -0.8, long_answers=long_map, long_from=4)
+    long_map = ResponseCalibration.of(
+        {
+            "max_logit": 0.3,
+            "log_sentences": 0.0,
+            "bias": -2.0,
+            "absent_words": 0.6,
+            "flagged_tokens": 0.2,
+        }
+    )
+    shaped = ResponseCalibration.of(
+        {"max_logit": 0.6, "log_sentences": -0.4, "bias": -0.8}, long_answers=long_map, long_from=4
+    )
     entry = shaped.to_config("test")
     assert entry["long_answers"]["from_sentences"] == 4
     assert "fitted_on" not in entry["long_answers"]
@@ -242,27 +295,47 @@ def test_a_long_answer_map_round_trips_and_is_read_strictly() -> None:
     with pytest.raises(ConfigError, match="long_answers"):
         ResponseCalibration.from_entry({**entry, "long_answers": [1]})
     with pytest.raises(ConfigError, match="long_from"):
-        ResponseCalibration(0.6, -0.4, -0.8, long_from=3)
+        ResponseCalibration.of({"max_logit": 0.6, "log_sentences": -0.4, "bias": -0.8}, long_from=3)
     with pytest.raises(ConfigError, match="floors"):
-        ResponseCalibration(
-            0.6, -0.4, -0.8, long_answers=ResponseCalibration(1, 0, 0, rule_floor=0.5), long_from=3
+        ResponseCalibration.of(
+            {"max_logit": 0.6, "log_sentences": -0.4, "bias": -0.8},
+            long_answers=ResponseCalibration.of(
+                {"max_logit": 1, "log_sentences": 0, "bias": 0, "rule_floor": 0.5}
+            ),
+            long_from=3,
         )
 
 
 def test_read_from_a_model_config() -> None:
-    entry = ResponseCalibration(1.0, -0.25, 0.5).to_config("test data")
+    entry = ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": -0.25, "bias": 0.5}
+    ).to_config("test data")
     config = SimpleNamespace(truthlens={"response_calibration": entry})
-    assert read_response_calibration(config) == ResponseCalibration(1.0, -0.25, 0.5)
-    with_absent = ResponseCalibration(1.0, -0.25, 0.5, absent_words=0.3)
+    assert read_response_calibration(config) == ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": -0.25, "bias": 0.5}
+    )
+    with_absent = ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": -0.25, "bias": 0.5, "absent_words": 0.3}
+    )
     config = SimpleNamespace(truthlens={"response_calibration": with_absent.to_config("test")})
     assert read_response_calibration(config) == with_absent
-    with_peak = ResponseCalibration(0.0, -0.25, 0.5, absent_words=0.3, sentence_peak=0.6)
+    with_peak = ResponseCalibration.of(
+        {
+            "max_logit": 0.0,
+            "log_sentences": -0.25,
+            "bias": 0.5,
+            "absent_words": 0.3,
+            "sentence_peak": 0.6,
+        }
+    )
     config = SimpleNamespace(truthlens={"response_calibration": with_peak.to_config("test")})
     assert read_response_calibration(config) == with_peak
     # an entry written before the absent-word and peak terms reads as a map without them
     del entry["absent_words"], entry["sentence_peak"]
     config = SimpleNamespace(truthlens={"response_calibration": entry})
-    assert read_response_calibration(config) == ResponseCalibration(1.0, -0.25, 0.5)
+    assert read_response_calibration(config) == ResponseCalibration.of(
+        {"max_logit": 1.0, "log_sentences": -0.25, "bias": 0.5}
+    )
     assert read_response_calibration(SimpleNamespace(truthlens={})) is None
     assert read_response_calibration(SimpleNamespace()) is None
 
@@ -304,8 +377,14 @@ def test_a_model_with_calibration_scores_by_it(
     folder = tmp_path / "calibrated"
     shutil.copytree(tiny_bert_dir, folder)
     config = json.loads((folder / "config.json").read_text())
-    calibration = ResponseCalibration(
-        max_logit=1.0, log_sentences=-2.0, bias=0.0, absent_words=0.5, sentence_peak=peak
+    calibration = ResponseCalibration.of(
+        {
+            "max_logit": 1.0,
+            "log_sentences": -2.0,
+            "bias": 0.0,
+            "absent_words": 0.5,
+            "sentence_peak": peak,
+        }
     )
     config["truthlens"] = {"response_calibration": calibration.to_config("test")}
     (folder / "config.json").write_text(json.dumps(config))
@@ -332,13 +411,19 @@ def test_a_model_with_calibration_scores_by_it(
 def test_a_model_whose_map_reads_the_rules_scores_by_them(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
-    from truthlens_integrations.core.models.detection._response import ResponseSignals
+    from truthlens_integrations.core._calibration._signals import ResponseSignals
 
     folder = tmp_path / "rules"
     shutil.copytree(tiny_bert_dir, folder)
     config = json.loads((folder / "config.json").read_text())
-    calibration = ResponseCalibration(
-        max_logit=0.5, log_sentences=0.0, bias=-3.0, number_conflicts=1.5, rule_floor=0.7
+    calibration = ResponseCalibration.of(
+        {
+            "max_logit": 0.5,
+            "log_sentences": 0.0,
+            "bias": -3.0,
+            "number_conflicts": 1.5,
+            "rule_floor": 0.7,
+        }
     )
     config["truthlens"] = {"response_calibration": calibration.to_config("test")}
     (folder / "config.json").write_text(json.dumps(config))
@@ -362,7 +447,9 @@ def test_a_model_whose_map_reads_the_rules_scores_by_them(
     assert scores["calibrated"][1] == pytest.approx(
         calibration.score(ResponseSignals(scores["max"][1], 1))
     )
-    floor_only = ResponseCalibration(0.5, 0.0, -3.0, rule_floor=0.95)
+    floor_only = ResponseCalibration.of(
+        {"max_logit": 0.5, "log_sentences": 0.0, "bias": -3.0, "rule_floor": 0.95}
+    )
     assert floor_only.score(ResponseSignals(scores["max"][0], 1, number_conflicts=2)) == 0.95
 
 
@@ -406,10 +493,7 @@ def test_bundled_eiffel_answer_is_still_detected() -> None:
 def test_the_map_reads_words_not_word_pieces() -> None:
     # "Eiffel" came back as "E" "iff" "el": one piece at 0.51 no longer sets the answer's
     # largest probability, the word's mean (0.483) does; a whole-word token reads as it is.
-    from truthlens_integrations.core.models.detection._response import (
-        response_signals,
-        sentence_signals,
-    )
+    from truthlens_integrations.core._calibration._signals import response_signals, sentence_signals
 
     answer = "The Eiffel Tower. Built in 1950."
     pieces = [("E", 0.45), ("iff", 0.51), ("el", 0.49), ("Tower", 0.2), ("1950", 0.3)]

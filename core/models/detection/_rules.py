@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
+from ..._calibration._signals import count_conflicts
 from ..._quantities import (
     DATE,
     ContextQuantities,
@@ -51,7 +52,6 @@ __all__ = [
     "abstentions",
     "adjust_tokens",
     "conflict_marks",
-    "count_conflicts",
     "hedge_verdicts",
     "negation_verdicts",
     "rule_conflicts",
@@ -76,7 +76,7 @@ _NEGATION = re.compile(
 )
 # A "not" right after a comma, dash or semicolon corrects what precedes it ("tied to
 # caloric intake, not bowel movements"): a contrast, not a negation of the claim
-# (tests/unit/core/models/detection/test_adjust.py).
+# (tests/unit/core/models/detection/test_rules.py).
 _CONTRAST_BEFORE = re.compile(r"[,;\u2013\u2014-]\s*$")
 # A leading "No," answers the question; it says nothing of the sentence's own polarity.
 _ANSWER_PARTICLE = re.compile(r"^\s*no\b[,.!]?", re.IGNORECASE)
@@ -114,7 +114,7 @@ _SOURCE = re.compile(
 # The writer's talk about where the answer comes from ("Based on the provided passages",
 # "Here is a concise summary of the passage:", "The passage discusses"): the context never
 # holds these words, so without this every framed answer, right or wrong, counted two to
-# four absent words for them (tests/unit/core/models/detection/test_adjust.py). Only the
+# four absent words for them (tests/unit/core/models/detection/test_rules.py). Only the
 # phrase is matched; the claim after it is counted.
 _SOURCE_NOUN = (
     r"(?:passages?|context|contexts|documents?|sources?|information|text|texts|excerpts?|"
@@ -148,7 +148,7 @@ _FRAMING_HEADER = re.compile(
 )
 # The words that join claims ("However, ...", "Overall, ...", "In summary, ..."): they say
 # how the writer links statements, not what is true, and the context rarely holds them
-# (tests/unit/core/models/detection/test_adjust.py). Only the connective is matched.
+# (tests/unit/core/models/detection/test_rules.py). Only the connective is matched.
 _CONNECTIVE = re.compile(
     r"\b(?:however|additionally|furthermore|moreover|overall|notably|importantly|"
     r"consequently|therefore|thus|hence|meanwhile|nevertheless|nonetheless|likewise|"
@@ -202,7 +202,7 @@ def _marked_end(answer: str, quantity: Quantity, verdict: QuantityVerdict) -> in
 
     A unit glued to a conflicting or unseen number ("32GB") is marked with it: it is one
     word, which scores the mean of its pieces, so an unmarked "GB" halved the conflict
-    (tests/unit/core/models/detection/test_adjust.py).
+    (tests/unit/core/models/detection/test_rules.py).
     """
     if measure(quantity) is not None:
         return quantity.end
@@ -231,10 +231,10 @@ def uncounted_spans(
     The sentences that only say the sources lack something (:func:`abstentions`: the
     rule leaves their words unflagged), the citations of a source, noun and numbers
     ("(Passage 3)", "[1]": ``_quantities.citations``; they state nothing;
-    tests/unit/core/models/detection/test_adjust.py), the clock times, which the unit rule
-    judges (tests/unit/core/models/detection/test_adjust.py), the phrases that say
+    tests/unit/core/models/detection/test_rules.py), the clock times, which the unit rule
+    judges (tests/unit/core/models/detection/test_rules.py), the phrases that say
     where the answer comes from (:func:`source_framing`) and the words that join claims
-    (:func:`connectives`; both in tests/unit/core/models/detection/test_adjust.py).
+    (:func:`connectives`; both in tests/unit/core/models/detection/test_rules.py).
     """
     text = AnswerText.of(answer)
     plain = text.text
@@ -257,7 +257,7 @@ def source_framing(answer: str) -> list[tuple[int, int]]:
 
     "Based on the provided passages", "Here is a concise summary of the passage", "This
     passage describes", a "Summary:" header: the writer's talk about the sources, not a
-    claim (tests/unit/core/models/detection/test_adjust.py).
+    claim (tests/unit/core/models/detection/test_rules.py).
     """
     found = [m.span() for m in _SOURCE_FRAMING.finditer(answer)]
     found += [m.span() for m in _FRAMING_HEADER.finditer(answer) if m.end() > m.start()]
@@ -312,7 +312,7 @@ def _negated_words(sentence: str) -> list[str]:
     "was not approved by Amara Osei" denies "approved", and an answer that drops the
     negation ("Amara Osei approved the budget") names her truly. A word further on is
     another phrase: "not familiar with the for-profit college" denies "familiar", not
-    "profit" (tests/unit/core/models/detection/test_adjust.py).
+    "profit" (tests/unit/core/models/detection/test_rules.py).
     """
     out: list[str] = []
     for _, end in _negations(sentence):
@@ -470,18 +470,6 @@ def rule_conflicts(answer: str | AnswerText, context: Sequence[str]) -> tuple[in
     """
     text = AnswerText.of(answer)
     return count_conflicts(text, conflict_marks(text, context))
-
-
-def count_conflicts(
-    answer: str | AnswerText, marks: tuple[Sequence[int], Sequence[int]]
-) -> tuple[int, int]:
-    """:func:`rule_conflicts`'s two counts from the rules' :func:`conflict_marks`."""
-    numbers, negations = marks
-    if not negations:
-        return len(numbers), 0
-    spans = AnswerText.of(answer).sentences
-    sentences = sum(1 for a, b in spans if any(a <= m < b for m in negations))
-    return len(numbers), sentences
 
 
 def _odds_down(p: float) -> float:

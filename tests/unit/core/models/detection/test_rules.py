@@ -12,7 +12,8 @@ from tests.conftest import needs_weights
 from truthlens_integrations import TruthLens
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core._types import TokenScore
-from truthlens_integrations.core.models.detection._adjust import (
+from truthlens_integrations.core.models.detection._rescore import answer_evidence
+from truthlens_integrations.core.models.detection._rules import (
     _number_verdicts,
     abstentions,
     adjust_tokens,
@@ -22,7 +23,6 @@ from truthlens_integrations.core.models.detection._adjust import (
     source_framing,
     uncounted_spans,
 )
-from truthlens_integrations.core.models.detection._calibration_file import answer_evidence
 
 # -- Decades and centuries are spans of years (issue 27, RULE_candidate37.md and 39). ------
 
@@ -421,7 +421,7 @@ def test_a_half_in_words_agrees_with_the_same_half_as_a_fraction() -> None:
 
 
 def test_rule_conflicts_count_the_rules_verdicts_and_never_fall_with_padding() -> None:
-    from truthlens_integrations.core.models.detection._adjust import rule_conflicts
+    from truthlens_integrations.core.models.detection._rules import rule_conflicts
 
     context = [
         "The Eiffel Tower was built from 1887 to 1889. It is 330 meters tall.",
@@ -439,7 +439,7 @@ def test_rule_conflicts_count_the_rules_verdicts_and_never_fall_with_padding() -
 
 
 def test_conflict_marks_place_the_rules_verdicts_in_the_answer() -> None:
-    from truthlens_integrations.core.models.detection._adjust import (
+    from truthlens_integrations.core.models.detection._rules import (
         conflict_marks,
         count_conflicts,
         rule_conflicts,

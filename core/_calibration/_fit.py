@@ -10,27 +10,22 @@ detector's map and for a user's own labelled answers.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..._calibration import RESPONSE_COEFFICIENTS
-from ..._errors import InvalidInputError
-from ._response import ResponseCalibration, ResponseSignals
+from .._errors import InvalidInputError
+from ._map import ResponseCalibration
+from ._signals import FITTED_TERMS, ResponseSignals
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["DEFAULT_SIGNALS", "SIGNALS", "fit_response_map", "signal_matrix", "threshold_for"]
 
-# Every coefficient but the ones that are not fitted against a signal column. The claim
-# term is a detector folder's own (a calibration file cannot carry it), so no fit reads it.
-SIGNALS: tuple[str, ...] = tuple(
-    c
-    for c in RESPONSE_COEFFICIENTS
-    if c not in ("rule_floor", "rule_sentence_floor", "bias", "claim")
-)
-"""The map's coefficient names, in :func:`signal_matrix`'s column order."""
+# The claim term is a detector folder's own (a calibration file cannot carry it), so no
+# fit reads it: the fitted terms of the table (``_signals.TERMS``).
+SIGNALS: tuple[str, ...] = tuple(t.name for t in FITTED_TERMS)
+"""The map's fitted term names, in :func:`signal_matrix`'s column order."""
 
 DEFAULT_SIGNALS: tuple[str, ...] = SIGNALS[:6]
 """The columns a fit reads unless told: the token and word signals. The unit and negation
@@ -38,28 +33,12 @@ rules' counts are left out: fitted on RAG answers they did not keep the hard cas
 on a small file one
 conflict could carry a large weight."""
 
-_EPSILON = 1e-6
-
 
 def signal_matrix(signals: Sequence[ResponseSignals]) -> np.ndarray:
     """One row per answer, one column per name of :data:`SIGNALS`."""
     import numpy as np
 
-    rows = []
-    for s in signals:
-        p = min(max(s.max_probability, _EPSILON), 1.0 - _EPSILON)
-        rows.append(
-            [
-                math.log(p / (1.0 - p)),
-                s.peak,
-                math.log(max(s.sentences, 1)),
-                math.log1p(max(s.absent_words, 0)),
-                math.log1p(max(s.absent_numbers, 0)),
-                math.log1p(max(s.flagged_tokens, 0)),
-                math.log1p(max(s.number_conflicts, 0)),
-                math.log1p(max(s.negation_conflicts, 0)),
-            ]
-        )
+    rows = [[t.read(s) for t in FITTED_TERMS] for s in signals]
     return np.asarray(rows, dtype=float).reshape(len(rows), len(SIGNALS))
 
 
@@ -171,9 +150,8 @@ def fit_response_map(
     b = _bounded_logistic(signal_matrix(signals)[:, index], y, w, l2, free=mask)
     if not np.all(np.isfinite(b)):
         raise InvalidInputError("the fit did not converge")
-    coefficients: dict[str, Any] = dict.fromkeys(SIGNALS, 0.0)
-    coefficients.update({c: float(v) for c, v in zip(columns, b[:-1], strict=True)})
-    return ResponseCalibration(bias=float(b[-1]), **coefficients)
+    coefficients = {c: float(v) for c, v in zip(columns, b[:-1], strict=True)}
+    return ResponseCalibration.of({**coefficients, "bias": float(b[-1])})
 
 
 def threshold_for(

@@ -1,8 +1,8 @@
 """The calibration file ``truthlens calibrate`` writes and policy routes point to.
 
 Read and checked here, with no model code, so a policy can validate the file it names
-when it loads (the response map itself is :class:`ResponseCalibration` in
-``core.models.detection``).
+when it loads (the response map itself is :class:`~._map.ResponseCalibration`). The
+rules a stored map is read by, a file's or a model folder's, are :func:`check_response_map`.
 """
 
 from __future__ import annotations
@@ -10,50 +10,28 @@ from __future__ import annotations
 import math
 import os
 import stat
-import warnings
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._errors import ConfigError
-from ._json import JSONFormatError, loads_strict
+from .._errors import ConfigError
+from .._json import JSONFormatError, loads_strict
+from ._signals import COEFFICIENTS, TERMS
 
 __all__ = [
-    "BUNDLED_CALIBRATIONS",
     "CALIBRATION_FORMAT",
-    "DEPRECATED_CALIBRATIONS",
     "MAX_CALIBRATION_BYTES",
     "MAX_COEFFICIENT",
-    "RESPONSE_COEFFICIENTS",
     "CalibrationFile",
-    "bundled_calibration_names",
     "check_calibration_detector",
     "check_response_map",
     "read_calibration_file",
-    "resolve_calibration",
 ]
 
-#: The calibration files that ship with the package, each selected by its name (``rag``).
-BUNDLED_CALIBRATIONS = Path(__file__).resolve().parent / "_bundled" / "calibrations"
-
-#: The coefficient keys of a response map, in the order the detector reads them (one
-#: definition for the bundled folder's map and for calibration files).
-RESPONSE_COEFFICIENTS = (
-    "max_logit",
-    "sentence_peak",
-    "log_sentences",
-    "absent_words",
-    "absent_numbers",
-    "flagged_tokens",
-    "number_conflicts",
-    "negation_conflicts",
-    "claim",
-    "rule_floor",
-    "rule_sentence_floor",
-    "bias",
-)
-_COEFFICIENTS = frozenset(RESPONSE_COEFFICIENTS)
+_COEFFICIENTS = frozenset(COEFFICIENTS)
+# Terms a file's map may not hold: no fit writes them (see _signals.Term.fitted).
+_UNFITTED = frozenset(t.name for t in TERMS if not t.fitted)
 _REQUIRED = ("max_logit", "log_sentences", "bias")
 # The terms that read the detector's hallucination logit: a map must weigh at least one
 # of them, or the detector's reading would not move the score at all.
@@ -71,7 +49,7 @@ MAX_CALIBRATION_BYTES = 1 << 20
 #: the bundled detector reports (``load_detector()``).
 _BUNDLED = "bundled"
 _BUNDLED_MODEL_ID = "truthlens-bundled-detector"
-_BUNDLED_FOLDER = Path(__file__).resolve().parent / "_bundled" / "detector"
+_BUNDLED_FOLDER = Path(__file__).resolve().parents[1] / "_bundled" / "detector"
 
 
 # What a model folder's map may hold besides its coefficients (what the fit measured).
@@ -99,18 +77,16 @@ def check_response_map(entry: Any, *, where: str, in_file: bool) -> None:
         ConfigError: Naming ``where`` and the key.
     """
     allowed = _COEFFICIENTS | {"fitted_on", "long_answers"}
+    if in_file:
+        _refuse_unfitted(entry, where)
     _check_coefficients(entry, where, allowed if in_file else allowed | _FOLDER_KEYS)
-    if in_file and isinstance(entry, dict) and "claim" in entry:
-        # The claim check runs inside the detector that owns it; a route's file re-scores
-        # the detector's result and has no claim check to read.
-        raise ConfigError(
-            f"{where}: 'claim' belongs to a detector folder's own map, not to a calibration file"
-        )
     if "fitted_on" in entry and not isinstance(entry["fitted_on"], str):
         raise ConfigError(f"{where}: 'fitted_on' must be a string")
     inner = entry.get("long_answers")
     long_where = f"{where}: long_answers"
     if inner is not None or "long_answers" in entry:
+        if in_file:
+            _refuse_unfitted(inner, long_where)
         _check_coefficients(inner, long_where, (_COEFFICIENTS - _FLOORS) | {"from_sentences"})
         start = inner.get("from_sentences")
         if isinstance(start, bool) or not isinstance(start, int) or start < 2:
@@ -122,6 +98,20 @@ def check_response_map(entry: Any, *, where: str, in_file: bool) -> None:
             _check_direction(part, at)
         elif part.get("max_logit", 0) < 0:
             raise ConfigError(f"{at}: 'max_logit' is {part['max_logit']!r}; it must be >= 0")
+
+
+def _refuse_unfitted(entry: Any, where: str) -> None:
+    """Refuse, in a file's map, a term no fit writes (the claim term), at any level.
+
+    The claim check runs inside the detector folder that owns it; a route's file re-scores
+    the detector's result and has no claim check to read, so the term would be ignored.
+    """
+    if not isinstance(entry, dict):
+        return
+    for key in sorted(set(entry) & _UNFITTED):
+        raise ConfigError(
+            f"{where}: {key!r} belongs to a detector folder's own map, not to a calibration file"
+        )
 
 
 def _check_coefficients(entry: Any, where: str, allowed: frozenset[str]) -> None:
@@ -234,66 +224,23 @@ class CalibrationFile(BaseModel):
         return value
 
 
-#: Bundled calibrations that still load, with a DeprecationWarning, and why they go.
-DEPRECATED_CALIBRATIONS: dict[str, str] = {
-    "rag": (
-        "calibration 'rag' is deprecated and will be removed in the next release: it lets "
-        "single-claim errors through (on the held-out suite of negation flips, swapped "
-        "roles and restated numbers it catches 6% of the wrong answers, the default 39%). "
-        "Remove it to use the detector's own map, or fit one to your labelled answers "
-        "with `truthlens calibrate`"
-    ),
-}
-
-
-def bundled_calibration_names() -> tuple[str, ...]:
-    """The names of the bundled calibration files (``("rag",)``), sorted."""
-    return tuple(sorted(p.stem for p in BUNDLED_CALIBRATIONS.glob("*.json")))
-
-
-def resolve_calibration(name_or_path: str | os.PathLike[str]) -> Path:
-    """The file behind a calibration setting: a bundled name's file, else the path itself.
-
-    A string equal to a bundled name (``"rag"``) selects the bundled file; any other
-    string, and every :class:`os.PathLike`, is a path (``./rag`` reads a file named
-    ``rag``).
-
-    Raises:
-        ConfigError: If it is neither a bundled name nor an existing file (the message
-            lists the bundled names).
-    """
-    names = bundled_calibration_names()
-    if isinstance(name_or_path, str) and name_or_path in names:
-        if name_or_path in DEPRECATED_CALIBRATIONS:
-            warnings.warn(DEPRECATED_CALIBRATIONS[name_or_path], DeprecationWarning, stacklevel=3)
-        return BUNDLED_CALIBRATIONS / f"{name_or_path}.json"
-    file = Path(name_or_path)
-    if not file.exists():
-        raise ConfigError(
-            f"calibration {str(name_or_path)!r} is neither a bundled calibration "
-            f"({', '.join(names)}) nor an existing file"
-        )
-    return file
-
-
 def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
-    """Read and validate a calibration file, or the bundled one a name selects.
+    """Read and validate a calibration file ``truthlens calibrate`` wrote.
 
     Only a regular file of at most :data:`MAX_CALIBRATION_BYTES` is read, once (a device
     such as ``/dev/zero`` would be read until memory ran out, a FIFO would block).
 
     Args:
-        path: A bundled calibration's name (:func:`bundled_calibration_names`: ``"rag"``,
-            the map fitted on RAG answers) or the path of a file ``truthlens calibrate``
-            wrote.
+        path: The file's path.
 
     Raises:
-        ConfigError: If it names no bundled calibration and no existing file, or the file
-            is not a regular file, too large, unreadable, not UTF-8, not JSON (``NaN``
-            included), holds a key twice, or is malformed. The message names the file
-            once.
+        ConfigError: If the file does not exist, is not a regular file, is too large,
+            unreadable, not UTF-8, not JSON (``NaN`` included), holds a key twice, or is
+            malformed. The message names the file once.
     """
-    file = resolve_calibration(path)
+    file = Path(path)
+    if not file.exists():
+        raise ConfigError(f"calibration file {file}: no such file")
     try:
         raw = _read_regular_file(file)
     except ValueError as exc:

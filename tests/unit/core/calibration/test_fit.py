@@ -1,17 +1,12 @@
-"""Tests of ``core/models/detection/_response_fit.py``: fitting a response map and its
-threshold.
-"""
+"""Tests of ``core/_calibration/_fit.py``: fitting a response map and its threshold."""
 
 from __future__ import annotations
 
 import pytest
 
 from truthlens_integrations.core import InvalidInputError
-from truthlens_integrations.core.models.detection._response import ResponseSignals
-from truthlens_integrations.core.models.detection._response_fit import (
-    fit_response_map,
-    threshold_for,
-)
+from truthlens_integrations.core._calibration._fit import fit_response_map, threshold_for
+from truthlens_integrations.core._calibration._signals import ResponseSignals
 
 
 def _long_answers_mostly_clean() -> tuple[list[ResponseSignals], list[bool]]:
@@ -29,7 +24,7 @@ def test_the_fit_keeps_coefficients_non_negative_and_padding_cannot_lower_a_scor
     # weight; the fitted map may not.
     signals, labels = _long_answers_mostly_clean()
     calibration = fit_response_map(signals, labels)
-    assert calibration.length_safe and calibration.max_logit > 0
+    assert calibration.length_safe and calibration["max_logit"] > 0
     wrong = ResponseSignals(0.85, 1, 2, peak=2.0, absent_numbers=2, flagged_tokens=3)
     before = calibration.score(wrong)
     for extra in range(1, 30):
@@ -42,8 +37,8 @@ def test_a_free_column_may_go_negative_and_the_others_stay_bounded() -> None:
     # (the map is then not length safe); the bounded columns stay >= 0.
     signals, labels = _long_answers_mostly_clean()
     free = fit_response_map(signals, labels, free=("log_sentences",))
-    assert free.log_sentences < 0 and not free.length_safe
-    assert all(getattr(free, c) >= 0 for c in ("max_logit", "sentence_peak", "absent_words"))
+    assert free["log_sentences"] < 0 and not free.length_safe
+    assert all(free[c] >= 0 for c in ("max_logit", "sentence_peak", "absent_words"))
     with pytest.raises(InvalidInputError, match="free columns"):
         fit_response_map(signals, labels, columns=("max_logit",), free=("log_sentences",))
 

@@ -1,11 +1,10 @@
-"""Tests of ``core/_calibration.py``: calibration files and the routes that point to them."""
+"""Tests of ``core/_calibration/_file.py``: calibration files and the routes that point to them."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
-import warnings
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
@@ -14,12 +13,14 @@ from typing import Any
 import pytest
 
 from tests._fakes import make_engine
-from tests._paths import REPO
-from tests._samples import valid_calibration_file
+from tests._samples import rag_map_file, valid_calibration_file
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations.core import ConfigError
-from truthlens_integrations.core import _calibration as core_calibration
-from truthlens_integrations.core._calibration import MAX_CALIBRATION_BYTES, read_calibration_file
+from truthlens_integrations.core._calibration import _file as core_calibration
+from truthlens_integrations.core._calibration._file import (
+    MAX_CALIBRATION_BYTES,
+    read_calibration_file,
+)
 from truthlens_integrations.core.engine import TruthLens, Verdict
 from truthlens_integrations.core.models.detection import Detector, LexicalDetector
 from truthlens_integrations.core.policy import load_policy
@@ -101,13 +102,8 @@ def test_a_bad_calibration_path_or_file_is_a_config_error(tmp_path: Path) -> Non
         load_policy(typed)  # a boolean is not a path
 
 
-# The rag map's deprecation is asserted once, below; the other tests read the map itself.
-pytestmark = pytest.mark.filterwarnings("ignore:calibration 'rag' is deprecated:DeprecationWarning")
+# -- a length-safe map fitted on RAG answers, with the rules' conflict counts ------------
 
-
-# -- the bundled calibration ``rag`` (candidate 4a of issue 27, opt-in; deprecated by issue 41)
-
-SELECTION = REPO / "lab" / "records" / "rag_selection"
 TOWER = [
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.",
     "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",
@@ -129,73 +125,36 @@ TOWER_QUESTION = "When was the Eiffel Tower built, and how tall is it?"
 PADDING = [f for f in TOWER if "1887" not in f and "330" not in f]
 
 
-def test_the_bundled_rag_calibration_is_deprecated(tmp_path: Path) -> None:
-    # Issue 41's rule keeps it only if it passes the rule the default passed; it catches
-    # 6% of the phenomena suite's wrong answers (the default 39%): it warns, and still loads.
-    with pytest.warns(DeprecationWarning, match=r"calibration 'rag' is deprecated.*calibrate"):
-        route = load_policy(_policy("rag")).decisions[0].plugins[0].configuration
-    assert route.calibration_file is not None
-    # a file of the user's own never warns
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        load_policy(_policy(_calibration(tmp_path, 1.0)))
+def test_a_missing_calibration_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"calibration file rga: no such file"):
+        load_policy(_policy("rga"))  # no bundled names: a calibration is a file
+    route = load_policy(_policy(_calibration(tmp_path, 1.0))).decisions[0].plugins[0]
+    assert route.configuration.calibration_file is not None
+    assert route.configuration.calibration_file.threshold == 0.7
 
 
-def test_rag_is_a_bundled_name_for_the_selection_runs_map() -> None:
-    from truthlens_integrations.core._calibration import (
-        bundled_calibration_names,
-        read_calibration_file,
-    )
-    from truthlens_integrations.core.models.detection._response import ResponseCalibration
-
-    assert "rag" in bundled_calibration_names()
-    rag = read_calibration_file("rag")
-    # the lab's map refitted for the bundled detector now in place (its coefficients; the
-    # shipped file's fitted_on says it in words, without the lab's paths)
-    figures = json.loads((SELECTION / "stage6" / "crossfit_detector.json").read_text())
-    recorded = {k: v for k, v in figures["maps"]["rules"].items() if k != "fitted_on"}
-    shipped = {k: v for k, v in rag.response_calibration.items() if k != "fitted_on"}
-    assert shipped == recorded
-    assert rag.model == "bundled" and rag.threshold == 0.5 and rag.target == {}
-    assert rag.metrics["this_map"]["select_split_crossfitted"] == {
-        k: figures["select_crossfitted"]["rules"][k]
-        for k in ("auroc", "ap", "ece", "clean_flagged")
-    }
-    response = ResponseCalibration.from_entry(rag.response_calibration)
-    assert response.length_safe and response.reads_rules
-    # the policy reads the same file by name
-    route = load_policy(_policy("rag")).decisions[0].plugins[0].configuration
-    assert route.calibration_file == rag
-
-
-def test_an_unknown_calibration_name_lists_the_bundled_ones(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"'rga' is neither a bundled calibration \(rag\)"):
-        load_policy(_policy("rga"))
-    # a path is still a path, and a file beats nothing but a bundled name
-    path = _calibration(tmp_path, 1.0)
-    route = load_policy(_policy(path)).decisions[0].plugins[0].configuration
-    assert route.calibration_file is not None and route.calibration_file.threshold == 0.7
-
-
-def test_a_map_fitted_for_the_bundled_detector_is_refused_with_another_one() -> None:
-    # `rag` was fitted on the bundled detector's outputs: on another model it would
-    # score silently wrong, so the policy refuses the pair and says how to fit one.
-    policy = {**_policy("rag"), "hallucination": {"model_id": "/models/my-detector"}}
+def test_a_map_fitted_for_the_bundled_detector_is_refused_with_another_one(
+    tmp_path: Path,
+) -> None:
+    # A map fitted on the bundled detector's outputs would score another model silently
+    # wrong, so the policy refuses the pair and says how to fit one.
+    rag = rag_map_file(tmp_path)
+    policy = {**_policy(rag), "hallucination": {"model_id": "/models/my-detector"}}
     with pytest.raises(
         ConfigError, match=r"fitted for the bundled detector.*--model /models/my-detector"
     ):
         load_policy(policy)
-    assert load_policy(_policy("rag")).hallucination.model_id is None
+    assert load_policy(_policy(rag)).hallucination.model_id is None
 
 
 @pytest.fixture(scope="module")
-def rag_guard() -> TruthLens:
+def rag_guard(tmp_path_factory: pytest.TempPathFactory) -> TruthLens:
     from tests.conftest import BUNDLED
     from truthlens_integrations.core.models.detection import load_detector
 
     if BUNDLED is None:
         pytest.skip("bundled weights are not here")
-    return make(load_detector(), _policy("rag"))
+    return make(load_detector(), _policy(rag_map_file(tmp_path_factory.mktemp("rag"))))
 
 
 def test_the_bundled_detector_scores_through_the_rag_map(rag_guard: TruthLens) -> None:
@@ -251,7 +210,8 @@ def test_padding_never_lowers_the_default_maps_score_of_a_contradicted_number() 
 def test_a_routes_map_is_read_once_and_its_detected_decides(
     detector: Detector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from truthlens_integrations.core.models.detection import _response
+    from truthlens_integrations.core._calibration import _map as _response
+    from truthlens_integrations.core.models.detection import _rescore
 
     reads = []
     original = _response.ResponseCalibration.from_entry.__func__  # type: ignore[attr-defined]
@@ -273,24 +233,22 @@ def test_a_routes_map_is_read_once_and_its_detected_decides(
     assert verdict.detection is not None and verdict.detection.detected
 
     # The rescoring's ``detected`` is the one the guard uses: said otherwise, it stands.
-    rescore = _response.RouteCalibration.rescore
+    rescore = _rescore.RouteCalibration.rescore
 
     def said_clean(self: object, item: object, result: object, threshold: float) -> object:
         out = rescore(self, item, result, threshold)  # type: ignore[arg-type]
         return out.model_copy(update={"detected": False})
 
-    monkeypatch.setattr(_response.RouteCalibration, "rescore", said_clean)
+    monkeypatch.setattr(_rescore.RouteCalibration, "rescore", said_clean)
     cleared = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
     assert cleared.score == verdict.score and not cleared.detected and cleared.passed
 
 
 def test_every_map_is_read_by_one_set_of_rules(tmp_path: Path) -> None:
     from truthlens_integrations.core import ModelLoadError
+    from truthlens_integrations.core._calibration._file import read_calibration_file
+    from truthlens_integrations.core._calibration._map import ResponseCalibration
     from truthlens_integrations.core.models._loading import check_config_numbers
-    from truthlens_integrations.core.models.detection._calibration_file import (
-        read_calibration_file,
-    )
-    from truthlens_integrations.core.models.detection._response import ResponseCalibration
 
     bad = {"max_logit": "high", "log_sentences": 0.0, "bias": 0.0}
     said = "response_calibration: 'max_logit' must be a number, got 'high'"
@@ -315,7 +273,7 @@ def test_every_map_is_read_by_one_set_of_rules(tmp_path: Path) -> None:
         assert said in str(caught.value)
     # A file must also be length-safe; a shipped folder's map may lower long answers.
     shaped = {"max_logit": 1.0, "log_sentences": -0.5, "bias": 0.0}
-    assert ResponseCalibration.from_entry(shaped).log_sentences == -0.5
+    assert ResponseCalibration.from_entry(shaped)["log_sentences"] == -0.5
     path.write_text(
         path.read_text()
         .replace('"high"', "1.0")
@@ -387,7 +345,7 @@ def test_nan_and_missing_files_are_config_errors(tmp_path: Path) -> None:
     path.write_text(json.dumps(valid_calibration_file()).replace("0.4", "NaN"))
     with pytest.raises(ConfigError, match="NaN"):
         read_calibration_file(path)
-    with pytest.raises(ConfigError, match="nor an existing file"):
+    with pytest.raises(ConfigError, match="no such file"):
         read_calibration_file(tmp_path / "missing.json")
     with pytest.raises(ConfigError, match="is not a regular file"):
         read_calibration_file(tmp_path)  # a folder exists but is no file
@@ -536,11 +494,12 @@ def test_a_map_is_refused_on_a_detector_it_was_not_fitted_for(
         TruthLens.from_config(_routed_policy(hub))
     with pytest.raises(ConfigError, match="cannot score the bundled detector"):
         TruthLens.from_config(_routed_policy(hub))
-    # the bundled `rag` map on another detector, given to the engine or named by the policy
+    # a map fitted for the bundled detector on another one, given to the engine or named
+    rag = rag_map_file(tmp_path)
     with pytest.raises(ConfigError, match=r"fitted for the bundled detector.*'lexical'"):
-        TruthLens.from_config(_routed_policy("rag"), detector=LexicalDetector())
+        TruthLens.from_config(_routed_policy(rag), detector=LexicalDetector())
     with pytest.raises(ConfigError, match="fitted for the bundled detector"):
-        make(detector, _routed_policy("rag"))
+        make(detector, _routed_policy(rag))
     with pytest.raises(ConfigError, match="fitted for the detector 'someorg/other-detector'"):
         load_policy({**_routed_policy(hub), "hallucination": {"model_id": "another/model"}})
     # a derived engine with another detector is checked as well
@@ -548,9 +507,9 @@ def test_a_map_is_refused_on_a_detector_it_was_not_fitted_for(
     engine = make(detector, _routed_policy(own))
     with pytest.raises(ConfigError, match="cannot score the detector 'lexical'"):
         engine.derive(detector=LexicalDetector())
-    # the bundled name matches the bundled detector, however it is named
-    assert TruthLens.from_config(_routed_policy("rag")).policy.decision("calibrated")
-    rag = read_calibration_file("rag")
-    folder = Path(core_calibration.__file__).parent / "_bundled" / "detector"
+    # a map for "bundled" matches the bundled detector, however it is named
+    assert TruthLens.from_config(_routed_policy(rag)).policy.decision("calibrated")
+    parsed = read_calibration_file(rag)
+    folder = Path(core_calibration.__file__).parents[1] / "_bundled" / "detector"
     for name in ("truthlens-bundled-detector", str(folder), "truthlens-bundled-detector@x"):
-        core_calibration.check_calibration_detector(rag, name)
+        core_calibration.check_calibration_detector(parsed, name)
