@@ -39,6 +39,7 @@ from ._stages import (
     explain,
     model_name,
     needs_detection,
+    normalised,
     route,
     route_calibrations,
     wants_nli,
@@ -399,8 +400,8 @@ class TruthLens:
         data = DetectionInput.create(context=context, question=it.data.question, answer=answer)
         probe = Item.of(data)
         probe.fact_check, probe.route, probe.factual = it.fact_check, it.route, it.factual
-        self._check([probe])
-        probe.restore()
+        with normalised([probe]):
+            self._check([probe])
         assert probe.detection is not None
         if probe.detection.status is DetectionStatus.UNVERIFIABLE:
             # A candidate the detector cannot read is not a fixed answer: it stays
@@ -410,13 +411,15 @@ class TruthLens:
 
     def _analyse(self, items: list[Item]) -> None:
         """Classify, route, detect and NLI-explain, filling in each item's state."""
-        classify(items, lambda: self.fact_checker, tracer=self.tracer, metrics=self.metrics)
-        route(
-            items, self.router, tracer=self.tracer, fact_check_threshold=self.fact_check_threshold
-        )
-        self._check([it for it in items if needs_detection(it)])
-        for it in items:
-            it.restore()
+        with normalised(items):
+            classify(items, lambda: self.fact_checker, tracer=self.tracer, metrics=self.metrics)
+            route(
+                items,
+                self.router,
+                tracer=self.tracer,
+                fact_check_threshold=self.fact_check_threshold,
+            )
+            self._check([it for it in items if needs_detection(it)])
 
     def _check(self, items: list[Item]) -> None:
         """Detect, then NLI-explain the spans of routes that ask for it."""

@@ -7,7 +7,8 @@ so :class:`~truthlens_integrations.core.engine.TruthLens` only chooses the model
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -40,6 +41,7 @@ __all__ = [
     "explain",
     "model_name",
     "needs_detection",
+    "normalised",
     "route",
     "route_calibrations",
     "wants_nli",
@@ -48,7 +50,11 @@ __all__ = [
 
 @dataclass
 class Item:
-    """Per-request working state; one per item of one call, never shared."""
+    """Per-request working state; one per item of one call, never shared.
+
+    ``data`` is the caller's text, except inside :func:`normalised`, where the checks
+    read its normalised form; what they find there is mapped back when the block ends.
+    """
 
     data: DetectionInput
     fact_check: tuple[bool, float] = (True, 1.0)
@@ -60,51 +66,58 @@ class Item:
     latency_ms: dict[str, float] = field(default_factory=dict)
     mitigation: MitigationResult | None = None
     instructions: list[ContextFlag] = field(default_factory=list)
-    original: DetectionInput | None = None
-    """The caller's text while ``data`` holds its normalised form (see :meth:`restore`)."""
-    source: Normalized | None = None
-    """How the normalised answer maps back to the caller's, when normalising changed it."""
     partly_read: bool = False
     """Whether the detector read too little of the answer to clear it (``min_coverage``)."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
-        """An item the checks can read: no passage that carries instructions, normalised text.
-
-        The answer, question and passages are normalised (invisible characters dropped,
-        compatibility forms folded; see ``core/_normalize.py``) so that text dressed up
-        to look unreadable is checked like the plain text; :meth:`restore` puts the
-        caller's text back and maps what the checks found onto the caller's answer.
-        """
+        """An item the checks can read: no passage that carries instructions."""
         evidence, flags = split_instructions(data.context)
         if flags:
             data = data.model_copy(update={"context": evidence})
-        checked, source = normalize_input(data)
-        original = None if checked is data else data
-        return cls(data=checked, instructions=flags, original=original, source=source)
-
-    def restore(self) -> None:
-        """Put the caller's text back; spans and token offsets then point into its answer.
-
-        Mitigation prompts and the verdict see the caller's text, never the normalised one.
-        """
-        if self.original is None:
-            return
-        self.data, self.original = self.original, None
-        source, self.source = self.source, None
-        if source is None:
-            return
-        self.kept = [span_back(s, source) for s in self.kept]
-        self.dropped = [span_back(s, source) for s in self.dropped]
-        if self.detection is not None:
-            self.detection = restore_result(self.detection, source)
-            if self.detection.status is DetectionStatus.UNVERIFIABLE:
-                # shown in another order than it reads (restore_result): nothing to show
-                self.kept, self.dropped = [], []
+        return cls(data=data, instructions=flags)
 
     @property
     def question(self) -> str:
         return self.data.question or ""
+
+
+@contextmanager
+def normalised(items: Sequence[Item]) -> Iterator[None]:
+    """The items' text as the checks read it, for the block; the caller's text after.
+
+    The answer, question and passages are normalised (invisible characters dropped,
+    compatibility forms folded; see ``core/_normalize.py``) so that text dressed up to
+    look unreadable is checked like the plain text. When the block ends, also by an
+    error, each item holds the caller's text again and what the checks found (spans,
+    token offsets) points into the caller's answer: mitigation prompts and the verdict
+    never see the normalised text.
+    """
+    saved: list[tuple[Item, DetectionInput, Normalized | None]] = []
+    for it in items:
+        checked, source = normalize_input(it.data)
+        if checked is not it.data:
+            saved.append((it, it.data, source))
+            it.data = checked
+    try:
+        yield
+    finally:
+        for it, original, source in saved:
+            _back(it, original, source)
+
+
+def _back(it: Item, original: DetectionInput, source: Normalized | None) -> None:
+    """``it`` over the caller's ``original`` text again (see :func:`normalised`)."""
+    it.data = original
+    if source is None:
+        return
+    it.kept = [span_back(s, source) for s in it.kept]
+    it.dropped = [span_back(s, source) for s in it.dropped]
+    if it.detection is not None:
+        it.detection = restore_result(it.detection, source)
+        if it.detection.status is DetectionStatus.UNVERIFIABLE:
+            # shown in another order than it reads (restore_result): nothing to show
+            it.kept, it.dropped = [], []
 
 
 # A detector without a ``config`` (a stand-in) is held to the bundled detector's share.

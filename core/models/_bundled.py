@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ModelLoadError, ModelNotAvailableError
-from ._loading import LoadedModel, load_token_classifier, no_load_bar, sequence_probabilities
+from ._loading import LoadedModel, load_token_classifier, no_load_bar
 from ._onnx import OnnxModel, export_graph, fusion_shape, load_graph, weights_fingerprint
+from ._sequence import sequence_probabilities
 
 if TYPE_CHECKING:
     import torch

@@ -14,21 +14,28 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from .._calibration._file import check_response_map
 from .._device import resolve_device, resolve_dtype
 from .._errors import ConfigError, ModelLoadError, ModelNotAvailableError
+from ._checks import (
+    Task,
+    check_config,
+    check_config_numbers,
+    check_model,
+    check_sequence_model,
+    check_tokenizer,
+    token_window,
+)
 from ._onnx import (
     OnnxModel,
     Quantization,
@@ -43,35 +50,22 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "HFSequenceClassifier",
     "LoadedModel",
     "Task",
-    "check_config_numbers",
     "clear_model_cache",
     "export_onnx",
     "load_pretrained",
     "load_sequence_classifier",
     "load_token_classifier",
     "no_load_bar",
-    "sequence_probabilities",
 ]
 
 logger = logging.getLogger(__name__)
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-# Tokenizers report a huge sentinel when they have no limit of their own.
-_NO_LIMIT = 1_000_000
 # Seconds the hub connectivity probe may take. Without it an offline machine spent
 # 46-53 s in the hub client's retries before the clear error.
 _PROBE_TIMEOUT_S = 2.0
-# A tokenizer much smaller than the model's embedding table belongs to another model
-# (or is the near-empty stand-in transformers builds when the files are missing).
-# Embedding tables are often padded (ModernBERT: 50,368 rows for 50,280 tokens), so
-# only a large gap counts.
-_MIN_VOCAB_SHARE = 0.5
-
-
-Task = Literal["token", "sequence"]
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 @dataclass(frozen=True)
@@ -287,7 +281,7 @@ def _load(
     tokenizer, model, info = _from_pretrained(source, task, dtype, revision, local_files_only)
     check_config_numbers(source, model.config.to_dict())
     _check_weights(source, task, model, info)
-    _check_tokenizer(source, tokenizer, model.config, is_local=is_local, task=task)
+    check_tokenizer(source, tokenizer, model.config, is_local=is_local, task=task)
     model.to(device).eval()
     logger.info("loaded %s classifier %s on %s (%s)", task, source, device, dtype)
     return LoadedModel(
@@ -296,7 +290,7 @@ def _load(
         tokenizer=tokenizer,
         device=device,
         dtype=dtype,
-        max_length=_window(model.config, tokenizer),
+        max_length=token_window(model.config, tokenizer),
         input_names=tuple(tokenizer.model_input_names),
         config=model.config,
     )
@@ -304,9 +298,9 @@ def _load(
 
 def _check_weights(source: str, task: Task, model: Any, info: dict[str, Any]) -> None:
     if task == "token":
-        _check_model(source, model, info)
+        check_model(source, model, info)
     else:
-        _check_sequence_model(source, model.config)
+        check_sequence_model(source, model.config)
 
 
 def graph_outputs(task: Task) -> tuple[str, ...]:
@@ -356,12 +350,12 @@ def _load_onnx(
 
     check_config_numbers(source, config.to_dict())
     if task == "token":
-        _check_config(source, config)
+        check_config(source, config)
     else:
-        _check_sequence_model(source, config)
+        check_sequence_model(source, config)
     fingerprint = weights_fingerprint(*_weight_files(folder))
     graph = load_graph(folder, fingerprint, quantization, build)
-    _check_tokenizer(source, tokenizer, config, is_local=True, task=task)
+    check_tokenizer(source, tokenizer, config, is_local=True, task=task)
     logger.info("loaded %s classifier %s on ONNX Runtime (%s)", task, source, quantization)
     return LoadedModel(
         model_id=source,
@@ -369,7 +363,7 @@ def _load_onnx(
         tokenizer=tokenizer,
         device=device,
         dtype=torch.float32,
-        max_length=_window(config, tokenizer),
+        max_length=token_window(config, tokenizer),
         input_names=input_names,
         config=config,
         backend="onnx",
@@ -400,7 +394,6 @@ def export_onnx(
     """
     import torch
 
-    from .._errors import ConfigError
     from ._onnx import graph_path
 
     source = _resolve_source(folder)
@@ -520,72 +513,6 @@ def _from_pretrained(
 # The Platt calibration's numbers: a scale of 0 or below would flatten or invert every
 # token probability. (The response map is read by the rules every map is read by:
 # ``core/_calibration.py``, ``check_response_map``.)
-_PLATT = ("scale", "shift", "span_shift")
-
-
-def _numbers(value: object, path: str) -> list[tuple[str, object]]:
-    """Every number (and the path to it) inside a config value."""
-    if isinstance(value, dict):
-        return [n for k, v in value.items() for n in _numbers(v, f"{path}.{k}" if path else k)]
-    if isinstance(value, list):
-        return [n for i, v in enumerate(value) for n in _numbers(v, f"{path}[{i}]")]
-    if isinstance(value, float | int) and not isinstance(value, bool):
-        return [(path, value)]
-    return []
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, float | int) and not isinstance(value, bool)
-
-
-def check_config_numbers(source: str, config: dict[str, Any]) -> None:
-    """Refuse a model whose ``config.json`` carries a number that cannot be right.
-
-    Every number must be finite (a NaN calibration made every answer "supported" with
-    score 0); the Platt calibration must hold numbers, its scale above 0; the response
-    map is read by the rules every map is read by (``check_response_map``: the token
-    weight at or above 0).
-
-    Args:
-        source: The model folder or hub id, for the message.
-        config: The model's configuration as a dict.
-
-    Raises:
-        ModelLoadError: Naming the file and the key.
-    """
-    where = f"{source}/config.json" if Path(source).is_dir() else f"config.json of {source}"
-    for path, value in _numbers(config, ""):
-        if not math.isfinite(float(value)):  # type: ignore[arg-type]
-            raise ModelLoadError(f"{where}: {path} is {value}; expected a finite number")
-    extra = config.get("truthlens")
-    if not isinstance(extra, dict):
-        return
-    response = extra.get("response_calibration")
-    if response is not None:
-        try:
-            check_response_map(
-                response, where=f"{where}: truthlens.response_calibration", in_file=False
-            )
-        except ConfigError as exc:
-            raise ModelLoadError(str(exc)) from None
-    platt = extra.get("calibration")
-    if platt is None:
-        return
-    if not isinstance(platt, dict):
-        raise ModelLoadError(f"{where}: truthlens.calibration must be a mapping of numbers")
-    for key in _PLATT:
-        value = platt.get(key)
-        if key in platt and not _is_number(value):
-            raise ModelLoadError(
-                f"{where}: truthlens.calibration.{key} is {value!r}; expected a number"
-            )
-    scale = platt.get("scale")
-    if scale is not None and scale <= 0:
-        raise ModelLoadError(
-            f"{where}: truthlens.calibration.scale is {scale}; expected a number above 0"
-        )
-
-
 def _offline(local_files_only: bool | None) -> bool:
     """Whether to use only the local cache for a hub id.
 
@@ -633,290 +560,3 @@ def _hub_reachable(timeout_s: float = _PROBE_TIMEOUT_S) -> bool:
     if not reachable:
         logger.info("the Hugging Face Hub (%s:%s) is not reachable; using the cache", host, port)
     return reachable
-
-
-def _check_model(source: str, model: Any, info: dict[str, Any]) -> None:
-    """Refuse checkpoints that are not a two-class token classifier with all its weights.
-
-    ``from_pretrained`` fills weights the checkpoint lacks with random values and only
-    logs a warning, so a ``config.json`` of another architecture (whose parameter
-    names match nothing in the weights) loaded and answered at random.
-    """
-    config = model.config
-    _check_config(source, config)
-    missing = sorted(info.get("missing_keys") or ())
-    if missing:
-        shown = ", ".join(missing[:3]) + (
-            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        )
-        raise ModelLoadError(
-            f"{source}: the weights do not match config.json ({config.model_type}); "
-            f"{len(missing)} parameters are missing from the checkpoint ({shown}). "
-            "config.json probably belongs to another model"
-        )
-
-
-def _check_config(source: str, config: Any) -> None:
-    """The checks a token classifier's config must pass (architecture, labels)."""
-    _check_architecture(
-        source,
-        config,
-        "ForTokenClassification",
-        "a token classifier; a hallucination detector labels every answer token",
-    )
-    if config.num_labels != 2:
-        raise ModelLoadError(
-            f"{source} has {config.num_labels} labels; a hallucination detector has 2 "
-            "(0 = supported, 1 = hallucinated)"
-        )
-    _check_labels(source, config)
-
-
-# Label names that say which class is which, normalised (lower case, letters only).
-# "unsupported" is tested before "supported": it contains it.
-_HALLUCINATED_WORDS = ("hallucinat", "unsupported", "unfaithful", "inconsistent", "notsupported")
-_SUPPORTED_WORDS = ("supported", "faithful", "grounded", "consistent", "nohallucination")
-
-
-def _label_meaning(name: object) -> str | None:
-    """``"hallucinated"``, ``"supported"`` or ``None`` (e.g. ``LABEL_0``) for a label name."""
-    text = "".join(ch for ch in str(name).lower() if ch.isalpha())
-    if text.startswith(("no", "not")) and "hallucinat" in text:
-        return "supported"
-    if any(word in text for word in _HALLUCINATED_WORDS):
-        return "hallucinated"
-    if any(word in text for word in _SUPPORTED_WORDS):
-        return "supported"
-    return None
-
-
-def _check_labels(source: str, config: Any) -> None:
-    """Refuse a head whose named labels say class 1 is not "hallucinated".
-
-    The detector reads class 1 as hallucinated; a checkpoint with the classes the
-    other way round would pass every hallucination and flag every supported token.
-    Unnamed labels (``LABEL_0`` / ``LABEL_1``, as many checkpoints have) are accepted.
-    """
-    labels = getattr(config, "id2label", None) or {}
-    meanings = {str(k): _label_meaning(v) for k, v in labels.items()}
-    if meanings.get("1") == "supported" or meanings.get("0") == "hallucinated":
-        raise ModelLoadError(
-            f"{source}: its labels are {labels}, but a hallucination "
-            "detector needs 0 = supported and 1 = hallucinated; this head's classes are "
-            "the other way round"
-        )
-
-
-def _check_sequence_model(source: str, config: Any) -> None:
-    """Refuse a checkpoint saved as something other than a sequence classifier."""
-    _check_architecture(source, config, "ForSequenceClassification", "a sequence classifier")
-
-
-def _check_architecture(source: str, config: Any, suffix: str, expected: str) -> None:
-    """Refuse a config whose named architectures all lack ``suffix`` (none named: accepted)."""
-    architectures = getattr(config, "architectures", None) or []
-    if architectures and not any(a.endswith(suffix) for a in architectures):
-        raise ModelLoadError(
-            f"{source} was saved as {', '.join(architectures)}, not {expected} (...{suffix})"
-        )
-
-
-def _check_tokenizer(
-    source: str, tokenizer: Any, config: Any, *, is_local: bool, task: Task
-) -> None:
-    """Refuse a missing or foreign tokenizer (it would map every word wrongly).
-
-    A detector also needs a fast tokenizer (character offsets) and a separator token
-    (its input is context [SEP] answer).
-    """
-    if is_local:
-        names = set(getattr(tokenizer, "vocab_files_names", {}).values()) or {"tokenizer.json"}
-        if not any((Path(source) / name).is_file() for name in names):
-            raise ModelLoadError(
-                f"{source} holds no tokenizer files (expected one of "
-                f"{', '.join(sorted(names))}); copy the tokenizer saved with the model"
-            )
-    _check_vocabulary(source, tokenizer, config)
-    if task != "token":
-        return
-    if not getattr(tokenizer, "is_fast", False):
-        raise ModelLoadError(
-            f"{source} has no fast tokenizer (tokenizer.json); character offsets need one"
-        )
-    if tokenizer.sep_token_id is None and tokenizer.eos_token_id is None:
-        raise ModelLoadError(
-            f"{source}: the tokenizer has no separator token; the detector's input is "
-            "context [SEP] answer"
-        )
-
-
-def _check_vocabulary(source: str, tokenizer: Any, config: Any) -> None:
-    rows = getattr(config, "vocab_size", None)
-    if not isinstance(rows, int) or rows <= 0:
-        return
-    tokens = len(tokenizer)
-    if tokens > rows or tokens < _MIN_VOCAB_SHARE * rows:
-        raise ModelLoadError(
-            f"{source}: the tokenizer has {tokens:,} tokens but the model's embedding table "
-            f"{rows:,} rows; the tokenizer belongs to another model"
-        )
-
-
-def _window(config: Any, tokenizer: Any) -> int:
-    limits = []
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and positions > 0:
-        # RoBERTa-style models reserve positions for the padding offset.
-        pad_offset = (getattr(config, "pad_token_id", None) or 0) + 1
-        if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"}:
-            positions -= pad_offset
-        limits.append(positions)
-    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _NO_LIMIT:
-        limits.append(tokenizer_limit)
-    if not limits:
-        return 512
-    return min(limits)
-
-
-def sequence_probabilities(
-    loaded: LoadedModel,
-    texts: Sequence[tuple[str, str | None]],
-    *,
-    batch_size: int,
-    max_length: int,
-    truncation: bool | str = True,
-    logits: Callable[[Any], Any] | None = None,
-) -> list[list[float]]:
-    """Class probabilities of a sequence classifier per text (or text pair), in input order.
-
-    Inputs are batched by length, so a batch pads little.
-
-    Args:
-        loaded: A model from :func:`load_sequence_classifier`.
-        texts: ``(first, second)`` pairs; ``second`` is ``None`` for single texts (then
-            it must be ``None`` for all).
-        batch_size: Inputs per forward pass.
-        max_length: Token limit per input.
-        truncation: The tokenizer's truncation rule (``"only_first"`` cuts premises).
-        logits: Maps a batch's encoding (torch tensors on the model's device, or
-            int64 numpy arrays on the ONNX backend) to class logits; ``None`` uses the
-            model's own head.
-
-    Returns:
-        One probability row per input.
-    """
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
-    rows: list[list[float]] = [[] for _ in texts]
-    onnx = loaded.graph is not None
-    if loaded.graph is not None and loaded.graph.rows_per_run is not None:
-        batch_size = min(batch_size, loaded.graph.rows_per_run)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        seconds = [texts[i][1] for i in idx]
-        with loaded.tokenizer_lock:
-            encoded = loaded.tokenizer(
-                [texts[i][0] for i in idx],
-                None if seconds[0] is None else seconds,
-                truncation=truncation,
-                max_length=max_length,
-                padding=True,
-                return_tensors="np" if onnx else "pt",
-            )
-        probs = (
-            _onnx_probabilities(loaded, encoded, logits)
-            if onnx
-            else _torch_probabilities(loaded, encoded, logits)
-        )
-        for i, row in zip(idx, probs, strict=True):
-            rows[i] = row
-    return rows
-
-
-def _torch_probabilities(
-    loaded: LoadedModel, encoded: Any, logits: Callable[[Any], Any] | None
-) -> list[list[float]]:
-    import torch
-
-    with torch.inference_mode():
-        encoded = encoded.to(loaded.device)
-        scores = logits(encoded) if logits else loaded.model(**encoded).logits
-    result: list[list[float]] = torch.softmax(scores.float(), dim=-1).cpu().tolist()
-    return result
-
-
-def _onnx_probabilities(
-    loaded: LoadedModel, encoded: Any, logits: Callable[[Any], Any] | None
-) -> list[list[float]]:
-    import numpy as np
-
-    assert loaded.graph is not None  # an onnx LoadedModel always has one
-    feeds = {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items()}
-    scores = logits(feeds) if logits else loaded.graph.run(feeds, ["logits"])[0]
-    scores = np.asarray(scores, dtype=np.float64)
-    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    result: list[list[float]] = (scores / scores.sum(axis=-1, keepdims=True)).tolist()
-    return result
-
-
-class HFSequenceClassifier:
-    """A Hugging Face sequence classifier, loaded through the shared cache.
-
-    The base of the NLI explainer and the prompt classifier backends: they differ only
-    in how they read the model's labels.
-
-    Args:
-        model: A local model folder or a hub id (needs the hub or its local cache).
-        device: Where to run; ``None`` picks automatically.
-        dtype: Precision; ``None``/``"auto"`` picks bf16/fp16 on GPUs and fp32 on the CPU.
-        batch_size: Inputs per forward pass (sorted by length first); ``None`` is the
-            class's ``default_batch_size``.
-        max_length: Token limit per input; longer inputs are cut.
-        local_files_only: Only use the local Hugging Face cache for hub ids.
-        backend: ``"auto"``, ``"torch"`` or ``"onnx"`` (see :func:`load_pretrained`).
-
-    Raises:
-        ModelNotAvailableError: If the model cannot be found or downloaded.
-        ModelLoadError: If it is not a sequence classifier, or its labels do not fit
-            (see :meth:`_read_labels`).
-    """
-
-    default_batch_size = 16
-
-    def __init__(
-        self,
-        model: str | os.PathLike[str],
-        *,
-        device: str | torch.device | None = None,
-        dtype: str | torch.dtype | None = None,
-        batch_size: int | None = None,
-        max_length: int = 256,
-        local_files_only: bool | None = None,
-        backend: str = "auto",
-    ) -> None:
-        self._loaded = load_sequence_classifier(
-            model,
-            device=device,
-            dtype=dtype,
-            local_files_only=local_files_only,
-            backend=backend,
-        )
-        self.device = self._loaded.device
-        self.model_id = os.fspath(model)
-        self.batch_size = batch_size or self.default_batch_size
-        self.max_length = max_length
-        self._read_labels(dict(self._loaded.config.id2label))
-
-    def _read_labels(self, id2label: dict[int, str]) -> None:
-        """Check and keep what the model's class names mean (raises ModelLoadError)."""
-
-    def _probabilities(
-        self, texts: Sequence[tuple[str, str | None]], truncation: bool | str = True
-    ) -> list[list[float]]:
-        return sequence_probabilities(
-            self._loaded,
-            texts,
-            batch_size=self.batch_size,
-            max_length=self.max_length,
-            truncation=truncation,
-        )

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..._errors import InvalidInputError, ModelLoadError
-from .._loading import HFSequenceClassifier
+from .._sequence import HFSequenceClassifier
 
 __all__ = ["TransformersFactCheckClassifier", "positive_class"]
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ..._errors import InvalidInputError, ModelLoadError
 from ..._types import NLILabel
-from .._loading import HFSequenceClassifier
+from .._sequence import HFSequenceClassifier
 
 __all__ = ["TransformersNLIExplainer", "map_nli_labels"]
 

@@ -248,7 +248,7 @@ def test_every_map_is_read_by_one_set_of_rules(tmp_path: Path) -> None:
     from truthlens_integrations.core import ModelLoadError
     from truthlens_integrations.core._calibration._file import read_calibration_file
     from truthlens_integrations.core._calibration._map import ResponseCalibration
-    from truthlens_integrations.core.models._loading import check_config_numbers
+    from truthlens_integrations.core.models._checks import check_config_numbers
 
     bad = {"max_logit": "high", "log_sentences": 0.0, "bias": 0.0}
     said = "response_calibration: 'max_logit' must be a number, got 'high'"
