@@ -231,7 +231,7 @@ def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | No
         if result.detected or result.spans:
             return "an unverifiable result cannot be detected or carry spans"
         return None
-    if result.detected != reaches(result.score, result.threshold):
+    if result.score is None or result.detected != reaches(result.score, result.threshold):
         return (
             f"detected={result.detected} with score {result.score} and threshold {result.threshold}"
         )
