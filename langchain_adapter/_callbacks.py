@@ -139,9 +139,12 @@ class _HandlerCore:
 
     @property
     def stats(self) -> dict[str, int]:
-        """Counters: answers ``checked`` against grounding, ``not_checked`` (guarded but
-        not checked: no grounding, disabled, unreadable), ``flagged`` (MITIGATE, of
-        both), ``skipped`` (tool-call steps, empty output), ``errors``."""
+        """The handler's counters.
+
+        ``checked`` (answers checked against grounding), ``not_checked`` (guarded but
+        not checked: no grounding, detection disabled, unreadable), ``flagged``
+        (MITIGATE, of both), ``skipped`` (tool-call steps, empty output), ``errors``.
+        """
         with self._lock:
             return dict(self._stats)
 

@@ -321,9 +321,12 @@ class Verdict(BaseModel, _FlatFields):
 
     @model_validator(mode="after")
     def _not_checked_reads_unknown(self) -> Verdict:
-        """The one rule for what a verdict of an unchecked answer shows: no number, no
-        clean flag. Every surface (``to_dict``, metadata, events, state, logs, metrics)
-        reads these fields, so none can show a not-checked answer as clean."""
+        """The one rule for what the verdict of an unchecked answer shows.
+
+        No number and no clean flag: ``score``, ``detected`` and ``original_score`` are
+        ``None``. Every surface (``to_dict``, metadata, events, state, logs, metrics)
+        reads these fields, so none can show a not-checked answer as clean.
+        """
         findings, coverage = self.findings, self.coverage
         if coverage.checked:
             if findings.detected is None:

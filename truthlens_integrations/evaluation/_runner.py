@@ -270,8 +270,11 @@ def _group_metrics(
 
 
 def _ranked(results: Sequence[DetectionResult]) -> list[float]:
-    """The scores the ranking metrics read: an answer the detector could not check has
-    none and ranks as not flagged (0), as the report says (``unverifiable``)."""
+    """The scores the ranking metrics read.
+
+    An answer the detector could not check has none and ranks as not flagged (0), as
+    the report says (``unverifiable``).
+    """
     return [0.0 if r.score is None else r.score for r in results]
 
 

@@ -166,7 +166,10 @@ def _callback(engine: TruthLens, case: Case) -> dict[str, Any]:
     messages: list[BaseMessage] = [HumanMessage(case.question)]
     for n, passage in enumerate(case.context):
         call = {"name": "lookup", "args": {}, "id": f"call-{n}"}
-        messages += [AIMessage("", tool_calls=[call]), ToolMessage(passage, tool_call_id=f"call-{n}")]
+        messages += [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(passage, tool_call_id=f"call-{n}"),
+        ]
     FakeListChatModel(responses=[case.answer]).invoke(
         messages, {"callbacks": [handler], "run_id": run_id}
     )
