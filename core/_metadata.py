@@ -97,12 +97,9 @@ def build_metadata(
     """Build the metadata dict with exactly the keys of :data:`METADATA_KEYS`.
 
     Args:
-        enabled: Whether detection is enabled for the answer's route
-            (``x-truthlens-enabled``); whether it checked the answer is
-            ``not_checked_reason``.
+        enabled: Whether detection is enabled for the route (not: whether it ran).
         mode: The operating mode.
-        score: Response hallucination score (``n/a`` when ``None``: no number stands
-            for a score nobody computed).
+        score: Response hallucination score (``n/a`` when ``None``).
         detected: Whether the score reached the threshold (``unknown`` when ``None``).
         iterations: Refinement iterations performed.
         latency_ms: Detection / mitigation latency, written in whole milliseconds.
