@@ -112,9 +112,13 @@ def detected_at(result: DetectionResult, threshold: float) -> bool:
 
     The detector's own ``detected`` where it decided at this threshold (a route's
     calibration re-scores the answer and decides at the route's threshold); a detector
-    that decided at another threshold has its score read at this one.
+    that decided at another threshold has its score read at this one. An answer the
+    detector could not check (no score) is not detected: it is *not checked* instead
+    (:func:`not_checked_reason`).
     """
-    if result.grounded and result.threshold == threshold:
+    if result.score is None:  # not checked: nothing reaches a threshold
+        return False
+    if result.threshold == threshold:
         return result.detected
     return reaches(result.score, threshold)
 
@@ -256,7 +260,9 @@ def _why(
     final_flagged: bool | None,
 ) -> str:
     """The decision in one line (no answer text: it goes to logs)."""
-    if detection is None or reason in ("disabled", "no_grounding", "non_factual"):
+    if detection is None or detection.score is None:
+        return f"not checked: {reason}"
+    if reason in ("disabled", "no_grounding", "non_factual"):
         return f"not checked: {reason}"
     score = f"score {detection.score:.3f}"
     if not detected_at(detection, threshold):

@@ -7,7 +7,9 @@ with four decimals, whole milliseconds, and spans joined by ``"; "``
 
 An answer that was not checked never reads as clean: ``x-truthlens-checked`` is
 ``false``, ``x-truthlens-not-checked-reason`` says why, the score is ``n/a`` and both
-``detected`` headers are ``unknown`` rather than ``false``.
+``detected`` headers are ``unknown`` rather than ``false``. ``x-truthlens-enabled`` is
+the route's setting, as the verdict's ``enabled``; ``x-truthlens-checked`` says whether
+this answer was checked.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def build_metadata(
     enabled: bool,
     mode: str,
     score: float | None = None,
-    detected: bool = False,
+    detected: bool | None = False,
     iterations: int = 0,
     latency_ms: float = 0.0,
     fact_check_needed: bool = False,
@@ -95,10 +97,10 @@ def build_metadata(
     """Build the metadata dict with exactly the keys of :data:`METADATA_KEYS`.
 
     Args:
-        enabled: Whether detection ran for this request (``x-truthlens-enabled``).
+        enabled: Whether detection is enabled for the route (not: whether it ran).
         mode: The operating mode.
-        score: Response hallucination score (``0.0000`` when ``None``).
-        detected: Whether the score reached the threshold.
+        score: Response hallucination score (``n/a`` when ``None``).
+        detected: Whether the score reached the threshold (``unknown`` when ``None``).
         iterations: Refinement iterations performed.
         latency_ms: Detection / mitigation latency, written in whole milliseconds.
         fact_check_needed: The prompt classifier's verdict.
@@ -117,11 +119,11 @@ def build_metadata(
         Header name to header value, all strings.
     """
     checked = not_checked_reason is None
-    found = _flag(detected) if checked else "unknown"
+    found = _flag(detected) if checked and detected is not None else "unknown"
     metadata = {
         "x-truthlens-enabled": _flag(enabled),
         "x-truthlens-mode": mode,
-        "x-truthlens-score": f"{score or 0.0:.4f}" if checked else "n/a",
+        "x-truthlens-score": f"{score:.4f}" if checked and score is not None else "n/a",
         "x-truthlens-detected": found,
         "x-truthlens-iterations": str(int(iterations)),
         "x-truthlens-latency-ms": str(round(latency_ms)),

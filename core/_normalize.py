@@ -319,8 +319,14 @@ def restore_result(result: DetectionResult, source: Normalized) -> DetectionResu
         "tokens": [span_back(t, source) for t in result.tokens],
     }
     if source.reordered and result.status is DetectionStatus.SUPPORTED:
-        # As every unverifiable result: no spans (what was read is not what is shown).
-        update |= {"status": DetectionStatus.UNVERIFIABLE, "error": _REORDERED, "spans": []}
+        # As every unverifiable result: no spans and no score (a number would read as
+        # clean next to an answer nobody checked).
+        update |= {
+            "status": DetectionStatus.UNVERIFIABLE,
+            "error": _REORDERED,
+            "spans": [],
+            "score": None,
+        }
     return result.model_copy(update=update)
 
 

@@ -343,11 +343,20 @@ class DetectionConfigKwargs(TypedDict, total=False):
 
 
 class DetectionResult(_Frozen):
-    """What the detector found in one answer."""
+    """What the detector found in one answer.
+
+    An answer the detector could not check (``status`` ``unverifiable``: no context, an
+    unreadable answer, a failed service) has no score: ``score`` is ``None`` there, and
+    only there, so no surface can show a number that reads as clean.
+    """
 
     answer: str
     spans: list[HallucinationSpan]
-    score: float = Field(ge=0.0, le=1.0, description="Response-level hallucination score.")
+    score: float | None = Field(
+        ge=0.0,
+        le=1.0,
+        description="Response-level hallucination score; null when the answer was not checked.",
+    )
     threshold: float = Field(ge=0.0, le=1.0)
     detected: bool
     status: DetectionStatus
@@ -362,6 +371,17 @@ class DetectionResult(_Frozen):
             "set only on unverifiable results."
         ),
     )
+
+    @model_validator(mode="after")
+    def _score_only_when_checked(self) -> DetectionResult:
+        # Not checked is never clean: no score (not even 0.0) beside "unverifiable",
+        # and a checked answer always has one.
+        unchecked = self.status is DetectionStatus.UNVERIFIABLE
+        if unchecked and (self.score is not None or self.detected):
+            raise ValueError("an unverifiable result has no score and is not detected")
+        if not unchecked and self.score is None:
+            raise ValueError(f"a {self.status.value} result needs a score")
+        return self
 
     @property
     def grounded(self) -> bool:

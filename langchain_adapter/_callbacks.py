@@ -104,7 +104,7 @@ class _HandlerCore:
         self._roots: dict[UUID, _RootState] = {}
         self._llms: dict[UUID, _LLMState] = {}
         self._results: OrderedDict[UUID, list[Verdict]] = OrderedDict()
-        self._stats = {"checked": 0, "flagged": 0, "skipped": 0, "errors": 0}
+        self._stats = {"checked": 0, "not_checked": 0, "flagged": 0, "skipped": 0, "errors": 0}
 
     # -- public read side ------------------------------------------------------------
 
@@ -139,7 +139,12 @@ class _HandlerCore:
 
     @property
     def stats(self) -> dict[str, int]:
-        """Counters: ``checked``, ``flagged`` (MITIGATE), ``skipped``, ``errors``."""
+        """The handler's counters.
+
+        ``checked`` (answers checked against grounding), ``not_checked`` (guarded but
+        not checked: no grounding, detection disabled, unreadable), ``flagged``
+        (MITIGATE, of both), ``skipped`` (tool-call steps, empty output), ``errors``.
+        """
         with self._lock:
             return dict(self._stats)
 
@@ -261,7 +266,7 @@ class _HandlerCore:
 
     def _record(self, check: _Check, verdict: Verdict) -> None:
         with self._lock:
-            self._stats["checked"] += 1
+            self._stats["checked" if verdict.checked else "not_checked"] += 1
             if not verdict.passed:
                 self._stats["flagged"] += 1
             state = self._roots.get(check.root)

@@ -14,6 +14,7 @@ from ._inputs import ParsedInput, message_text
 
 __all__ = [
     "DEFAULT_BLOCKED_MESSAGE",
+    "GUARD_TAG",
     "SAFE_PROVIDER_METADATA",
     "TRUTHLENS_EVENT",
     "BlockMode",
@@ -27,6 +28,12 @@ __all__ = [
 
 #: Name of the custom event the runnable dispatches after each detection.
 TRUTHLENS_EVENT = "truthlens_detection"
+
+#: Tag of a guard's run whose policy may change or withhold the text it is given: what
+#: ran before it and fed it is unchecked text (``guarded_events`` holds and drops it).
+#: Set by the guard itself when it runs, so it is seen wherever the guard sits (inside
+#: an ``assign``, a branch, a function step).
+GUARD_TAG = "truthlens:guard"
 
 #: Deprecated name of :data:`~truthlens_integrations.core.engine._blocked.OnBlock`.
 BlockMode = OnBlock

@@ -25,7 +25,7 @@ from langchain_core.runnables import (
     RunnableSequence,
     RunnableSerializable,
 )
-from langchain_core.runnables.config import patch_config
+from langchain_core.runnables.config import ensure_config, patch_config
 from langchain_core.runnables.passthrough import RunnableAssign
 from langchain_core.runnables.utils import AddableDict
 from pydantic import ConfigDict, Field, ValidationError
@@ -57,7 +57,7 @@ from ._arguments import invalid_arguments
 from ._capture import GroundingCapture
 from ._inputs import ParsedInput, dedupe, parse_input, question_of
 from ._llm import as_llm
-from ._outputs import TRUTHLENS_EVENT, render, verdict_chunk
+from ._outputs import GUARD_TAG, TRUTHLENS_EVENT, render, verdict_chunk
 
 __all__ = ["RunnableKwargs", "StreamMode", "TruthLensRunnable", "guard_chain"]
 
@@ -462,6 +462,34 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
             return config
         return hide_streaming(config)
 
+    @property
+    def holds(self) -> bool:
+        """Whether this guard may change or withhold the text it is given (pipe form).
+
+        Then what fed it is unchecked text: its run carries :data:`GUARD_TAG`, and
+        ``guarded_events`` drops the events of the runs before it. The wrapper form
+        (``chain=``) checks its own chain's output, hidden from event streams.
+        """
+        return (
+            self.chain is None
+            and self.stream_mode != "passthrough"
+            and bool(passthrough_problems(self.engine))
+        )
+
+    def _tagged(self, config: RunnableConfig | None) -> RunnableConfig:
+        """``config`` with :data:`GUARD_TAG` on this guard's run when it :attr:`holds`."""
+        config = ensure_config(config)
+        if not self.holds:
+            return config
+        return cast("RunnableConfig", {**config, "tags": [*config.get("tags", []), GUARD_TAG]})
+
+    def _tagged_all(
+        self, config: RunnableConfig | list[RunnableConfig] | None
+    ) -> RunnableConfig | list[RunnableConfig]:
+        if isinstance(config, list):
+            return [self._tagged(c) for c in config]
+        return self._tagged(config)
+
     def _mitigation(
         self, config: RunnableConfig, chain_input: object = _NO_INPUT
     ) -> dict[str, Any]:
@@ -554,7 +582,7 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
         """Guard one input (or run the wrapped chain and guard its output)."""
-        return self._call_with_config(self._invoke, input, config, **kwargs)
+        return self._call_with_config(self._invoke, input, self._tagged(config), **kwargs)
 
     def _invoke(
         self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
@@ -572,7 +600,7 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`: awaits the chain and the engine."""
-        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+        return await self._acall_with_config(self._ainvoke, input, self._tagged(config), **kwargs)
 
     async def _ainvoke(
         self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
@@ -603,7 +631,11 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
         if not self._batches_alone():
             return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
         return self._batch_with_config(
-            self._batch, inputs, config, return_exceptions=return_exceptions, **kwargs
+            self._batch,
+            inputs,
+            self._tagged_all(config),
+            return_exceptions=return_exceptions,
+            **kwargs,
         )
 
     def _batch(
@@ -633,7 +665,11 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
                 inputs, config, return_exceptions=return_exceptions, **kwargs
             )
         return await self._abatch_with_config(
-            self._abatch, inputs, config, return_exceptions=return_exceptions, **kwargs
+            self._abatch,
+            inputs,
+            self._tagged_all(config),
+            return_exceptions=return_exceptions,
+            **kwargs,
         )
 
     async def _abatch(
@@ -722,7 +758,9 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
         **kwargs: Any | None,
     ) -> Iterator[Any]:
         """Guard a stream of chunks from the previous step."""
-        yield from self._transform_stream_with_config(input, self._transform, config, **kwargs)
+        yield from self._transform_stream_with_config(
+            input, self._transform, self._tagged(config), **kwargs
+        )
 
     async def atransform(
         self,
@@ -732,7 +770,7 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
     ) -> AsyncIterator[Any]:
         """Async :meth:`transform`."""
         async for chunk in self._atransform_stream_with_config(
-            input, self._atransform, config, **kwargs
+            input, self._atransform, self._tagged(config), **kwargs
         ):
             yield chunk
 

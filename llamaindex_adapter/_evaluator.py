@@ -199,6 +199,17 @@ def _result(
 ) -> EvaluationResult:
     if verdict is None:  # no response to judge: the guard did not run
         return _invalid(query, response, contexts)
+    if not verdict.checked:
+        # Not checked is never clean: no pass, no score; the reason says why.
+        return EvaluationResult(
+            query=query,
+            response=response,
+            contexts=contexts,
+            passing=None,
+            invalid_result=True,
+            invalid_reason=f"not checked: {verdict.not_checked_reason}",
+            feedback=_feedback(verdict.full()),
+        )
     return EvaluationResult(
         query=query,
         response=response,

@@ -10,7 +10,8 @@ It speaks the parts of OpenAI's API that the real clients use (``openai``,
   with ``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set,
   then ``data: [DONE]``), sent with chunked transfer encoding as real servers do;
 - ``POST /v1/completions``: the legacy completion API, streamed or not;
-- ``GET /v1/models``: the models it serves;
+- ``GET /v1/models``: the models it serves, or a scripted fault (:class:`Listing`: a
+  slow answer, an error status, a body that is no model list);
 - errors as OpenAI writes them (``{"error": {"message", "type", "param", "code"}}``):
   400 for a malformed request, 401 without a key, 404 for a model it does not serve,
   and any status a test scripts (429 and 5xx come with ``retry-after-ms`` so the
@@ -24,6 +25,7 @@ the refinement prompt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ChatRequest", "OpenAIServer", "Reply", "ToolCall"]
+__all__ = ["ChatRequest", "Listing", "OpenAIServer", "Reply", "ToolCall"]
 
 DEFAULT_MODEL = "test-model"
 
@@ -82,6 +84,25 @@ class Reply:
         if self.finish_reason is not None:
             return self.finish_reason
         return "tool_calls" if self.tool_calls else "stop"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One scripted answer to ``GET /v1/models``, for the discovery's faults.
+
+    Attributes:
+        body: The JSON body (any JSON value); ``raw`` wins when set.
+        raw: The body's bytes as sent (HTML, a broken JSON).
+        status: HTTP status (an error body is OpenAI's when ``body`` and ``raw`` are unset).
+        content_type: The ``Content-Type`` header.
+        delay_s: Seconds to wait before answering (a server slower than the timeout).
+    """
+
+    body: Any = None
+    raw: bytes | None = None
+    status: int = 200
+    content_type: str = "application/json"
+    delay_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -175,6 +196,7 @@ class OpenAIServer:
         self.chunk_words = chunk_words
         self.requests: list[ChatRequest] = []
         self._queue: deque[Reply] = deque()
+        self._listings: deque[Listing] = deque()
         self._responder: Responder | None = None
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -230,6 +252,15 @@ class OpenAIServer:
         with self._lock:
             self._queue.extend(_as_reply(r) for r in replies)
 
+    def script_models(self, *listings: Listing) -> None:
+        """Queue answers to ``GET /v1/models``, in order; then the served models again."""
+        with self._lock:
+            self._listings.extend(listings)
+
+    def _next_listing(self) -> Listing | None:
+        with self._lock:
+            return self._listings.popleft() if self._listings else None
+
     def respond(self, responder: Responder | None) -> None:
         """Answer every request the queue does not with ``responder(request)``."""
         self._responder = responder
@@ -238,6 +269,7 @@ class OpenAIServer:
         """Forget the script, the responder and the recorded requests."""
         with self._lock:
             self._queue.clear()
+            self._listings.clear()
             self.requests.clear()
         self._responder = None
 
@@ -290,6 +322,12 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _RequestError(404, f"Unknown path {self.path}", "not_found")
         except _RequestError as exc:
             self._error(exc.status, str(exc), exc.code)
+            return
+        with self.owner._lock:
+            self.owner.requests.append(ChatRequest(path="/v1/models", body={}, headers={}))
+        listing = self.owner._next_listing()
+        if listing is not None:
+            self._listing(listing)
             return
         data = [
             {"id": m, "object": "model", "created": 0, "owned_by": "test"}
@@ -367,6 +405,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _listing(self, listing: Listing) -> None:
+        time.sleep(listing.delay_s)
+        if listing.raw is None and listing.body is None and listing.status != 200:
+            self._error(listing.status, "scripted error", None)
+            return
+        data = listing.raw if listing.raw is not None else json.dumps(listing.body).encode()
+        self.send_response(listing.status)
+        self.send_header("Content-Type", listing.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        # The client may have given up waiting: what a slow listing is for.
+        with contextlib.suppress(ConnectionError):
+            self.wfile.write(data)
 
     def _error(self, status: int, message: str, code: str | None) -> None:
         error = {

@@ -461,8 +461,10 @@ def _print_table(result: DetectionResult, out: TextIO, *, record: _Record | None
     if record is not None:
         out.write(f"record:   {record.label}\n")
     out.write(f"answer:   {''.join(marked)}\n")
+    # Not checked has no score: "n/a", never a number that reads as clean.
+    score = "n/a" if result.score is None else f"{result.score:.3f}"
     out.write(
-        f"verdict:  {verdict}  score={result.score:.3f}  threshold={result.threshold:.2f}  "
+        f"verdict:  {verdict}  score={score}  threshold={result.threshold:.2f}  "
         f"model={result.model_id}  {result.latency_ms:.1f} ms\n"
     )
     out.write(f"coverage: {_coverage_line(result.coverage)}\n")

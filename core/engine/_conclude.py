@@ -133,12 +133,18 @@ def _output(settings: ResolvedSettings, decided: AnswerDecision, answer: _Answer
 
 
 def _findings(it: Item, shown: _Answer, decided: AnswerDecision) -> Findings:
-    """What detection and NLI found in the answer shown."""
+    """What detection and NLI found in the answer shown.
+
+    An answer that was not checked has no score and is neither detected nor clean
+    (``None``), whatever the detector computed on the way (a partly read answer, one
+    shown in another order than it was read): the verdict's rule
+    (``Verdict._not_checked_reads_unknown``).
+    """
     spans = shown.kept if decided.flagged else []
     return Findings(
-        score=shown.score,
+        score=shown.score if decided.checked else None,
         threshold=decided.threshold,
-        detected=decided.flagged,
+        detected=decided.flagged if decided.checked else None,
         spans=spans,
         dropped_spans=it.dropped,
         max_severity=max((s.severity or 0 for s in spans), default=0),
@@ -164,7 +170,7 @@ def _check_report(it: Item, settings: ResolvedSettings, decided: AnswerDecision)
 def _metadata(verdict: Verdict, *, include_details: bool) -> dict[str, str]:
     """The verdict's ``x-*`` headers."""
     return build_metadata(
-        enabled=verdict.enabled and verdict.detection is not None,
+        enabled=verdict.enabled,
         mode=verdict.mode,
         score=verdict.score,
         detected=verdict.detected,
@@ -203,7 +209,7 @@ def build_verdict(
     mitigation = mitigation_fields(
         mitigated,
         original=it.data.answer,
-        original_score=first.score,
+        original_score=first.score if decided.checked else None,
         flagged=decided.original_flagged,
         final_answer=None if blocked else shown.text,
     )

@@ -437,4 +437,5 @@ class TruthLens:
             redact, metrics = self.options.redact, self.metrics
             verdicts = [finish(it, total_ms, stage, redact, metrics, logger) for it in items]
         root.set_attribute("truthlens.mitigated", sum(not v.passed for v in verdicts))
+        root.set_attribute("truthlens.not_checked", sum(not v.checked for v in verdicts))
         return verdicts

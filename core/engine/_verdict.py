@@ -53,9 +53,11 @@ class Findings(_Part):
 
     Attributes:
         score: Detector's response score (of the final answer after mitigation);
-            ``None`` when detection did not run.
+            ``None`` when the answer was not checked (never a number then: a score
+            reads as a check) or the detector could not score the final answer.
         threshold: Threshold of the route the answer was judged by.
-        detected: Whether hallucinations were found.
+        detected: Whether hallucinations were found; ``None`` (unknown) when the
+            answer was not checked.
         spans: Flagged spans that survived the NLI filter, with label and severity;
             never a span labelled ``entailment``.
         dropped_spans: Spans the NLI model found entailed with at least the NLI
@@ -69,7 +71,7 @@ class Findings(_Part):
 
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     threshold: float = Field(ge=0.0, le=1.0)
-    detected: bool = False
+    detected: bool | None = False
     spans: list[HallucinationSpan] = Field(default_factory=list)
     dropped_spans: list[HallucinationSpan] = Field(default_factory=list)
     max_severity: int = Field(default=0, ge=0, le=4)
@@ -89,10 +91,14 @@ class CheckReport(_Part):
         unverified: A factual prompt was answered with no grounding to check
             against.
         context_missing: No context was given.
-        enabled: Whether detection was enabled for the route.
+        enabled: Whether detection is enabled for the answer's route (the policy's
+            ``enabled``; ``x-truthlens-enabled``). Whether it ran and checked this
+            answer is ``checked``.
         checked: Whether the answer was checked against grounding. ``False`` is
-            never clean: ``status`` is ``not_checked``, ``score`` is ``None``, and
-            the metadata says ``x-truthlens-checked: false`` with the reason.
+            never clean: ``status`` is ``not_checked``, ``score``, ``detected`` and
+            ``original_score`` are ``None``, and the metadata says
+            ``x-truthlens-checked: false`` with the reason, score ``n/a`` and
+            detected ``unknown``.
         not_checked_reason: Why it was not checked (see :data:`NotCheckedReason`).
         context_instructions: Context passages that carry instructions to the model
             (prompt injection); they were left out of the evidence.
@@ -219,7 +225,7 @@ if TYPE_CHECKING:
 
         score: float | None
         threshold: float
-        detected: bool
+        detected: bool | None
         spans: list[HallucinationSpan]
         dropped_spans: list[HallucinationSpan]
         max_severity: int
@@ -312,6 +318,32 @@ class Verdict(BaseModel, _FlatFields):
     # The unredacted verdict, for the application only: never serialised, copied into
     # a dump, a repr or a pickle (see ``full``).
     _full: Verdict | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _not_checked_reads_unknown(self) -> Verdict:
+        """The one rule for what the verdict of an unchecked answer shows.
+
+        No number and no clean flag: ``score``, ``detected`` and ``original_score`` are
+        ``None``. Every surface (``to_dict``, metadata, events, state, logs, metrics)
+        reads these fields, so none can show a not-checked answer as clean.
+        """
+        findings, coverage = self.findings, self.coverage
+        if coverage.checked:
+            if findings.detected is None:
+                raise ValueError("a checked answer is detected or not (true or false)")
+            return self
+        shown = {
+            "score": findings.score,
+            "detected": findings.detected,
+            "original_score": self.mitigation.original_score,
+        }
+        wrong = sorted(name for name, value in shown.items() if value is not None)
+        if wrong:
+            raise ValueError(
+                f"an answer that was not checked ({coverage.not_checked_reason}) has no "
+                f"{', '.join(wrong)}: they must be null, not {[shown[w] for w in wrong]}"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

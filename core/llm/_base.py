@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import InvalidInputError, LLMError, LLMTimeoutError, TruthLensError
+from .._quoting import quoted
 
 __all__ = [
     "LLM",
@@ -278,9 +279,9 @@ def map_llm_errors(what: str) -> Iterator[None]:
     except TruthLensError:
         raise
     except TimeoutError as exc:
-        raise LLMTimeoutError(f"{what} timed out: {exc}") from exc
+        raise LLMTimeoutError(f"{what} timed out: {quoted(exc)}") from exc
     except Exception as exc:
-        raise LLMError(f"{what} failed: {exc}") from exc
+        raise LLMError(f"{what} failed: {quoted(exc)}") from exc
 
 
 class BaseLLM:

@@ -9,10 +9,15 @@ Settings come from the arguments, else from the environment:
   (``http://localhost:8000``) gets ``/v1``, where every OpenAI-compatible server
   answers; any other path is kept as given.
 - ``TRUTHLENS_LLM_MODEL``: the model name. Default: ``gpt-4o-mini`` on OpenAI's API; on
-  another server, the one model its ``/models`` lists (asked once, at the first call).
-  A server listing several models, or none, is a :class:`ConfigError` naming the
-  variable: sending OpenAI's model name to a server that does not serve it would only
-  fail later, with a 404.
+  another server, the one model its ``/models`` lists (asked once, at the first call,
+  with the calls' own timeout and retries). A server listing several models or none,
+  an id that is not a usable name (null, blank, control characters, over 512
+  characters) or an answer that is not a model list is a :class:`ConfigError` naming
+  the variable: sending OpenAI's model name to a server that does not serve it would
+  only fail later, with a 404.
+
+Error messages show the base URL without its credentials and quote a server's text
+bounded, with control characters escaped (``core/_quoting.py``).
 
 The SDK's own retries are switched off; this client retries transient failures only
 (rate limits, timeouts, connection errors, 5xx) with exponential backoff and full
@@ -22,6 +27,7 @@ request, unknown model).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -29,10 +35,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from .._errors import ConfigError, InvalidInputError, LLMError, LLMTimeoutError
+from .._json import loads_strict
+from .._quoting import printable, quoted, redacted_url
 from ._base import BaseLLM, CompletionRequest, LLMResponse, TokenUsage, ensure_text
 from ._retry import RetryPolicy, attempts_made, log_retry_with_message
 
 if TYPE_CHECKING:
+    import httpx
     from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
@@ -56,6 +65,10 @@ _PLACEHOLDER_KEY = "not-needed"
 _TRANSIENT_STATUS = frozenset({408, 429})
 # Shown as the model's name until a custom server's /models has named it.
 _ASK_SERVER = "(the server's only model)"
+# What a user does when the server cannot name its one model.
+_NAME_IT = f"pass model= or set ${ENV_MODEL}"
+# The longest model id taken from a server's list: Hugging Face ids and local paths fit.
+_MAX_MODEL_ID = 512
 
 _log = logging.getLogger(__name__)
 
@@ -156,7 +169,12 @@ class OpenAICompatibleLLM(BaseLLM):
 
     def _client_kwargs(self, http_client: Any | None) -> dict[str, Any]:
         # Retries are ours (tenacity, with logging); the SDK's own would multiply them.
-        kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
+        # Every request the client sends (a listing too) is bounded by the timeout.
+        kwargs: dict[str, Any] = {
+            "api_key": self._api_key,
+            "max_retries": 0,
+            "timeout": self.timeout,
+        }
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url
         if http_client is not None:
@@ -170,13 +188,7 @@ class OpenAICompatibleLLM(BaseLLM):
 
         client = self._sync_client()
         if self._model is None:
-            import openai
-
-            try:
-                listed = client.models.list().data
-            except openai.OpenAIError as exc:
-                raise self._unlisted(exc) from None
-            self._model = self._only_model(listed)
+            self._model = self._discover(client)
         payload = self._payload(request)
         started = time.perf_counter()
         retrying = Retrying(**self._retry_kwargs())
@@ -191,13 +203,7 @@ class OpenAICompatibleLLM(BaseLLM):
 
         client = self._async_client()
         if self._model is None:
-            import openai
-
-            try:
-                listed = (await client.models.list()).data
-            except openai.OpenAIError as exc:
-                raise self._unlisted(exc) from None
-            self._model = self._only_model(listed)
+            self._model = await self._adiscover(client)
         payload = self._payload(request)
         started = time.perf_counter()
         retrying = AsyncRetrying(**self._retry_kwargs())
@@ -213,27 +219,66 @@ class OpenAICompatibleLLM(BaseLLM):
             raise self._translate(exc, attempts_made(retrying)) from exc
         return self._response(completion, started, attempts_made(retrying))
 
-    def _unlisted(self, exc: Exception) -> ConfigError:
-        """The error for a server that was not told the model and cannot list its own."""
+    # -- discovery: the one model a server serves ---------------------------------------
+
+    def _discover(self, client: OpenAI) -> str:
+        """Ask ``/models`` under the calls' own timeout and retries; the one model it lists."""
+        from tenacity import Retrying
+
+        retrying = Retrying(**self._retry_kwargs())
+        try:
+            raw = retrying(client.models.with_raw_response.list, timeout=self.timeout)
+        except Exception as exc:
+            raise self._unlisted(exc, attempts_made(retrying)) from exc
+        return self._only_model(raw.http_response)
+
+    async def _adiscover(self, client: AsyncOpenAI) -> str:
+        """Async :meth:`_discover`."""
+        from tenacity import AsyncRetrying
+
+        retrying = AsyncRetrying(**self._retry_kwargs())
+
+        async def attempt() -> Any:
+            return await client.models.with_raw_response.list(timeout=self.timeout)
+
+        try:
+            raw: Any = await retrying(attempt)
+        except Exception as exc:
+            raise self._unlisted(exc, attempts_made(retrying)) from exc
+        return self._only_model(raw.http_response)
+
+    def _unlisted(self, exc: Exception, attempts: int) -> Exception:
+        """The error for a server that was not told the model and could not list its own.
+
+        A transient failure that outlived the retries (timeout, connection, 429, 5xx) is
+        the error a chat call would have raised; a refusal (401, 404, ...) means this
+        server cannot name its model, which only configuration can fix.
+        """
+        import openai
+
+        if is_transient_error(exc) or not isinstance(exc, openai.APIStatusError):
+            return self._translate(exc, attempts, what="listing its models")
         return ConfigError(
-            f"no model name given and the server at {self.base_url} could not list its "
-            f"models ({type(exc).__name__}: {_detail(exc)}): pass model= or set ${ENV_MODEL}"
+            f"no model name given and the server at {redacted_url(self.base_url)} could not "
+            f"list its models ({type(exc).__name__}: {_detail(exc)}): {_NAME_IT}"
         )
 
-    def _only_model(self, listed: Any) -> str:
-        """The one model a server's ``/models`` lists, for a server not told which.
+    def _only_model(self, response: httpx.Response) -> str:
+        """The one model a server's ``/models`` answer lists, for a server not told which.
 
         Raises:
-            ConfigError: If the server lists several models or none.
+            ConfigError: If the answer is not a model list (``{"data": [{"id": ...}]}``),
+                an id is not a usable model name, or it lists several models or none.
         """
-        names = sorted({str(getattr(m, "id", "")) for m in listed} - {""})
-        if len(names) != 1:
-            offered = ", ".join(names[:20]) or "none"
+        where = f"the server at {redacted_url(self.base_url)}"
+        names = _listed_ids(response, where)
+        if len(set(names)) != 1:
+            offered = quoted(", ".join(sorted(set(names))))
             raise ConfigError(
-                f"no model name given and the server at {self.base_url} serves "
-                f"{len(names)} models ({offered}): pass model= or set ${ENV_MODEL}"
+                f"no model name given and {where} serves {len(set(names))} models "
+                f"({offered or 'none'}): {_NAME_IT}"
             )
-        _log.info("the server at %s serves one model, %r: using it", self.base_url, names[0])
+        _log.info("%s serves one model, %r: using it", where, names[0])
         return names[0]
 
     def _payload(self, request: CompletionRequest) -> dict[str, Any]:
@@ -261,7 +306,7 @@ class OpenAICompatibleLLM(BaseLLM):
         latency_ms = (time.perf_counter() - started) * 1000.0
         choices = getattr(completion, "choices", None) or []
         if not choices:
-            raise LLMError(f"model {self.model!r} returned no choices")
+            raise LLMError(f"model {quoted(self.model, limit=80)!r} returned no choices")
         choice = choices[0]
         message = getattr(choice, "message", None)
         text = ensure_text(getattr(message, "content", None), model=self.model)
@@ -284,11 +329,21 @@ class OpenAICompatibleLLM(BaseLLM):
             attempts=attempts,
         )
 
-    def _translate(self, exc: Exception, attempts: int) -> Exception:
-        """Map an SDK error onto the package's errors, with a message that says what to do."""
+    def _translate(self, exc: Exception, attempts: int, *, what: str | None = None) -> Exception:
+        """Map an SDK error onto the package's errors, with a message that says what to do.
+
+        Args:
+            exc: The SDK's error.
+            attempts: Attempts made.
+            what: What the call was doing, when not a completion (``"listing its models"``).
+        """
         import openai
 
-        where = f"model {self.model!r} at {self.base_url or 'api.openai.com'}"
+        server = redacted_url(self.base_url or "https://api.openai.com/v1")
+        if what is None:
+            where = f"model {quoted(self.model, limit=80)!r} at {server}"
+        else:
+            where = f"the server at {server}, {what},"
         tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
         if isinstance(exc, openai.APITimeoutError):
             return LLMTimeoutError(f"{where} did not answer within {self.timeout}s{tries}")
@@ -302,12 +357,12 @@ class OpenAICompatibleLLM(BaseLLM):
             kind = "transient error" if is_transient_error(exc) else "error"
             return LLMError(f"{where} failed with {kind} {exc.status_code}{tries}: {_detail(exc)}")
         if isinstance(exc, openai.APIConnectionError):
-            return LLMError(f"could not connect to {where}{tries}: {exc}")
+            return LLMError(f"could not connect to {where}{tries}: {quoted(exc)}")
         if isinstance(exc, openai.OpenAIError):
-            return LLMError(f"{where} failed: {exc}")
+            return LLMError(f"{where} failed: {quoted(exc)}")
         if isinstance(exc, LLMError | InvalidInputError):
             return exc
-        return LLMError(f"{where} failed unexpectedly: {type(exc).__name__}: {exc}")
+        return LLMError(f"{where} failed unexpectedly: {type(exc).__name__}: {quoted(exc)}")
 
 
 def is_transient_error(exc: BaseException) -> bool:
@@ -351,7 +406,7 @@ def _normalised_url(url: str) -> str:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(
-            f"base URL {url!r} is not an http(s) URL "
+            f"base URL {redacted_url(url)!r} is not an http(s) URL "
             f"(e.g. http://localhost:8000/v1; set ${ENV_BASE_URL} or pass base_url=)"
         )
     path = parts.path.rstrip("/") or "/v1"
@@ -391,5 +446,54 @@ def _check_numbers(timeout: float, max_attempts: int, wait_initial: float, wait_
 
 
 def _detail(exc: Any) -> str:
-    message = getattr(exc, "message", None) or str(exc)
-    return str(message)[:300]
+    """The server's message in an SDK error, as a message may quote it."""
+    return quoted(getattr(exc, "message", None) or str(exc))
+
+
+def _listed_ids(response: httpx.Response, where: str) -> list[str]:
+    """The model ids of a ``/models`` answer (``{"data": [{"id": "name"}, ...]}``).
+
+    Raises:
+        ConfigError: If the answer is not JSON, has no ``data`` list, or an entry has no
+            usable id: a string, not blank, without control or format characters, at
+            most :data:`_MAX_MODEL_ID` characters.
+    """
+    try:
+        body = loads_strict(response.content)
+    except InvalidInputError as exc:
+        raise ConfigError(
+            f"no model name given and {where} answered /models with something that is not "
+            f"JSON ({exc}; {quoted(response.text, limit=120)!r}): {_NAME_IT}"
+        ) from None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        shown = quoted(json.dumps(body, ensure_ascii=False), limit=120)
+        raise ConfigError(
+            f"no model name given and {where} answered /models with {shown!r}, not a model "
+            f'list ({{"data": [{{"id": ...}}]}}): {_NAME_IT}'
+        )
+    ids: list[str] = []
+    for index, entry in enumerate(data):
+        ident = entry.get("id") if isinstance(entry, dict) else None
+        problem = _id_problem(ident)
+        if problem is not None:
+            shown = quoted(json.dumps(entry, ensure_ascii=False), limit=120)
+            raise ConfigError(
+                f"no model name given and {where} lists a model whose id {problem} "
+                f"(entry {index}: {shown}): {_NAME_IT}"
+            )
+        ids.append(str(ident))
+    return ids
+
+
+def _id_problem(ident: object) -> str | None:
+    """Why ``ident`` cannot be sent as a model name, or ``None`` when it can."""
+    if not isinstance(ident, str):
+        return "is missing or not text"
+    if not ident.strip():
+        return "is blank"
+    if len(ident) > _MAX_MODEL_ID:
+        return f"is {len(ident)} characters long (at most {_MAX_MODEL_ID})"
+    if ident != ident.strip() or not printable(ident):
+        return "holds spaces at its ends or characters that do not print"
+    return None

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from .._quoting import quoted
+
 __all__ = ["RetryPolicy", "is_transient", "with_retries", "with_retries_async"]
 
 logger = logging.getLogger(__name__)
@@ -149,7 +151,7 @@ def _log_retry(state: Any, *, with_message: bool = False) -> None:
     outcome = state.outcome
     error = outcome.exception() if outcome is not None else None
     sleep = state.next_action.sleep if state.next_action is not None else 0.0
-    what = f"{type(error).__name__}: {error}" if with_message else type(error).__name__
+    what = f"{type(error).__name__}: {quoted(error)}" if with_message else type(error).__name__
     logger.warning(
         "LLM call failed (attempt %d: %s); retrying in %.2fs", state.attempt_number, what, sleep
     )

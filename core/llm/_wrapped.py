@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from .._quoting import quoted
 from ._base import BaseLLM, CompletionRequest, LLMResponse, map_llm_errors
 from ._retry import RetryPolicy, with_retries, with_retries_async
 
@@ -47,12 +48,12 @@ class WrappedLLM(BaseLLM):
 
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        with map_llm_errors(f"{self.label} {self.model!r}"):
+        with map_llm_errors(f"{self.label} {quoted(self.model, limit=80)!r}"):
             raw, attempts = with_retries(lambda: self._call(request), self.retry)
         return self._reply(raw, request, started, attempts)
 
     async def _acomplete(self, request: CompletionRequest) -> LLMResponse:
         started = time.perf_counter()
-        with map_llm_errors(f"{self.label} {self.model!r}"):
+        with map_llm_errors(f"{self.label} {quoted(self.model, limit=80)!r}"):
             raw, attempts = await with_retries_async(lambda: self._acall(request), self.retry)
         return self._reply(raw, request, started, attempts)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, cast
 
 from .._errors import LLMError, LLMTimeoutError, RetrievalError
+from .._quoting import quoted
 from .._types import NLILabel
 from ..llm import LLM, ChatMessage, LLMResponse
 from ._protocols import GroundedAnswer, GroundedAnswerer, Retriever
@@ -244,8 +245,8 @@ def _as_llm_error(exc: Exception, llm: LLM) -> LLMError:
         return exc
     model = getattr(llm, "model", "llm")
     if isinstance(exc, TimeoutError):
-        return LLMTimeoutError(f"LLM {model!r} timed out: {exc}")
-    return LLMError(f"LLM {model!r} failed: {type(exc).__name__}: {exc}")
+        return LLMTimeoutError(f"LLM {quoted(model, limit=80)!r} timed out: {quoted(exc)}")
+    return LLMError(f"LLM {quoted(model, limit=80)!r} failed: {type(exc).__name__}: {quoted(exc)}")
 
 
 def _checked(response: object, llm: LLM) -> LLMResponse:
@@ -344,7 +345,7 @@ def _retrieval_errors(what: str) -> Iterator[None]:
     except (LLMTimeoutError, RetrievalError):
         raise
     except Exception as exc:
-        raise RetrievalError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+        raise RetrievalError(f"{what} failed: {type(exc).__name__}: {quoted(exc)}") from exc
 
 
 def _execute(op: Op, runtime: Runtime, ledger: Ledger) -> object:

@@ -33,6 +33,7 @@ from .._errors import (
 )
 from .._json import JSONFormatError, loads_strict
 from .._optional import require
+from .._quoting import quoted, redacted_url
 
 if TYPE_CHECKING:
     import httpx
@@ -218,7 +219,7 @@ class ServiceClient:
 
     def _failure(self, exc: Exception, path: str) -> TruthLensError:
         httpx = self._httpx
-        where = f"{self.url}{path}"
+        where = f"{redacted_url(self.url)}{path}"
         if isinstance(exc, httpx.TimeoutException | TimeoutError):
             return ServiceTimeoutError(
                 f"the TruthLens service at {where} did not answer within {self.timeout_s:g} s"
@@ -230,18 +231,19 @@ class ServiceClient:
             )
         if isinstance(exc, httpx.HTTPError):
             return ServiceError(
-                f"cannot reach the TruthLens service at {where}: {type(exc).__name__}: {exc}"
+                f"cannot reach the TruthLens service at {where}: "
+                f"{type(exc).__name__}: {quoted(exc)}"
             )
         if isinstance(exc, TruthLensError):
             return exc
-        return ServiceError(f"call to {where} failed: {type(exc).__name__}: {exc}")
+        return ServiceError(f"call to {where} failed: {type(exc).__name__}: {quoted(exc)}")
 
     def _json(self, response: httpx.Response, path: str) -> Any:
-        where = f"{self.url}{path}"
+        where = f"{redacted_url(self.url)}{path}"
         status = response.status_code
         refusal = _refusal(response) if status in _INPUT_STATUS else None
         if refusal is not None:
-            message = f"the service rejected the request: {refusal['message']}"
+            message = f"the service rejected the request: {quoted(refusal['message'])}"
             if status == 413:
                 raise InputTooLargeError(
                     message,
@@ -258,14 +260,16 @@ class ServiceClient:
         except JSONFormatError as exc:
             raise ServiceError(
                 f"{where} answered something that is not JSON ({exc}; "
-                f"{response.text[:80]!r}); is this a TruthLens service?"
+                f"{quoted(response.text, limit=80)!r}); is this a TruthLens service?"
             ) from None
 
 
 def base_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInputError(f"not a service URL: {url!r}; expected http://host:port")
+        raise InvalidInputError(
+            f"not a service URL: {redacted_url(url)!r}; expected http://host:port"
+        )
     return url.rstrip("/")
 
 
@@ -290,10 +294,10 @@ def _message(response: httpx.Response) -> str:
     try:
         body = loads_strict(response.content)
     except JSONFormatError:
-        return response.text[:200] or response.reason_phrase
+        return quoted(response.text or response.reason_phrase, limit=200)
     if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return str(body["message"])
-    return str(body)[:200]
+        return quoted(body["message"], limit=200)
+    return quoted(body, limit=200)
 
 
 _SHARED: dict[tuple[str, float, int], ServiceClient] = {}

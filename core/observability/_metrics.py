@@ -148,7 +148,7 @@ class Metrics:
         *,
         decision: str | None,
         mode: str,
-        detected: bool,
+        detected: bool | None,
         score: float | None = None,
         iterations: int | None = None,
     ) -> None:
@@ -157,14 +157,16 @@ class Metrics:
         Args:
             decision: Decision name; ``None`` is recorded as ``default``.
             mode: Operating mode.
-            detected: Whether the answer was flagged.
+            detected: Whether the answer was flagged; ``None`` (label ``unknown``)
+                when it was not checked, so a not-checked answer is never counted clean.
             score: Response score, when detection produced one.
             iterations: Refinement iterations, when the mode ran any loop.
         """
         if self._c is None:
             return
         name = decision or NO_DECISION
-        self._c.detections.labels(name, mode, "true" if detected else "false").inc()
+        label = "unknown" if detected is None else "true" if detected else "false"
+        self._c.detections.labels(name, mode, label).inc()
         if score is not None:
             self._c.score.labels(name, mode).observe(score)
         if iterations is not None:

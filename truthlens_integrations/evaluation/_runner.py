@@ -65,7 +65,7 @@ class ExamplePrediction(_Report):
     id: str
     task_type: str
     gold: bool
-    score: float
+    score: float | None = Field(description="The detector's score; null when it could not check.")
     detected: bool
     spans: list[tuple[int, int]]
     gold_spans: list[tuple[int, int]]
@@ -264,9 +264,18 @@ def _group_metrics(
         example=binary_metrics(gold, [r.detected for r in results]),
         token=token,
         char=char,
-        average_precision=average_precision(threshold_curve(gold, [r.score for r in results])),
-        auroc=_finite(auroc(gold, [r.score for r in results])),
+        average_precision=average_precision(threshold_curve(gold, _ranked(results))),
+        auroc=_finite(auroc(gold, _ranked(results))),
     )
+
+
+def _ranked(results: Sequence[DetectionResult]) -> list[float]:
+    """The scores the ranking metrics read.
+
+    An answer the detector could not check has none and ranks as not flagged (0), as
+    the report says (``unverifiable``).
+    """
+    return [0.0 if r.score is None else r.score for r in results]
 
 
 def _finite(value: float) -> float | None:
@@ -323,7 +332,7 @@ def run_evaluation(
         what="detector",
     )
     results = run.outputs
-    gold, scores = [e.hallucinated for e in dataset], [r.score for r in results]
+    gold, scores = [e.hallucinated for e in dataset], _ranked(results)
     curve = threshold_curve(gold, scores)
     bins = reliability_bins(gold, scores)
     return EvalReport(

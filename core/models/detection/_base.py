@@ -248,7 +248,7 @@ def unverifiable_result(
     return DetectionResult(
         answer=item.answer,
         spans=[],
-        score=0.0,
+        score=None,
         threshold=threshold,
         detected=False,
         status=DetectionStatus.UNVERIFIABLE,

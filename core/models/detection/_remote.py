@@ -24,6 +24,7 @@ from ..._decision import reaches
 from ..._errors import ConfigError, InputTooLargeError, InvalidInputError, ServiceError
 from ..._limits import readable_chars
 from ..._normalize import normalize
+from ..._quoting import quoted, redacted_url
 from ..._types import (
     Coverage,
     DetectionConfig,
@@ -78,14 +79,18 @@ class RemoteDetector(SingleAnswerCalls):
         if chunk_size < 1:
             raise InvalidInputError(f"chunk_size must be at least 1, got {chunk_size}")
         if client is not None and client.url != base_url(url):
-            raise InvalidInputError(f"client is for {client.url}, not {url}")
+            raise InvalidInputError(
+                f"client is for {redacted_url(client.url)}, not {redacted_url(url)}"
+            )
         self.client = client or ServiceClient(url, timeout_s=timeout_s, retries=retries)
         self.url = self.client.url
+        # What messages and the verdict's model id show: no credentials, escaped.
+        self._shown_url = redacted_url(self.url)
         self.on_error: OnError = on_error
         self.chunk_size = chunk_size
         self.config = config or DetectionConfig()
         self._expected = {k: getattr(config, k) for k in config.model_fields_set} if config else {}
-        self.model_id = f"truthlens-service@{self.url}"
+        self.model_id = f"truthlens-service@{self._shown_url}"
         self._info: dict[str, Any] | None = None
 
     # -- Detector protocol ----------------------------------------------------------------
@@ -144,38 +149,44 @@ class RemoteDetector(SingleAnswerCalls):
 
     def _accept_info(self, info: Any) -> None:
         if not isinstance(info, dict) or info.get("status") != "ok":
-            raise ServiceError(f"{self.url}/healthz did not report a ready service: {info!r}")
+            raise ServiceError(
+                f"{self._shown_url}/healthz did not report a ready service: {quoted(repr(info))}"
+            )
         try:
             config = DetectionConfig.model_validate(info.get("config"))
         except ValidationError as exc:
-            raise ServiceError(f"{self.url}/healthz sent an unreadable config: {exc}") from None
+            raise ServiceError(
+                f"{self._shown_url}/healthz sent an unreadable config: {quoted(exc)}"
+            ) from None
         wrong = {k: v for k, v in self._expected.items() if getattr(config, k) != v}
         if wrong:
             their = ", ".join(f"{k}={getattr(config, k)!r} (asked {v!r})" for k, v in wrong.items())
             raise ConfigError(
-                f"the service at {self.url} runs with {their}; detector settings are the "
+                f"the service at {self._shown_url} runs with {their}; detector settings are the "
                 "service's: start it with a policy that sets them"
             )
         self.config = config
-        self.model_id = f"{info.get('model_id', 'unknown')}@{self.url}"
+        self.model_id = f"{quoted(info.get('model_id', 'unknown'), limit=120)}@{self._shown_url}"
         self._info = info
 
     def _parse(self, reply: Any, chunk: list[DetectionInput]) -> list[DetectionResult]:
         raw = reply.get("results") if isinstance(reply, dict) else None
         if not isinstance(raw, list) or len(raw) != len(chunk):
             raise ServiceError(
-                f"malformed reply from {self.url}/v1/detect: expected {len(chunk)} results"
+                f"malformed reply from {self._shown_url}/v1/detect: expected {len(chunk)} results"
             )
         try:
             results = [DetectionResult.model_validate(r) for r in raw]
         except ValidationError as exc:
-            raise ServiceError(f"malformed reply from {self.url}/v1/detect: {exc}") from None
+            raise ServiceError(
+                f"malformed reply from {self._shown_url}/v1/detect: {quoted(exc)}"
+            ) from None
         for item, result in zip(chunk, results, strict=True):
             if result.answer != item.answer:
-                raise ServiceError(f"{self.url}/v1/detect answered for a different answer")
+                raise ServiceError(f"{self._shown_url}/v1/detect answered for a different answer")
             problem = _contradiction(result, self.config)
             if problem is not None:
-                raise ServiceError(f"malformed reply from {self.url}/v1/detect: {problem}")
+                raise ServiceError(f"malformed reply from {self._shown_url}/v1/detect: {problem}")
         return results
 
     def _limits(self) -> dict[str, int]:
@@ -220,7 +231,7 @@ def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | No
         if result.detected or result.spans:
             return "an unverifiable result cannot be detected or carry spans"
         return None
-    if result.detected != reaches(result.score, result.threshold):
+    if result.score is None or result.detected != reaches(result.score, result.threshold):
         return (
             f"detected={result.detected} with score {result.score} and threshold {result.threshold}"
         )

@@ -109,3 +109,32 @@ def test_the_guard_refuses_unreadable_answers_and_context(detector: Detector) ->
     verdict = engine.guard(context=["\x00\x00"], question="when?", answer="built in 1950.")
     assert verdict.detection is None or verdict.detection.status is DetectionStatus.UNVERIFIABLE
     assert verdict.context_missing and not verdict.passed
+
+
+# -- issue 51: an answer the detector could not check has no score --------------------------
+
+
+@pytest.mark.parametrize(
+    ("context", "answer"),
+    [
+        ([], "The tower was built in 1950."),  # no grounding
+        (CONTEXT, "The tower was built in 1\u202e889\u202c."),  # shown in another order
+    ],
+)
+def test_an_unverifiable_result_has_no_score_anywhere(
+    detector: Detector, context: list[str], answer: str
+) -> None:
+    from truthlens_integrations.core import DetectionResult
+
+    result = detector.detect(context=context, question="When was it built?", answer=answer)
+    assert result.status is DetectionStatus.UNVERIFIABLE
+    assert result.score is None and not result.detected
+    dumped = result.model_dump(mode="json")  # `truthlens detect --json`, the service's reply
+    assert dumped["score"] is None
+    assert DetectionResult.model_validate(dumped) == result  # the service client reads it back
+    for score in (0.0, 0.073):  # a number beside "unverifiable" reads as a check
+        with pytest.raises(ValidationError, match="unverifiable result has no score"):
+            DetectionResult.model_validate({**dumped, "score": score})
+    checked = {**dumped, "status": "supported"}
+    with pytest.raises(ValidationError, match="supported result needs a score"):
+        DetectionResult.model_validate(checked)

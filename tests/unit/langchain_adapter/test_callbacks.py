@@ -105,7 +105,13 @@ def test_rag_chain_is_checked_and_output_unchanged(engine: TruthLens) -> None:
     [verdict] = handler.verdicts(run_id)
     assert [s.text for s in verdict.spans] == ["1950", "500 meters"]
     assert verdict.fact_check_needed and not verdict.unverified
-    assert handler.stats == {"checked": 1, "flagged": 1, "skipped": 0, "errors": 0}
+    assert handler.stats == {
+        "checked": 1,
+        "not_checked": 0,
+        "flagged": 1,
+        "skipped": 0,
+        "errors": 0,
+    }
     assert handler._roots == {} and handler._parents == {} and handler._llms == {}
 
 

@@ -249,3 +249,168 @@ async def test_guarded_events_show_nothing_unchecked_when_the_guard_never_ran(
     with pytest.raises(RuntimeError, match="the retriever is down"):
         await watch()
     assert seen and _holders(seen) == set()
+
+
+# -- Issue 51: a guard anywhere in the composition, and more than one ----------------------
+#
+# ``guarded_events`` used to look for the guard in pipes, bindings and fallbacks only, and
+# released the whole stream once the first guard had finished: a guard inside an
+# ``assign``, a branch or a function step was not seen, and a second guard's upstream
+# tokens streamed. Each composition below has an upstream model answer WRONG to a guard
+# that blocks it; none of its text may reach the stream.
+
+
+def _answer_chain(text: str) -> Any:
+    """A model answering ``text``, shaped as the guard's dict input."""
+    model = GenericFakeChatModel(messages=iter([AIMessage(text)]))
+    to_dict = RunnableLambda(
+        lambda m: {"context": [EIFFEL_RECORD], "question": QUESTION, "answer": m.content}
+    )
+    return model | to_dict
+
+
+def _ask(_: Any) -> list[HumanMessage]:
+    return [HumanMessage(QUESTION)]
+
+
+def _compositions(engine: TruthLens) -> dict[str, tuple[Any, Any]]:
+    """Each composition users write around guards, with its input; built fresh per call."""
+    from langchain_core.runnables import RunnableBranch, RunnableParallel, chain
+
+    def guard() -> TruthLensRunnable:
+        return TruthLensRunnable(engine=engine, on_block="message")
+
+    ask = [HumanMessage(QUESTION)]
+    guarded = _answer_chain(WRONG) | guard()
+
+    @chain
+    async def awaits_the_guard(messages: Any) -> Any:
+        return await (_answer_chain(WRONG) | guard()).ainvoke(messages)
+
+    @chain
+    def invokes_the_guard(messages: Any) -> Any:
+        return (_answer_chain(WRONG) | guard()).invoke(messages)
+
+    def next_question(out: Any) -> list[HumanMessage]:
+        return [HumanMessage(f"{out['answer']} Say it again, briefly.")]
+
+    two_guards = (
+        _answer_chain(RIGHT) | guard() | RunnableLambda(next_question) | _answer_chain(WRONG)
+    ) | guard()
+    pick = RunnableLambda(lambda out: out["answer"])
+    return {
+        "pipe": (guarded, ask),
+        "followed by steps": (guarded | pick | StrOutputParser(), ask),
+        "with_retry": (_answer_chain(WRONG) | guard().with_retry(stop_after_attempt=2), ask),
+        "with_fallbacks": (_answer_chain(WRONG) | guard().with_fallbacks([guard()]), ask),
+        "assign": (
+            RunnablePassthrough.assign(checked=RunnableLambda(_ask) | guarded),
+            {"question": QUESTION},
+        ),
+        "branch": (RunnableBranch((lambda _: True, guarded), _answer_chain(RIGHT)), ask),
+        "parallel map": (RunnableParallel(checked=guarded, question=lambda _: QUESTION), ask),
+        "@chain awaiting the guard": (awaits_the_guard, ask),
+        "@chain invoking the guard (sync)": (invokes_the_guard, ask),
+        "a guard called by a function step": (
+            _answer_chain(WRONG) | RunnableLambda(lambda d: guard().invoke(d)) | pick,
+            ask,
+        ),
+        "two guards, the second blocks": (two_guards, ask),
+        "nested: a guard, then more text to a second guard": (
+            (_answer_chain(RIGHT) | guard() | RunnableLambda(next_question) | _answer_chain(WRONG))
+            | RunnableLambda(lambda d: d)
+            | guard(),
+            ask,
+        ),
+    }
+
+
+COMPOSITIONS = [
+    "pipe",
+    "followed by steps",
+    "with_retry",
+    "with_fallbacks",
+    "assign",
+    "branch",
+    "parallel map",
+    "@chain awaiting the guard",
+    "@chain invoking the guard (sync)",
+    "a guard called by a function step",
+    "two guards, the second blocks",
+    "nested: a guard, then more text to a second guard",
+]
+
+
+@pytest.fixture(scope="module")
+def blocking_engine(detector: Detector) -> TruthLens:
+    return make_engine(detector, BLOCKING_LIGHT)
+
+
+BLOCKING_LIGHT = action_policy("block")
+
+
+@pytest.mark.parametrize("label", COMPOSITIONS)
+async def test_guarded_events_hold_what_any_guard_checks(
+    blocking_engine: TruthLens, label: str
+) -> None:
+    chain, value = _compositions(blocking_engine)[label]
+    raw = await _collect(chain.astream_events(value, version="v2"))
+    assert _holders(raw), label  # the attack: the plain stream shows the wrong answer
+    chain, value = _compositions(blocking_engine)[label]  # fresh scripted models
+    safe = await _collect(guarded_events(chain, value))
+    assert _holders(safe) == set(), (label, _holders(safe))
+    assert any(e["name"] == TRUTHLENS_EVENT for e in safe), label
+    final = next(e for e in safe if e["event"] == "on_chain_end" and not e["parent_ids"])
+    assert DEFAULT_BLOCKED_MESSAGE in json.dumps(final["data"]["output"], default=str), label
+    assert not leaks("1950", json.dumps(final["data"]["output"], default=str)), label
+
+
+@pytest.mark.parametrize("label", COMPOSITIONS)
+async def test_stream_and_astream_show_only_checked_text(
+    blocking_engine: TruthLens, label: str
+) -> None:
+    chain, value = _compositions(blocking_engine)[label]
+    chunks = [c async for c in chain.astream(value)]
+    assert not leaks("1950", without_verdicts(chunks)), label
+    if "awaiting" in label:
+        return  # an async function step does not stream synchronously
+    chain, value = _compositions(blocking_engine)[label]
+    chunks = list(chain.stream(value))
+    assert not leaks("1950", without_verdicts(chunks)), label
+
+
+async def test_a_passing_guard_shows_its_output_and_the_steps_after_it(
+    blocking_engine: TruthLens,
+) -> None:
+    pick = RunnableLambda(lambda out: out["answer"])
+    guard = TruthLensRunnable(engine=blocking_engine)
+    chain = _answer_chain(RIGHT) | guard | pick | StrOutputParser()
+    safe = await _collect(guarded_events(chain, [HumanMessage(QUESTION)]))
+    assert any(e["event"] == "on_parser_end" for e in safe)  # after the check: shown
+    assert not any(e["event"] == "on_chat_model_stream" for e in safe)  # before it: dropped
+    ends = [e for e in safe if e["event"] == "on_chain_end" and e["name"] == "TruthLensRunnable"]
+    assert ends and "input" not in ends[0]["data"] and RIGHT in str(ends[0]["data"]["output"])
+
+
+async def test_tokens_stream_live_when_no_guard_can_change_text(detector: Detector) -> None:
+    header = TruthLensRunnable(engine=make_engine(detector, action_policy("header")))
+    model = GenericFakeChatModel(messages=iter([AIMessage(WRONG)]))
+    answer = PROMPT | model | StrOutputParser()
+    chain = RunnablePassthrough.assign(answer=answer) | header  # every step seen into
+    value = {"context": EIFFEL_RECORD, "question": QUESTION}
+    seen = [e["event"] async for e in guarded_events(chain, value)]
+    # live: the tokens come as they happen, not held for the end of the run
+    assert "on_chat_model_stream" in seen
+    assert seen.index("on_chat_model_stream") < seen.index("on_chain_end")
+
+
+async def test_a_function_step_is_held_until_the_stream_ends(detector: Detector) -> None:
+    # a function may invoke a guard: its events, and those before it, wait for the end
+    header = make_engine(detector, action_policy("header"))
+    chain = _answer_chain(RIGHT) | TruthLensRunnable(engine=header)
+    events = await _collect(guarded_events(chain, [HumanMessage(QUESTION)]))
+    root_end = next(
+        i for i, e in enumerate(events) if e["event"] == "on_chain_end" and not e["parent_ids"]
+    )
+    tokens = [i for i, e in enumerate(events) if e["event"] == "on_chat_model_stream"]
+    assert tokens and min(tokens) > root_end  # released after the root ended

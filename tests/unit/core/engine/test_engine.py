@@ -107,7 +107,8 @@ def test_non_factual_prompt_passes_without_detection_when_the_policy_skips_it(
     assert verdict.score is None and verdict.detection is None and verdict.spans == []
     assert verdict.output == EIFFEL_ANSWER and verdict.action is None
     assert set(verdict.latency_ms) == {"classifier", "routing", "total"}
-    assert verdict.metadata["x-truthlens-enabled"] == "false"
+    # enabled is the route's setting, on both surfaces; checked says it was skipped
+    assert verdict.enabled and verdict.metadata["x-truthlens-enabled"] == "true"
     assert verdict.metadata["x-vsr-fact-check-needed"] == "false"
     # Not checked is never clean: the verdict and the headers say so.
     assert not verdict.checked and verdict.not_checked_reason == "non_factual"
@@ -591,9 +592,11 @@ def test_metrics_read_back_from_a_registry(detector: Detector) -> None:
     engine.guard(context=None, question="Write a poem", answer="Roses.")
     get = registry.get_sample_value
     detected = {"decision": "default", "mode": "lightweight", "detected": "true"}
-    clean = {**detected, "detected": "false"}
+    # the poem without context was not checked: counted as unknown, never as clean
+    unknown = {**detected, "detected": "unknown"}
     assert get("truthlens_detections_total", detected) == 1
-    assert get("truthlens_detections_total", clean) == 1
+    assert get("truthlens_detections_total", unknown) == 1
+    assert get("truthlens_detections_total", {**detected, "detected": "false"}) is None
     assert get("truthlens_score_count", {"decision": "default", "mode": "lightweight"}) == 1
     assert get("truthlens_iterations_count", {"decision": "default", "mode": "lightweight"}) == 1
     for operation, count in [("classifier", 2), ("detector", 1), ("nli", 1), ("total", 2)]:

@@ -39,3 +39,16 @@ def test_import_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("error", [RuntimeError, TimeoutError])
+def test_a_wrapped_models_error_is_quoted_bounded_and_escaped(error: type[Exception]) -> None:
+    from truthlens_integrations.core._errors import LLMError
+    from truthlens_integrations.core.llm._base import map_llm_errors
+
+    hostile = "\x1b[2J\nERROR forged http://admin:hunter2@gw/v1 " + "A" * 1_000_000
+    with pytest.raises(LLMError) as caught, map_llm_errors("model 'm'"):
+        raise error(hostile)
+    message = str(caught.value)
+    assert len(message) < 500 and "\x1b" not in message and "\n" not in message
+    assert "hunter2" not in message

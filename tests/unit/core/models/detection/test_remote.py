@@ -336,3 +336,35 @@ def test_client_splits_batches_to_fit_the_services_totals(fake: Any) -> None:
     # 3 answers of 53 characters, at most 100 per request: one request each.
     assert server.hits["/v1/detect"] == 3
     assert [r.answer for r in results] == answers
+
+
+# -- issue 51: what an error quotes from the service and its URL -------------------------
+
+_SECRET = "hunter2-secret"
+_HOSTILE = "\x1b[2J\x1b]0;owned\x07\nERROR forged" + "A" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        {"/healthz": [(500, json.dumps({"message": _HOSTILE}).encode(), 0.0)]},
+        {"/healthz": [(502, _HOSTILE.encode(), 0.0)] * 3},
+        {"/healthz": [(200, _HOSTILE.encode(), 0.0)]},
+        {"/healthz": [(200, json.dumps({"status": _HOSTILE}).encode(), 0.0)]},
+        {"/healthz": [_healthz()], "/v1/detect": [(400, _HOSTILE.encode(), 0.0)]},
+        {"/healthz": [_healthz()], "/v1/detect": [(200, json.dumps([_HOSTILE]).encode(), 0.0)]},
+    ],
+    ids=["500-message", "502-page", "not-json", "bad-health", "400-page", "bad-reply"],
+)
+def test_errors_quote_the_service_bounded_escaped_and_without_the_password(
+    fake: Any, replies: dict[str, list[tuple[int, bytes, float]]]
+) -> None:
+    server = fake(replies)
+    url = server.url.replace("http://", f"http://admin:{_SECRET}@")
+    detector = load_detector(url, retries=0)
+    assert _SECRET not in detector.model_id
+    with pytest.raises(core.TruthLensError) as caught:
+        detect_eiffel(detector)
+    message = str(caught.value)
+    assert _SECRET not in message and "***@" in message
+    assert len(message) < 1000 and not any(ch in message for ch in "\x1b\x07\n"), message[:300]
