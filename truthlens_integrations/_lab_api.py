@@ -2,10 +2,10 @@
 
 The product has three surfaces. Users import the public packages (the names pinned in
 ``tests/data/public_api.json``); the adapters, the service, the command line and the
-harness import those and ``core/_adapter_api.py``; and ``lab/`` and ``benchmarks/``, which
-are not installed, import the public packages and this module, and no other private
-module of the product (``tests/project/test_layout.py`` holds them to it, and holds the
-product to never importing this module).
+harness import those and ``core/_adapter_api.py``; and the model lab and the benchmark
+scripts, which are not installed, import the public packages and this module, and no
+other private module of the product (``tests/project/test_layout.py`` holds them to it,
+and holds the product to never importing this module).
 
 This is the lab's interface, not the users': it is internal, changes with the package
 without a deprecation, and is not documented for users. It lists exactly what the lab
