@@ -23,8 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.training.heldout import claim_input, heldout_claims
-from truthlens_integrations.core._text import content_words
-from truthlens_integrations.core.models.detection._rules import conflict_marks
+from truthlens_integrations._lab_api import conflict_marks, content_words
 
 _QUOTE = 70
 _OWN = ("hardcases", "multi")  # the groups that are not single held-out answers

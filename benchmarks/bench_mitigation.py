@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from truthlens_integrations._lab_api import default_data_dir
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.llm import LocalLLM
 from truthlens_integrations.core.mitigation import MitigationOptions, retriever_from_callables
 from truthlens_integrations.evaluation import halueval_split
-from truthlens_integrations.evaluation._readers import default_data_dir
 
 _WORD = re.compile(r"\w+")
 

@@ -191,7 +191,7 @@ def decide(results: dict[str, dict[str, Any]], rules: dict[str, list[tuple[str, 
 
 def snli_test_accuracy(folder: Path) -> float:
     """Accuracy on the SNLI test pairs (eval-only): called after the decision."""
-    from truthlens_integrations.evaluation._readers import default_data_dir, read_snli
+    from truthlens_integrations._lab_api import default_data_dir, read_snli
 
     pairs = read_snli(default_data_dir() / "esnli", split="test")
     model = BundledNLI(branch_path=folder, device="cpu")

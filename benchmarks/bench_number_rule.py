@@ -24,11 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lab.training import realdata
 from lab.training.calibrate_evidence import _half
 from lab.training.train_evidence import _hard_cases
-from truthlens_integrations.core._quantities import (
-    ContextQuantities,
-    extract_quantities,
-    judge_quantity,
-)
+from truthlens_integrations._lab_api import ContextQuantities, extract_quantities, judge_quantity
 
 
 def _context(claim: object) -> list[str]:

@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_evidence import _pct, _sentences, _time, _triple
 from bench_stages import add_input_options, stage_table
 
-from truthlens_integrations.core.models._onnx import _threads
+from truthlens_integrations._lab_api import onnx_threads
 
 BACKENDS = {
     "torch fp32": {"backend": "torch", "precision": "float32"},
@@ -81,7 +81,7 @@ def _lettuce(tokenizer: Any) -> Any:
         from lettucedetect.detectors.transformer import TransformerDetector as Lettuce
     except ImportError:
         return None
-    from truthlens_integrations.core.models._bundled import bundled_detector_path
+    from truthlens_integrations.core.models import bundled_detector_path
 
     window = min(tokenizer.model_max_length, 512)
     detector = Lettuce(model_path=str(bundled_detector_path()), max_length=window, device="cpu")
@@ -188,7 +188,7 @@ def main() -> None:
     root = Path(
         os.environ.get("TRUTHLENS_BENCHDATA", Path(__file__).parents[2] / "shared" / "benchdata")
     )
-    torch.set_num_threads(_threads())
+    torch.set_num_threads(onnx_threads())
     load_before = _load()
     sentences = _sentences(root)
     rows: list[str] = []
@@ -259,7 +259,7 @@ def main() -> None:
                     *stage_table(detectors[name], inputs, args.stage_repeats),
                 ]
     machine = (
-        f"{platform.platform()}, {os.cpu_count()} CPU cores ({_threads()} usable), "
+        f"{platform.platform()}, {os.cpu_count()} CPU cores ({onnx_threads()} usable), "
         f"Python {sys.version.split()[0]}, torch {torch.__version__}"
     )
     try:

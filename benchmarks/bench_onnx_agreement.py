@@ -47,16 +47,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from truthlens_integrations._lab_api import default_data_dir, ragtruth_context, read_snli
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.classifier import BundledPromptClassifier
 from truthlens_integrations.core.models.detection import load_detector
 from truthlens_integrations.core.models.nli import BundledNLI
 from truthlens_integrations.evaluation import auroc, load_detection_dataset
-from truthlens_integrations.evaluation._readers import (
-    _ragtruth_context,
-    default_data_dir,
-    read_snli,
-)
 
 BACKENDS = {
     "torch fp32": {"backend": "torch"},
@@ -74,7 +70,7 @@ def _ragtruth_dev(root: Path) -> list[tuple[DetectionInput, bool]]:
                 if not line.strip():
                     continue
                 row = json.loads(line)
-                passages, question = _ragtruth_context(task, row["source"])
+                passages, question = ragtruth_context(task, row["source"])
                 for response in row["responses"]:
                     answer = response["response"]
                     if answer.strip():

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from truthlens_integrations._lab_api import detector_calibration
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
-from truthlens_integrations.core.models.detection._transformer import _calibration
 
 Row = tuple[list[int], list[int], list[int]]  # input ids, type ids, answer positions
 Runner = Callable[[Row], np.ndarray]
@@ -170,7 +170,7 @@ def main() -> None:
         os.environ.get("TRUTHLENS_BENCHDATA", Path(__file__).parents[2] / "shared" / "benchdata")
     )
     reference = load_detector(backend="torch", device="cpu")
-    scale, shift = _calibration(reference._loaded.config)  # type: ignore[attr-defined]
+    scale, shift = detector_calibration(reference._loaded.config)  # type: ignore[attr-defined]
     calibration = _rows(reference, _items(root, 2000, 60, 1), args.rows)
     measured = _rows(reference, _items(root, 6000, 60, 2), args.rows)
 

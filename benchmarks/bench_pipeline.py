@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from truthlens_integrations import TruthLens
-from truthlens_integrations.evaluation._runner import machine_info
+from truthlens_integrations._lab_api import machine_info
 
 EIFFEL_CONTEXT = (
     '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_evidence import _pct, _sentences, _triple
 
 from lab.training.rule_switches import switches
-from truthlens_integrations.core.models._onnx import _threads
+from truthlens_integrations._lab_api import onnx_threads
 
 TITLES = {
     "memo": "Rule verdicts read once or twice per answer (bundled detector)",
@@ -45,7 +45,7 @@ TITLES = {
 
 def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
     """Each variant's patches (module, name, value); the first variant is the shipped one."""
-    from truthlens_integrations.core.models.detection import _rules as _adjust
+    from truthlens_integrations._lab_api import rules_module as _adjust
 
     if compare == "memo":
         plain = _adjust._rule_verdicts.__wrapped__
@@ -59,7 +59,7 @@ def _variants(compare: str) -> dict[str, list[tuple[object, str, object]]]:
 
 
 def main() -> None:
-    from truthlens_integrations.core.models.detection import _rules as _adjust
+    from truthlens_integrations._lab_api import rules_module as _adjust
     from truthlens_integrations.core.models.detection import load_detector
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -105,7 +105,7 @@ def main() -> None:
         "",
         f"- command: `{' '.join(['python benchmarks/bench_rule_pass.py', *sys.argv[1:]])}`",
         f"- date: {time.strftime('%Y-%m-%d')}; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores, backend {detector.backend}, {_threads()} threads",
+        f"{os.cpu_count()} cores, backend {detector.backend}, {onnx_threads()} threads",
         f"- inputs: bench_evidence's, 100-token answer, {args.items} per context size, "
         f"{args.repeats} timed calls each, the two variants interleaved; the memo is cleared "
         "before every call, so each call pays its first read",

@@ -27,11 +27,12 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.training.train_evidence import _hard_cases
-from truthlens_integrations.core import DetectionInput, _quantities
-from truthlens_integrations.core.models.detection import _rules as _adjust
+from truthlens_integrations._lab_api import quantities_module as _quantities
+from truthlens_integrations._lab_api import read_ragtruth_dev
+from truthlens_integrations._lab_api import rules_module as _adjust
+from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models.detection import load_detector
-from truthlens_integrations.evaluation import auroc
-from truthlens_integrations.evaluation._rag_readers import read_labelled_answers, read_ragtruth_dev
+from truthlens_integrations.evaluation import auroc, read_labelled_answers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_heldout import _inputs, _scores

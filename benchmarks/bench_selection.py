@@ -53,18 +53,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lab.training import realdata
 from lab.training.calibrate_evidence import _half
 from lab.training.calibrate_response import multi_part_answers
-from truthlens_integrations.core import DetectionConfig, DetectionInput
-from truthlens_integrations.core._calibration._signals import sentence_count
-from truthlens_integrations.core._text import split_sentences
-from truthlens_integrations.core.models.detection import EvidenceDetector
-from truthlens_integrations.core.models.detection._evidence import (
-    _CANDIDATES,
+from truthlens_integrations._lab_api import (
+    EVIDENCE_CANDIDATES,
     ContextIndex,
-    _choose,
-    _interleave,
-    _query,
+    choose_evidence,
+    evidence_query,
     fill_budget,
+    interleave_rankings,
+    sentence_count,
+    split_sentences,
 )
+from truthlens_integrations.core import DetectionConfig, DetectionInput
+from truthlens_integrations.core.models.detection import EvidenceDetector
 from truthlens_integrations.evaluation import auroc
 
 BUNDLED = Path(__file__).resolve().parents[1] / "core" / "_bundled" / "detector"
@@ -135,7 +135,7 @@ def _sentences(claim: str) -> list[str]:
 
 
 def _candidates(index: ContextIndex, sentence: str) -> list[tuple[float, int]]:
-    return index.rank(_query(sentence, None, None))[:_CANDIDATES]
+    return index.rank(evidence_query(sentence, None, None))[:EVIDENCE_CANDIDATES]
 
 
 def hybrid_rankings(
@@ -146,7 +146,7 @@ def hybrid_rankings(
     for sentence in _sentences(claim):
         bm25 = _candidates(index, sentence)
         pool = [i for _, i in bm25]
-        if len(index.sentences) <= _CANDIDATES:
+        if len(index.sentences) <= EVIDENCE_CANDIDATES:
             pool = list(range(len(index.sentences)))
         query = vectors[sentence]
         cosine = sorted(pool, key=lambda i: (-float(vectors[index.sentences[i].text] @ query), i))
@@ -178,10 +178,10 @@ def recall(
     full, share = [], []
     for (claim, _, sets), index in zip(claims, indexes, strict=True):
         if embed is None:
-            queries = [_query(s, None, None) for s in _sentences(claim)]
-            chosen = _choose(index, queries, count_many, budget)
+            queries = [evidence_query(s, None, None) for s in _sentences(claim)]
+            chosen = choose_evidence(index, queries, count_many, budget)
         else:
-            ranked = _interleave(hybrid_rankings(index, claim, vectors))
+            ranked = interleave_rankings(hybrid_rankings(index, claim, vectors))
             chosen = fill_budget(index, ranked, count_many, budget)
         lines = {index.sentences[i].passage for i in chosen}
         full.append(any(s <= lines for s in sets))

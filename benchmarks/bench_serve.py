@@ -29,10 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from truthlens_integrations._lab_api import machine_info
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models.detection import Detector, load_detector
-from truthlens_integrations.evaluation._runner import machine_info
 
 EIFFEL = (
     '{"name": "Eiffel Tower", "built": "1887-1889", "height": "330 meters", '
@@ -135,7 +135,8 @@ def bench_service(url: str, name: str, n: int) -> list[dict[str, Any]]:
 def deploy(policy: dict[str, Any] | None, replicas: int, max_batch_size: int) -> None:
     from ray import serve
 
-    from truthlens_integrations.serve._app import APP_NAME, service_app
+    from truthlens_integrations._lab_api import APP_NAME
+    from truthlens_integrations.serve import service_app
 
     app = service_app(policy, replicas=replicas, max_batch_size=max_batch_size)
     serve.run(app, name=APP_NAME, route_prefix="/", blocking=False)

@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from truthlens_integrations.evaluation._runner import machine_info
+from truthlens_integrations._lab_api import machine_info
 
 CONTEXT = (
     "The Eiffel Tower was built between 1887 and 1889 for the World's Fair in Paris. "

@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_evidence import _pct, _sentences, _triple
 
-from truthlens_integrations.core.models._onnx import _threads
+from truthlens_integrations._lab_api import onnx_threads
 
 
 def before_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def main() -> None:
         f"--rag {args.rag}`",
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: "
         f"{platform.machine()}, {os.cpu_count()} cores; backend {backend}, "
-        f"{_threads()} thread(s); load average {os.getloadavg()[0]:.1f} at the end",
+        f"{onnx_threads()} thread(s); load average {os.getloadavg()[0]:.1f} at the end",
         f"- data: as bench_evidence.py, {args.items} inputs of a 1k-token context and a "
         "100-token answer (one changed digit); the two detectors' calls interleaved",
         "",

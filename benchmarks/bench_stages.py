@@ -31,30 +31,31 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_evidence import _sentences, _triple
 
-from truthlens_integrations.core.models import _onnx
+from truthlens_integrations._lab_api import evidence_detector_module as _evidence_detector
+from truthlens_integrations._lab_api import onnx_threads
 from truthlens_integrations.core.models.detection import (
-    _base,
-    _evidence_detector,
-    _transformer,
+    BaseDetector,
+    EvidenceDetector,
+    TransformerDetector,
     load_detector,
 )
 
 # stage name -> (owner, attribute); the owner's attribute is replaced by a timed wrapper
 _STAGES: dict[str, list[tuple[Any, str]]] = {
     "tokenise: counts": [
-        (_transformer.TransformerDetector, "_count"),
-        (_transformer.TransformerDetector, "_count_many"),
+        (TransformerDetector, "_count"),
+        (TransformerDetector, "_count_many"),
     ],
-    "tokenise: rows": [(_transformer.TransformerDetector, "_encode")],
+    "tokenise: rows": [(TransformerDetector, "_encode")],
     "context index": [(_evidence_detector, "ContextIndex")],
     "evidence selection": [(_evidence_detector, "plan_rows")],
-    "row building": [(_evidence_detector.EvidenceDetector, "_evidence_plans")],
-    "forward pass": [(_transformer.TransformerDetector, "_margins")],
-    "padding + probabilities": [(_transformer.TransformerDetector, "_forward")],
-    "token assembly": [(_transformer.TransformerDetector, "_assemble")],
+    "row building": [(EvidenceDetector, "_evidence_plans")],
+    "forward pass": [(TransformerDetector, "_margins")],
+    "padding + probabilities": [(TransformerDetector, "_forward")],
+    "token assembly": [(TransformerDetector, "_assemble")],
     "rules (numbers, negation, hedges)": [(_evidence_detector, "adjust_tokens")],
-    "response score": [(_transformer.TransformerDetector, "_response_score")],
-    "total": [(_base.BaseDetector, "detect_batch")],
+    "response score": [(TransformerDetector, "_response_score")],
+    "total": [(BaseDetector, "detect_batch")],
 }
 
 _clock: list[Callable[[], float]] = [time.perf_counter]
@@ -148,7 +149,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    torch.set_num_threads(_onnx._threads())
+    torch.set_num_threads(onnx_threads())
     root = Path(
         os.environ.get("TRUTHLENS_BENCHDATA", Path(__file__).parents[2] / "shared" / "benchdata")
     )

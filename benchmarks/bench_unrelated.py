@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+from truthlens_integrations._lab_api import default_data_dir
 from truthlens_integrations.core import DetectionInput
 from truthlens_integrations.core.models import load_detector
-from truthlens_integrations.evaluation._readers import default_data_dir, load_detection_dataset
+from truthlens_integrations.evaluation import load_detection_dataset
 
 ADDED = 3
 SEED = 41

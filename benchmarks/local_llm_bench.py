@@ -37,8 +37,8 @@ def _cpu_name() -> str:
 
 
 def bench_transformers(tokens: int, reps: int) -> dict[str, Any]:
+    from truthlens_integrations._lab_api import clear_local_llm_cache
     from truthlens_integrations.core.llm import LocalLLM
-    from truthlens_integrations.core.llm._local import clear_local_llm_cache
 
     with tempfile.TemporaryDirectory() as cache:
         started = time.perf_counter()
@@ -63,7 +63,7 @@ def bench_transformers(tokens: int, reps: int) -> dict[str, Any]:
 def bench_llama_cpp(tokens: int, reps: int, threads: int) -> dict[str, Any]:
     from llama_cpp import Llama
 
-    from truthlens_integrations.core.llm._local import smollm2_gguf_path
+    from truthlens_integrations._lab_api import smollm2_gguf_path
 
     started = time.perf_counter()
     model = Llama(model_path=str(smollm2_gguf_path()), n_threads=threads, verbose=False, seed=0)

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from truthlens_integrations._lab_api import ResponseCalibration
 from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core._calibration._map import ResponseCalibration
 
 
 def test_fit_logistic_recovers_known_coefficients() -> None:
@@ -82,8 +82,8 @@ def test_candidate_5_weighs_the_hard_cases_as_much_as_the_rag_answers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from lab.training import rag_response
-    from truthlens_integrations.core._calibration import _fit as _response_fit
-    from truthlens_integrations.core._calibration._signals import ResponseSignals
+    from truthlens_integrations._lab_api import ResponseSignals
+    from truthlens_integrations._lab_api import calibration_fit_module as _response_fit
 
     rng = random.Random(5)
     rag = [ResponseSignals(rng.random(), rng.randint(1, 9), rng.randint(0, 6)) for _ in range(30)]

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # lab/training/ is a repo folder, not an installe
     sys.path.insert(0, str(ROOT))
 
 from lab.training import data, nli_real  # noqa: E402
-from truthlens_integrations.core.engine._premise import select_premise  # noqa: E402
+from truthlens_integrations._lab_api import select_premise  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "data" / "eval" / "benchdata"
 REAL = ROOT.parent / "shared" / "benchdata"

@@ -9,8 +9,7 @@ import pytest
 
 from lab.training import rag_features
 from lab.training.rule_change import CANDIDATES, rule_change
-from truthlens_integrations.core._quantities import extract_quantities
-from truthlens_integrations.core.models.detection._rules import _number_verdicts
+from truthlens_integrations._lab_api import extract_quantities, number_verdicts
 
 CONTEXT = [
     "It was built from 1887 to 1889 as the centrepiece of the 1889 World's Fair.",
@@ -35,7 +34,7 @@ def test_39_is_39b_with_37s_judge() -> None:
     seen = {}
     for variant in ("39", "39b", "off!39b"):
         with rule_change(variant):
-            seen[variant] = [v for *_, v in _number_verdicts(WRONG, CONTEXT)]
+            seen[variant] = [v for *_, v in number_verdicts(WRONG, CONTEXT)]
     assert seen == {"39": ["unseen"], "39b": ["conflict"], "off!39b": ["conflict"]}
 
 

@@ -13,10 +13,8 @@ import pytest
 from lab.training.length_safe_map import padding_never_falls
 from lab.training.span_cut import apply_cut, choose, span_f1
 from tests.conftest import BUNDLED, EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION, needs_weights
-from truthlens_integrations.core import DetectionConfig
-from truthlens_integrations.core._calibration._map import ResponseCalibration
-from truthlens_integrations.core._calibration._signals import ResponseSignals
-from truthlens_integrations.core._errors import ModelLoadError
+from truthlens_integrations._lab_api import ResponseCalibration, ResponseSignals
+from truthlens_integrations.core import DetectionConfig, ModelLoadError
 from truthlens_integrations.core.models.detection import EvidenceDetector, TransformerDetector
 
 

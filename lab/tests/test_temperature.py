@@ -12,8 +12,7 @@ import pytest
 
 from lab.training.temperature import fit_temperature, rescore, tempered, write_map
 from tests.conftest import BUNDLED, needs_weights
-from truthlens_integrations.core._calibration._map import ResponseCalibration
-from truthlens_integrations.core._calibration._signals import ResponseSignals
+from truthlens_integrations._lab_api import ResponseCalibration, ResponseSignals
 
 SHIPPED_T = 0.5622
 # The default map before candidate 27c (commit 6452de1's config.json).

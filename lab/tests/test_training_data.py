@@ -213,7 +213,7 @@ def test_heldout_split_is_the_last_tenth() -> None:
 def test_real_tokenizer_labels_only_the_marked_answer_tokens() -> None:
     from transformers import AutoTokenizer
 
-    from truthlens_integrations.core.models.detection._prompt import format_prompt
+    from truthlens_integrations._lab_api import format_prompt
 
     tok = AutoTokenizer.from_pretrained(str(BUNDLED))
     answer = "The tower was built in 1950 and is 500 meters tall."

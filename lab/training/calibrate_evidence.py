@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from truthlens_integrations._lab_api import reliability_bins
 from truthlens_integrations.evaluation import expected_calibration_error
-from truthlens_integrations.evaluation._metrics import reliability_bins
 
 from . import realdata
 from ._cli import folder_args
@@ -47,8 +47,8 @@ def _half(claim: Any) -> int:
 
 def margins(folder: Path, claims: list[Any], batch: int = 16) -> np.ndarray:
     """Largest token logit margin of each claim through the runtime detector, uncalibrated."""
-    from truthlens_integrations.core._types import DetectionConfig, DetectionInput
-    from truthlens_integrations.core.models.detection._evidence_detector import EvidenceDetector
+    from truthlens_integrations.core import DetectionConfig, DetectionInput
+    from truthlens_integrations.core.models.detection import EvidenceDetector
 
     detector = EvidenceDetector(
         folder, config=DetectionConfig(aggregation="span_max"), device="cpu", dtype="float32"

@@ -117,8 +117,8 @@ def response_features(folder: Path, answers: Sequence[Answer], batch: int = 16) 
     All are read as the runtime detector reads them (the absent words by the lexical
     reference's rule, abstention sentences left out).
     """
+    from truthlens_integrations._lab_api import sentence_count, sentence_peak
     from truthlens_integrations.core import DetectionConfig, DetectionInput
-    from truthlens_integrations.core._calibration._signals import sentence_count, sentence_peak
     from truthlens_integrations.core.models.detection import EvidenceDetector
 
     detector = EvidenceDetector(
@@ -182,7 +182,7 @@ def report(scores: np.ndarray, y: np.ndarray) -> dict[str, float]:
 
 def fit_map(rows: np.ndarray, y: np.ndarray, weights: np.ndarray, *, name: str) -> Any:
     """The fitted :class:`ResponseCalibration` of one of ``MAPS``."""
-    from truthlens_integrations.core._calibration._map import ResponseCalibration
+    from truthlens_integrations._lab_api import ResponseCalibration
 
     columns = MAPS[name]
     coef, bias = fit_logistic(features(rows)[:, list(columns)], y, weights)

@@ -34,18 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from truthlens_integrations.core import DetectionInput
-from truthlens_integrations.core.models import load_detector
-from truthlens_integrations.core.models.detection._claims import claim_logits
-from truthlens_integrations.core.models.nli import BundledNLI
-from truthlens_integrations.evaluation import auroc
-from truthlens_integrations.evaluation._rag_readers import (
+from truthlens_integrations._lab_api import (
+    claim_logits,
     ragtruth_dev_split,
     read_faithjudge,
     read_ragtruth_dev,
 )
-from truthlens_integrations.evaluation._readers import load_detection_dataset
-from truthlens_integrations.evaluation._records import EvalExample
+from truthlens_integrations.core import DetectionInput
+from truthlens_integrations.core.models import load_detector
+from truthlens_integrations.core.models.nli import BundledNLI
+from truthlens_integrations.evaluation import EvalExample, auroc, load_detection_dataset
 
 from . import claims, nli_real
 

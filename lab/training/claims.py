@@ -33,10 +33,14 @@ import zipfile
 from collections import Counter
 from typing import Any
 
-from truthlens_integrations.core._text import split_sentences, words
-from truthlens_integrations.core.engine._premise import select_premise
-from truthlens_integrations.core.models.detection._claims import PREMISE_SENTENCES
-from truthlens_integrations.evaluation._rag_readers import ragtruth_dev_split, read_faithjudge
+from truthlens_integrations._lab_api import (
+    PREMISE_SENTENCES,
+    ragtruth_dev_split,
+    read_faithjudge,
+    select_premise,
+    split_sentences,
+    words,
+)
 
 from . import data
 from .phenomena import CURRICULUM

@@ -47,7 +47,7 @@ class Answer(NamedTuple):
 
 
 def answer_of(item: Any, tokens: Sequence[Any]) -> Answer:
-    from truthlens_integrations.core.models.detection._rescore import answer_evidence
+    from truthlens_integrations._lab_api import answer_evidence
 
     absent, marks = answer_evidence(item)
     return Answer(item.answer, list(tokens), absent, marks)
@@ -67,7 +67,7 @@ def runtime_answers(folder: Path, items: Sequence[Any]) -> list[Answer]:
 
 
 def scores(response: Any, answers: Sequence[Answer]) -> np.ndarray:
-    from truthlens_integrations.core._calibration._map import calibrated_score
+    from truthlens_integrations._lab_api import calibrated_score
 
     return np.array(
         [
@@ -81,7 +81,7 @@ def scores(response: Any, answers: Sequence[Answer]) -> np.ndarray:
 
 def fit(select: rr.Scored, rows: np.ndarray, hard: rr.Scored, weight: float) -> Any:
     """The candidate's map on the select answers ``rows`` (a mask) and all hard cases."""
-    from truthlens_integrations.core._calibration._fit import SIGNALS, fit_response_map
+    from truthlens_integrations._lab_api import SIGNALS, fit_response_map
 
     signals = [s for s, keep in zip(select.signals, rows, strict=True) if keep]
     share = weight * len(signals) / len(hard.signals)

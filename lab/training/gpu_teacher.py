@@ -101,9 +101,9 @@ def _pool_map(path: str, fn: Any, items: list[Any], procs: int) -> list[Any]:
 
 def ragtruth(folder: Path, data_dir: Path, limit: int | None, device: str) -> dict[str, Any]:
     """AP and AUROC on the RAGTruth subset (eval-only) through the runtime, ``max`` score."""
+    from truthlens_integrations._lab_api import read_ragtruth
     from truthlens_integrations.core.models.detection import load_detector
     from truthlens_integrations.evaluation import run_evaluation
-    from truthlens_integrations.evaluation._readers import read_ragtruth
 
     dtype = "float32" if device == "cpu" else "auto"
     det = load_detector(

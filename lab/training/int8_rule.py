@@ -99,9 +99,9 @@ def table(root: Path) -> str:
 
 def nli_accuracy(precision: str, limit: int) -> dict[str, Any]:
     """The bundled NLI explainer's accuracy on SNLI dev (train role, measured only)."""
+    from truthlens_integrations._lab_api import default_data_dir, read_snli, subsample
     from truthlens_integrations.core.models.nli import BundledNLI
     from truthlens_integrations.evaluation import run_nli_evaluation
-    from truthlens_integrations.evaluation._readers import default_data_dir, read_snli, subsample
 
     pairs = subsample(read_snli(default_data_dir() / "esnli", split="dev"), limit)
     model = BundledNLI(device="cpu", dtype=None if precision == "auto" else precision)

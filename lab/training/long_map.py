@@ -41,7 +41,7 @@ HELDOUT_GROUPS = ("all", "multi")
 
 def fit(select: Scored, rows: np.ndarray, shipped: Any, start: int) -> Any:
     """The shipped map with a long map fitted on ``rows`` (a mask) of ``start``+ sentences."""
-    from truthlens_integrations.core._calibration._fit import fit_response_map
+    from truthlens_integrations._lab_api import fit_response_map
 
     long_rows = rows & (np.array([s.sentences for s in select.signals]) >= start)
     signals = [s for s, keep in zip(select.signals, long_rows, strict=True) if keep]

@@ -37,14 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from truthlens_integrations.core._text import split_sentences, words
-from truthlens_integrations.core.engine._premise import answer_sentence, select_premise
-from truthlens_integrations.evaluation._rag_readers import (
+from truthlens_integrations._lab_api import (
+    answer_sentence,
     read_attributionbench,
     read_expertqa,
     read_ragtruth_dev,
+    select_premise,
+    split_sentences,
+    words,
 )
-from truthlens_integrations.evaluation._records import EvalExample
+from truthlens_integrations.evaluation import EvalExample
 
 from . import data
 

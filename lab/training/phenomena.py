@@ -160,10 +160,7 @@ def measure(
     ]
     results = detector.detect_batch(inputs)
     if calibration is not None:
-        from truthlens_integrations.core._adapter_api import (
-            RouteCalibration,
-            read_calibration_file,
-        )
+        from truthlens_integrations._lab_api import RouteCalibration, read_calibration_file
 
         file = read_calibration_file(calibration)
         route, threshold = RouteCalibration.of(file), file.threshold

@@ -95,8 +95,8 @@ def hard_case_examples(part: str) -> list[Any]:
 
 def load_examples(dataset: str, limit: int | None = None) -> list[Any]:
     """The examples of one of :data:`DATASETS` (``limit`` of them, spread evenly)."""
+    from truthlens_integrations._lab_api import subsample
     from truthlens_integrations.evaluation import load_detection_dataset
-    from truthlens_integrations.evaluation._readers import subsample
 
     if dataset == HARD_CASES:
         examples = hard_case_examples("train")
@@ -105,7 +105,7 @@ def load_examples(dataset: str, limit: int | None = None) -> list[Any]:
 
 
 def _rows(detector: Any, examples: Sequence[Any], batch: int) -> Iterator[dict[str, Any]]:
-    from truthlens_integrations.core.models.detection._rules import rule_conflicts
+    from truthlens_integrations._lab_api import rule_conflicts
 
     for first in range(0, len(examples), batch):
         chunk = examples[first : first + batch]

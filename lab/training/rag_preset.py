@@ -77,7 +77,7 @@ def provenance(figures: dict[str, Any], source: Path = FIGURES) -> dict[str, Any
 
 def build(folder: Path, figures: dict[str, Any], source: Path = FIGURES) -> dict[str, Any]:
     """The calibration file's contents: 4a refitted on all select sources, threshold 0.5."""
-    from truthlens_integrations.core._calibration._file import CALIBRATION_FORMAT
+    from truthlens_integrations._lab_api import CALIBRATION_FORMAT
 
     select = load_set(folder, "ragtruth_dev_select")
     fitted = fit_candidate(CANDIDATE, select.signals, select.y)

@@ -83,9 +83,7 @@ class CachedToken(NamedTuple):
 
 def signals_of(examples: Sequence[Any], rows: Sequence[dict[str, Any]]) -> list[Any]:
     """Each cached answer's :class:`ResponseSignals`, read as the runtime detector reads it."""
-    from truthlens_integrations.core._calibration._signals import response_signals
-    from truthlens_integrations.core.models.detection._lexical import absent_words
-    from truthlens_integrations.core.models.detection._rules import uncounted_spans
+    from truthlens_integrations._lab_api import absent_words, response_signals, uncounted_spans
 
     by_id = {e.id: e for e in examples}
     out = []
@@ -206,11 +204,7 @@ def fit_candidate(
     Raises:
         ValueError: For 5a or 5b without hard cases.
     """
-    from truthlens_integrations.core._calibration._fit import (
-        DEFAULT_SIGNALS,
-        SIGNALS,
-        fit_response_map,
-    )
+    from truthlens_integrations._lab_api import DEFAULT_SIGNALS, SIGNALS, fit_response_map
 
     columns = DEFAULT_SIGNALS if name == "rag" else SIGNALS
     labels = y.astype(bool).tolist()
@@ -484,7 +478,7 @@ def folder_map(folder: Path) -> Any:
     Raises:
         SystemExit: If the folder has none.
     """
-    from truthlens_integrations.core._calibration._map import read_response_calibration
+    from truthlens_integrations._lab_api import read_response_calibration
 
     config = json.loads((folder / "config.json").read_text())
     current = read_response_calibration(_Config(config.get("truthlens")))
@@ -556,7 +550,7 @@ def exact_results(folder: Path, items: Sequence[Any]) -> list[Any]:
 
 def _signals_of_items(folder: Path, items: Sequence[Any]) -> list[Any]:
     """Each input's response signals under the folder's detector (exact tokens, rules on)."""
-    from truthlens_integrations.core.models.detection._rescore import answer_signals
+    from truthlens_integrations._lab_api import answer_signals
 
     results = exact_results(folder, items)
     return [answer_signals(i, r.tokens) for i, r in zip(items, results, strict=True)]

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from truthlens_integrations.core._text import stripped_range
-from truthlens_integrations.evaluation._readers import _ragtruth_context
+from truthlens_integrations._lab_api import ragtruth_context, stripped_range
 
 from . import removal
 from ._cli import stats_args
@@ -118,7 +117,7 @@ def rag_answers(part: str, data: Path = DATA, split: Path = SPLIT_FILE) -> Itera
                 row = json.loads(line)
                 if int(row["source_id"]) not in sources:
                     continue
-                passages, question = _ragtruth_context(task, row["source"])
+                passages, question = ragtruth_context(task, row["source"])
                 record = row["source"] if task == "Data2txt" else None
                 for response in row["responses"]:
                     answer = str(response["response"])

@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from truthlens_integrations._lab_api import ragtruth_context
 from truthlens_integrations.evaluation import auroc
-from truthlens_integrations.evaluation._readers import _ragtruth_context
 
 from .calibrate_evidence import ece
 from .calibrate_response import Answer, fit_map, map_scores, response_features
@@ -149,7 +149,7 @@ def faithjudge_answers(root: Path = BENCHDATA) -> tuple[list[Answer], list[str]]
             if not str(row["response"]).strip():
                 continue
             task, source = sources[source_id]
-            passages, question = _ragtruth_context(task, source)
+            passages, question = ragtruth_context(task, source)
             answers.append(
                 Answer(
                     f"faithjudge/{task.lower()}",
@@ -275,7 +275,7 @@ def shipped_map_scores(folder: str, rows: np.ndarray) -> np.ndarray:
     """The scores the folder's own stored response map gives."""
     from transformers import AutoConfig
 
-    from truthlens_integrations.core._calibration._map import read_response_calibration
+    from truthlens_integrations._lab_api import read_response_calibration
 
     calibration = read_response_calibration(AutoConfig.from_pretrained(folder))
     if calibration is None:

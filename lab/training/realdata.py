@@ -52,8 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from truthlens_integrations.core._errors import ConfigError
-from truthlens_integrations.evaluation._readers import wice_token_spans as _eval_wice_spans
+from truthlens_integrations._lab_api import wice_token_spans as _eval_wice_spans
+from truthlens_integrations.core import ConfigError
 
 from . import data as _data
 

@@ -38,8 +38,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from truthlens_integrations.core._text import COMPOUND_WORD, split_sentences
-from truthlens_integrations.core.models.detection._lexical import STOPWORDS, normalize_word
+from truthlens_integrations._lab_api import (
+    COMPOUND_WORD,
+    LEXICAL_STOPWORDS,
+    normalize_word,
+    split_sentences,
+)
 
 from . import llm_answers
 from ._cli import stats_args
@@ -72,12 +76,12 @@ class _Piece:
 def _vocab(text: str) -> frozenset[str]:
     out = set()
     for word in COMPOUND_WORD.findall(text):
-        if word.lower() in STOPWORDS:
+        if word.lower() in LEXICAL_STOPWORDS:
             continue
         out.add(normalize_word(word))
         # "OutdoorSeating" in a record is the words "outdoor" and "seating"
         out.update(normalize_word(p) for p in _camel_parts(word))
-    return frozenset(w for w in out if w and w.lower() not in STOPWORDS)
+    return frozenset(w for w in out if w and w.lower() not in LEXICAL_STOPWORDS)
 
 
 def _camel_parts(word: str) -> list[str]:

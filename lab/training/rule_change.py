@@ -99,10 +99,10 @@ CANDIDATES["39b"] = ("39", "39b")  # 39: 39b with 37's judge of years
 
 def verdicts(items: Sequence[Any], variant: str) -> list[Any]:
     """Each input's number and negation verdicts under ``variant`` (the rules' own memo)."""
-    from truthlens_integrations.core.models.detection._rules import _rule_verdicts
+    from truthlens_integrations._lab_api import rule_verdicts
 
     with rule_change(variant):
-        return [_rule_verdicts(i.answer, tuple(i.context)) for i in items]
+        return [rule_verdicts(i.answer, tuple(i.context)) for i in items]
 
 
 def reading(

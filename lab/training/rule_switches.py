@@ -62,7 +62,7 @@ def judge_years_37(year: Any, known: Sequence[Any]) -> str | None:
 
 def marked_end_39b(_answer: str, quantity: Any, _verdict: str) -> int:
     """``_rules._marked_end`` before candidate 40: a glued unit word left unmarked."""
-    from truthlens_integrations.core._quantities import measure
+    from truthlens_integrations._lab_api import measure
 
     return int(quantity.end if measure(quantity) is not None else quantity.number_end)
 
@@ -74,11 +74,10 @@ def framing_28(answer: str) -> list[tuple[int, int]]:
 
 def two_words(sentence: str) -> list[str]:
     """``_negated_words`` as it was before candidate 16: the first two content words."""
-    from truthlens_integrations.core._text import STOP_WORDS, words
-    from truthlens_integrations.core.models.detection._rules import _negations
+    from truthlens_integrations._lab_api import STOP_WORDS, negations, words
 
     out: list[str] = []
-    for _, end in _negations(sentence):
+    for _, end in negations(sentence):
         clause = re.split(r"[,;:.!?]|\bby\b", sentence[end:], maxsplit=1)[0]
         out += [w for w in words(clause) if w not in STOP_WORDS][:2]
     return out
@@ -100,8 +99,8 @@ def no_amount(_word: str) -> bool:
 
 def switches(candidate: str) -> list[tuple[Any, str, Any]]:
     """What turns ``candidate`` off: ``(module, name, stand-in)`` for each patch."""
-    from truthlens_integrations.core import _quantities
-    from truthlens_integrations.core.models.detection import _rules as _adjust
+    from truthlens_integrations._lab_api import quantities_module as _quantities
+    from truthlens_integrations._lab_api import rules_module as _adjust
 
     return {
         "16": [(_adjust, "_negated_words", two_words)],
@@ -127,7 +126,7 @@ def switches(candidate: str) -> list[tuple[Any, str, Any]]:
 
 
 def _on() -> dict[str, list[tuple[Any, str, Any]]]:
-    from truthlens_integrations.core import _quantities
+    from truthlens_integrations._lab_api import quantities_module as _quantities
 
     # 39: 39b's code with candidate 37's judge of years
     return {"39": [(_quantities, "_judge_years", judge_years_37)]}
@@ -136,7 +135,7 @@ def _on() -> dict[str, list[tuple[Any, str, Any]]]:
 @contextlib.contextmanager
 def rule_change(variant: str) -> Iterator[None]:
     """The rules with candidate ``variant`` on, or off for "off!<n>" (the memo cleared)."""
-    from truthlens_integrations.core.models.detection import _rules as _adjust
+    from truthlens_integrations._lab_api import rules_module as _adjust
 
     off, candidate = variant.startswith("off!"), variant.removeprefix("off!")
     patches = switches(candidate) if off else _on().get(variant, [])

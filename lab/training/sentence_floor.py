@@ -39,9 +39,7 @@ def floored_scores(response: Any, item: Any, tokens: Sequence[Any]) -> dict[str,
     10b is the runtime's own ``calibrated_score`` with the map's ``rule_sentence_floor``
     on; 10a, every sentence's score alone, is not a runtime mode.
     """
-    from truthlens_integrations.core._calibration._map import calibrated_score
-    from truthlens_integrations.core._calibration._signals import sentence_signals
-    from truthlens_integrations.core.models.detection._rescore import answer_evidence
+    from truthlens_integrations._lab_api import answer_evidence, calibrated_score, sentence_signals
 
     absent, marks = answer_evidence(item)
     off = dataclasses.replace(response, rule_sentence_floor=0.0)

@@ -35,8 +35,8 @@ DATASET = "ragtruth_dev_select"
 
 def span_f1(examples: Sequence[Any], rows: Sequence[dict[str, Any]], cut: float) -> dict[str, Any]:
     """Character precision, recall and F1 of the spans made at token probability ``> cut``."""
-    from truthlens_integrations.core._scoring import merge_spans
-    from truthlens_integrations.core._types import TokenScore
+    from truthlens_integrations._lab_api import merge_spans
+    from truthlens_integrations.core import TokenScore
     from truthlens_integrations.evaluation import char_span_metrics
 
     by_id = {e.id: e for e in examples}

@@ -56,7 +56,7 @@ SETS = (("ragtruth_dev_select", None), ("attributionbench", None), ("faithjudge_
 
 def _coefficients() -> tuple[str, ...]:
     """The map's linear coefficients: the stored keys but the floors (1 switches one on)."""
-    from truthlens_integrations.core._calibration._signals import COEFFICIENTS
+    from truthlens_integrations._lab_api import COEFFICIENTS
 
     return tuple(k for k in COEFFICIENTS if k not in ("rule_floor", "rule_sentence_floor"))
 

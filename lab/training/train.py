@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from truthlens_integrations.core.models.detection._prompt import format_prompt
+from truthlens_integrations._lab_api import format_prompt
 
 from . import data
 from .model import MultiTask

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from truthlens_integrations.core.models.detection._evidence import ContextIndex, plan_rows
+from truthlens_integrations._lab_api import ContextIndex, plan_rows
 from truthlens_integrations.evaluation import average_precision, threshold_curve
 
 from . import hardcases, llm_answers, realdata, teacher

@@ -41,7 +41,7 @@ def pieces(_answer: str, tokens: Sequence[Any]) -> Sequence[Any]:
 
 def map_reads(side: str) -> contextlib.AbstractContextManager[Any]:
     """The map reading tokens as ``side`` does."""
-    from truthlens_integrations.core._calibration import _signals as _response
+    from truthlens_integrations._lab_api import calibration_signals_module as _response
 
     return before_only(side, _response, "_by_word", pieces)
 

@@ -37,7 +37,7 @@ def piece_votes(_answer: str, tokens: Sequence[Any], threshold: float) -> list[t
 
 def word_spans(side: str) -> contextlib.AbstractContextManager[Any]:
     """The runtime's spans as ``side`` draws them."""
-    from truthlens_integrations.core import _scoring
+    from truthlens_integrations._lab_api import scoring_module as _scoring
 
     return before_only(side, _scoring, "_word_votes", piece_votes)
 

@@ -9,12 +9,15 @@ framework.
 Two surfaces: users import the public packages; everything outside the core (adapters,
 service, command line, harness, scripted test models) imports those and one internal
 interface, ``core/_adapter_api.py`` (its own layer, on top of the core), and no other
-private module of the core.
+private module of the core. The lab and the benchmarks, which are not installed, import
+the public packages and one module of their own, ``truthlens_integrations/_lab_api.py``
+(a layer on top of the whole product), which the product never imports.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +37,8 @@ PACKAGES = {
 CORE_SUBPACKAGES = {"core.models", "core.llm", "core.policy", "core.observability"}
 # the one private core module that the layers outside the core may import
 ADAPTER_API = "truthlens_integrations.core._adapter_api"
+# the one private module of the product that lab/ and benchmarks/ may import
+LAB_API = "truthlens_integrations._lab_api"
 # layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
     "core.base": set(),
@@ -73,6 +78,17 @@ ALLOWED: dict[str, set[str]] = {
     "face._cli_calibrate": {"core", "core.adapter_api", "core.models", "evaluation"},
     # scripted chat models for the guide's snippets and users' tests
     "face.testing": {"core", "core.adapter_api"},
+    # the lab's interface: on top of the whole product, it hands the lab what is private
+    "face._lab_api": {
+        "face",
+        "core",
+        "core.base",
+        "core.mitigation",
+        "core.engine",
+        *CORE_SUBPACKAGES,
+        "evaluation",
+        "serve",
+    },
 }
 FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "llama_index", "ray", "fastapi")
 
@@ -151,7 +167,10 @@ def test_no_import_runs_up_the_layers() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-OUTSIDE_THE_CORE = [layer for layer in ALLOWED if not layer.startswith("core")]
+# the lab's interface reaches the core's private modules on purpose (tested below)
+OUTSIDE_THE_CORE = [
+    layer for layer in ALLOWED if not layer.startswith("core") and layer != "face._lab_api"
+]
 
 
 @pytest.mark.parametrize("layer", OUTSIDE_THE_CORE)
@@ -178,6 +197,117 @@ def test_the_adapter_api_is_internal_and_the_core_never_uses_it() -> None:
     assert users and not {file for file in users if file.startswith("core/")}
     # every name it lists resolves (the lazy ones import their module)
     assert all(getattr(_adapter_api, name) is not None for name in _adapter_api.__all__)
+
+
+# the folders that use the product from outside it, without being installed
+LAB_FOLDERS = ("lab", "benchmarks")
+
+
+def _product_imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
+    """Every module and name of the product that ``path`` imports (``a.b`` and ``a.b.name``)."""
+    for base, names in _import_statements(path, module, is_package):
+        if base.split(".")[0] == "truthlens_integrations":
+            yield base
+            yield from (f"{base}.{name}" for name in names)
+
+
+def _lab_imports() -> Iterator[tuple[str, str]]:
+    """``(file, imported module or name)`` for every import of the product in the lab."""
+    for folder in LAB_FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            dotted = ".".join(p for p in parts if p != "__init__")
+            file = path.relative_to(ROOT).as_posix()
+            yield from ((file, target) for target in _product_imports(path, dotted, is_package))
+
+
+def _behind_the_fence(target: str) -> bool:
+    """Whether the lab may not import ``target``: a private module or name but the lab's API."""
+    if target == LAB_API or target.startswith(f"{LAB_API}."):
+        return False
+    # a dunder (``__version__``) is public; ``_x`` anywhere below the package is not
+    return any(part.startswith("_") and not part.startswith("__") for part in target.split(".")[1:])
+
+
+def test_the_lab_fence_sees_every_form_of_import(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import truthlens_integrations.core._text\n"
+        "from truthlens_integrations.core import DetectionInput, _scoring\n"
+        "from truthlens_integrations.evaluation._readers import read_snli\n"
+        "from truthlens_integrations import __version__, _lab_api\n"
+        "from truthlens_integrations._lab_api import words\n"
+        "def late():\n"
+        "    from truthlens_integrations.core.models.detection._rules import conflict_marks\n",
+        encoding="utf-8",
+    )
+    found = {
+        t for t in _product_imports(script, "lab.script", is_package=False) if _behind_the_fence(t)
+    }
+    assert found == {
+        "truthlens_integrations.core._text",
+        "truthlens_integrations.core._scoring",
+        "truthlens_integrations.evaluation._readers",
+        "truthlens_integrations.evaluation._readers.read_snli",
+        "truthlens_integrations.core.models.detection._rules",
+        "truthlens_integrations.core.models.detection._rules.conflict_marks",
+    }
+
+
+def test_the_lab_reaches_the_product_only_through_public_names_and_the_lab_api() -> None:
+    # ``import a._b``, ``from a._b import c`` and ``from a import _b`` alike, late ones too
+    private = sorted(
+        f"{file} imports {target}" for file, target in _lab_imports() if _behind_the_fence(target)
+    )
+    assert not private, "\n".join(private)
+
+
+def test_the_lab_api_is_the_labs_alone() -> None:
+    from truthlens_integrations import _lab_api
+
+    # the product never imports it, not even late
+    users = {
+        path.relative_to(ROOT).as_posix()
+        for path, module, is_package in _modules()
+        if LAB_API in _module_imports(path, module, is_package)
+    }
+    assert not users, users
+    # it lists what the lab and the benchmarks import from it, and nothing more
+    wanted = {
+        target.removeprefix(f"{LAB_API}.")
+        for _, target in _lab_imports()
+        if target.startswith(f"{LAB_API}.")
+    }
+    assert wanted and wanted == set(_lab_api.__all__), wanted ^ set(_lab_api.__all__)
+    assert set(_lab_api._LAZY) == set(_lab_api.__all__)
+    # a name the product already makes public is imported from there, not from here
+    pinned = json.loads((ROOT / "tests" / "data" / "public_api.json").read_text("utf-8"))
+    assert not set(_lab_api.__all__) & {name for names in pinned.values() for name in names}
+    # every name it lists resolves (the lazy ones import their module), but the service's:
+    # importing its module starts Ray (the serve extra), so that module's source is read
+    for name, (module, attribute) in _lab_api._LAZY.items():
+        if module.startswith("truthlens_integrations.serve."):
+            assert attribute in _top_level_names(module), name
+        else:
+            assert getattr(_lab_api, name) is not None, name
+
+
+def _top_level_names(module: str) -> set[str]:
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    return {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    } | {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
 
 
 def test_the_core_imports_no_framework() -> None:
