@@ -18,10 +18,12 @@ the combining marks after it):
   except superscripts, subscripts and vulgar fractions, whose NFKC form changes what the
   text says ("m²" is not "m2");
 - reads the decimal digits of every script as ASCII digits ("١٩٥٠" and "१९५०" are 1950,
-  which NFKC leaves as they are), and a free-standing run of superscript or subscript
-  digits inside a sentence ("is ⁵⁰⁰ metres tall") as the number it shows. Attached to
-  what comes before, it stays ("m²", "10⁶", a footnote's "Paris¹"). Without this, a
-  wrong year in other digits had no number for the number check to judge;
+  which NFKC leaves as they are), dingbat digits as the digits they show ("➀", "❶"; NFKC
+  folds only the plain circled ones), and a free-standing run of superscript or subscript
+  digits ("is ⁵⁰⁰ metres tall", "(¹⁹⁵⁰)", "¹⁹⁵⁰ was the year", after two spaces or a line
+  break) as the number it shows. Attached to what comes before, it stays ("m²", "10⁶", a
+  footnote's "Paris¹"), and so does a single one opening a line (a footnote's "³ Source").
+  Without this, a wrong year in other digits had no number for the number check to judge;
 - drops combining marks that sit on a Latin letter, a digit, a space or punctuation
   (stray marks, and Latin diacritics: "café" reads "cafe", in the answer and the context
   alike, so nothing is lost for matching); marks of other scripts (Devanagari vowel
@@ -30,14 +32,19 @@ the combining marks after it):
   "I950", "195O" (capital O), "19o5" are 1950 and 1905. Only in a word made of digits
   and these letters, with at least two real digits, and only where no unit can be meant:
   an "l" or "I" before a digit, an "O" anywhere, an "o" between digits ("5l" stays five
-  litres, "CO2" and "Boeing" stay words).
+  litres, "CO2" and "Boeing" stay words). Letters of other scripts that look like digits
+  read as those digits there too ("195О" with a Cyrillic O, "19З0" with a Cyrillic Ze;
+  Unicode's confusables table, ``core/_digit_lookalikes.py``).
 
 Bidirectional controls (embeddings, overrides and isolates, U+202A-202E, U+2066-2068)
 are dropped like every format character, so the checks read the text in its logical
 order; but what a person sees is then not what was checked ("1\u202e988\u202c" shows
 "1889" and holds "1988"; a direction mark inside a number does the same), so
 :attr:`Normalized.reordered` says so and a detector never
-calls such an answer supported (:func:`restore_result`).
+calls such an answer supported (:func:`restore_result`). Any invisible or format
+character inside a number (between two of its digits, with whatever else is hidden
+there), and a digit of another script that shows as another digit ("18৪9"), do the same
+through :attr:`Normalized.hidden_in_number`: the answer is not checked, never clean.
 
 The normalised text is what the detector, the NLI model, the number check and the
 instruction filter read; it is never shown to anyone.
@@ -51,6 +58,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ._digit_lookalikes import misread_digits, read_lookalikes
 from ._types import (
     DetectionInput,
     DetectionResult,
@@ -117,17 +125,47 @@ def _fold(ch: str, free_digit: bool = False) -> str:
         return str(unicodedata.decimal(ch))
     if free_digit:
         return str(unicodedata.digit(ch))
-    if unicodedata.decomposition(ch).startswith(_UNSAFE_NFKC):
+    decomposition = unicodedata.decomposition(ch)
+    if decomposition.startswith(_UNSAFE_NFKC):
         return ch
+    if not decomposition and unicodedata.category(ch) == "No":
+        return _dingbat_number(ch)
     return unicodedata.normalize("NFKC", ch)
+
+
+def _dingbat_number(ch: str) -> str:
+    """A number sign NFKC keeps ("➀", "❶", "⓿") as the whole number it shows, else itself."""
+    value = unicodedata.numeric(ch, -1.0)
+    return str(int(value)) if value >= 0 and value.is_integer() else ch
 
 
 # Superscript and subscript digits.
 _SMALL_DIGITS = "⁰¹²³⁴⁵⁶⁷⁸⁹₀-₉"
-# A run of them that stands free inside a sentence: after a word and one space, before a
-# space, punctuation or the end ("is ⁵⁰⁰ metres"). A footnote mark is attached to its word
-# ("Paris¹") and an exponent to its number or unit ("10⁶", "m²"); neither matches.
-_FREE_DIGITS = re.compile(rf"(?<=[^\s][ \t\u00a0])[{_SMALL_DIGITS}]+(?=[\s.,;:!?)]|$)")
+# A run of them that stands free: at the start, or after white space or an opening bracket,
+# quote or dash, and before white space, punctuation or the end ("is ⁵⁰⁰ metres",
+# "(¹⁹⁵⁰)", "¹⁹⁵⁰ was"). A footnote mark is attached to its word ("Paris¹", "tall.²") and
+# an exponent to its number or unit ("10⁶", "m²"); neither matches. Read only after a word
+# and one space, the same year after two spaces, in brackets, after a line break or at the
+# start passed a blocking route (tests/unit/core/test_numbers_as_written.py).
+_FREE_DIGITS = re.compile(
+    rf"(?<![^\s(\[{{\"'\u201c\u2018\u2013\u2014/-])[{_SMALL_DIGITS}]+"
+    r"(?=[\s.,;:!?)\]}\"'\u201d\u2019]|$)"
+)
+
+
+def _free_digits(text: str) -> set[int]:
+    """Where the free-standing superscript and subscript digits of ``text`` are.
+
+    A single one opening a line and followed by a space is a footnote's mark ("³ Source").
+    """
+    free: set[int] = set()
+    for match in _FREE_DIGITS.finditer(text):
+        start, end = match.span()
+        opens_line = start == 0 or text[start - 1] == "\n"
+        if end - start == 1 and opens_line and text[end : end + 1] == " ":
+            continue
+        free.update(range(start, end))
+    return free
 
 
 def _cluster(base: str, marks: list[str], free_digit: bool = False) -> str:
@@ -157,6 +195,9 @@ class Normalized:
     reordered: bool = False
     """Whether ``original`` holds bidirectional controls around text: it is shown to a
     person in another order than ``text`` reads."""
+    hidden_in_number: bool = False
+    """Whether a number of ``original`` holds an invisible or format character, or a digit
+    that shows as another digit: what a person reads of it may not be what was checked."""
 
     @property
     def changed(self) -> bool:
@@ -198,7 +239,9 @@ def normalize(text: str) -> Normalized:
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-    free = {i for m in _FREE_DIGITS.finditer(text) for i in range(*m.span())}
+    free = _free_digits(text)
+    hidden = False  # an invisible character between two digits
+    previous = -1  # where the last visible character is
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
@@ -208,18 +251,40 @@ def normalize(text: str) -> Normalized:
         start, end = i, i + 1
         marks: list[str] = []
         j = i + 1
+        invisible = False
         while j < n and (_is_mark(text[j]) or _ignorable(text[j])):
-            if _is_mark(text[j]):
+            if _ignorable(text[j]):  # the combining grapheme joiner is a mark, and invisible
+                invisible = True
+            else:
                 marks.append(text[j])
                 end = j + 1
             j += 1
+        if invisible and not hidden and j < n:
+            hidden = _inside_a_number(text, previous, i, j)
         for piece in _cluster(ch, marks, i in free):
             out.append(piece)
             starts.append(start)
             ends.append(end)
-        i = j
+        previous, i = i, j
     reordered = _BIDI.search(text) is not None or _MARK_IN_NUMBER.search(text) is not None
-    return Normalized(_digits_read("".join(out)), text, tuple(starts), tuple(ends), reordered)
+    hidden = hidden or misread_digits(text)
+    read = _digits_read(read_lookalikes("".join(out)))
+    return Normalized(read, text, tuple(starts), tuple(ends), reordered, hidden)
+
+
+def _inside_a_number(text: str, previous: int, base: int, after: int) -> bool:
+    """Whether invisible characters between ``text[base]`` and ``text[after]`` are in a number.
+
+    Between two digits, or beside a decimal point or a thousands comma that has a digit on
+    its other side (``previous``: the visible character before ``base``, or -1).
+    """
+    before, following = text[base], text[after]
+    if before in ".," and previous >= 0:
+        before = text[previous]
+    if following in ".,":
+        rest = (c for c in text[after + 1 : after + 9] if not (_ignorable(c) or _is_mark(c)))
+        following = next(rest, "")
+    return before.isnumeric() and following.isnumeric()
 
 
 # An embedding, override or isolate opened around at least one visible character: it
@@ -305,25 +370,33 @@ _REORDERED = (
 )
 
 
+_HIDDEN = (
+    "a number of the answer holds an invisible character or a digit that shows as another: "
+    "what is shown may not be what was checked, so it cannot be called supported"
+)
+
+
 def restore_result(result: DetectionResult, source: Normalized) -> DetectionResult:
     """``result`` (over the normalised answer) over the caller's answer.
 
     Spans and token offsets point into ``source.original``. An answer shown in another
-    order than it reads (:attr:`Normalized.reordered`) is never ``supported``: the check
-    read the logical order, the person reads the shown one, so a clean result becomes
-    ``unverifiable``, without spans (a flagged one stays flagged).
+    order than it reads (:attr:`Normalized.reordered`), or with a number that may show
+    otherwise than it reads (:attr:`Normalized.hidden_in_number`), is never
+    ``supported``: the check read one text, the person reads another, so a clean result
+    becomes ``unverifiable``, without spans (a flagged one stays flagged).
     """
     update: dict[str, object] = {
         "answer": source.original,
         "spans": [span_back(s, source) for s in result.spans],
         "tokens": [span_back(t, source) for t in result.tokens],
     }
-    if source.reordered and result.status is DetectionStatus.SUPPORTED:
+    unread = _REORDERED if source.reordered else _HIDDEN if source.hidden_in_number else None
+    if unread is not None and result.status is DetectionStatus.SUPPORTED:
         # As every unverifiable result: no spans and no score (a number would read as
-        # clean next to an answer nobody checked).
+        # clean next to an answer nobody checked; what was read is not what is shown).
         update |= {
             "status": DetectionStatus.UNVERIFIABLE,
-            "error": _REORDERED,
+            "error": unread,
             "spans": [],
             "score": None,
         }

@@ -1,14 +1,37 @@
-"""Numbers in text, with the unit word that follows them (shared by detector and engine)."""
+"""Numbers in text, with the unit word that follows them (shared by detector and engine).
+
+The text is read as the checks read it (``core/_normalize.py``: look-alike and styled
+digits folded, invisible characters gone). The readers of years and dates are in
+``core/_dates.py``, those of numbers in words in ``core/_number_words.py``, the units in
+``core/_units.py``; this module reads numbers in digits, puts every reader's quantities
+together (:func:`extract_quantities`) and judges them against a context.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from ._dates import DATE
+from ._dates import bc_years as _bc_years
+from ._dates import centuries as _centuries
+from ._dates import dates as _dates
+from ._dates import decades as _decades
+from ._dates import roman_years as _roman_years
+from ._number_words import NUMBER_WORDS
+from ._number_words import fraction_halves as _fraction_halves
+from ._number_words import halves as _halves
+from ._number_words import word_numbers as _word_numbers
 from ._text import AnswerText, content_words
+from ._units import SCALE as _SCALE
+from ._units import UNITS as _UNITS
+from ._units import YEAR_RANGE as _YEAR_RANGE
+from ._units import Quantity, measure
+from ._units import decimals_of as _decimals
+from ._units import is_amount_unit as _is_amount_unit
+from ._units import unit_word as _unit
 
 __all__ = [
     "DATE",
@@ -34,25 +57,7 @@ _NUMBER = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?!\w|\.\d+[^\W\d_])"
     r"(?:(?:\s*|-)(%|[A-Za-z]+))?"
 )
-# Numbers written as words ("a three-year warranty" against "3-year"); "one" is left out,
-# it is far more often a pronoun ("one of the", "the one") than a count.
-_SMALL = "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
-_SMALL += " sixteen seventeen eighteen nineteen"
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
-_WORD_VALUES = {w: i + 2 for i, w in enumerate(_SMALL.split())} | {
-    w: 20 + 10 * i for i, w in enumerate(_TENS.split())
-}
-_DIGIT_WORDS = {
-    w: i + 1 for i, w in enumerate("one two three four five six seven eight nine".split())
-}
-# The look-ahead names the first letters of the number words: it changes no match, and
-# spares the engine trying 26 alternatives at every word boundary (3x faster on long
-# contexts, which are read once per checked answer).
-_NUMBER_WORD = re.compile(
-    rf"\b(?=[tfsen])({'|'.join(_WORD_VALUES)})(?:[\s-]({'|'.join(_DIGIT_WORDS)}))?\b"
-    r"(?:(?:\s+|-)([A-Za-z]+))?",
-    re.IGNORECASE,
-)
+
 #: The unit of a clock time, read as minutes after midnight ("9 PM" is 1260).
 TIME_OF_DAY = "time of day"
 # A clock time: an hour with "am"/"pm" ("9 PM", "11:30 a.m."), or an hour with minutes
@@ -63,30 +68,7 @@ _TIME = re.compile(
     r"|(?<![\w.:])(\d{1,2}):(\d{1,2})(?![\w:])",
     re.IGNORECASE,
 )
-_YEAR_RANGE = (1000, 2100)
-# A half written in words is one amount with its unit: "half an hour" (0.5 hour), "five and half
-# years" and "two hours and a half" (N + 0.5), "an hour and a half" (1.5). Read apart, "five and
-# half years" was the number 5 and "half an hour" nothing, so an answer's "every 5.5 years" or "30
-# minutes" conflicted (tests/unit/core/models/detection/test_rules.py).
-_HALF_OF = rf"\d{{1,3}}|{'|'.join(_WORD_VALUES)}|{'|'.join(_DIGIT_WORDS)}|an?"
-_HALF = re.compile(
-    r"\bhalf\s+(?:of\s+)?an?\s+(?P<unit>[A-Za-z]+)"
-    rf"|\b(?P<whole>{_HALF_OF})\s+and\s+(?:a\s+)?half\s+(?P<unit_after>[A-Za-z]+)"
-    rf"|\b(?P<count>{_HALF_OF})\s+(?P<unit_before>[A-Za-z]+)\s+and\s+a\s+half\b",
-    re.IGNORECASE,
-)
-_HALF_WORD = re.compile(r"\bhalf\b", re.IGNORECASE)
-# How far a match of _HALF reaches from its "half": the longest form, "seventeen
-# millimetres and a half", holds 28 characters before it.
-_HALF_REACH = 60
-_SPACE = re.compile(r"\s")
-# The same half written as a fraction: "6 1/2 months", "6-1/2", "6½" (6.5 months), "1/2 mile"
-# (0.5 mile). Read apart, "6 1/2 months" was 6, 1 and "2 months"
-# (tests/unit/core/test_quantities.py).
-_HALF_FRACTION = re.compile(
-    r"(?<![\w./])(?:(?P<whole>\d{1,3})(?:\s+|-)?)?(?:(?<![\d/])1/2|\u00bd)(?![\w/])"
-    r"\s*(?P<unit>[A-Za-z]+)"
-)
+
 # A number that cites a source ("(Passages 1, 2, and 3)", "[2]", a context's "passage 1:"
 # label) states no amount. Current models cite the passages they answer from; read as
 # quantities, citations were "unseen" numbers in good answers (tests/unit/core/test_quantities.py).
@@ -101,76 +83,6 @@ _DIGITS = re.compile(r"\d+")
 # along ("[50] metres", "Passage 5 km"), not a citation (tests/unit/core/test_quantities.py).
 _WORD_AFTER = re.compile(r"\s*(%|[A-Za-z]+)")
 _BRACKETED = re.compile(r"\[(\d{1,4})(\.\d+)?\]\s*(%|[A-Za-z]+)")
-# Words after a number that are not its unit.
-_NOT_UNITS = frozenset(
-    "and or to in on at of the a an is was are were by for from with as than but "
-    "when while after before since until ad bc bce ce".split()
-)
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A number in a text, with its unit word when one follows it."""
-
-    value: float
-    unit: str | None
-    start: int
-    end: int
-    is_year: bool
-    decimals: int = 0
-    """Place of the last significant digit: 2 for "2.65", 0 for "7", -1 for "540"."""
-    number_end: int = -1
-    """End of the number itself ("4.2" of "4.2 km", "twenty-five" of "twenty-five people")."""
-    years: int = 1
-    """How many years a year stands for: 10 for a decade ("1950s"), 100 for "1800s", 101
-    for a century (the "19th century" is 1800 to 1900)."""
-
-
-# Measurement units by dimension, each with its size in the dimension's base unit. Only
-# words that are surely units: the word after a number is often a noun ("420 people"),
-# and a noun must not turn a copied number into a conflict. Scale words ("million") form
-# a dimension of their own, so "4.2 billion" against "4.2 million" is a conflict too.
-_LENGTH = {"km": 1e3, "kilometer": 1e3, "kilometre": 1e3, "m": 1.0, "meter": 1.0,
-           "metre": 1.0, "cm": 1e-2, "centimeter": 1e-2, "centimetre": 1e-2, "mm": 1e-3,
-           "millimeter": 1e-3, "millimetre": 1e-3, "mile": 1609.344, "mi": 1609.344,
-           "ft": 0.3048, "foot": 0.3048, "feet": 0.3048, "yard": 0.9144, "yd": 0.9144,
-           "inch": 0.0254, "inche": 0.0254}  # fmt: skip
-_MASS = {"kg": 1.0, "kilogram": 1.0, "g": 1e-3, "gram": 1e-3, "mg": 1e-6, "milligram": 1e-6,
-         "lb": 0.45359237, "lbs": 0.45359237, "pound": 0.45359237, "oz": 0.028349523,
-         "ounce": 0.028349523, "tonne": 1e3}  # fmt: skip
-_VOLUME = {"l": 1.0, "liter": 1.0, "litre": 1.0, "ml": 1e-3, "milliliter": 1e-3,
-           "millilitre": 1e-3, "gallon": 3.785411784}  # fmt: skip
-_DURATION = {"second": 1.0, "sec": 1.0, "minute": 60.0, "min": 60.0, "hour": 3600.0,
-             "hr": 3600.0, "hrs": 3600.0, "day": 86400.0, "week": 604800.0,
-             "month": 2629800.0, "year": 31557600.0}  # fmt: skip
-_AREA = {"acre": 4046.8564224, "hectare": 1e4, "ha": 1e4}
-_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-# Temperatures in degrees Celsius; Fahrenheit also has an offset (see ``measure``).
-_TEMPERATURE_UNITS = {"°c": 1.0, "°f": 5 / 9}
-_OFFSETS = {"°f": -32.0}
-_UNITS: dict[str, tuple[str, float]] = {
-    unit: (dimension, size)
-    for dimension, table in (
-        ("length", _LENGTH),
-        ("mass", _MASS),
-        ("volume", _VOLUME),
-        ("duration", _DURATION),
-        ("area", _AREA),
-        ("scale", _SCALE),
-        ("temperature", _TEMPERATURE_UNITS),
-    )
-    for unit, size in table.items()
-}
-
-
-def _unit(word: str | None) -> str | None:
-    if word is None:
-        return None
-    word = word.lower()
-    if word in _NOT_UNITS:
-        return None
-    # "meters" and "meter" name the same unit.
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
 def _clock_times(text: str) -> list[Quantity]:
@@ -197,61 +109,6 @@ def _clock_times(text: str) -> list[Quantity]:
 def clock_time_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of the clock times of ``text`` ("9 PM", "21:00"; see ``_TIME``)."""
     return [(q.start, q.end) for q in _clock_times(text)]
-
-
-def _halves(text: str) -> list[Quantity]:
-    """The halves written in words of ``text`` with a measurement unit (see ``_HALF``)."""
-    out = []
-    for match in _near_the_word_half(text):
-        unit = _unit(match.group("unit") or match.group("unit_after") or match.group("unit_before"))
-        if unit not in _UNITS:
-            continue  # "half a dozen", "two and a half people": no amount the rule compares
-        whole = (match.group("whole") or match.group("count") or "").lower()
-        if match.group("unit"):
-            value = 0.5
-        elif whole.isdigit():
-            value = int(whole) + 0.5
-        else:
-            value = _WORD_VALUES.get(whole, _DIGIT_WORDS.get(whole, 1)) + 0.5
-        start, end = match.start(), match.end()
-        out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
-    return out
-
-
-def _near_the_word_half(text: str) -> list[re.Match[str]]:
-    """``_HALF``'s matches in ``text``, searched only around the word "half".
-
-    ``_HALF`` tried at every word of a long context cost 30 ms at 20,000 words; every
-    match holds the word "half", at most ``_HALF_REACH`` characters from either end.
-    """
-    found: dict[int, re.Match[str]] = {}
-    for hit in _HALF_WORD.finditer(text):
-        space = _SPACE.search(text, hit.end() + _HALF_REACH)
-        end = space.start() if space else len(text)
-        for match in _HALF.finditer(text, max(0, hit.start() - _HALF_REACH), end):
-            # A window that ends inside another window's match may cut it short.
-            if match.start() not in found or match.end() > found[match.start()].end():
-                found[match.start()] = match
-    return [found[start] for start in sorted(found)]
-
-
-def _fraction_halves(text: str) -> list[Quantity]:
-    """The halves written as fractions of ``text`` with a measurement unit (``_HALF_FRACTION``)."""
-    if "1/2" not in text and "\u00bd" not in text:
-        return []  # the common case: no pass of the pattern over a long context
-    out = []
-    for match in _HALF_FRACTION.finditer(text):
-        unit = _unit(match.group("unit"))
-        if unit not in _UNITS:
-            continue
-        value = int(match.group("whole") or 0) + 0.5
-        start, end = match.start(), match.end()
-        out.append(Quantity(value, unit, start, end, is_year=False, decimals=1, number_end=end))
-    return out
-
-
-def _is_amount_unit(word: str) -> bool:
-    return word == "%" or _unit(word) in _UNITS
 
 
 def citations(text: str) -> list[tuple[int, int]]:
@@ -296,6 +153,12 @@ _GLUED_SCALE = {"M": "million", "mn": "million", "B": "billion", "bn": "billion"
 # After a currency sign a lower-case "m" or "b" is a magnitude, not metres ("$2m"), and so
 # is "k" ("$50k"; alone, "4K" is a screen).
 _MONEY_SCALE = {"m": "million", "b": "billion", "k": "thousand", "K": "thousand"}
+# A "k" is a thousand anywhere ("12k visitors"), and a "K" before a unit ("12K meters" is
+# 12,000 meters). Unread, "12k meters" was no number
+# (tests/unit/core/test_numbers_as_written.py).
+# The US retirement plans "401k" and "403b" are names, not amounts.
+_THOUSAND = {"k", "K"}
+_PLAN_NAMES = frozenset({"401", "403", "457"})
 
 
 def _glued_word(suffix: str) -> str | None:
@@ -315,9 +178,15 @@ def _glued_amounts(text: str) -> list[Quantity]:
             unit = _unit(suffix)
         if unit is None:
             unit = _glued_word(suffix)
+        digits = match.group(2).replace(",", "")
+        if unit is None and suffix in _THOUSAND and digits not in _PLAN_NAMES:
+            thousands = _thousands(text, match)
+            if thousands is not None:
+                out.append(thousands)
+                continue
+            unit = "thousand" if suffix == "k" else None
         if unit is None:
             continue
-        digits = match.group(2).replace(",", "")
         out.append(
             Quantity(
                 float(digits + (match.group(3) or "")),
@@ -332,67 +201,62 @@ def _glued_amounts(text: str) -> list[Quantity]:
     return out
 
 
-# A decade: a year ending in 0 with "s" or "'s" ("the 1950s", "1880's"). Unread, a wrong
-# decade was only an absent word, and "built in the 1950s" passed where "in 1950" was
-# caught (tests/unit/core/models/detection/test_rules.py). "1800s" is mostly said of a
-# century: read as a hundred years, the wider reading never invents a conflict.
-_DECADE = re.compile(r"(?<![\w.])(1\d{2}0|20[0-9]0)(?:['\u2019]?s)(?!\w)")
-
-
-def _span_of_years(first: int, years: int, start: int, end: int) -> Quantity:
-    """A year standing for ``years`` years from ``first``, written from ``start`` to ``end``."""
+def _thousands(text: str, match: re.Match[str]) -> Quantity | None:
+    """``match`` ("12k") as thousands of the measurement unit after it, if one follows."""
+    after = _WORD_AFTER.match(text, match.end())
+    if after is None or _unit(after.group(1)) not in _UNITS:
+        return None
+    digits, fraction = match.group(2).replace(",", ""), match.group(3)
     return Quantity(
-        float(first),
-        None,
-        start,
-        end,
-        is_year=True,
-        decimals=_decimals(str(first), None),
-        number_end=end,
-        years=years,
+        float(digits + (fraction or "")) * 1e3,
+        _unit(after.group(1)),
+        match.start(2),
+        after.end(),
+        is_year=False,
+        decimals=_decimals(digits, fraction) - 3,
+        number_end=match.end(),
     )
 
 
-def _decades(text: str) -> list[Quantity]:
-    """Decades and centuries written as years with an "s" ("1950s", "1800s")."""
-    out = []
-    for match in _DECADE.finditer(text):
-        year = match.group(1)
-        years = 100 if year.endswith("00") else 10
-        out.append(_span_of_years(int(year), years, match.start(1), match.end()))
-    return out
-
-
-# A century, in digits or in words ("the 19th century", "nineteenth-century"), from the 11th to the
-# 21st: the years it spans, by either count (the 19th century is 1801-1900 by the calendar,
-# 1800-1899 as most say it), so 1800-1900. Unread, "19th" was an absent word, and a right century
-# was flagged as readily as a wrong one (tests/unit/core/models/detection/test_rules.py).
-_CENTURY_WORDS = {
-    w: 11 + i
-    for i, w in enumerate(
-        "eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
-        "nineteenth twentieth".split()
-    )
-}
-_CENTURY = re.compile(
-    r"\b(?:(1[1-9]|2[01])(?:st|nd|rd|th)|"
-    rf"({'|'.join(_CENTURY_WORDS)}|twenty[\s-]first))[\s-]+centur(?:y|ies)\b"
-    r"(?!\s*(?:BCE?\b|B\.C\.))",
-    re.IGNORECASE,
+# A number in scientific notation: "3.3e3 meters", "3.3 × 10^3", "5×10²", "10⁶ cells".
+# Unread, "3.3e3 meters" was no number at all, and "5×10² meters" the numbers 5 and 10
+# (tests/unit/core/test_numbers_as_written.py). Superscript digits glued to a number are
+# kept by the normalisation (core/_normalize.py), so "10²" reaches this reader as written.
+_SUPERSCRIPTS = "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+_SUPERSCRIPT = str.maketrans(_SUPERSCRIPTS, "-0123456789")
+_POWER = rf"(?=[\^*{_SUPERSCRIPTS}])"  # "10" followed by its power
+_POWER_OF_TEN = re.compile(
+    r"(?<![\w.])(?:(?P<digits>\d+)(?P<fraction>\.\d+)?"
+    rf"(?:[eE](?P<e>[+-]?\d{{1,3}})|\s?[x\u00d7\u00b7*]\s?10{_POWER})|10{_POWER})"
+    r"(?:\^\(?(?P<caret>[+-]?\d{1,3})\)?|\*\*(?P<stars>[+-]?\d{1,3})"
+    rf"|(?P<sup>\u207b?[{_SUPERSCRIPTS[1:]}]{{1,3}}))?"
+    r"(?!\w|\.\d)"
 )
 
 
-def _centuries(text: str) -> list[Quantity]:
-    """Centuries from the 11th to the 21st, each as the years it spans (``_CENTURY``)."""
-    if "centur" not in text.lower():
-        return []  # most passages: spares the regex a try at every word (8 ms on 20k words)
+def _powers_of_ten(text: str) -> list[Quantity]:
+    """The numbers in scientific notation of ``text`` (see ``_POWER_OF_TEN``)."""
     out = []
-    for match in _CENTURY.finditer(text):
-        if match.group(1):
-            number = int(match.group(1))
-        else:  # "twenty-first" is the one ordinal not in the table
-            number = _CENTURY_WORDS.get(match.group(2).lower(), 21)
-        out.append(_span_of_years(100 * (number - 1), 101, match.start(), match.end()))
+    for match in _POWER_OF_TEN.finditer(text):
+        power = match.group("e") or match.group("caret") or match.group("stars")
+        if power is None and match.group("sup"):
+            power = match.group("sup").translate(_SUPERSCRIPT)
+        if power is None:
+            continue  # "3 x 10" with no power
+        digits, fraction = match.group("digits") or "1", match.group("fraction")
+        after = _WORD_AFTER.match(text, match.end())
+        unit = _unit(after.group(1)) if after else None
+        out.append(
+            Quantity(
+                float(digits + (fraction or "")) * 10.0 ** int(power),
+                unit,
+                match.start(),
+                after.end() if after and unit else match.end(),
+                is_year=False,
+                decimals=_decimals(digits, fraction) - int(power),
+                number_end=match.end(),
+            )
+        )
     return out
 
 
@@ -419,136 +283,6 @@ def _bracketed_amounts(text: str) -> list[Quantity]:
         )
     return out
 
-
-# An era after a year: "1889 BC" is not 1889. A year before Christ is read as a negative
-# year, so it conflicts with the same digits in the common era (and matches "1889 BCE").
-_BEFORE_CHRIST = re.compile(r"\s*(?:BCE?\b|B\.\s?C\.(?:\s?E\.)?)", re.IGNORECASE)
-_BC_YEAR = re.compile(r"(?<![\w.,])(\d{1,4})(?=\s*(?:BCE?\b|B\.\s?C\.))", re.IGNORECASE)
-
-
-def _bc_years(text: str) -> list[Quantity]:
-    """Years before Christ ("1889 BC", "500 B.C."), as negative years."""
-    if not _BC_HINT.search(text):
-        return []
-    out = []
-    for match in _BC_YEAR.finditer(text):
-        era = _BEFORE_CHRIST.match(text, match.end())
-        end = era.end() if era else match.end()
-        out.append(
-            Quantity(
-                float(-int(match.group(1))),
-                None,
-                match.start(1),
-                end,
-                is_year=True,
-                number_end=match.end(1),
-            )
-        )
-    return out
-
-
-_BC_HINT = re.compile(r"\bB\.?\s?C", re.IGNORECASE)
-
-# A year in roman numerals, only where a year is meant: after "in", "since", "from",
-# "until", "by" or "year", in capitals, at least three letters, from 1000 to 2100 ("in
-# MCML"). Elsewhere capitals are initials or names ("MD", "MIX", "CIVIL").
-_ROMAN_YEAR = re.compile(
-    r"\b(?:in|since|from|until|till|by|year|anno)\s+(M{1,2}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})"
-    r"(?:IX|IV|V?I{0,3}))\b"
-)
-_ROMAN = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
-
-
-def _roman_value(numeral: str) -> int:
-    total = 0
-    for i, ch in enumerate(numeral):
-        value = _ROMAN[ch]
-        after = _ROMAN[numeral[i + 1]] if i + 1 < len(numeral) else 0
-        total += -value if value < after else value
-    return total
-
-
-def _roman_years(text: str) -> list[Quantity]:
-    """Years in roman numerals where a year is meant ("built in MCML"; see ``_ROMAN_YEAR``)."""
-    if "M" not in text:
-        return []
-    out = []
-    for match in _ROMAN_YEAR.finditer(text):
-        numeral = match.group(1)
-        year = _roman_value(numeral)
-        if len(numeral) >= 3 and _YEAR_RANGE[0] <= year <= _YEAR_RANGE[1]:
-            out.append(_span_of_years(year, 1, match.start(1), match.end(1)))
-    return out
-
-
-#: The unit of a calendar date, read as ``year * 10000 + month * 100 + day``.
-DATE = "date"
-_MONTHS = {
-    name: i + 1
-    for i, names in enumerate(
-        (
-            "january jan",
-            "february feb",
-            "march mar",
-            "april apr",
-            "may",
-            "june jun",
-            "july jul",
-            "august aug",
-            "september sep sept",
-            "october oct",
-            "november nov",
-            "december dec",
-        )
-    )
-    for name in names.split()
-}
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-# A date written with its month in words ("31 March 1889", "March 31, 1889") or in ISO
-# form ("1889-03-31"). Read apart, "1889-03-31" was the numbers 1889, 3 and 31, and the
-# 3 was absent from a context that writes "31 March 1889" (tests/unit/core/test_quantities.py).
-_WRITTEN_DATE = re.compile(
-    rf"\b(?:(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{_MONTH})\.?,?\s+"
-    rf"|(?P<month_first>{_MONTH})\.?\s+(?P<day_after>\d{{1,2}})(?:st|nd|rd|th)?,?\s+)"
-    r"(?P<year>\d{4})\b",
-    re.IGNORECASE,
-)
-_ISO_DATE = re.compile(r"(?<![\w.\-])(\d{4})-(\d{2})-(\d{2})(?![\w\-]|\.\d)")
-
-
-def _date(year: int, month: int, day: int, start: int, end: int) -> Quantity | None:
-    if not (1 <= month <= 12 and 1 <= day <= 31):
-        return None
-    value = float(year * 10000 + month * 100 + day)
-    return Quantity(value, DATE, start, end, is_year=False, number_end=end)
-
-
-def _dates(text: str) -> tuple[list[Quantity], list[Quantity]]:
-    """``(dates, iso_years)``: the calendar dates of ``text``, and the year of each ISO one.
-
-    A written date's numbers are read as well (the context's "31 March 1889" still holds
-    the year 1889); an ISO date's are not, save its year.
-    """
-    dates: list[Quantity] = []
-    years: list[Quantity] = []
-    for match in _ISO_DATE.finditer(text):
-        year, month, day = (int(g) for g in match.groups())
-        date = _date(year, month, day, match.start(), match.end())
-        if date is not None:
-            dates.append(date)
-            years.append(_span_of_years(year, 1, match.start(1), match.end(1)))
-    if not _MONTH_HINT.search(text):
-        return dates, years
-    for match in _WRITTEN_DATE.finditer(text):
-        month = _MONTHS[(match.group("month") or match.group("month_first")).lower()]
-        day = int(match.group("day") or match.group("day_after"))
-        date = _date(int(match.group("year")), month, day, match.start(), match.end())
-        if date is not None:
-            dates.append(date)
-    return dates, years
-
-
-_MONTH_HINT = re.compile(rf"\b(?:{_MONTH})\b", re.IGNORECASE)
 
 # A temperature: "212 °F", "100°C", "100 degrees Celsius", "-40 ºF". NFKC reads "℃" as
 # "°C" (core/_normalize). Read as a number with no unit, "212 °F" was absent from a
@@ -582,11 +316,6 @@ def _temperatures(text: str) -> list[Quantity]:
     return out
 
 
-def _decimals(digits: str, fraction: str | None) -> int:
-    """The place of a number's last significant digit: 2 for "2.65", -1 for "540"."""
-    return len(fraction) - 1 if fraction else -(len(digits) - len(digits.rstrip("0")))
-
-
 def extract_quantities(text: str) -> list[Quantity]:
     """Every number of ``text``, in digits or in words, with its unit word (or ``None``).
 
@@ -595,20 +324,26 @@ def extract_quantities(text: str) -> list[Quantity]:
     ("five and half years" and "5 1/2 years" are 5.5 years). A decade ("1950s") is a year
     standing for ten years (:attr:`Quantity.years`), a century ("19th century") for the
     years it spans. A year before Christ ("500 BC") is a negative year, a roman year where
-    a year is meant ("in MCML") a year, a calendar date ("31 March 1889", "1889-03-31") one
-    quantity of unit :data:`DATE`, a temperature one of unit ``°c`` or ``°f``. Numbers
-    that cite a source
-    (:func:`citation_numbers`) are left out.
+    a year is meant ("in MCML", "(MCML)") a year, a calendar date ("31 March 1889",
+    "1889-03-31", "31/03/1889") one quantity of unit :data:`DATE`, a temperature one of
+    unit ``°c`` or ``°f``. "3.3e3", "5×10²" and "12k" are the amounts they write, and a
+    number in words ("five hundred", "eighteen eighty-nine") the number it says. Numbers
+    that cite a source (:func:`citation_numbers`) are left out.
     """
-    dates, iso_years = _dates(text)
+    dates, date_years = _dates(text)
     found = _clock_times(text) + _halves(text) + _fraction_halves(text) + _bracketed_amounts(text)
-    found += _glued_amounts(text) + _decades(text) + _centuries(text) + _temperatures(text)
-    found += _bc_years(text) + _roman_years(text) + iso_years
+    found += _powers_of_ten(text) + _glued_amounts(text) + _decades(text) + _centuries(text)
+    found += _temperatures(text) + _bc_years(text) + _roman_years(text) + date_years
     inside = [(q.start, q.end) for q in found] + citation_numbers(text)
-    inside += [(q.start, q.end) for q in dates if q.end - q.start == 10]  # ISO dates
+    # a date in digits is one quantity; the numbers of a date in words are read as well
+    inside += [(q.start, q.end) for q in dates if not _has_letters(text, q.start, q.end)]
     found = dates + found  # a date first: its verdict marks the whole date
     found += _digit_numbers(text, inside) + _word_numbers(text, inside)
     return sorted(found, key=lambda q: q.start)
+
+
+def _has_letters(text: str, start: int, end: int) -> bool:
+    return any(c.isalpha() for c in text[start:end])
 
 
 def _digit_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
@@ -637,37 +372,10 @@ def _digit_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
     return found
 
 
-def _word_numbers(text: str, inside: list[tuple[int, int]]) -> list[Quantity]:
-    """The numbers written in words, outside the ``inside`` ranges already read."""
-    found: list[Quantity] = []
-    for match in _NUMBER_WORD.finditer(text):
-        if any(a <= match.start(1) < b for a, b in inside):
-            continue
-        tens = _WORD_VALUES[match.group(1).lower()]
-        ones = _DIGIT_WORDS[match.group(2).lower()] if match.group(2) and tens >= 20 else 0
-        unit = _unit(match.group(3) if match.group(2) is None or ones else None)
-        number_end = match.end(2) if ones else match.end(1)
-        end = match.end() if unit else number_end
-        found.append(
-            Quantity(
-                float(tens + ones), unit, match.start(1), end, is_year=False, number_end=number_end
-            )
-        )
-    return found
-
-
 def _comparable(a: Quantity, b: Quantity) -> bool:
     if a.is_year or b.is_year:
         return a.is_year and b.is_year
     return a.unit is not None and a.unit == b.unit
-
-
-def measure(quantity: Quantity) -> tuple[str, float] | None:
-    """``(dimension, amount in the base unit)`` of a quantity with a known unit, else None."""
-    known = _UNITS.get(quantity.unit or "")
-    if known is None:
-        return None
-    return known[0], (quantity.value + _OFFSETS.get(quantity.unit or "", 0.0)) * known[1]
 
 
 def _same_amount(quantity: Quantity, other: Quantity) -> bool:
@@ -728,7 +436,8 @@ def _judge_date(date: Quantity, known: Sequence[Quantity]) -> QuantityVerdict:
     dates = [k for k in known if k.unit == DATE]
     if not dates:
         return "unseen"
-    return "present" if any(k.value == date.value for k in dates) else "conflict"
+    mine = {date.value, *date.readings}  # "04/03/1889" is 4 March or 3 April
+    return "present" if any(mine & {k.value, *k.readings} for k in dates) else "conflict"
 
 
 def _plain(quantity: Quantity) -> tuple[float, float] | None:
@@ -795,7 +504,7 @@ def _is_topic_word(word: str) -> bool:
     return (
         not any(c.isdigit() for c in word)
         and _unit(word) not in _UNITS
-        and word not in _WORD_VALUES
+        and word not in NUMBER_WORDS
     )
 
 

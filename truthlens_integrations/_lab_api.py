@@ -57,7 +57,6 @@ if TYPE_CHECKING:
         ContextQuantities,
         extract_quantities,
         judge_quantity,
-        measure,
     )
     from truthlens_integrations.core._scoring import merge_spans
     from truthlens_integrations.core._text import (
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
         stripped_range,
         words,
     )
+    from truthlens_integrations.core._units import measure
     from truthlens_integrations.core.engine._premise import answer_sentence
     from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
     from truthlens_integrations.core.models._onnx import _threads as onnx_threads
@@ -162,7 +162,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ContextQuantities": (f"{_CORE}._quantities", "ContextQuantities"),
     "extract_quantities": (f"{_CORE}._quantities", "extract_quantities"),
     "judge_quantity": (f"{_CORE}._quantities", "judge_quantity"),
-    "measure": (f"{_CORE}._quantities", "measure"),
+    "measure": (f"{_CORE}._units", "measure"),
     "quantities_module": (f"{_CORE}._quantities", None),
     "conflict_marks": (f"{_DETECTION}._rules", "conflict_marks"),
     "rule_conflicts": (f"{_DETECTION}._rules", "rule_conflicts"),

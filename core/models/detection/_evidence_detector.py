@@ -93,7 +93,7 @@ class EvidenceDetector(TransformerDetector):
     def _absent_words(self, item: DetectionInput) -> list[tuple[int, str]]:
         # What states nothing the context could lack is not counted as absent: an
         # abstention's words, citation numbers, clock times (the unit rule judges them),
-        # source framing and connectives (_adjust.uncounted_spans).
+        # source framing and connectives (_rules.uncounted_spans).
         skip = uncounted_spans(AnswerText.of(item.answer), item.context, item.question)
         return absent_words(item, skip)
 

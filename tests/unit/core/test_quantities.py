@@ -54,7 +54,9 @@ def test_a_half_as_a_fraction_is_one_quantity(text: str, expected: tuple[float, 
 
 
 def test_a_date_or_a_count_is_no_fraction() -> None:
-    assert [q.value for q in extract_quantities("Due 1/2/2020.")] == [1.0, 2.0, 2020.0]
+    # a date in digits is one date, read both ways, with its year (issue 51)
+    (date, year) = extract_quantities("Due 1/2/2020.")
+    assert {date.value, *date.readings} == {20200102.0, 20200201.0} and year.value == 2020.0
     assert [(q.value, q.unit) for q in extract_quantities("Add 3 1/2 cups.")] == [
         (3.0, None),
         (1.0, None),

@@ -1,4 +1,4 @@
-"""Tests of ``core/models/detection/_adjust.py``: the rule layer's verdicts on numbers,
+"""Tests of ``core/models/detection/_rules.py``: the rule layer's verdicts on numbers,
 negations, hedges and abstentions.
 """
 
