@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._frameworks import register_llm_wrapper
 from ._json import loads_strict
 from ._limits import (
     InputLimits,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     )
     from .engine._verdict import REDACTED, Verdict, redact_verdict
     from .llm._base import ensure_text, timed_response
+    from .llm._coerce import to_llm
     from .llm._wrapped import WrappedLLM
     from .mitigation._defence import filter_passages
     from .mitigation._feedback import build_refiner_messages, fallback_query
@@ -82,6 +84,7 @@ _LAZY = {
     "WrappedLLM": "llm._wrapped",
     "ensure_text": "llm._base",
     "timed_response": "llm._base",
+    "to_llm": "llm._coerce",
     # mitigation building blocks the adapters run in their own frameworks
     "filter_passages": "mitigation._defence",
     "fallback_query": "mitigation._feedback",
@@ -163,6 +166,7 @@ __all__ = [
     "read_calibration_file",
     "readable_chars",
     "redact_verdict",
+    "register_llm_wrapper",
     "reject_unknown",
     "renamed_options",
     "require",
@@ -172,6 +176,7 @@ __all__ = [
     "split_sentences",
     "threshold_for",
     "timed_response",
+    "to_llm",
     "verdict_headers",
     "verdict_of",
     "verdict_payload",

@@ -109,6 +109,24 @@ def test_tool_calls_and_usage_reach_the_client(
     assert sent.stream is streaming and sent.tool_names == ["landmark_record"]
 
 
+# -- the engine itself (issue 51: docs/engine.md lists chat models as guard-call tools) --
+
+
+@STREAMING
+def test_the_engine_refines_with_a_chat_openai(
+    openai_server: OpenAIServer, engine: TruthLens, streaming: bool
+) -> None:
+    openai_server.respond(corrected)
+    llm = chat(openai_server, streaming=streaming)
+    verdict = engine.derive(mode="standard").guard(
+        context=[EIFFEL_RECORD], question=QUESTION, answer=WRONG, llm=llm
+    )
+    assert verdict.status == "converged" and verdict.final_answer == RIGHT
+    refines = refine_requests(openai_server)
+    assert refines and "1950" in refines[0]
+    assert all(request.stream is streaming for request in openai_server.requests)
+
+
 # -- TruthLensRunnable ----------------------------------------------------------------
 
 
