@@ -69,7 +69,7 @@ from truthlens_integrations.llamaindex_adapter import (
 # -- TruthLensQueryEngine over a real VectorStoreIndex: detection, actions, metadata, events.
 
 
-WARNED = f'{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: "1950".'
+WARNED = f'{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Not supported by the context: "1950".'
 
 
 def guarded(
