@@ -31,6 +31,7 @@ from ._text import content_words, split_sentences
 
 if TYPE_CHECKING:
     from ._arguments import reject_unknown
+    from ._decision import NOT_CHECKED_WORDS
     from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
     from .engine._build import engine_from
     from .engine._options import (
@@ -73,6 +74,8 @@ _LAZY = {
     "warn_deprecated": "engine._options",
     "POLICY_KNOB_NAMES": "engine._options",
     "reject_unknown": "_arguments",
+    # the words every surface says a reason for not checking an answer in
+    "NOT_CHECKED_WORDS": "_decision",
     # blocked answers and verdict payloads
     "EngineBlocking": "engine._blocked",
     "OnBlock": "engine._blocked",
@@ -129,6 +132,7 @@ def verdict_headers(verdict: Verdict, *, include_details: bool) -> dict[str, str
 
 __all__ = [
     "CALIBRATION_FORMAT",
+    "NOT_CHECKED_WORDS",
     "POLICY_KNOB_NAMES",
     "REDACTED",
     "CalibrationFile",

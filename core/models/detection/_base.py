@@ -192,8 +192,8 @@ class BaseDetector(SingleAnswerCalls, ABC):
         )
         score = self._response_score(item, tokens, spans)
         # Scored as marked; shown only where a span says something: a span on "so",
-        # "is" or a comma alone points a reader at nothing (ragtruth_dev select: span F1
-        # 0.2995 -> 0.3004, benchmarks/results/hardening_round4/newuser.md).
+        # "is" or a comma alone points a reader at nothing (on ragtruth_dev select answers
+        # character span F1 went from 0.2995 to 0.3004 without them).
         spans = [span for span in spans if says_something(span.text)]
         detected = reaches(score, cfg.threshold)
         # Too little of the answer was read to clear it; what was read can still flag
