@@ -322,6 +322,23 @@ def test_agent_streams_no_token_of_a_blocked_answer(
     texts = _streamed_text(_agent(openai_server, streaming=True, engine=engine, action="block"))
     assert not shows_wrong_year(texts)
     assert texts[-1] == engine.blocked_message
+    # Issue 51: the model streams as built (it sent "stream": false); the guard holds
+    # the tokens back until the answer is checked
+    assert [r.stream for r in openai_server.chat_requests()] == [True, True]
+
+
+@ONE_LOOP
+async def test_agent_holds_back_the_tokens_it_streams_from_astream_events(
+    openai_server: OpenAIServer, engine: TruthLens
+) -> None:
+    _agent_script(openai_server, WRONG)
+    agent = _agent(openai_server, streaming=True, engine=engine, action="block")
+    events = [e async for e in agent.astream_events({"messages": [("user", QUESTION)]})]
+    tokens = [
+        str(e["data"]["chunk"].content) for e in events if e["event"] == "on_chat_model_stream"
+    ]
+    assert not shows_wrong_year(tokens) and not shows_wrong_year(str(events))
+    assert [r.stream for r in openai_server.chat_requests()] == [True, True]
 
 
 def test_agent_streams_tokens_when_the_policy_leaves_text_alone(
