@@ -167,7 +167,8 @@ def test_factual_prompt_without_grounding_is_unverified(
     assert counting.batches == 0
     assert verdict.unverified and verdict.context_missing and verdict.fact_check_needed
     assert verdict.decision is Decision.MITIGATE and verdict.action == "body"
-    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    said = "Not checked: there was no context to check it against."
+    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} {said}"
     assert verdict.metadata["x-vsr-unverified-factual-response"] == "true"
     assert verdict.metadata["x-vsr-verification-context-missing"] == "true"
     # not checked: neither "false" (clean) nor "true"
