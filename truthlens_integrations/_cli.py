@@ -398,11 +398,11 @@ def _verdict_line(verdict: Verdict) -> str:
         reason = verdict.not_checked_reason or ""
         words = NOT_CHECKED_WORDS.get(reason, reason)
         return (
-            f"{verdict.decision.value}  NOT CHECKED: {words} ({reason})  score=none  "
+            f"{verdict.decision.value}  NOT CHECKED: {words} ({reason})  score=n/a  "
             f"action={verdict.action or 'none'}{ran}  {total:.1f} ms"
         )
     said = "flagged" if verdict.detected else "not flagged"
-    score = "none" if verdict.score is None else f"{verdict.score:.3f}"
+    score = "n/a" if verdict.score is None else f"{verdict.score:.3f}"
     return (
         f"{verdict.decision.value}  {said}  score={score}  threshold={verdict.threshold:.2f}  "
         f"action={verdict.action or 'none'}{ran}  {total:.1f} ms"

@@ -430,7 +430,7 @@ def test_an_answer_without_context_reads_as_not_checked_never_clean(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "NOT CHECKED: there was no context to check it against (no_grounding)" in out
-    assert "score=none" in out and "[[" not in out
+    assert "score=n/a" in out and "[[" not in out  # as x-truthlens-score says it
 
 
 def test_marks_under_the_threshold_are_listed_apart_never_marked(
