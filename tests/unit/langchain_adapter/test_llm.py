@@ -165,4 +165,3 @@ def test_a_langchain_llm_that_is_not_a_chat_model_reads_as_text() -> None:
 
     llm = to_core_llm(FakeListLLM(responses=[FIXED]))
     assert llm is not None and llm.complete("When?").text == FIXED
-
