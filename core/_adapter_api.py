@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._frameworks import register_llm_wrapper
 from ._json import loads_strict
 from ._limits import (
     InputLimits,
@@ -37,11 +38,13 @@ if TYPE_CHECKING:
         read_calibration_file,
     )
     from ._calibration._fit import fit_response_map, threshold_for
+    from ._decision import NOT_CHECKED_WORDS
     from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
     from .engine._build import engine_from
     from .engine._options import POLICY_KNOB_NAMES, split_options
     from .engine._verdict import REDACTED, Verdict, redact_verdict
     from .llm._base import ensure_text, timed_response
+    from .llm._coerce import to_llm
     from .llm._wrapped import WrappedLLM
     from .mitigation._feedback import build_refiner_messages, fallback_query
     from .mitigation._prompts import build_refine_messages, defuse, format_documents, mark_spans
@@ -61,6 +64,8 @@ _LAZY = {
     "split_options": "engine._options",
     "POLICY_KNOB_NAMES": "engine._options",
     "reject_unknown": "_arguments",
+    # the words every surface says a reason for not checking an answer in
+    "NOT_CHECKED_WORDS": "_decision",
     # blocked answers and verdict payloads
     "EngineBlocking": "engine._blocked",
     "OnBlock": "engine._blocked",
@@ -72,6 +77,7 @@ _LAZY = {
     "WrappedLLM": "llm._wrapped",
     "ensure_text": "llm._base",
     "timed_response": "llm._base",
+    "to_llm": "llm._coerce",
     # mitigation building blocks the adapters run in their own frameworks
     "fallback_query": "mitigation._feedback",
     "build_refiner_messages": "mitigation._feedback",
@@ -114,6 +120,7 @@ def verdict_headers(verdict: Verdict, *, include_details: bool) -> dict[str, str
 
 __all__ = [
     "CALIBRATION_FORMAT",
+    "NOT_CHECKED_WORDS",
     "POLICY_KNOB_NAMES",
     "REDACTED",
     "CalibrationFile",
@@ -150,6 +157,7 @@ __all__ = [
     "read_calibration_file",
     "readable_chars",
     "redact_verdict",
+    "register_llm_wrapper",
     "reject_unknown",
     "require",
     "rescore",
@@ -157,6 +165,7 @@ __all__ = [
     "split_sentences",
     "threshold_for",
     "timed_response",
+    "to_llm",
     "verdict_headers",
     "verdict_of",
     "verdict_payload",

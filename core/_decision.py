@@ -27,6 +27,7 @@ from typing import Literal, Protocol
 from ._types import DetectionResult, DetectionStatus, HallucinationSpan
 
 __all__ = [
+    "NOT_CHECKED_WORDS",
     "Action",
     "AnswerDecision",
     "DecisionSettings",
@@ -50,6 +51,14 @@ policy skips non-factual prompts and the classifier found this one non-factual
 (``non_factual``), there was no usable grounding (``no_grounding``, also when every
 passage carried instructions), or the detector could not read the input
 (``unverifiable``)."""
+
+#: Each reason in words, as every surface says it (the ``body`` warning, the command line).
+NOT_CHECKED_WORDS: dict[str, str] = {
+    "disabled": "checking is off for this route",
+    "non_factual": "the policy skips non-factual prompts",
+    "no_grounding": "there was no context to check it against",
+    "unverifiable": "the detector could not read enough of it",
+}
 
 
 class DecisionSettings(Protocol):

@@ -17,12 +17,14 @@ from functools import lru_cache
 __all__ = [
     "COMPOUND_WORD",
     "DIGITS",
+    "FUNCTION_WORDS",
     "NUMBER",
     "SPAN_WORD",
     "STOP_WORDS",
     "WORD",
     "AnswerText",
     "content_words",
+    "says_something",
     "select_premise",
     "split_sentences",
     "stripped_range",
@@ -60,6 +62,25 @@ STOP_WORDS: frozenset[str] = frozenset(
     what when where why how all any each other some such only own same both more most""".split()
 )
 """Words too common to say what a text is about (lower case)."""
+
+#: Stop words that still change what a claim says: negations, quantifiers, modals and the
+#: words of order and comparison ("not", "all", "may", "before", "than"). A span on one of
+#: them marks a real difference; a span on "so" or "is" alone marks none a reader can use.
+_CLAIM_WORDS = frozenset(
+    """not no nor never cannot all any each other some both more most only own same
+    can could should may might must will would over under after before between than""".split()
+)
+FUNCTION_WORDS: frozenset[str] = STOP_WORDS - _CLAIM_WORDS
+"""Words that carry no claim of their own (articles, pronouns, auxiliaries, connectives)."""
+
+
+def says_something(text: str) -> bool:
+    """Whether ``text`` holds a word that is not a function word (a span worth showing).
+
+    Punctuation and symbols alone (``","``, ``")"``, ``"$"``) say nothing either.
+    """
+    return any(m.group().lower() not in FUNCTION_WORDS for m in SPAN_WORD.finditer(text))
+
 
 # A sentence ends at . ! ? (with closing quotes or brackets) followed by white space, or
 # at a line break. Decimal points and "1887-1889." inside a token never match. The match

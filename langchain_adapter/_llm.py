@@ -25,7 +25,7 @@ from langchain_core.callbacks import (
     CallbackManagerForLLMRun,
     Callbacks,
 )
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.language_models.model_profile import ModelProfile
 from langchain_core.messages import (
     AIMessage,
@@ -37,7 +37,8 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.rate_limiters import BaseRateLimiter
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from typing_extensions import override
 
@@ -45,7 +46,12 @@ from truthlens_integrations.core import (
     InvalidArgumentError,
     LLMError,
 )
-from truthlens_integrations.core._adapter_api import WrappedLLM, reject_unknown, timed_response
+from truthlens_integrations.core._adapter_api import (
+    WrappedLLM,
+    reject_unknown,
+    timed_response,
+    to_llm,
+)
 from truthlens_integrations.core.llm import (
     LLM,
     BaseLLM,
@@ -58,22 +64,28 @@ from truthlens_integrations.core.llm import (
 
 from ._inputs import message_text
 
-__all__ = ["ChatModelLLM", "LLMChatModel", "as_llm", "chat_model_of"]
+__all__ = ["ChatModelLLM", "LLMChatModel", "as_llm", "chat_model_of", "to_core_llm"]
+
+
+def _model_of(model: object) -> BaseLanguageModel[Any] | None:
+    """The model inside ``model`` (itself, or under ``with_retry`` / ``with_fallbacks``)."""
+    if isinstance(model, BaseLanguageModel):
+        return model
+    if isinstance(model, RunnableBindingBase):
+        return _model_of(model.bound)
+    if isinstance(model, RunnableWithFallbacks):
+        return _model_of(model.runnable)
+    return None
 
 
 def chat_model_of(model: object) -> BaseChatModel | None:
     """The chat model inside ``model`` (itself, or under ``with_retry`` / ``with_fallbacks``)."""
-    if isinstance(model, BaseChatModel):
-        return model
-    if isinstance(model, RunnableBinding):
-        return chat_model_of(model.bound)
-    if isinstance(model, RunnableWithFallbacks):
-        return chat_model_of(model.runnable)
-    return None
+    inner = _model_of(model)
+    return inner if isinstance(inner, BaseChatModel) else None
 
 
 def _model_name(model: Runnable[Any, Any]) -> str:
-    inner = chat_model_of(model)
+    inner = _model_of(model)
     if inner is not None and inner is not model:
         return _model_name(inner)
     for attr in ("model_name", "model", "model_id"):
@@ -176,6 +188,8 @@ class ChatModelLLM(WrappedLLM):
         self, raw: Any, request: CompletionRequest, started: float, attempts: int
     ) -> LLMResponse:
         del request  # its stop strings went to the model with the call
+        if isinstance(raw, str):  # a LangChain LLM (text in, text out), not a chat model
+            return timed_response(raw, model=self.model, started=started, attempts=attempts)
         if not isinstance(raw, AIMessage):
             raise LLMError(f"model {self.model!r} returned {type(raw).__name__}, not a message")
         return timed_response(
@@ -188,18 +202,36 @@ class ChatModelLLM(WrappedLLM):
         )
 
 
-def as_llm(model: Runnable[Any, Any] | BaseLLM, config: RunnableConfig | None = None) -> BaseLLM:
-    """Wrap a chat model as a core LLM (calls run with ``config``); core LLMs pass through.
+def to_core_llm(model: object) -> ChatModelLLM | None:
+    """A LangChain chat model or LLM as a core LLM; ``None`` for anything else.
+
+    The LangChain adapter's one answer to "is this a LangChain model?": the core asks it
+    for every LangChain object given where an LLM is taken (``TruthLens.guard(llm=...)``;
+    registered by the package root, see ``core/_frameworks.py``).
 
     Args:
-        model: A chat model (also under ``with_retry`` / ``with_fallbacks``) or a core LLM.
+        model: A ``BaseChatModel`` or LangChain ``BaseLLM``, also under ``with_retry()``
+            / ``with_fallbacks()``.
+    """
+    return ChatModelLLM(model) if isinstance(model, Runnable) and _model_of(model) else None
+
+
+def as_llm(model: object, config: RunnableConfig | None = None) -> LLM:
+    """Wrap a chat model as a core LLM (calls run with ``config``); core LLMs pass through.
+
+    Any runnable that takes messages is wrapped; another framework's model (a LlamaIndex
+    LLM) is wrapped by its adapter (``to_llm``).
+
+    Args:
+        model: A chat model or LLM (also under ``with_retry`` / ``with_fallbacks``), a
+            core LLM, or a LlamaIndex LLM.
         config: The config its calls run with.
 
     Returns:
         The core LLM.
 
     Raises:
-        InvalidArgumentError: If ``model`` is neither.
+        InvalidArgumentError: If ``model`` is none of these.
     """
     if isinstance(model, ChatModelLLM):
         return model.bind_config(config)
@@ -207,9 +239,7 @@ def as_llm(model: Runnable[Any, Any] | BaseLLM, config: RunnableConfig | None = 
         return model
     if isinstance(model, Runnable):
         return ChatModelLLM(model, config=config)
-    raise InvalidArgumentError(
-        f"expected a LangChain chat model or a core LLM, got {type(model).__name__}"
-    )
+    return to_llm(model)
 
 
 def _to_core(messages: list[BaseMessage]) -> list[ChatMessage]:

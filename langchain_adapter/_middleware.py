@@ -454,11 +454,13 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
     # -- one implementation for both ------------------------------------------------
 
     def _quiet(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """The request with token streaming off when the checked text may differ.
+        """The request with the model's tokens held back when the checked text may differ.
 
-        ``nostream`` keeps LangGraph's ``messages`` stream from emitting the model's
-        run (the node's checked output is emitted instead); ``disable_streaming``
-        keeps the model from producing ``on_chat_model_stream`` events at all.
+        The model streams as it was built to (``ChatOpenAI(streaming=True)`` asks its
+        server for a stream); its run is tagged ``nostream``, which keeps LangGraph's
+        ``messages`` stream from emitting it (the node's checked output is emitted
+        instead), and :meth:`_unchecked_runs` keeps its tokens out of
+        ``astream_events`` / ``astream_log``.
         """
         if not self.holds_tokens:
             return request
@@ -489,24 +491,19 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
             var_child_runnable_config.reset(token)
 
     def _quiet_model(self, model: BaseChatModel) -> BaseChatModel:
-        """A copy of ``model`` that does not stream (nor ask its server to), made once per model.
+        """A copy of ``model`` whose runs are tagged unchecked, made once per model.
 
-        Kept because a fresh copy would serialize itself again for tracing on every
-        call (LangChain caches that per model object); checked by identity so a
-        replaced model gets its own copy.
+        It still streams as the user built it (the tokens are held back by the tags and
+        :meth:`_unchecked_runs`, not by turning the model's streaming off: that sent
+        ``stream: false`` for a ``ChatOpenAI(streaming=True)``). Kept because a fresh
+        copy would serialize itself again for tracing on every call (LangChain caches
+        that per model object); checked by identity so a replaced model gets its own.
         """
         cached = self._quiet_models.get(id(model))
         if cached is not None and cached[0] is model:
             return cached[1]
         tags = [*(model.tags or []), TAG_NOSTREAM, UNCHECKED_TAG]
-        update: dict[str, Any] = {"tags": tags, "disable_streaming": True}
-        if getattr(model, "streaming", None) is True:
-            # A model built with streaming=True (ChatOpenAI and most providers) puts
-            # "stream": true in the request of its non-streaming path too, and gets an
-            # event stream it cannot read back: off with disable_streaming, it must
-            # ask for one whole reply.
-            update["streaming"] = False
-        quiet = model.model_copy(update=update)
+        quiet = model.model_copy(update={"tags": tags})
         if len(self._quiet_models) >= 16:  # a bound, for agents that build models per call
             self._quiet_models.clear()
         self._quiet_models[id(model)] = (model, quiet)

@@ -24,12 +24,16 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from truthlens_integrations.core import InvalidArgumentError
 from truthlens_integrations.core import llm as core_llm
-from truthlens_integrations.core._adapter_api import WrappedLLM, reject_unknown, timed_response
+from truthlens_integrations.core._adapter_api import (
+    WrappedLLM,
+    reject_unknown,
+    timed_response,
+    to_llm,
+)
 from truthlens_integrations.core.llm import ChatMessage, CompletionRequest, LLMResponse
 
-__all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm"]
+__all__ = ["CoreLLMAsLlamaIndex", "LlamaIndexLLM", "as_core_llm", "to_core_llm"]
 
 
 class _NoOtherArguments(TypedDict):
@@ -128,28 +132,35 @@ def _finish_reason(response: ChatResponse) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def to_core_llm(llm: object) -> LlamaIndexLLM | None:
+    """A LlamaIndex LLM as a core LLM; ``None`` for anything else.
+
+    The LlamaIndex adapter's one answer to "is this a LlamaIndex LLM?": the core asks it
+    for every LlamaIndex object given where an LLM is taken (``TruthLens.guard(llm=...)``;
+    registered by the package root, see ``core/_frameworks.py``). A LlamaIndex LLM has
+    ``complete`` and ``acomplete`` of its own, which take other arguments than the core
+    protocol's: it is wrapped, never used as one.
+    """
+    return LlamaIndexLLM(llm) if isinstance(llm, li_llms.LLM) else None
+
+
 def as_core_llm(llm: object) -> core_llm.LLM | None:
     """Wrap a LlamaIndex LLM; pass through a core LLM; ``None`` stays ``None``.
 
     Args:
-        llm: A LlamaIndex ``LLM``, an object already following the core protocol, or
-            ``None``.
+        llm: A LlamaIndex ``LLM``, a core LLM, a LangChain chat model (wrapped by its
+            adapter), or ``None``.
 
     Returns:
         An object following the core LLM protocol, or ``None``.
 
     Raises:
-        InvalidArgumentError: If ``llm`` is neither (a ``TypeError``).
+        InvalidArgumentError: If ``llm`` is none of these (a ``TypeError``).
     """
     if llm is None:
         return None
-    if isinstance(llm, li_llms.LLM):
-        return LlamaIndexLLM(llm)
-    if isinstance(llm, core_llm.LLM):
-        return llm
-    raise InvalidArgumentError(
-        f"expected a LlamaIndex LLM or a truthlens LLM, got {type(llm).__name__}"
-    )
+    wrapped = to_core_llm(llm)
+    return wrapped if wrapped is not None else to_llm(llm)
 
 
 _CORE_ROLES = {MessageRole.SYSTEM: "system", MessageRole.ASSISTANT: "assistant"}

@@ -51,6 +51,7 @@ from truthlens_integrations.core import (
     optimal_threshold,
 )
 from truthlens_integrations.core._adapter_api import lazy_attributes as _lazy_attributes
+from truthlens_integrations.core._adapter_api import register_llm_wrapper as _register_llm_wrapper
 
 if TYPE_CHECKING:
     from truthlens_integrations.core.engine import TruthLens, Verdict
@@ -67,6 +68,11 @@ __version__ = "0.1.0"
 # in the package's hierarchy, Python's last-resort handler prints every WARNING record
 # (a flagged answer's "langchain.verdict ...") to stderr of an app that asked for none.
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
+
+# Wherever an LLM is taken, a framework's model is wrapped by the adapter that reads it;
+# the adapter (and its framework) is imported only when such a model is given.
+_register_llm_wrapper("langchain_core", "truthlens_integrations.langchain_adapter._llm:to_core_llm")
+_register_llm_wrapper("llama_index", "truthlens_integrations.llamaindex_adapter._llm:to_core_llm")
 
 # Names resolved on first access, so that importing the package stays light.
 _LAZY = {

@@ -3,27 +3,32 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import logging
 import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from truthlens_integrations._cli_eval import add_precision_option, refuse_model_options
 from truthlens_integrations.core import (
     Coverage,
     DetectionInput,
-    DetectionResult,
+    HallucinationSpan,
     InvalidInputError,
-    JSONFormatError,
     TruthLensError,
 )
-from truthlens_integrations.core._adapter_api import InputLimits, check_input_sizes, loads_strict
+from truthlens_integrations.core._adapter_api import (
+    NOT_CHECKED_WORDS,
+    InputLimits,
+    check_input_sizes,
+)
+
+if TYPE_CHECKING:
+    from truthlens_integrations.core.engine import TruthLens, Verdict
+    from truthlens_integrations.evaluation._answer_file import AnswerRecord
 
 __all__ = ["main"]
 
@@ -87,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="truthlens", description="Find and fix hallucinations in LLM answers."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {_version()}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_detect(sub)
     try:
@@ -101,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_export_onnx(sub)
     return parser
+
+
+def _version() -> str:
+    from truthlens_integrations import __version__
+
+    return __version__
 
 
 def _add_export_onnx(sub: Any) -> None:
@@ -155,43 +169,20 @@ def _add_serve(sub: Any) -> None:
 def _add_detect(sub: Any) -> None:
     p = sub.add_parser(
         "detect",
-        help="flag unsupported spans in an answer",
-        description=(
-            "Check one answer given with flags, or many from a JSON / JSONL file whose "
-            'records hold "context" (string or list), "question", "answer" and optionally '
-            '"id" (echoed in the output); any other key is an error. A record over the '
-            f"service's size limits (answer {_LIMITS.max_answer_chars:,} characters, context "
-            f"and question {_LIMITS.max_context_chars:,}) is refused before any model runs. "
-            "Exit status: 0 every record checked, 1 some "
-            "skipped (--on-error skip), 2 an error (also: a file with no records)."
-        ),
+        help="check answers as the guard does and print each verdict",
+        description=_detect_description(),
     )
     p.add_argument("--context", action="append", help="a context passage (repeatable)")
     p.add_argument("--question", help="the question the answer responds to")
     p.add_argument("--answer", help="the answer to check")
-    p.add_argument("--input", type=Path, help="a .json file (one record) or .jsonl (many)")
+    p.add_argument("--input", type=Path, help="a JSON lines file of answers (or a .json file)")
+    p.add_argument("--config", type=Path, help="a policy file (default: the built-in policy)")
+    _add_detector_options(p)
     p.add_argument(
-        "--model",
-        default=os.environ.get("TRUTHLENS_MODEL"),
-        help="model folder, hub id, 'bundled' (default) or 'lexical'",
+        "--threshold",
+        type=_probability,
+        help="response score at or above which an answer is flagged (0-1; every route)",
     )
-    p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
-    p.add_argument(
-        "--backend",
-        choices=("auto", "torch", "onnx"),
-        default="auto",
-        help="what runs the model: 'auto' (default): ONNX Runtime on a CPU where the fast "
-        "extra is installed (int8 where the CPU has VNNI, else fp32), torch elsewhere; "
-        "'torch' or 'onnx' force one",
-    )
-    add_precision_option(p)
-    p.add_argument(
-        "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"
-    )
-    p.add_argument(
-        "--threshold", type=_probability, help="response score that counts as detected (0-1)"
-    )
-    p.add_argument("--batch-size", type=_positive_int, default=16)
     p.add_argument(
         "--on-error",
         choices=("stop", "skip"),
@@ -205,17 +196,59 @@ def _add_detect(sub: Any) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print JSON (one line per record, with the record's 'id' when it has one)",
+        help="print each verdict as JSON, one line per record: the engine's verdict.to_dict(), "
+        "with the record's 'id' when it has one",
     )
     p.add_argument("--tokens", action="store_true", help="include per-token scores in JSON")
     p.set_defaults(handler=_run_detect)
 
 
+def _add_detector_options(p: argparse.ArgumentParser) -> None:
+    """The options of the detector ``detect`` runs (the NLI and classifier follow the policy)."""
+    p.add_argument(
+        "--model",
+        default=os.environ.get("TRUTHLENS_MODEL"),
+        help="the detector: a model folder, hub id, 'bundled' (default) or 'lexical'",
+    )
+    p.add_argument("--device", help="the detector's device: cpu, cuda, mps (default: best)")
+    p.add_argument(
+        "--backend",
+        choices=("auto", "torch", "onnx"),
+        default="auto",
+        help="what runs the detector: 'auto' (default): ONNX Runtime on a CPU where the fast "
+        "extra is installed (int8 where the CPU has VNNI, else fp32), torch elsewhere; "
+        "'torch' or 'onnx' force one",
+    )
+    add_precision_option(p)
+    p.add_argument(
+        "--token-threshold", type=_probability, help="token probability to flag a token (0-1)"
+    )
+    p.add_argument("--batch-size", type=_positive_int, default=16)
+
+
+def _detect_description() -> str:
+    return (
+        "Check answers as the guard engine does (the prompt classifier, the detector, NLI "
+        "on the flagged spans, the policy's decision) and print each verdict in the "
+        "engine's words: PASS or MITIGATE, flagged or not, or not checked and why. One "
+        "answer given with flags, or many from a file in the format calibrate and eval "
+        'read: JSON lines (a .json file: one record or a list) of "answer", "context" '
+        '(string or list), "question" and optionally "id" (echoed), "label" (1 = the '
+        'answer has an unsupported claim, 0 = supported), "spans" and "task_type"; any '
+        "other key is an error. A record over the service's size limits (answer "
+        f"{_LIMITS.max_answer_chars:,} characters, context and question "
+        f"{_LIMITS.max_context_chars:,}) is refused before any model runs. Exit status: 0 "
+        "every record checked, 1 some skipped (--on-error skip), 2 an error (also: a file "
+        "with no records)."
+    )
+
+
 def _run_detect(args: argparse.Namespace) -> int:
+    from truthlens_integrations.core.engine import TruthLens
     from truthlens_integrations.core.models.detection import load_detector
 
     stop = args.on_error == "stop"
-    # Every record is read and validated before the model loads: a bad line at the end
+    # Every record is read and validated before the models load: a bad line at the end
     # of a large file stops the run (or is reported) before any time is spent.
     records = list(_records(args, stop=stop))
     options: dict[str, Any] = {"batch_size": args.batch_size}
@@ -228,10 +261,17 @@ def _run_detect(args: argparse.Namespace) -> int:
         options["dtype"] = args.precision
     if args.token_threshold is not None:
         options["token_threshold"] = args.token_threshold
+    if args.config is not None and not args.config.is_file():
+        raise _usage(f"no such policy file: {args.config}")
+    knobs: dict[str, Any] = {}
     if args.threshold is not None:
-        options["threshold"] = args.threshold
-    detector = load_detector(args.model, **options)
-    skipped = _detect_all(detector, records, args, stop=stop)
+        knobs["threshold"] = args.threshold
+    # The answers are the user's own: a blocking policy's verdict still shows them here.
+    engine = TruthLens.from_config(
+        args.config, detector=load_detector(args.model, **options), expose_blocked_text=True,
+        **knobs,
+    )  # fmt: skip
+    skipped = _check_all(engine, records, args, stop=stop)
     if skipped:
         print(
             f"truthlens: {skipped} of {len(records)} record(s) skipped and not checked",
@@ -241,25 +281,13 @@ def _run_detect(args: argparse.Namespace) -> int:
     return 0
 
 
-_NO_ID = object()
+#: The service's limits: a record the service would refuse is refused here too.
+_LIMITS = InputLimits()
 
 
-@dataclass
-class _Record:
-    """One input record: where it came from, its ``id``, and the input or the error."""
+def _records(args: argparse.Namespace, *, stop: bool) -> Iterator[AnswerRecord]:
+    from truthlens_integrations.evaluation._answer_file import AnswerRecord, read_answer_file
 
-    where: str
-    id: Any = _NO_ID
-    item: DetectionInput | None = None
-    error: str | None = None
-
-    @property
-    def label(self) -> str:
-        """``file:line`` and the record's id, for messages."""
-        return self.where if self.id is _NO_ID else f"{self.where} (id {self.id!r})"
-
-
-def _records(args: argparse.Namespace, *, stop: bool) -> Iterator[_Record]:
     if args.input is None:
         if args.answer is None:
             raise _usage("give --answer (with --context and --question) or --input FILE")
@@ -267,135 +295,25 @@ def _records(args: argparse.Namespace, *, stop: bool) -> Iterator[_Record]:
             context=args.context, question=args.question, answer=args.answer
         )
         check_input_sizes([item], _LIMITS, where="--answer")
-        yield _Record(where="--answer", item=item)
+        yield AnswerRecord(where="--answer", line=0, item=item)
         return
-    path: Path = args.input
-    if not path.is_file():
-        raise _usage(f"no such file: {path}")
-    rows = _jsonl_rows(path) if path.suffix == ".jsonl" else _json_rows(path)
-    count = 0
-    for where, row in rows:
-        count += 1
-        record = _record(where, row)
+    for record in read_answer_file(args.input):
         if record.error is not None and stop:
-            raise _usage(f"{record.label}: {record.error} (--on-error skip checks the rest)")
+            raise _usage(f"{record.name}: {record.error} (--on-error skip checks the rest)")
         yield record
-    if count == 0:
-        # Nothing checked must never read as "all clean".
-        raise _usage(f"{path} holds no records: nothing was checked")
-
-
-#: The service's limits: a record the service would refuse is refused here too.
-_LIMITS = InputLimits()
-#: The keys a record may hold.
-_KEYS = ("answer", "context", "question", "id")
-
-
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
-    """``(file:line, parsed value or the error)`` for each non-blank line."""
-    for number, raw in enumerate(_read_bytes(path).split(b"\n"), start=1):
-        where = f"{path}:{number}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield where, _Bad(f"not UTF-8 text (byte {exc.start + 1} of the line)")
-            continue
-        if number == 1:
-            line = line.removeprefix("\ufeff")  # a byte-order mark some editors write
-        if not line.strip():
-            continue
-        yield where, _parse_json(line)
-
-
-def _json_rows(path: Path) -> Iterator[tuple[str, object]]:
-    """``(file record n, value)`` for a ``.json`` file holding one record or a list."""
-    data = _read_bytes(path)
-    try:
-        loaded = loads_strict(data, allow_bom=True)
-    except JSONFormatError as exc:
-        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
-        raise _usage(f"{where}: {exc}") from None
-    rows = loaded if isinstance(loaded, list) else [loaded]
-    for n, row in enumerate(rows, start=1):
-        yield (f"{path} record {n}" if isinstance(loaded, list) else str(path)), row
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise _usage(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-@dataclass(frozen=True)
-class _Bad:
-    """A line that could not be parsed, and why."""
-
-    reason: str
-
-
-def _parse_json(line: str) -> object:
-    try:
-        return loads_strict(line)
-    except JSONFormatError as exc:
-        return _Bad(str(exc))
-
-
-def _record(where: str, row: object) -> _Record:
-    if isinstance(row, _Bad):
-        return _Record(where=where, error=row.reason)
-    if not isinstance(row, dict):
-        return _Record(where=where, error=f"a record must be a JSON object, got {_kind(row)}")
-    record = _Record(where=where, id=row.get("id", _NO_ID))
-    unknown = [key for key in row if key not in _KEYS]
-    if unknown:
-        record.error = _unknown_keys(unknown)
-        return record
-    answer = row.get("answer")
-    if not isinstance(answer, str):
-        record.error = "no text 'answer'" if answer is None else f"'answer' is {_kind(answer)}"
-        return record
-    try:
-        record.item = DetectionInput.create(
-            context=row.get("context"), question=row.get("question"), answer=answer
-        )
-        check_input_sizes([record.item], _LIMITS, where="the record")
-    except TruthLensError as exc:
-        record.item, record.error = None, str(exc)
-    return record
-
-
-def _unknown_keys(keys: list[str]) -> str:
-    """``unknown key 'anwser' (did you mean 'answer'?)``, for each key."""
-    parts = []
-    for key in keys:
-        close = difflib.get_close_matches(key, _KEYS, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        parts.append(f"{key!r}{hint}")
-    allowed = ", ".join(repr(k) for k in _KEYS)
-    noun = "key" if len(keys) == 1 else "keys"
-    return f"unknown {noun} {', '.join(parts)}; a record holds {allowed}"
-
-
-def _kind(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    return names.get(type(value), "a number")
 
 
 def _usage(message: str) -> TruthLensError:
-
     return InvalidInputError(message)
 
 
-def _detect_all(
-    detector: Any, records: list[_Record], args: argparse.Namespace, *, stop: bool
+def _check_all(
+    engine: TruthLens, records: list[AnswerRecord], args: argparse.Namespace, *, stop: bool
 ) -> int:
-    """Check each record, print its result as it comes; returns how many were skipped.
+    """Guard each record, print its verdict as it comes; returns how many were skipped.
 
     Records are checked one at a time so that each reports its own latency and a
-    failure names its record; the detector still batches the windows of one record.
+    failure names its record.
     """
     from tqdm import tqdm
 
@@ -406,72 +324,108 @@ def _detect_all(
     progress = many and sys.stderr.isatty()
     with tqdm(total=len(records), disable=not progress, unit="answer", file=sys.stderr) as bar:
         for record in records:
-            result = None
+            verdict = None
             if record.item is not None:
                 try:
-                    result = detector.detect_batch([record.item])[0]
+                    item = record.item
+                    verdict = engine.guard(
+                        context=list(item.context), question=item.question, answer=item.answer
+                    )
                 except TruthLensError as exc:
                     if stop:
-                        raise TruthLensError(f"{record.label}: {exc}") from exc
+                        raise TruthLensError(f"{record.name}: {exc}") from exc
                     record.error = str(exc)
             with tqdm.external_write_mode(file=sys.stderr):  # the bar steps aside
-                if result is None:
+                if verdict is None:
                     skipped += 1
                     _print_skipped(record, as_json=args.json)
                 elif args.json:
-                    payload = _as_json(result, tokens=args.tokens)
-                    if record.id is not _NO_ID:
-                        payload = {"id": record.id, **payload}
-                    print(json.dumps(payload, ensure_ascii=False), flush=True)
+                    print(json.dumps(_as_json(verdict, record, tokens=args.tokens),
+                                     ensure_ascii=False), flush=True)  # fmt: skip
                 else:
-                    _print_table(result, sys.stdout, record=record if many else None)
+                    _print_table(verdict, sys.stdout, record=record if many else None)
             bar.update(1)
     return skipped
 
 
-def _print_skipped(record: _Record, *, as_json: bool) -> None:
+def _print_skipped(record: AnswerRecord, *, as_json: bool) -> None:
     # Skipped records stay in the output, in order: a missing line would read as if
     # the record had been checked, and the output would no longer line up with the input.
     if as_json:
         # stdout is for programs; a person watching the run reads stderr.
-        print(f"truthlens: skipped {record.label}: {record.error}", file=sys.stderr)
-        payload: dict[str, Any] = {} if record.id is _NO_ID else {"id": record.id}
+        print(f"truthlens: skipped {record.name}: {record.error}", file=sys.stderr)
+        payload: dict[str, Any] = {} if record.id is None else {"id": record.id}
         payload.update(source=record.where, status="skipped", error=record.error)
         print(json.dumps(payload, ensure_ascii=False), flush=True)
     else:
-        sys.stdout.write(f"record:   {record.label}\nverdict:  SKIPPED  {record.error}\n\n")
+        sys.stdout.write(f"record:   {record.name}\nverdict:  SKIPPED  {record.error}\n\n")
 
 
-def _as_json(result: DetectionResult, *, tokens: bool) -> dict[str, Any]:
-    exclude = {"answer"} if tokens else {"answer", "tokens"}
-    return result.model_dump(mode="json", exclude=exclude)
+def _as_json(verdict: Verdict, record: AnswerRecord, *, tokens: bool) -> dict[str, Any]:
+    """The verdict's own serialisation (what every adapter hands out), with the record's id."""
+    payload: dict[str, Any] = {} if record.id is None else {"id": record.id}
+    payload.update(verdict.to_dict())
+    if tokens:
+        found = verdict.detection.tokens if verdict.detection is not None else []
+        payload["tokens"] = [token.model_dump(mode="json") for token in found]
+    return payload
 
 
-def _print_table(result: DetectionResult, out: TextIO, *, record: _Record | None = None) -> None:
-    color = out.isatty() and not os.environ.get("NO_COLOR")
-    answer = result.answer
+def _marked(answer: str, spans: Sequence[HallucinationSpan], *, color: bool) -> str:
+    """``answer`` with the flagged spans marked (``[[...]]``, or red on a terminal)."""
     marked, last = [], 0
-    for span in result.spans:
+    for span in sorted(spans, key=lambda s: s.start):
         marked.append(answer[last : span.start])
         text = answer[span.start : span.end]
         marked.append(f"{_RED}{text}{_RESET}" if color else f"[[{text}]]")
         last = span.end
     marked.append(answer[last:])
-    verdict = result.status.value.upper()
-    if record is not None:
-        out.write(f"record:   {record.label}\n")
-    out.write(f"answer:   {''.join(marked)}\n")
-    # Not checked has no score: "n/a", never a number that reads as clean.
-    score = "n/a" if result.score is None else f"{result.score:.3f}"
-    out.write(
-        f"verdict:  {verdict}  score={score}  threshold={result.threshold:.2f}  "
-        f"model={result.model_id}  {result.latency_ms:.1f} ms\n"
+    return "".join(marked)
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    """The decision in the engine's words: flagged or not at the threshold, or not checked."""
+    total = verdict.latency_ms.get("total", 0.0)
+    model = verdict.detection.model_id if verdict.detection is not None else None
+    ran = f"  model={model}" if model else ""
+    if not verdict.checked:
+        reason = verdict.not_checked_reason or ""
+        words = NOT_CHECKED_WORDS.get(reason, reason)
+        return (
+            f"{verdict.decision.value}  NOT CHECKED: {words} ({reason})  score=n/a  "
+            f"action={verdict.action or 'none'}{ran}  {total:.1f} ms"
+        )
+    said = "flagged" if verdict.detected else "not flagged"
+    score = "n/a" if verdict.score is None else f"{verdict.score:.3f}"
+    return (
+        f"{verdict.decision.value}  {said}  score={score}  threshold={verdict.threshold:.2f}  "
+        f"action={verdict.action or 'none'}{ran}  {total:.1f} ms"
     )
-    out.write(f"coverage: {_coverage_line(result.coverage)}\n")
-    if result.spans:
-        out.write(f"{'start':>6} {'end':>6} {'conf':>6}  text\n")
-        for span in result.spans:
-            out.write(f"{span.start:>6} {span.end:>6} {span.confidence:>6.3f}  {span.text}\n")
+
+
+def _print_table(verdict: Verdict, out: TextIO, *, record: AnswerRecord | None = None) -> None:
+    color = out.isatty() and not os.environ.get("NO_COLOR")
+    if record is not None:
+        out.write(f"record:   {record.name}\n")
+    out.write(f"answer:   {_marked(verdict.original_answer, verdict.spans, color=color)}\n")
+    out.write(f"verdict:  {_verdict_line(verdict)}\n")
+    if verdict.detection is not None and verdict.checked:
+        out.write(f"coverage: {_coverage_line(verdict.detection.coverage)}\n")
+    if verdict.spans:
+        out.write(f"{'start':>6} {'end':>6} {'conf':>6}  {'what':<13}  text\n")
+        for span in verdict.spans:
+            what = span.nli_label or "unexplained"
+            out.write(
+                f"{span.start:>6} {span.end:>6} {span.confidence:>6.3f}  {what:<13}  {span.text}\n"
+            )
+    # Never marked in the answer: these are not findings, and must not read as ones.
+    for label, spans in (
+        ("below the threshold (not flagged)", verdict.below_threshold_spans),
+        ("cleared by NLI (entailed by the context)", verdict.dropped_spans),
+    ):
+        if spans:
+            listed = ", ".join(f'"{s.text}" ({s.confidence:.2f})' for s in spans)
+            out.write(f"{label}: {listed}\n")
     out.write("\n")
 
 

@@ -26,11 +26,12 @@ def add_calibrate_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="fit the response score and threshold on your own labelled answers",
-        description="""Run a detector over labelled answers (JSON lines: context, question, answer,
-        label 1 = has an unsupported claim / 0 = supported, optional spans and id), fit the response
-        map on them (length safe: adding sentences never lowers a score) and pick the threshold for
-        a precision target or a false-alarm cap (default 0.5). Writes a file a policy route can
-        point to (calibration: path/to/calib.json).""",
+        description="""Run a detector over labelled answers (the answer file detect and eval read:
+        JSON lines of context, question, answer and label, 1 = the answer has an unsupported claim,
+        0 = it is supported; optional id, spans, task_type), fit the response map on them (length
+        safe: adding sentences never lowers a score) and pick the threshold for a precision target
+        or a false-alarm cap (default 0.5). Writes a file a policy route can point to
+        (calibration: path/to/calib.json). A bad record is named by its line.""",
     )
     p.add_argument("--data", type=Path, required=True, help="the labelled .jsonl file")
     p.add_argument("--out", type=Path, required=True, help="the calibration file to write")
@@ -65,6 +66,7 @@ def calibrate(
     max_false_alarm_rate: float | None = None,
     batch_size: int = 16,
     progress: bool = False,
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Fit a calibration file's contents from labelled examples.
 
@@ -76,6 +78,7 @@ def calibrate(
         max_false_alarm_rate: Choose the threshold for this false-alarm cap.
         batch_size: Answers per detector call.
         progress: Show a progress bar.
+        names: How messages name each example (``file:line``; by default its id).
 
     Returns:
         The file's JSON object (validated by :class:`CalibrationFile` when read).
@@ -84,31 +87,25 @@ def calibrate(
         InvalidInputError: Too few checkable answers of a label, or no threshold meets
             the target.
     """
-    from truthlens_integrations.core._adapter_api import (
-        CALIBRATION_FORMAT,
-        fit_response_map,
-        threshold_for,
-    )
+    from truthlens_integrations.core._adapter_api import CALIBRATION_FORMAT, threshold_for
 
-    signals, labels, partly_read = _checked_signals(
-        detector, examples, batch_size, progress=progress
+    names = names if names is not None else [f"id {e.id}" for e in examples]
+    calibration, labels, scores, partly_read = _fit(
+        detector, examples, names, batch_size, progress=progress
     )
-    _warn_if_partly_read(partly_read)
-    _warn_if_few(labels)
-    calibration = fit_response_map(signals, labels)
-    scores = [calibration.score(s) for s in signals]
     threshold = threshold_for(
         scores, labels, target_precision=target_precision, max_false_alarm_rate=max_false_alarm_rate
     )
-    metrics = _fit_metrics(labels, scores, threshold, answers=len(examples))
-    metrics["partly_read"] = len(partly_read)
-    metrics["unverifiable"] -= len(partly_read)
+    metrics = _fit_metrics(
+        labels, scores, threshold, answers=len(examples), partly_read=len(partly_read)
+    )
     chosen = (("precision", target_precision), ("false_alarm_rate", max_false_alarm_rate))
-    fitted_on = f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
     content = {
         "format": CALIBRATION_FORMAT,
         "model": model,
-        "response_calibration": calibration.to_config(fitted_on),
+        "response_calibration": calibration.to_config(
+            f"{len(labels)} labelled answers ({sum(labels)} unsupported)"
+        ),
         "threshold": round(threshold, 6),
         "token_threshold": float(detector.config.token_threshold),
         "target": {k: v for k, v in chosen if v is not None},
@@ -118,14 +115,67 @@ def calibrate(
     return content
 
 
-def _warn_if_partly_read(ids: Sequence[str]) -> None:
-    if ids:
-        more = ", ..." if len(ids) > 5 else ""
+def _fit(
+    detector: Any, examples: Sequence[Any], names: Sequence[str], batch_size: int, *, progress: bool
+) -> tuple[Any, list[bool], list[float], list[str]]:
+    """The map fitted on the checked answers: it, their labels and scores, and what was left out."""
+    from truthlens_integrations.core._adapter_api import fit_response_map
+
+    signals, labels, partly_read, no_context = _checked_signals(
+        detector, examples, names, batch_size, progress=progress
+    )
+    _check_enough(labels, answers=len(examples), partly_read=partly_read, no_context=no_context)
+    calibration = fit_response_map(signals, labels)
+    return calibration, labels, [calibration.score(s) for s in signals], partly_read
+
+
+def _check_enough(
+    labels: list[bool], *, answers: int, partly_read: Sequence[str], no_context: int
+) -> None:
+    """Warn of answers left out and of few labels; refuse too few (see the parts)."""
+    _warn_if_partly_read(partly_read)
+    _refuse_if_too_few(labels, answers=answers, partly_read=len(partly_read), no_context=no_context)
+    _warn_if_few(labels)
+
+
+def _warn_if_partly_read(names: Sequence[str]) -> None:
+    if names:
+        more = ", ..." if len(names) > 5 else ""
         _warn(
-            f"left out {len(ids)} answer(s) the detector could not read in full "
-            f"(ids {', '.join(ids[:5])}{more}): "
+            f"left out {len(names)} answer(s) the detector could not read in full "
+            f"({', '.join(names[:5])}{more}): "
             "a map fitted on part of an answer would misjudge the whole"
         )
+
+
+def _refuse_if_too_few(
+    labels: list[bool], *, answers: int, partly_read: int, no_context: int
+) -> None:
+    """Refuse a fit without 2 checked answers of each label, saying why they are missing.
+
+    Raises:
+        InvalidInputError: Counting the answers that could not be checked and why.
+    """
+    from truthlens_integrations.core import InvalidInputError
+
+    unsupported = sum(labels)
+    supported = len(labels) - unsupported
+    if unsupported >= 2 and supported >= 2:
+        return
+    unreadable = answers - len(labels) - partly_read - no_context
+    why = []
+    if no_context:
+        why.append(f"{no_context} had no context to check them against")
+    if unreadable:
+        why.append(f"{unreadable} the detector could not read")
+    if partly_read:
+        why.append(f"{partly_read} the detector could read only in part")
+    left_out = f" ({'; '.join(why)})" if why else ""
+    raise InvalidInputError(
+        f"a map needs at least 2 checked answers of each label; of {answers} labelled "
+        f"answers, {len(labels)} could be checked{left_out}: {unsupported} with label 1 "
+        f"(an unsupported claim) and {supported} with label 0 (supported)"
+    )
 
 
 def _check_loadable(content: dict[str, Any]) -> None:
@@ -165,13 +215,14 @@ def _warn_if_few(labels: list[bool]) -> None:
 
 
 def _checked_signals(
-    detector: Any, examples: Sequence[Any], batch_size: int, *, progress: bool
-) -> tuple[list[Any], list[bool], list[str]]:
+    detector: Any, examples: Sequence[Any], names: Sequence[str], batch_size: int, *, progress: bool
+) -> tuple[list[Any], list[bool], list[str], int]:
     """The response signals and labels of the answers the detector read in full.
 
     Returns:
-        The signals and labels of those answers, and the ids of the answers left out
-        because the detector read only part of them (it flagged what it read).
+        The signals and labels of those answers, and the names (``file:line``) of the
+        answers left out because the detector read only part of them (it flagged what
+        it read), and how many answers had no context at all.
     """
     from truthlens_integrations.core._adapter_api import answer_signals, covered
     from truthlens_integrations.evaluation._runner import _run_batched
@@ -186,23 +237,24 @@ def _checked_signals(
     )
     token_threshold = float(detector.config.token_threshold)
     min_coverage = float(getattr(detector.config, "min_coverage", 0.8))
-    signals, labels, partly_read = [], [], []
-    for example, result in zip(examples, run.outputs, strict=True):
-        if not result.grounded:  # an answer that could not be checked teaches the map nothing
-            continue
+    signals, labels, partly_read, no_context = [], [], [], 0
+    for example, name, result in zip(examples, names, run.outputs, strict=True):
         item = example.to_input()
+        if not result.grounded:  # an answer that could not be checked teaches the map nothing
+            no_context += not item.grounded
+            continue
         if not covered(item.answer, result.coverage, min_coverage):
-            partly_read.append(example.id)
+            partly_read.append(name)
             continue
         signals.append(answer_signals(item, result.tokens, token_threshold=token_threshold))
         labels.append(example.hallucinated)
-    return signals, labels, partly_read
+    return signals, labels, partly_read, no_context
 
 
 def _fit_metrics(
-    labels: list[bool], scores: list[float], threshold: float, *, answers: int
+    labels: list[bool], scores: list[float], threshold: float, *, answers: int, partly_read: int
 ) -> dict[str, Any]:
-    """What the fitted map does on the labelled answers (in sample)."""
+    """What the fitted map does on the labelled answers (in sample), and what was left out."""
     from truthlens_integrations.evaluation import auroc, expected_calibration_error
     from truthlens_integrations.evaluation._metrics import reliability_bins
 
@@ -213,7 +265,8 @@ def _fit_metrics(
     return {
         "answers": answers,
         "checked": len(labels),
-        "unverifiable": answers - len(labels),
+        "unverifiable": answers - len(labels) - partly_read,
+        "partly_read": partly_read,
         "unsupported": sum(labels),
         "auroc_in_sample": round(auroc(labels, scores), 4),
         "ece_in_sample": round(expected_calibration_error(reliability_bins(labels, scores)), 4),
@@ -227,7 +280,7 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
     """Handle ``truthlens calibrate``: read, detect, fit, write; print what was measured."""
     from truthlens_integrations.core import InvalidInputError
     from truthlens_integrations.core.models.detection import load_detector
-    from truthlens_integrations.evaluation import read_labelled_answers
+    from truthlens_integrations.evaluation._answer_file import labelled_records
 
     for name in ("target_precision", "max_false_alarm_rate"):
         value = getattr(args, name)
@@ -235,8 +288,9 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
             flag = "--" + name.replace("_", "-")
             raise InvalidInputError(f"{flag} must be between 0 and 1, got {value}")
     _check_out(args.out)
-    examples = read_labelled_answers(args.data)
-    _check_sizes(examples, args.data)
+    # one reader for detect, calibrate and eval: a bad or over-long record is named by its line
+    records = labelled_records(args.data)
+    examples = [record.example() for record in records]
     options: dict[str, Any] = {"batch_size": args.batch_size, "early_exit": False}
     if args.device:
         options["device"] = args.device
@@ -249,6 +303,7 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
         max_false_alarm_rate=args.max_false_alarm_rate,
         batch_size=args.batch_size,
         progress=not args.no_progress,
+        names=[record.name for record in records],
     )
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -282,26 +337,3 @@ def _check_out(out: Path) -> None:
             if not parent.is_dir():
                 raise InvalidInputError(f"--out {out}: {parent} is a file, not a folder")
             break
-
-
-def _check_sizes(examples: Sequence[Any], data: Path) -> None:
-    """Refuse answers longer than the guard checks (its input limits), naming the record.
-
-    The service refuses such answers and the detector is not built to read them whole, so
-    a map fitted on them would be fitted on what the guard never scores.
-
-    Raises:
-        InvalidInputError: Naming the record's id (by default its line) and the limit.
-    """
-    from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.core._adapter_api import InputLimits
-
-    most = InputLimits().max_answer_chars
-
-    for example in examples:
-        if len(example.answer) > most:
-            raise InvalidInputError(
-                f"{data}: the answer of record {example.id} has {len(example.answer):,} "
-                f"characters; the guard checks answers of at most {most:,}: "
-                "split it, or leave it out"
-            )

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .._decision import AnswerDecision, decide_answer
+from .._decision import NOT_CHECKED_WORDS, AnswerDecision, decide_answer
 from .._errors import AuditHookError
 from .._metadata import build_metadata
 from .._types import Decision, HallucinationSpan
@@ -95,36 +95,61 @@ _NAMED_SPANS = 3
 _NAMED_CHARS = 60
 
 
+#: How the ``body`` warning names a flagged part, by its NLI label: a contradiction is said
+#: as one; a neutral span (or one NLI did not label) is what the context does not support.
+_CONTRADICTED = "Contradicted by the context"
+_UNSUPPORTED = "Not supported by the context"
+
+
+def _quoted(text: str) -> str:
+    short = text if len(text) <= _NAMED_CHARS else text[: _NAMED_CHARS - 3].rstrip() + "..."
+    return f'"{short}"'
+
+
 def flagged_note(warning: str, spans: list[HallucinationSpan]) -> str:
-    """The warning line, naming the flagged parts of the answer (lightweight mode).
+    """The warning line, naming the flagged parts of the answer and what each is.
 
     Args:
         warning: The policy's ``warning_template``.
         spans: The flagged spans of the answer shown (empty: the warning alone).
 
     Returns:
-        ``warning`` followed by ``Flagged: "..."``, "...".`` for up to three parts: the
-        most severe first (a contradiction before a neutral span), each severity in
-        answer order.
+        ``warning``, then up to three parts, the most severe first (each severity in
+        answer order), grouped by what they are: ``Contradicted by the context: "1950".
+        Not supported by the context: "500 meters".`` (`` and 2 more`` after the last).
     """
     note = warning.strip()
     ranked = sorted(spans, key=lambda s: (-(s.severity or 0), s.start))
-    parts = list(dict.fromkeys(" ".join(s.text.split()) for s in ranked if s.text.strip()))
-    if not parts:
+    kinds: dict[str, str] = {}  # each part once, with what its most severe span says
+    for span in ranked:
+        text = " ".join(span.text.split())
+        contradicted = span.nli_label == "contradiction"
+        if text:
+            kinds.setdefault(text, _CONTRADICTED if contradicted else _UNSUPPORTED)
+    if not kinds:
         return note
-    quoted = [
-        f'"{p if len(p) <= _NAMED_CHARS else p[: _NAMED_CHARS - 3].rstrip() + "..."}"'
-        for p in parts[:_NAMED_SPANS]
-    ]
-    more = len(parts) - _NAMED_SPANS
+    groups: dict[str, list[str]] = {}
+    for text, what in list(kinds.items())[:_NAMED_SPANS]:
+        groups.setdefault(what, []).append(_quoted(text))
+    more = len(kinds) - _NAMED_SPANS
     tail = f" and {more} more" if more > 0 else ""
-    return f"{note} Flagged: {', '.join(quoted)}{tail}."
+    said = ". ".join(f"{what}: {', '.join(parts)}" for what, parts in groups.items())
+    return f"{note} {said}{tail}."
+
+
+def _unchecked_note(warning: str, reason: str | None) -> str:
+    """The warning of an answer shown with a warning although it was not checked."""
+    note = warning.strip()
+    return note if reason is None else f"{note} Not checked: {NOT_CHECKED_WORDS[reason]}."
 
 
 def _output(settings: ResolvedSettings, decided: AnswerDecision, answer: _Answer) -> str | None:
     if decided.blocked:
         return None
     if decided.action == "body":
+        if not decided.checked:
+            note = _unchecked_note(settings.warning_template, decided.not_checked)
+            return with_warning(answer.text, note)
         spans = answer.kept if decided.flagged else []
         return with_warning(answer.text, flagged_note(settings.warning_template, spans))
     if settings.enabled and settings.require_disclaimer:
@@ -141,12 +166,15 @@ def _findings(it: Item, shown: _Answer, decided: AnswerDecision) -> Findings:
     (``Verdict._not_checked_reads_unknown``).
     """
     spans = shown.kept if decided.flagged else []
+    # A checked answer under the threshold keeps its marks apart: visible, never a finding.
+    below = shown.kept if decided.checked and not decided.flagged else []
     return Findings(
         score=shown.score if decided.checked else None,
         threshold=decided.threshold,
         detected=decided.flagged if decided.checked else None,
         spans=spans,
         dropped_spans=it.dropped,
+        below_threshold_spans=below,
         max_severity=max((s.severity or 0 for s in spans), default=0),
         contradiction_count=sum(s.nli_label == "contradiction" for s in spans),
         detection=it.detection,

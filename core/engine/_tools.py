@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from .._errors import InvalidArgumentError
 from ..llm import LLM
+from ..llm._coerce import LLMLike, to_llm
 from ..mitigation import GroundedAnswerer, MitigationOptions, Retriever
 from ._options import kind, reject_unknown
 
@@ -31,6 +32,9 @@ class GuardTools(TypedDict, total=False):
     Without ``llm`` (or ``answerer``) only the route's action applies (lightweight
     behaviour).
 
+    An LLM here is a core :class:`~truthlens_integrations.core.llm.LLM`, a LangChain chat
+    model or LLM, or a LlamaIndex LLM (wrapped by its adapter at the call).
+
     Attributes:
         llm: The model that refines, regenerates and (by default) judges.
         retriever: Enables the retrieval-feedback loop.
@@ -43,11 +47,11 @@ class GuardTools(TypedDict, total=False):
             uses the engine's ``mitigation_options``.
     """
 
-    llm: LLM | None
+    llm: LLMLike | None
     retriever: Retriever | None
     answerer: GroundedAnswerer | None
-    verification_llms: Sequence[LLM] | None
-    judge_llm: LLM | None
+    verification_llms: Sequence[LLMLike] | None
+    judge_llm: LLMLike | None
     mitigation_options: MitigationOptions | None
 
 
@@ -75,8 +79,7 @@ class ToolSet:
     def of(cls, tools: GuardTools, where: str) -> ToolSet:
         """The checked tools of one call (see :func:`check_guard_tools`)."""
         reject_unknown(tools, GUARD_TOOLS, where)
-        check_guard_tools(tools, where=where)
-        return cls(**tools)
+        return cls(**check_guard_tools(tools, where=where))
 
     @property
     def given(self) -> bool:
@@ -84,43 +87,54 @@ class ToolSet:
         return self.llm is not None or self.answerer is not None
 
 
-def _is_llm(value: object) -> bool:
-    return callable(getattr(value, "complete", None)) and callable(
-        getattr(value, "acomplete", None)
-    )
+def _llm(value: object, what: str, problems: list[str]) -> LLM | None:
+    """``value`` as a core LLM; a problem noted (and ``None``) when it is not one."""
+    try:
+        return to_llm(value, what=what)
+    except InvalidArgumentError as exc:
+        problems.append(str(exc))
+        return None
 
 
-def _llm_problems(tools: Mapping[str, object]) -> list[str]:
-    problems: list[str] = []
+def _llms(tools: Mapping[str, object], problems: list[str]) -> dict[str, Any]:
+    """The call's LLMs as core LLMs (another framework's model wrapped by its adapter)."""
+    found: dict[str, Any] = {}
     for name in ("llm", "judge_llm"):
         value = tools.get(name)
-        if value is not None and not _is_llm(value):
-            problems.append(f"{name} must be an LLM (complete/acomplete), got {kind(value)}")
+        if value is not None:
+            found[name] = _llm(value, name, problems)
     verifiers = tools.get("verification_llms")
     if verifiers is None:
-        return problems
+        return found
     if isinstance(verifiers, str) or not isinstance(verifiers, Sequence):
-        return [*problems, f"verification_llms must be a list of LLMs, got {kind(verifiers)}"]
-    return problems + [
-        f"verification_llms[{i}] must be an LLM, got {kind(v)}"
-        for i, v in enumerate(verifiers)
-        if not _is_llm(v)
+        problems.append(f"verification_llms must be a list of LLMs, got {kind(verifiers)}")
+        return found
+    found["verification_llms"] = [
+        _llm(v, f"verification_llms[{i}]", problems) for i, v in enumerate(verifiers)
     ]
+    return found
 
 
-def check_guard_tools(tools: Mapping[str, object], *, where: str = "TruthLens.guard") -> None:
+def check_guard_tools(
+    tools: Mapping[str, object], *, where: str = "TruthLens.guard"
+) -> dict[str, Any]:
     """Check the tools of one guard call, so that a wrong one fails at the call.
 
     Args:
-        tools: The call's tools by name (see :class:`GuardTools`): LLMs need
-            ``complete`` and ``acomplete``, a retriever ``retrieve``, an answerer
-            ``answer``, ``mitigation_options`` is :class:`MitigationOptions`.
+        tools: The call's tools by name (see :class:`GuardTools`): an LLM is a core LLM
+            (``complete`` and ``acomplete``), a LangChain chat model or LLM, or a
+            LlamaIndex LLM; a retriever has ``retrieve``, an answerer ``answer``;
+            ``mitigation_options`` is :class:`MitigationOptions`.
         where: The call, for messages.
+
+    Returns:
+        The tools, every LLM as a core LLM.
 
     Raises:
         InvalidArgumentError: For a value of the wrong type.
     """
-    problems = _llm_problems(tools)
+    problems: list[str] = []
+    checked = {**tools, **_llms(tools, problems)}
     for name, method in (("retriever", "retrieve"), ("answerer", "answer")):
         value = tools.get(name)
         if value is not None and not callable(getattr(value, method, None)):
@@ -130,3 +144,4 @@ def check_guard_tools(tools: Mapping[str, object], *, where: str = "TruthLens.gu
         problems.append(f"mitigation_options must be MitigationOptions, got {kind(options)}")
     if problems:
         raise InvalidArgumentError(f"{where}: " + "; ".join(problems))
+    return checked

@@ -63,6 +63,10 @@ class Findings(_Part):
         dropped_spans: Spans the NLI model found entailed with at least the NLI
             threshold's confidence (false positives), kept here for inspection. A
             weaker entailment counts as ``neutral`` (not confirmed by the context).
+        below_threshold_spans: What the detector marked in an answer whose score stayed
+            below the threshold: not flagged, not explained by NLI, never a reason to
+            act; kept apart from ``spans`` so that it cannot read as a finding. Empty
+            for a flagged answer and for one that was not checked.
         max_severity: Highest span severity (0 without spans).
         contradiction_count: Spans labelled ``contradiction``.
         detection: The raw detector result of the original answer, when detection
@@ -74,6 +78,7 @@ class Findings(_Part):
     detected: bool | None = False
     spans: list[HallucinationSpan] = Field(default_factory=list)
     dropped_spans: list[HallucinationSpan] = Field(default_factory=list)
+    below_threshold_spans: list[HallucinationSpan] = Field(default_factory=list)
     max_severity: int = Field(default=0, ge=0, le=4)
     contradiction_count: int = Field(default=0, ge=0)
     detection: DetectionResult | None = None
@@ -178,6 +183,7 @@ VERDICT_FIELDS: tuple[str, ...] = (
     "detected",
     "spans",
     "dropped_spans",
+    "below_threshold_spans",
     "max_severity",
     "contradiction_count",
     "fact_check_needed",
@@ -228,6 +234,7 @@ if TYPE_CHECKING:
         detected: bool | None
         spans: list[HallucinationSpan]
         dropped_spans: list[HallucinationSpan]
+        below_threshold_spans: list[HallucinationSpan]
         max_severity: int
         contradiction_count: int
         detection: DetectionResult | None
@@ -515,6 +522,7 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
         original_answer=_hide(verdict.original_answer, shown),
         spans=_hide_spans(verdict.spans),
         dropped_spans=_hide_spans(verdict.dropped_spans),
+        below_threshold_spans=_hide_spans(verdict.below_threshold_spans),
         history=history,
         diff=None,
         detection=None,

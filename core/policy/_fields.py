@@ -28,8 +28,8 @@ Backend = Literal["auto", "torch", "onnx"]
 ConditionType = Literal["domain", "keyword", "fact_check"]
 
 DEFAULT_WARNING_TEMPLATE = (
-    "⚠️ Note: this response may contain information that cannot be verified from the "
-    "provided context. Please verify key facts before acting on it."
+    "⚠️ Note: this response may contain information the provided context does not "
+    "support. Please verify key facts before acting on it."
 )
 
 

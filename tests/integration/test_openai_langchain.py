@@ -109,6 +109,24 @@ def test_tool_calls_and_usage_reach_the_client(
     assert sent.stream is streaming and sent.tool_names == ["landmark_record"]
 
 
+# -- the engine itself (issue 51: docs/engine.md lists chat models as guard-call tools) --
+
+
+@STREAMING
+def test_the_engine_refines_with_a_chat_openai(
+    openai_server: OpenAIServer, engine: TruthLens, streaming: bool
+) -> None:
+    openai_server.respond(corrected)
+    llm = chat(openai_server, streaming=streaming)
+    verdict = engine.derive(mode="standard").guard(
+        context=[EIFFEL_RECORD], question=QUESTION, answer=WRONG, llm=llm
+    )
+    assert verdict.status == "converged" and verdict.final_answer == RIGHT
+    refines = refine_requests(openai_server)
+    assert refines and "1950" in refines[0]
+    assert all(request.stream is streaming for request in openai_server.requests)
+
+
 # -- TruthLensRunnable ----------------------------------------------------------------
 
 
@@ -304,6 +322,23 @@ def test_agent_streams_no_token_of_a_blocked_answer(
     texts = _streamed_text(_agent(openai_server, streaming=True, engine=engine, action="block"))
     assert not shows_wrong_year(texts)
     assert texts[-1] == engine.blocked_message
+    # Issue 51: the model streams as built (it sent "stream": false); the guard holds
+    # the tokens back until the answer is checked
+    assert [r.stream for r in openai_server.chat_requests()] == [True, True]
+
+
+@ONE_LOOP
+async def test_agent_holds_back_the_tokens_it_streams_from_astream_events(
+    openai_server: OpenAIServer, engine: TruthLens
+) -> None:
+    _agent_script(openai_server, WRONG)
+    agent = _agent(openai_server, streaming=True, engine=engine, action="block")
+    events = [e async for e in agent.astream_events({"messages": [("user", QUESTION)]})]
+    tokens = [
+        str(e["data"]["chunk"].content) for e in events if e["event"] == "on_chat_model_stream"
+    ]
+    assert not shows_wrong_year(tokens) and not shows_wrong_year(str(events))
+    assert [r.stream for r in openai_server.chat_requests()] == [True, True]
 
 
 def test_agent_streams_tokens_when_the_policy_leaves_text_alone(

@@ -52,6 +52,18 @@ def corrected(request: ChatRequest) -> str:
     return RIGHT
 
 
+def test_the_engine_refines_with_a_llamaindex_openai(
+    openai_server: OpenAIServer, engine: TruthLens
+) -> None:
+    # Issue 51: its complete/acomplete take a prompt string; it is wrapped, not called as is.
+    openai_server.respond(corrected)
+    verdict = engine.derive(mode="standard").guard(
+        context=[EIFFEL_RECORD], question=QUESTION, answer=WRONG, llm=llm(openai_server)
+    )
+    assert verdict.status == "converged" and verdict.final_answer == RIGHT
+    assert refine_requests(openai_server)
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
 def test_query_engine_blocks_the_wrong_year(
     openai_server: OpenAIServer, engine: TruthLens, streaming: bool

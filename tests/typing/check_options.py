@@ -86,6 +86,9 @@ def langchain(built: TruthLens, chain: Runnable[Any, Any], chat: BaseChatModel, 
     lc.RetrievalQualityFilter(min_chars="20")  # type: ignore[arg-type]
     lc.LLMChatModel(llm=llm, max_tokens=64)
     lc.LLMChatModel(max_tokens=64)  # type: ignore[call-arg]
+    # the engine takes a chat model wherever it takes an LLM (issue 51)
+    built.guard(context=None, question=None, answer="a", llm=chat, judge_llm=chat)
+    built.guard(context=None, question=None, answer="a", verification_llms=[chat, llm])
 
 
 def llamaindex(built: TruthLens, inner: BaseQueryEngine, li_llm: LIBaseLLM, llm: LLM) -> None:
@@ -104,6 +107,7 @@ def llamaindex(built: TruthLens, inner: BaseQueryEngine, li_llm: LIBaseLLM, llm:
     li.TruthLensFunctionAgent(tols=[], llm=li_llm)  # type: ignore[call-arg]
     li.CoreLLMAsLlamaIndex(llm, context_window=4096)
     li.CoreLLMAsLlamaIndex(llm, context_windw=4096)  # type: ignore[call-arg]
+    built.guard(context=None, question=None, answer="a", llm=li_llm)  # a LlamaIndex LLM too
 
 
 def service() -> None:

@@ -14,6 +14,7 @@ metrics; each benchmark's reader and the other metrics are in the private module
 
 from __future__ import annotations
 
+from ._answer_file import read_labelled_answers
 from ._metrics import (
     auroc,
     average_precision,
@@ -21,7 +22,6 @@ from ._metrics import (
     expected_calibration_error,
     threshold_curve,
 )
-from ._rag_readers import read_labelled_answers
 from ._readers import DETECTION_DATASETS, halueval_split, load_detection_dataset
 from ._records import EvalExample
 from ._reports import render_markdown, write_report

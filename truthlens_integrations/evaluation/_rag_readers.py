@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import ConfigError, InvalidInputError
+from ._answer_file import read_labelled_answers
 from ._files import _RAGTRUTH_DATA2TXT_INSTRUCTION, _read_jsonl, _split_passages
 from ._records import EvalExample, GoldSpan, make_example, marked
 
@@ -348,98 +349,5 @@ def read_attributionbench(folder: str | os.PathLike[str]) -> list[EvalExample]:
 
 # --------------------------------------------------------------------------- user files
 
-
-_LABELLED_KEYS = frozenset({"id", "context", "question", "answer", "label", "spans", "task_type"})
-
-
-def read_labelled_answers(path: str | os.PathLike[str]) -> list[EvalExample]:
-    """A user's labelled answers: JSON lines of ``context``, ``question``, ``answer``, ``label``.
-
-    ``label`` is ``1`` / ``true`` for an answer with an unsupported claim and ``0`` /
-    ``false`` for a supported one; ``context`` is a string or a list of passages;
-    ``question`` may be missing or null. Optional: ``id``, ``task_type`` (grouping in
-    the report) and ``spans`` (``[[start, end], ...]`` character offsets of the
-    unsupported text, for span metrics). Unknown keys and mistyped values are errors
-    naming the line: a silently skipped field would measure something else.
-
-    Raises:
-        ConfigError: If the file does not exist.
-        InvalidInputError: If a line is malformed.
-    """
-    examples = []
-    file = Path(path)
-    for number, row in enumerate(_read_jsonl(file), start=1):
-        where = f"{file}:{number}"
-        unknown = set(row) - _LABELLED_KEYS
-        if unknown:
-            raise InvalidInputError(f"{where}: unknown key(s) {sorted(unknown)}")
-        example = _labelled_example(where, row, number)
-        try:
-            example.to_input()  # what the detector will refuse, refused here with the line
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{where}: {exc}") from None
-        examples.append(example)
-    if not examples:
-        raise InvalidInputError(f"{file} holds no labelled answers")
-    return examples
-
-
-def _labelled_example(where: str, row: dict[str, Any], number: int) -> EvalExample:
-    answer = row.get("answer")
-    if not isinstance(answer, str) or not answer.strip():
-        raise InvalidInputError(f"{where}: 'answer' must be a non-empty string")
-    label = row.get("label")
-    if isinstance(label, bool):
-        hallucinated = label
-    elif type(label) is int and label in (0, 1):
-        hallucinated = bool(label)
-    else:
-        raise InvalidInputError(f"{where}: 'label' must be 0, 1, true or false, got {label!r}")
-    context = row.get("context")
-    if isinstance(context, str):
-        passages: tuple[str, ...] = (context,)
-    elif isinstance(context, list) and all(isinstance(c, str) for c in context):
-        passages = tuple(context)
-    else:
-        raise InvalidInputError(f"{where}: 'context' must be a string or a list of strings")
-    question = row.get("question")
-    if question is not None and not isinstance(question, str):
-        raise InvalidInputError(f"{where}: 'question' must be a string or null")
-    spans = _labelled_spans(where, row.get("spans"), len(answer))
-    if spans and not hallucinated:
-        raise InvalidInputError(f"{where}: a supported answer (label 0) cannot have spans")
-    task = row.get("task_type", "all")
-    if not isinstance(task, str):
-        raise InvalidInputError(f"{where}: 'task_type' must be a string")
-    ident = row.get("id", number)
-    if isinstance(ident, bool) or not isinstance(ident, str | int):
-        raise InvalidInputError(f"{where}: 'id' must be a string or an integer")
-    return make_example(
-        "labelled",
-        str(ident),
-        task,
-        passages,
-        question,
-        answer,
-        hallucinated=hallucinated,
-        gold_spans=spans,
-        has_span_labels="spans" in row,
-        source_id=str(ident),
-    )
-
-
-def _labelled_spans(where: str, raw: Any, length: int) -> tuple[GoldSpan, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise InvalidInputError(f"{where}: 'spans' must be a list of [start, end] pairs")
-    spans = []
-    for pair in raw:
-        ok = isinstance(pair, list) and len(pair) == 2
-        ok = ok and all(type(v) is int for v in pair) and 0 <= pair[0] < pair[1] <= length
-        if not ok:
-            raise InvalidInputError(
-                f"{where}: span {pair!r} is not [start, end] inside the {length}-char answer"
-            )
-        spans.append(GoldSpan(start=pair[0], end=pair[1]))
-    return tuple(sorted(spans, key=lambda s: (s.start, s.end)))
+# A user's labelled answers share one format and one reader with `truthlens detect`:
+# ``_answer_file.py`` (re-exported here, where the harness's readers are listed).

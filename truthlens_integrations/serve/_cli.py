@@ -41,13 +41,12 @@ def add_serve_parser(sub: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     """Start (or deploy) the service; locally, block until SIGTERM / SIGINT."""
     from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.core.policy import load_policy
 
     from ._runner import deploy, start_local
 
     if args.config is not None and not args.config.is_file():
         raise InvalidInputError(f"no such policy file: {args.config}")
-    policy = load_policy(args.config)
+    policy = args.config  # read once, where the options are applied: errors name the file
     overrides: dict[str, Any] = {}
     if args.replicas is not None:
         overrides["replicas"] = args.replicas

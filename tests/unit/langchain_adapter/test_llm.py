@@ -153,3 +153,15 @@ async def test_llm_chat_model_runs_a_core_llm_in_lcel() -> None:
     reply = await LLMChatModel(llm=core).ainvoke("Capital of Italy?", stop=["\n"])
     assert reply.content == "Rome" and reply.usage_metadata is not None
     assert reply.usage_metadata["total_tokens"] == 5 and core.seen[1][2] == ["\n"]
+
+
+# -- the one answer to "is this a LangChain model?" (issue 51) ---------------------------------
+
+
+def test_a_langchain_llm_that_is_not_a_chat_model_reads_as_text() -> None:
+    from langchain_core.language_models import FakeListLLM
+
+    from truthlens_integrations.langchain_adapter._llm import to_core_llm
+
+    llm = to_core_llm(FakeListLLM(responses=[FIXED]))
+    assert llm is not None and llm.complete("When?").text == FIXED

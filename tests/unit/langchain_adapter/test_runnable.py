@@ -274,7 +274,8 @@ def test_body_action_changes_text_keeps_original(detector: Detector) -> None:
     runnable = guard(make_engine(detector, action_policy("body")))
     out = runnable.invoke({**EIFFEL_DICT, "answer": AIMessage(EIFFEL_ANSWER)})
     assert out["answer"].content == (
-        f'{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: "1950", "500 meters".'
+        f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} "
+        'Contradicted by the context: "1950", "500 meters".'
     )
     assert V(out["truthlens"]).original_answer == EIFFEL_ANSWER
     assert out["answer"].response_metadata["truthlens"]["original_answer"] == EIFFEL_ANSWER

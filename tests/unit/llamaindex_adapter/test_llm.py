@@ -184,3 +184,21 @@ def test_transient_errors_of_a_llamaindex_llm_are_retried() -> None:
     assert response.text == "Paris" and response.attempts == 3
     again = LlamaIndexLLM(Flaky(), retry=core_llm.RetryPolicy(wait_initial=0.0))
     assert asyncio.run(again.acomplete("Capital?")).attempts == 3
+
+
+# -- the one answer to "is this a LlamaIndex LLM?" (issue 51) ----------------------------------
+
+
+def test_a_langchain_chat_model_given_to_the_llamaindex_adapter_is_wrapped() -> None:
+    from langchain_core.language_models import FakeListChatModel
+
+    from truthlens_integrations.llamaindex_adapter._llm import as_core_llm, to_core_llm
+
+    chat = FakeListChatModel(responses=["Paris."])
+    assert to_core_llm(chat) is None  # not LlamaIndex's: its adapter answers
+    llm = as_core_llm(chat)
+    assert (
+        llm is not None and llm.complete([core_llm.ChatMessage.user("Capital?")]).text == "Paris."
+    )
+    with pytest.raises(TypeError, match="must be a truthlens LLM"):
+        as_core_llm("gpt-4o-mini")

@@ -69,7 +69,7 @@ from truthlens_integrations.llamaindex_adapter import (
 # -- TruthLensQueryEngine over a real VectorStoreIndex: detection, actions, metadata, events.
 
 
-WARNED = f'{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: "1950".'
+WARNED = f'{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Not supported by the context: "1950".'
 
 
 def guarded(
@@ -148,7 +148,8 @@ def test_unverified_when_nothing_was_retrieved(detector) -> None:
     verdict = get_verdict(response)
     assert verdict is not None and verdict.unverified and verdict.context_missing
     assert verdict.detection is None  # nothing to check against: not reported as clean
-    assert response.response == f"{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    said = "Not checked: there was no context to check it against."
+    assert response.response == f"{WRONG_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} {said}"
     meta = response.metadata["truthlens"]["metadata"]
     assert meta["x-vsr-unverified-factual-response"] == "true"
 

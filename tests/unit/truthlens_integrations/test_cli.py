@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import EIFFEL_ANSWER, EIFFEL_CONTEXT, EIFFEL_QUESTION
 from truthlens_integrations._cli import main
+from truthlens_integrations.core.engine._verdict import VERDICT_FIELDS
 
 
 def eiffel_detect(model: Path) -> list[str]:
@@ -36,8 +37,9 @@ def test_detect_json_from_flags(
     payload = json.loads(capsys.readouterr().out)
     spans = [(s["start"], s["end"], s["text"]) for s in payload["spans"]]
     assert spans == [(30, 34, "1950"), (42, 52, "500 meters")]
-    assert payload["detected"] is True
-    assert {"score", "coverage", "model_id", "latency_ms"} <= payload.keys()
+    assert payload["detected"] is True and payload["decision"] == "MITIGATE"
+    # the engine's verdict, as every adapter hands it out (one vocabulary, one shape)
+    assert set(payload) == set(VERDICT_FIELDS) - {"detection"}
 
 
 def test_detect_table_marks_spans(
@@ -46,7 +48,8 @@ def test_detect_table_marks_spans(
     main(eiffel_detect(keyword_model_dir))
     out = capsys.readouterr().out
     assert "built in [[1950]] and is [[500 meters]] tall." in out
-    assert "HALLUCINATED" in out
+    assert "verdict:  MITIGATE  flagged  score=" in out  # the engine's words
+    assert "HALLUCINATED" not in out and "SUPPORTED" not in out
 
 
 def test_detect_jsonl_many(
@@ -61,7 +64,7 @@ def test_detect_jsonl_many(
     path.write_text("\n".join(json.dumps(r) for r in rows))
     assert main(["detect", "--model", str(keyword_model_dir), "--input", str(path), "--json"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert [x["status"] for x in lines] == ["hallucinated", "supported", "unverifiable"]
+    assert [outcome(x) for x in lines] == ["flagged", "not flagged", "not checked"]
 
 
 def test_bad_input_is_a_clean_error(
@@ -85,6 +88,16 @@ def write_lines(path: Path, lines: list[str | bytes]) -> Path:
 
 def run_detect(model: Path, path: Path, *extra: str) -> int:
     return main(["detect", "--model", str(model), "--input", str(path), *extra])
+
+
+def outcome(line: dict[str, object]) -> str:
+    """What a JSON line says of its record, in the verdict's own fields."""
+    if line.get("status") == "skipped":
+        return "skipped"
+    if not line["checked"]:
+        assert line["score"] is None  # never a clean-looking 0.0
+        return "not checked"
+    return "flagged" if line["detected"] else "not flagged"
 
 
 def test_malformed_jsonl_line_names_file_and_line(
@@ -124,13 +137,13 @@ def test_on_error_skip_reports_each_bad_record_and_checks_the_rest(
     captured = capsys.readouterr()
     out = [json.loads(x) for x in captured.out.splitlines()]
     assert [x.get("id") for x in out] == ["a", None, 7, None, None, "b"]
-    assert [x["status"] for x in out] == [
-        "hallucinated",
+    assert [outcome(x) for x in out] == [
+        "flagged",
         "skipped",
         "skipped",
         "skipped",
         "skipped",
-        "supported",
+        "not flagged",
     ]
     skipped = {x["source"]: x["error"] for x in out if x["status"] == "skipped"}
     assert "not valid JSON" in skipped[f"{path}:2"]
@@ -164,7 +177,7 @@ def test_each_record_reports_its_own_latency(
     path = write_lines(tmp_path / "in.jsonl", [json.dumps(r) for r in rows])
     assert run_detect(keyword_model_dir, path, "--json") == 0
     out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    latencies = [x["latency_ms"] for x in out]
+    latencies = [x["latency_ms"]["total"] for x in out]
     assert [x["id"] for x in out] == [1, 2, 3]
     # Measured per record, not one batch's mean copied to every record.
     assert len(set(latencies)) == 3 and all(ms > 0 for ms in latencies)
@@ -208,7 +221,7 @@ def test_utf8_byte_order_mark_is_accepted(
     single.write_bytes(bom + json.dumps(GOOD).encode())
     for path in (jsonl, single):
         assert run_detect(keyword_model_dir, path, "--json") == 0
-        assert json.loads(capsys.readouterr().out)["status"] == "hallucinated"
+        assert outcome(json.loads(capsys.readouterr().out)) == "flagged"
 
 
 @pytest.mark.parametrize(
@@ -248,7 +261,7 @@ def test_malformed_values_are_bad_records_not_tracebacks(
     assert run_detect(keyword_model_dir, path, "--json", "--on-error", "skip") == 1
     captured = capsys.readouterr()
     out = [json.loads(x) for x in captured.out.splitlines()]
-    assert [x["status"] for x in out] == ["hallucinated", "skipped"]
+    assert [outcome(x) for x in out] == ["flagged", "skipped"]
     assert message in out[1]["error"] and "Traceback" not in captured.err
 
 
@@ -304,7 +317,7 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    assert json.loads(proc.stdout.readline())["status"] == "supported"
+    assert outcome(json.loads(proc.stdout.readline())) == "not flagged"
     proc.stdout.close()  # what `head -n 1` does after its line
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1
@@ -359,3 +372,71 @@ def test_detect_passes_the_precision_to_the_model(
     monkeypatch.setattr(detection, "load_detector", load_detector)
     assert main([*eiffel_detect(keyword_model_dir), "--precision", "float32", "--json"]) == 0
     assert seen["dtype"] == "float32"
+
+
+# -- a new user's stumbles (issue 51) -----------------------------------------------------
+
+
+def test_detect_reads_the_labelled_file_calibrate_and_eval_read(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It refused it: "unknown keys 'label', 'spans'". One format, one reader.
+    rows = [
+        {**GOOD, "id": "b1", "label": 1, "spans": [[30, 34]], "task_type": "qa"},
+        {**GOOD, "id": "g1", "answer": "It is in Paris.", "label": 0},
+    ]
+    path = write_lines(tmp_path / "labelled.jsonl", [json.dumps(r) for r in rows])
+    assert run_detect(keyword_model_dir, path, "--json") == 0
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(x["id"], outcome(x)) for x in out] == [("b1", "flagged"), ("g1", "not flagged")]
+
+
+def test_a_mistyped_label_is_named_with_what_the_values_mean(
+    keyword_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(tmp_path / "in.jsonl", [json.dumps({**GOOD, "label": "bad"})])
+    assert run_detect(keyword_model_dir, path) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1: 'label' must be 1 (an unsupported claim) or 0 (supported)" in err
+
+
+def test_an_answer_without_context_reads_as_not_checked_never_clean(
+    keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It printed "score": 0.0 and "status": "unverifiable" beside "detected": false.
+    argv = ["detect", "--model", str(keyword_model_dir), "--question", EIFFEL_QUESTION,
+            "--answer", EIFFEL_ANSWER]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["score"] is None and payload["checked"] is False
+    assert payload["status"] == "not_checked" and payload["not_checked_reason"] == "no_grounding"
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "NOT CHECKED: there was no context to check it against (no_grounding)" in out
+    assert "score=n/a" in out and "[[" not in out  # as x-truthlens-score says it
+
+
+def test_marks_under_the_threshold_are_listed_apart_never_marked(
+    keyword_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It printed "[[cannot]]" marked on the answer, then SUPPORTED.
+    answer = "The Eiffel Tower was built in 1950."  # the answer scores 0.995, under 1.0
+    argv = ["detect", "--model", str(keyword_model_dir), "--context", EIFFEL_CONTEXT,
+            "--answer", answer, "--threshold", "1.0"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"answer:   {answer}\n" in out and "[[" not in out
+    assert "verdict:  PASS  not flagged" in out
+    assert 'below the threshold (not flagged): "1950" (0.99)' in out
+    assert main([*argv, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["spans"] == [] and payload["below_threshold_spans"][0]["text"] == "1950"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from truthlens_integrations import __version__
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"truthlens {__version__}\n"

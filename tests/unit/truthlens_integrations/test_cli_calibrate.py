@@ -170,15 +170,17 @@ def test_calibrate_refuses_bad_records_naming_the_line(
     code, err = _calibrate(
         tmp_path, capsys, rows.encode() + '{"answer": "café"}\n'.encode("latin-1")
     )
-    assert code == 2 and "labelled.jsonl:7 is not UTF-8" in err
+    assert code == 2 and "labelled.jsonl:7: not UTF-8" in err
     code, err = _calibrate(tmp_path, capsys, rows + '{"answer": "a", "id": %s}\n' % ("9" * 5000))
-    assert code == 2 and "labelled.jsonl:7 holds a number too long" in err
+    assert code == 2 and "labelled.jsonl:7: a number of 5000 digits is too long" in err
     unreadable = {"context": "a", "answer": "\u200b\u200b", "label": 0}
     code, err = _calibrate(tmp_path, capsys, rows + json.dumps(unreadable) + "\n")
     assert code == 2 and "labelled.jsonl:7: answer has no readable characters" in err
     long = {"context": "a", "answer": "It was built in 1889. " * 1820, "label": 0}
     code, err = _calibrate(tmp_path, capsys, rows + json.dumps(long) + "\n")
-    assert code == 2 and "record 7 has 40,040 characters" in err and "12,000" in err
+    # named by its line, as detect names it: ids need not be unique (issue 51)
+    assert code == 2 and "labelled.jsonl:7: the answer of the record: 40,040 characters" in err
+    assert "12,000" in err
 
 
 def test_calibrate_refuses_an_out_that_cannot_be_a_file(
@@ -201,3 +203,31 @@ def test_calibrate_warns_that_a_handful_of_labels_cannot_fit_a_map(
     assert written.model == "lexical" and written.metrics["partly_read"] == 0
     code, err = _calibrate(tmp_path, capsys, _lines(_eiffel_rows(20)))
     assert code == 0 and "warning" not in err
+
+
+# -- a new user's stumbles (issue 51) -----------------------------------------------------
+
+
+def test_an_over_long_record_is_named_by_its_line_not_its_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ids need not be unique: "record a" named two records; the line names one.
+    rows = [{**row, "id": "a"} for row in _eiffel_rows(3)]
+    long = {"id": "a", "context": "a", "answer": "It was built in 1889. " * 1820, "label": 0}
+    code, err = _calibrate(tmp_path, capsys, _lines([*rows, long]))
+    assert code == 2 and "labelled.jsonl:7 (id 'a'): the answer of the record" in err
+
+
+def test_when_no_answer_could_be_checked_it_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "got 0 with an unsupported claim and 0 without".
+    rows = [{k: v for k, v in row.items() if k != "context"} for row in _eiffel_rows(3)]
+    code, err = _calibrate(tmp_path, capsys, _lines(rows))
+    assert code == 2
+    assert (
+        "of 6 labelled answers, 0 could be checked (6 had no context to check them against)" in err
+    )
+    one_checked = [*rows[:5], _eiffel_rows(3)[5]]
+    code, err = _calibrate(tmp_path, capsys, _lines(one_checked))
+    assert "1 could be checked (5 had no context" in err and "1 with label 1" in err

@@ -169,7 +169,8 @@ def test_factual_prompt_without_grounding_is_unverified(
     assert counting.batches == 0
     assert verdict.unverified and verdict.context_missing and verdict.fact_check_needed
     assert verdict.decision is Decision.MITIGATE and verdict.action == "body"
-    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE}"
+    said = "Not checked: there was no context to check it against."
+    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} {said}"
     assert verdict.metadata["x-vsr-unverified-factual-response"] == "true"
     assert verdict.metadata["x-vsr-verification-context-missing"] == "true"
     # not checked: neither "false" (clean) nor "true"
@@ -356,10 +357,21 @@ def test_the_warning_names_the_most_severe_spans_first() -> None:
         span("1950", 0.9, 4),
         span("500 meters", 0.95, 4),
     ]
-    # the contradictions before the neutral spans, each in answer order
+    # the contradictions before the neutral spans, each in answer order, each said as
+    # what it is (issue 51: "cannot be verified" was said of a contradiction too)
     assert flagged_note("Check this.", spans) == (
-        'Check this. Flagged: "1950", "500 meters", "Paris" and 1 more.'
+        'Check this. Contradicted by the context: "1950", "500 meters". '
+        'Not supported by the context: "Paris" and 1 more.'
     )
+
+
+def test_a_warned_answer_that_was_not_checked_says_why(detector: Detector) -> None:
+    # A warning naming nothing read like a finding; it says the answer was not checked.
+    engine = make(detector, {"hallucination": {"unverified_factual_action": "body"}})
+    verdict = engine.guard(context=None, question=EIFFEL_QUESTION, answer="In 1950.")
+    assert verdict.action == "body" and not verdict.checked
+    assert verdict.output is not None
+    assert verdict.output.endswith("Not checked: there was no context to check it against.")
 
 
 def test_header_without_details_writes_offsets_only(detector: Detector) -> None:
@@ -373,7 +385,8 @@ def test_body_action_appends_the_warning_exactly_once(detector: Detector) -> Non
     engine = make(detector, action_policy("body", warning_template=template))
     verdict = engine.guard(**EIFFEL)
     assert verdict.action == "body"
-    assert verdict.output == f'{EIFFEL_ANSWER}\n\n{template} Flagged: "1950", "500 meters".'
+    said = 'Contradicted by the context: "1950", "500 meters".'
+    assert verdict.output == f"{EIFFEL_ANSWER}\n\n{template} {said}"
     assert verdict.original_answer == EIFFEL_ANSWER
     # guarding the already-warned output again does not add a second warning
     again = engine.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=verdict.output)
@@ -745,7 +758,7 @@ def test_body_and_disclaimer_together_warn_once(detector: Detector) -> None:
     policy = action_policy("body", require_disclaimer=True)
     verdict = make(detector, policy).guard(**EIFFEL)
     assert verdict.output is not None and verdict.output.count(DEFAULT_WARNING_TEMPLATE) == 1
-    assert verdict.output.startswith(f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Flagged: ")
+    assert verdict.output.startswith(f"{EIFFEL_ANSWER}\n\n{DEFAULT_WARNING_TEMPLATE} Contradicted")
 
 
 def test_missing_question_is_treated_as_factual(detector: Detector) -> None:

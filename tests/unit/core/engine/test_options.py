@@ -445,7 +445,7 @@ def test_wrong_types_fail_at_the_call(detector: Detector) -> None:
     with pytest.raises(InvalidArgumentError, match="mode"):
         make_engine(detector, mode="gold")
     engine = make_engine(detector)
-    with pytest.raises(InvalidArgumentError, match="llm must be an LLM"):
+    with pytest.raises(InvalidArgumentError, match="llm must be a truthlens LLM"):
         engine.guard(**EIFFEL, llm="gpt")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="verification_llms"):
         engine.guard(**EIFFEL, verification_llms="gpt")  # type: ignore[arg-type]

@@ -101,3 +101,25 @@ def test_rewritten_queries_of_a_withheld_answer_are_withheld(
     (full,) = audit  # the explicit channel keeps every iteration
     assert any(leaks("1950", s.query or "") for s in full.history)
     assert verdict.full().history == full.history
+
+
+# -- marks under the threshold (issue 51: `truthlens detect` showed [[cannot]] and SUPPORTED) --
+
+
+def test_marks_under_the_threshold_are_kept_apart_from_the_findings(detector: Detector) -> None:
+    wrong = {**EIFFEL, "answer": "The Eiffel Tower was built in 1950."}
+    # the keyword detector scores "1950" 0.99999: a threshold of 1.0 is not reached
+    verdict = make_engine(detector, threshold=1.0).guard(**wrong)
+    assert verdict.passed and not verdict.detected and verdict.spans == []
+    assert [s.text for s in verdict.below_threshold_spans] == ["1950"]
+    data = verdict.to_dict()
+    assert data["spans"] == [] and data["below_threshold_spans"][0]["text"] == "1950"
+    flagged = make_engine(detector).guard(**wrong)
+    assert [s.text for s in flagged.spans] == ["1950"] and flagged.below_threshold_spans == []
+    hidden = make_engine(detector, threshold=1.0, redact=True).guard(**wrong)
+    assert not leaks("1950", json.dumps(hidden.to_dict()["below_threshold_spans"]))
+
+
+def test_an_answer_not_checked_has_no_marks_at_all(detector: Detector) -> None:
+    verdict = make_engine(detector).guard(context=None, question="Why?", answer="In 1950.")
+    assert not verdict.checked and verdict.below_threshold_spans == [] and verdict.spans == []

@@ -173,6 +173,18 @@ def test_an_echoed_answer_gets_a_fresh_grounded_prompt(detector: Detector) -> No
     assert len(llm.seen) == 2
 
 
+def test_a_rejected_round_is_not_asked_again_with_the_same_prompt(detector: Detector) -> None:
+    # Issue 51: after a rejected refine round the best answer is unchanged, so its refine
+    # prompt was sent again, word for word (the README demo's SmolLM2 wrote the same wrong
+    # answer twice). The next round asks for a fresh answer instead.
+    llm = Scripted([WORSE, GOOD])
+    verdict = engine(detector, iterations=3).guard(**EIFFEL, llm=llm)
+    assert verdict.status == "converged" and verdict.final_answer == GOOD
+    assert [h.kind for h in verdict.history] == ["initial", "refine", "regenerate"]
+    assert [h.accepted for h in verdict.history] == [True, False, True]
+    assert llm.prompt(1) != llm.prompt(0) and "[[" not in llm.prompt(1)
+
+
 def test_repeating_after_a_fresh_prompt_stops_as_stagnation(detector: Detector) -> None:
     llm = Scripted([EIFFEL_ANSWER, " the eiffel tower was built in 1950 and is 500 meters  tall. "])
     verdict = engine(detector, iterations=3).guard(**EIFFEL, llm=llm)

@@ -534,6 +534,22 @@ def test_bad_start_options_fail_before_ray_starts(
     assert made == []
 
 
+def test_a_bad_option_on_a_policy_file_names_the_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 51: the error named "<dict>" (the policy as re-read with the options).
+    from tests._paths import REPO
+    from truthlens_integrations._cli import main
+    from truthlens_integrations.serve import _runner
+
+    monkeypatch.setattr(_runner, "_init_local_ray", lambda *a, **k: pytest.fail("Ray started"))
+    policy = REPO / "cookbook" / "policies" / "truthlens_global.yaml"
+    assert main(["serve", "--config", str(policy), "--replicas", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{policy} with the service options replicas=0: service.replicas:" in err
+    assert "<dict>" not in err
+
+
 def test_failed_start_stops_ray_and_removes_its_folder(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
