@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from truthlens_integrations.core import _normalize, _quantities  # noqa: E402
+from truthlens_integrations._lab_api import normalize_module as _normalize  # noqa: E402
+from truthlens_integrations._lab_api import quantities_module as _quantities  # noqa: E402
 
 SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 DATE = 18890331.0

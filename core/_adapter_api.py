@@ -35,9 +35,9 @@ if TYPE_CHECKING:
         CALIBRATION_FORMAT,
         CalibrationFile,
         check_calibration_detector,
-        read_calibration_file,
     )
     from ._calibration._fit import fit_response_map, threshold_for
+    from ._calibration._planted import check_flags_planted_file, load_calibration_file
     from ._decision import NOT_CHECKED_WORDS
     from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
     from .engine._build import engine_from
@@ -94,7 +94,8 @@ _LAZY = {
     "CALIBRATION_FORMAT": "_calibration._file",
     "CalibrationFile": "_calibration._file",
     "check_calibration_detector": "_calibration._file",
-    "read_calibration_file": "_calibration._file",
+    "check_flags_planted_file": "_calibration._planted",
+    "load_calibration_file": "_calibration._planted",
     "fit_response_map": "_calibration._fit",
     "threshold_for": "_calibration._fit",
     "RouteCalibration": "models.detection._rescore",
@@ -137,6 +138,7 @@ __all__ = [
     "build_refine_messages",
     "build_refiner_messages",
     "check_calibration_detector",
+    "check_flags_planted_file",
     "check_input_sizes",
     "check_request_tokens",
     "content_words",
@@ -150,11 +152,11 @@ __all__ = [
     "format_documents",
     "lazy_attributes",
     "lexical_nli",
+    "load_calibration_file",
     "loads_strict",
     "log_event",
     "mark_spans",
     "numbers",
-    "read_calibration_file",
     "readable_chars",
     "redact_verdict",
     "register_llm_wrapper",

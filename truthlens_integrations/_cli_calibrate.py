@@ -186,16 +186,24 @@ def _check_loadable(content: dict[str, Any]) -> None:
     """
     from pydantic import ValidationError
 
-    from truthlens_integrations.core import InvalidInputError
-    from truthlens_integrations.core._adapter_api import CalibrationFile
+    from truthlens_integrations.core import ConfigError, InvalidInputError
+    from truthlens_integrations.core._adapter_api import (
+        CalibrationFile,
+        check_flags_planted_file,
+    )
 
     try:
-        CalibrationFile.model_validate(content)
+        check_flags_planted_file(CalibrationFile.model_validate(content), where="it")
     except ValidationError as exc:
         problem = exc.errors(include_url=False, include_input=False)[0]["msg"]
         raise InvalidInputError(
             f"the fitted map cannot be used: {problem.removeprefix('Value error, ')}; the "
             "labels may not separate on what the detector reads (label more answers)"
+        ) from None
+    except ConfigError as exc:
+        raise InvalidInputError(
+            f"the fitted map cannot be used: {exc}; the labels may not separate on what the "
+            "detector reads (label more answers)"
         ) from None
 
 

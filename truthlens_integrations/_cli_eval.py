@@ -193,12 +193,12 @@ class _CalibratedDetector:
         from truthlens_integrations.core._adapter_api import (
             RouteCalibration,
             check_calibration_detector,
-            read_calibration_file,
+            load_calibration_file,
         )
 
         self._inner = inner
         self.backend: str | None = getattr(inner, "backend", None)
-        file = read_calibration_file(calibration)
+        file = load_calibration_file(calibration)
         try:
             # A map scores the outputs of the detector it was fitted for, no other.
             check_calibration_detector(file, inner.model_id)

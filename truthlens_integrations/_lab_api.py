@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from truthlens_integrations.core import _normalize as normalize_module
     from truthlens_integrations.core import _quantities as quantities_module
     from truthlens_integrations.core import _scoring as scoring_module
     from truthlens_integrations.core._calibration import _fit as calibration_fit_module
@@ -44,6 +45,11 @@ if TYPE_CHECKING:
         ResponseCalibration,
         calibrated_score,
         read_response_calibration,
+    )
+    from truthlens_integrations.core._calibration._planted import (
+        PLANTED,
+        PLANTED_FILE,
+        planted_answers,
     )
     from truthlens_integrations.core._calibration._signals import (
         COEFFICIENTS,
@@ -164,6 +170,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "judge_quantity": (f"{_CORE}._quantities", "judge_quantity"),
     "measure": (f"{_CORE}._units", "measure"),
     "quantities_module": (f"{_CORE}._quantities", None),
+    "normalize_module": (f"{_CORE}._normalize", None),
     "conflict_marks": (f"{_DETECTION}._rules", "conflict_marks"),
     "rule_conflicts": (f"{_DETECTION}._rules", "rule_conflicts"),
     "uncounted_spans": (f"{_DETECTION}._rules", "uncounted_spans"),
@@ -187,6 +194,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DEFAULT_SIGNALS": (f"{_CALIBRATION}._fit", "DEFAULT_SIGNALS"),
     "SIGNALS": (f"{_CALIBRATION}._fit", "SIGNALS"),
     "fit_response_map": (f"{_CALIBRATION}._fit", "fit_response_map"),
+    "PLANTED": (f"{_CALIBRATION}._planted", "PLANTED"),
+    "PLANTED_FILE": (f"{_CALIBRATION}._planted", "PLANTED_FILE"),
+    "planted_answers": (f"{_CALIBRATION}._planted", "planted_answers"),
     "calibration_fit_module": (f"{_CALIBRATION}._fit", None),
     "RouteCalibration": (f"{_DETECTION}._rescore", "RouteCalibration"),
     "answer_evidence": (f"{_DETECTION}._rescore", "answer_evidence"),
@@ -252,6 +262,8 @@ __all__ = [
     "DEFAULT_SIGNALS",
     "EVIDENCE_CANDIDATES",
     "LEXICAL_STOPWORDS",
+    "PLANTED",
+    "PLANTED_FILE",
     "PREMISE_SENTENCES",
     "SIGNALS",
     "STOP_WORDS",
@@ -286,10 +298,12 @@ __all__ = [
     "measure",
     "merge_spans",
     "negations",
+    "normalize_module",
     "normalize_word",
     "number_verdicts",
     "onnx_threads",
     "plan_rows",
+    "planted_answers",
     "quantities_module",
     "ragtruth_context",
     "ragtruth_dev_split",

@@ -26,6 +26,7 @@ __all__ = [
     "CalibrationFile",
     "check_calibration_detector",
     "check_response_map",
+    "is_bundled",
     "read_calibration_file",
 ]
 
@@ -236,7 +237,8 @@ def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
     Raises:
         ConfigError: If the file does not exist, is not a regular file, is too large,
             unreadable, not UTF-8, not JSON (``NaN`` included), holds a key twice, or is
-            malformed. The message names the file once.
+            malformed. The message names the file once. (Whether its map still flags the
+            package's planted wrong answers is :func:`~._planted.load_calibration_file`'s.)
     """
     file = Path(path)
     if not file.exists():
@@ -253,9 +255,10 @@ def read_calibration_file(path: str | os.PathLike[str]) -> CalibrationFile:
     except JSONFormatError as exc:
         raise ConfigError(f"calibration file {file}: {exc}") from None
     try:
-        return CalibrationFile.model_validate(data)
+        parsed = CalibrationFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"calibration file {file}: {_problems(exc)}") from None
+    return parsed
 
 
 def _read_regular_file(file: Path) -> bytes:
@@ -289,10 +292,11 @@ def _problems(exc: ValidationError) -> str:
     """The validation problems, one ``field: message`` each, without the input values."""
     lines = []
     for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in error["loc"]) or "file"
+        where = ".".join(str(part) for part in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
-        # the map's own checks name their key already
-        lines.append(message if message.startswith(f"{where}:") else f"{where}: {message}")
+        # the map's own checks name their key already; the whole file's name none
+        named = not where or message.startswith(f"{where}:")
+        lines.append(message if named else f"{where}: {message}")
     return "; ".join(lines)
 
 
@@ -318,6 +322,11 @@ def check_calibration_detector(calibration: CalibrationFile, model_id: str | Non
         f"was fitted for {_describe(fitted)} and cannot score {_describe(used)}; fit one "
         f"for it with `truthlens calibrate{fit_for} --data FILE --out FILE`"
     )
+
+
+def is_bundled(model: str | None) -> bool:
+    """Whether a calibration file's ``model`` (or a detector's id) names the bundled detector."""
+    return _detector_name(model) == _BUNDLED
 
 
 def _describe(name: str) -> str:

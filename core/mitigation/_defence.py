@@ -35,6 +35,7 @@ class GuardedAnswer(Protocol):
     def score(self) -> float | None:
         """The response score (``None`` when not checked)."""
 
+
 __all__ = [
     "SCENARIOS",
     "Degradation",

@@ -23,8 +23,8 @@ from pydantic import (
 from .._calibration._file import (
     CalibrationFile,
     check_calibration_detector,
-    read_calibration_file,
 )
+from .._calibration._planted import load_calibration_file
 from .._decision import Action, route_threshold, unverified_action
 from .._errors import ConfigError
 from ._defaults import (
@@ -225,7 +225,7 @@ class PluginConfiguration(StrictModel):
             self._calibration_file = parsed[self.calibration]
             return self
         try:
-            self._calibration_file = read_calibration_file(self.calibration)
+            self._calibration_file = load_calibration_file(self.calibration)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self

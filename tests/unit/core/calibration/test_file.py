@@ -72,11 +72,13 @@ def _policy(calibration: Path | str, **plugin: object) -> dict[str, object]:
 
 def test_the_route_scores_with_its_file_and_threshold(detector: Detector, tmp_path: Path) -> None:
     model = detector.model_id  # the file names the detector it was fitted for
-    low = make(detector, _policy(_calibration(tmp_path, -30.0, model=model)))
+    # a map that would pass the wrong answer (-30) is refused when the policy loads
+    with pytest.raises(ConfigError, match="lets a plainly wrong answer pass"):
+        make(detector, _policy(_calibration(tmp_path, -30.0, model=model)))
+    low = make(detector, _policy(_calibration(tmp_path, 0.0, model=model)))
     verdict = low.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
     assert verdict.route == "calibrated" and verdict.threshold == 0.7
-    assert verdict.score == pytest.approx(_expected(detector, -30.0), rel=1e-4)
-    assert not verdict.detected  # below 0.7, although the keyword model marks 1950
+    assert verdict.score == pytest.approx(_expected(detector, 0.0), rel=1e-4)
     high = make(detector, _policy(_calibration(tmp_path, 3.0, model=model)))
     flagged = high.guard(context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER)
     assert flagged.detected
@@ -223,13 +225,15 @@ def test_a_routes_map_is_read_once_and_its_detected_decides(
     monkeypatch.setattr(_response.ResponseCalibration, "from_entry", classmethod(counting))
     model = detector.model_id
     engine = make(detector, _policy(_calibration(tmp_path, 30.0, threshold=0.5, model=model)))
-    assert len(reads) == 1  # read into its map when the engine was built
+    # read when the policy loaded (the file's own checks) and into the route's map
+    built = len(reads)
+    assert 1 <= built <= 2
     for _ in range(3):
         verdict = engine.guard(
             context=EIFFEL_CONTEXT, question=EIFFEL_QUESTION, answer=EIFFEL_ANSWER
         )
         assert verdict.route == "calibrated" and verdict.detected
-    assert len(reads) == 1  # never again per request
+    assert len(reads) == built  # never again per request
     assert verdict.detection is not None and verdict.detection.detected
 
     # The rescoring's ``detected`` is the one the guard uses: said otherwise, it stands.
@@ -417,10 +421,47 @@ def test_a_map_must_rise_with_the_evidence_and_stay_in_range(
 
 
 def test_a_sane_map_loads(tmp_path: Path) -> None:
-    response = {"max_logit": 0.0, "sentence_peak": 0.4, "log_sentences": 0.0, "bias": -99.0}
+    response = {"max_logit": 0.0, "sentence_peak": 0.4, "log_sentences": 0.0, "bias": -1.0}
     assert read_calibration_file(_write(tmp_path / "ok.json", _content(response))).model == (
         "bundled"
     )
+
+
+@pytest.mark.parametrize(
+    ("response", "threshold"),
+    [
+        ({"max_logit": 1.0, "log_sentences": 0.0, "bias": -100.0}, 0.5),  # every score ~4e-18
+        ({"max_logit": 1.0, "log_sentences": 0.0, "bias": 0.0}, 1.0),  # never reached
+        (  # a long-answer map that padding with true sentences defeats
+            {
+                "max_logit": 1.0,
+                "log_sentences": 0.0,
+                "bias": 0.0,
+                "long_answers": {
+                    "from_sentences": 2,
+                    "max_logit": 0.1,
+                    "log_sentences": 0.0,
+                    "bias": -20.0,
+                },
+            },
+            0.5,
+        ),
+    ],
+    ids=["bias", "threshold", "long_answers"],
+)
+@pytest.mark.parametrize("model", ["bundled", "someorg/other-detector"])
+def test_a_file_that_switches_the_guard_off_is_refused(
+    tmp_path: Path, response: dict[str, Any], threshold: float, model: str
+) -> None:
+    # Each obeyed every rule of the map; each passed the planted wrong answers.
+    from truthlens_integrations.core._calibration._planted import load_calibration_file
+
+    content = {**_content(response, model=model), "threshold": threshold}
+    path = _write(tmp_path / "off.json", content)
+    read_calibration_file(path)  # well formed: every rule of the map holds
+    with pytest.raises(ConfigError, match="lets a plainly wrong answer pass") as raised:
+        load_calibration_file(path)
+    assert "off.json" in str(raised.value) and "truthlens calibrate" in str(raised.value)
 
 
 # -- the file itself ------------------------------------------------------------------------
@@ -461,7 +502,7 @@ def test_a_key_given_twice_is_refused_and_bad_bytes_are_clean_errors(tmp_path: P
 
 
 def test_derive_keeps_the_map_the_policy_read(detector: Detector, tmp_path: Path) -> None:
-    response = {"max_logit": 1.0, "log_sentences": 0.0, "bias": -30.0}
+    response = {"max_logit": 1.0, "log_sentences": 0.0, "bias": 0.0}
     path = _write(tmp_path / "calib.json", _content(response, model=detector.model_id))
     engine = make(detector, _routed_policy(path))
     kwargs = {"context": EIFFEL_CONTEXT, "question": EIFFEL_QUESTION}
@@ -471,7 +512,7 @@ def test_derive_keeps_the_map_the_policy_read(detector: Detector, tmp_path: Path
     _write(path, _content({**response, "bias": 30.0}, model=detector.model_id))
     derived = engine.derive(action="block")
     after = derived.guard(answer=answer, **kwargs)  # type: ignore[arg-type]
-    assert after.score == pytest.approx(before.score) and not after.detected
+    assert after.score == pytest.approx(before.score)
     _write(path, "not json")
     again = derived.derive(threshold=0.6, on_block="message")
     route = again.policy.decision("calibrated").plugin
