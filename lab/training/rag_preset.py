@@ -30,7 +30,7 @@ from .rag_response import fit_candidate, fitted_on, load_set
 CANDIDATE = "rules"  # candidate 4a's name in rag_response
 # Shipped as the opt-in calibration `rag` until issue 52 (no bundled calibrations since;
 # issue 41 found it misses single-claim errors): kept with the records.
-BUNDLED = ROOT / "lab" / "records" / "rag_selection" / "stage6" / "rag.json"
+BUNDLED = ROOT / "lab" / "records" / "rag_selection" / "rag_calibration.json"
 # the figures of the bundled detector now in place (stage 6); stage 5's are one folder up
 FIGURES = ROOT / "lab" / "records" / "rag_selection" / "stage6" / "crossfit_detector.json"
 COMMAND = (
