@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
     from .engine._build import engine_from
     from .engine._options import POLICY_KNOB_NAMES, split_options
+    from .engine._tools import GuardCall, GuardTools, arun_guard, run_guard
     from .engine._verdict import REDACTED, Verdict, redact_verdict
     from .llm._base import ensure_text, timed_response
     from .llm._coerce import to_llm
@@ -61,6 +62,11 @@ if TYPE_CHECKING:
 _LAZY = {
     # building an engine from an adapter's keyword arguments
     "engine_from": "engine._build",
+    # one guard call, typed: what an adapter hands the engine
+    "GuardCall": "engine._tools",
+    "GuardTools": "engine._tools",
+    "run_guard": "engine._tools",
+    "arun_guard": "engine._tools",
     "split_options": "engine._options",
     "POLICY_KNOB_NAMES": "engine._options",
     "reject_unknown": "_arguments",
@@ -126,6 +132,8 @@ __all__ = [
     "REDACTED",
     "CalibrationFile",
     "EngineBlocking",
+    "GuardCall",
+    "GuardTools",
     "InputLimits",
     "OnBlock",
     "Precision",
@@ -134,6 +142,7 @@ __all__ = [
     "ServiceKwargs",
     "WrappedLLM",
     "answer_signals",
+    "arun_guard",
     "at_most_one_token_per_char",
     "build_refine_messages",
     "build_refiner_messages",
@@ -163,6 +172,7 @@ __all__ = [
     "reject_unknown",
     "require",
     "rescore",
+    "run_guard",
     "split_options",
     "split_sentences",
     "threshold_for",

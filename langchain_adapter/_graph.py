@@ -40,8 +40,10 @@ from typing_extensions import TypedDict  # LangGraph's state classes use this on
 from truthlens_integrations.core import ConfigError
 from truthlens_integrations.core._adapter_api import (
     EngineBlocking,
+    arun_guard,
     engine_from,
     fallback_query,
+    run_guard,
     split_options,
 )
 from truthlens_integrations.core.engine import GuardKwargs, TruthLens, Verdict
@@ -309,14 +311,14 @@ class TruthLensGraphGuard(EngineBlocking):
 
     def _check(self, state: Mapping[str, Any]) -> dict[str, Any]:
         parsed = self._parse(state)
-        verdict = self.engine.guard(**parsed.guard_fields())
+        verdict = run_guard(self.engine, parsed.call())
         if _in_run():
             dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._update(state, parsed, verdict)
 
     async def _acheck(self, state: Mapping[str, Any]) -> dict[str, Any]:
         parsed = self._parse(state)
-        verdict = await self.engine.aguard(**parsed.guard_fields())
+        verdict = await arun_guard(self.engine, parsed.call())
         if _in_run():
             await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._update(state, parsed, verdict)

@@ -24,6 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from truthlens_integrations.core import InvalidInputError
+from truthlens_integrations.core._adapter_api import GuardCall, GuardTools
 
 __all__ = [
     "InputKind",
@@ -62,9 +63,14 @@ class ParsedInput:
     value: Any
     answer_index: int = -1
 
-    def guard_fields(self) -> dict[str, Any]:
-        """``context``, ``question`` and ``answer``, as the engine's guard calls take them."""
-        return {"context": self.context, "question": self.question, "answer": self.answer}
+    def call(self, tools: GuardTools | None = None) -> GuardCall:
+        """The engine's typed call for this input, with the mitigation ``tools`` if any."""
+        return GuardCall(
+            context=self.context,
+            question=self.question,
+            answer=self.answer,
+            tools=tools if tools is not None else GuardTools(),
+        )
 
 
 def message_text(message: BaseMessage) -> str:

@@ -39,7 +39,11 @@ from langgraph.types import Command
 from truthlens_integrations.core import ConfigError, LLMError
 from truthlens_integrations.core._adapter_api import (
     EngineBlocking,
+    GuardCall,
+    GuardTools,
+    arun_guard,
     engine_from,
+    run_guard,
     split_options,
 )
 from truthlens_integrations.core._adapter_api import ensure_text as _ensure_text
@@ -432,7 +436,7 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
             if turn is None:
                 return self._recorded(request, response)
             llm = _AgentModel(request, handler if turn.kind != "preamble" else None, None)
-            verdict = self.engine.guard(**self._guard_kwargs(turn, llm))
+            verdict = run_guard(self.engine, self._guard_call(turn, llm))
         dispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._recorded(request, self._finish(request, response, turn, verdict, llm))
 
@@ -447,7 +451,7 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
             if turn is None:
                 return self._recorded(request, response)
             llm = _AgentModel(request, None, handler if turn.kind != "preamble" else None)
-            verdict = await self.engine.aguard(**self._guard_kwargs(turn, llm))
+            verdict = await arun_guard(self.engine, self._guard_call(turn, llm))
         await adispatch_custom_event(TRUTHLENS_EVENT, verdict.to_dict())
         return self._recorded(request, self._finish(request, response, turn, verdict, llm))
 
@@ -562,27 +566,24 @@ class TruthLensMiddleware(EngineBlocking, AgentMiddleware[_State, Any, Any]):
             model_response=response, command=Command(update={TOOL_CALLS_KEY: called})
         )
 
-    def _guard_kwargs(self, turn: _Turn, llm: _AgentModel) -> dict[str, Any]:
-        """The engine's arguments for one reply.
+    def _guard_call(self, turn: _Turn, llm: _AgentModel) -> GuardCall:
+        """The engine's call for one reply.
 
         The reply's text is checked; the agent's own model refines a final or
         structured answer (standard and premium modes) and the premium verifiers
         cross-check it. Text beside tool calls is checked without refinement (the
         model is about to see the tool results anyway): the route's action applies.
         """
-        found: dict[str, Any] = {
-            "context": turn.context,
-            "question": turn.question,
-            "answer": turn.text,
-        }
-        if turn.kind == "preamble":
-            return found
-        found["llm"] = llm
-        if self.verification_llms:
-            found["verification_llms"] = [as_llm(m) for m in self.verification_llms]
-        if self.judge_llm is not None:
-            found["judge_llm"] = as_llm(self.judge_llm)
-        return found
+        tools = GuardTools()
+        if turn.kind != "preamble":
+            tools["llm"] = llm
+            if self.verification_llms:
+                tools["verification_llms"] = [as_llm(m) for m in self.verification_llms]
+            if self.judge_llm is not None:
+                tools["judge_llm"] = as_llm(self.judge_llm)
+        return GuardCall(
+            context=turn.context, question=turn.question, answer=turn.text, tools=tools
+        )
 
     def _finish(
         self,

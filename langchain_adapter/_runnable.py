@@ -39,7 +39,11 @@ from truthlens_integrations.core import (
 from truthlens_integrations.core._adapter_api import (
     POLICY_KNOB_NAMES,
     EngineBlocking,
+    GuardCall,
+    GuardTools,
+    arun_guard,
     engine_from,
+    run_guard,
     split_options,
     verdict_of,
 )
@@ -133,10 +137,10 @@ _NO_INPUT: Any = object()
 
 @dataclasses.dataclass(frozen=True)
 class _Pending:
-    """One guard call, ready to run: the parsed input and the engine's arguments."""
+    """One guard call, ready to run: the parsed input and the engine's typed call."""
 
     parsed: ParsedInput
-    guard_kwargs: dict[str, Any]
+    call: GuardCall
 
 
 def _as_retriever(retriever: BaseRetriever, config: RunnableConfig) -> Retriever:
@@ -490,16 +494,14 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
             return [self._tagged(c) for c in config]
         return self._tagged(config)
 
-    def _mitigation(
-        self, config: RunnableConfig, chain_input: object = _NO_INPUT
-    ) -> dict[str, Any]:
-        """Engine keyword arguments for standard / premium modes (none set: none passed).
+    def _mitigation(self, config: RunnableConfig, chain_input: object = _NO_INPUT) -> GuardTools:
+        """The guard call's tools for standard / premium modes (none set: none passed).
 
         Every model is bound to ``config``, so its calls are child runs of this one.
         """
         config = self._hidden(config)
         llm = self.llm if self.llm is not None else find_chat_model(self.chain)
-        found: dict[str, Any] = {}
+        found = GuardTools()
         if llm is not None:
             found["llm"] = as_llm(llm, config)
         if self.verification_llms:
@@ -546,12 +548,11 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
             parsed, chain_input = self._parse(output), _NO_INPUT
         else:
             parsed, chain_input = self._parse_output(value, output, capture), value
-        guard_kwargs = {**parsed.guard_fields(), **self._mitigation(config, chain_input)}
-        return _Pending(parsed, guard_kwargs)
+        return _Pending(parsed, parsed.call(self._mitigation(config, chain_input)))
 
     def _check(self, pending: _Pending, config: RunnableConfig) -> Verdict:
         try:
-            verdict = self.engine.guard(**pending.guard_kwargs)
+            verdict = run_guard(self.engine, pending.call)
         except BlockedResponseError as exc:  # on_block="raise": the event still goes out
             dispatch_custom_event(TRUTHLENS_EVENT, verdict_of(exc).to_dict(), config=config)
             raise
@@ -560,7 +561,7 @@ class TruthLensRunnable(EngineBlocking, RunnableSerializable[Any, Any]):
 
     async def _acheck(self, pending: _Pending, config: RunnableConfig) -> Verdict:
         try:
-            verdict = await self.engine.aguard(**pending.guard_kwargs)
+            verdict = await arun_guard(self.engine, pending.call)
         except BlockedResponseError as exc:  # on_block="raise": the event still goes out
             payload = verdict_of(exc).to_dict()
             await adispatch_custom_event(TRUTHLENS_EVENT, payload, config=config)

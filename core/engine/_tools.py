@@ -8,8 +8,8 @@ checked set the engine passes to the mitigation loops.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from .._errors import InvalidArgumentError
 from ..llm import LLM
@@ -17,12 +17,18 @@ from ..llm._coerce import LLMLike, to_llm
 from ..mitigation import GroundedAnswerer, MitigationOptions, Retriever
 from ._options import kind, reject_unknown
 
+if TYPE_CHECKING:
+    from ._verdict import Verdict
+
 __all__ = [
     "ADAPTER_TOOLS",
     "GUARD_TOOLS",
+    "GuardCall",
     "GuardTools",
     "ToolSet",
+    "arun_guard",
     "check_guard_tools",
+    "run_guard",
 ]
 
 
@@ -145,3 +151,60 @@ def check_guard_tools(
     if problems:
         raise InvalidArgumentError(f"{where}: " + "; ".join(problems))
     return checked
+
+
+@dataclass(frozen=True)
+class GuardCall:
+    """One guard call, as an adapter hands it to the engine: the input and the tools, typed.
+
+    Attributes:
+        context: Grounding passages; ``None`` or empty when the answer was not grounded.
+        question: The user's prompt.
+        answer: The answer to check.
+        tools: The models mitigation may use (:class:`GuardTools`).
+    """
+
+    context: str | Sequence[str] | None
+    question: str | None
+    answer: str
+    tools: GuardTools = field(default_factory=GuardTools)
+
+
+class Guarding(Protocol):
+    """What :func:`run_guard` calls: the engine's ``guard`` and ``aguard``."""
+
+    def guard(
+        self,
+        *,
+        context: str | Sequence[str] | None,
+        question: str | None,
+        answer: str,
+        **tools: Unpack[GuardTools],
+    ) -> Verdict:
+        """Guard one answer (``TruthLens.guard``)."""
+        ...
+
+    async def aguard(
+        self,
+        *,
+        context: str | Sequence[str] | None,
+        question: str | None,
+        answer: str,
+        **tools: Unpack[GuardTools],
+    ) -> Verdict:
+        """Guard one answer, async (``TruthLens.aguard``)."""
+        ...
+
+
+def run_guard(engine: Guarding, call: GuardCall) -> Verdict:
+    """``engine.guard`` of a typed :class:`GuardCall` (what the adapters hand over)."""
+    return engine.guard(
+        context=call.context, question=call.question, answer=call.answer, **call.tools
+    )
+
+
+async def arun_guard(engine: Guarding, call: GuardCall) -> Verdict:
+    """``engine.aguard`` of a typed :class:`GuardCall`."""
+    return await engine.aguard(
+        context=call.context, question=call.question, answer=call.answer, **call.tools
+    )
