@@ -56,6 +56,7 @@ import re
 import unicodedata
 import weakref
 from dataclasses import dataclass
+from functools import cache
 from typing import TypeVar
 
 from ._digit_lookalikes import misread_digits, read_lookalikes
@@ -403,23 +404,65 @@ def restore_result(result: DetectionResult, source: Normalized) -> DetectionResu
     return result.model_copy(update=update)
 
 
-# Letters of other scripts that look like Latin ones (Unicode confusables, the common
-# Cyrillic and Greek ones): "Ignоre" with a Cyrillic "о" reads "Ignore".
-_CONFUSABLES = str.maketrans(
-    dict(
-        zip(
-            "АВЕЅІЈКМНОРСТХУаеорсухѕіјһԁԛԝӏɡΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχ",
-            "ABESIJKMHOPCTXYaeopcyxsijhdqwlgABEZHIKMNOPTYXaeiknoptux",
-            strict=True,
-        )
-    )
-)
+# Scripts written as themselves: the filter has patterns in some of them, which read their
+# letters unfolded (``keep_own_scripts``).
+_OWN_SCRIPTS = (
+    "ARABIC", "HEBREW", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "DEVANAGARI", "BENGALI",
+    "GURMUKHI", "GUJARATI", "ORIYA", "TAMIL", "TELUGU", "KANNADA", "MALAYALAM", "SINHALA",
+    "THAI", "LAO", "TIBETAN", "MYANMAR", "ETHIOPIC", "SYRIAC", "THAANA",
+)  # fmt: skip
+# Look-alikes Unicode's table does not list but that pass for Latin letters in running
+# text: Greek epsilon, kappa, tau, chi and the final sigma that NFKC makes of a lunate
+# sigma ("ϲ"), and small capitals and runes from codebox/homoglyph's extras (MIT).
+_MORE_LOOKALIKES = {
+    "ε": "e", "κ": "k", "τ": "t", "χ": "x", "ς": "c", "Κ": "K", "Τ": "T", "Χ": "X",
+    "ʙ": "b", "ɢ": "g", "ʜ": "h", "ʟ": "l", "ɴ": "n", "ʀ": "r", "ᛒ": "B", "ᚱ": "R",
+}  # fmt: skip
 
 
-def fold_confusables(text: str) -> str:
-    """``text`` with Cyrillic and Greek look-alikes of Latin letters read as Latin.
+@cache
+def _confusables(keep_own_scripts: bool) -> dict[int, str]:
+    """Each letter of another script that looks like one ASCII letter, and that letter.
 
-    For pattern matching only (a Russian text comes out as nonsense); the length and
-    offsets of ``text`` are kept.
+    Unicode's confusables data (UTS #39, as ``confusable-homoglyphs`` ships it, MIT),
+    loaded on first use (about 0.1 s): Cyrillic, Greek, Armenian, Cherokee, Latin of other
+    alphabets ("ı", "ɡ"), letterlike and mathematical forms, and with ``keep_own_scripts``
+    false also letters of scripts such as Arabic or Hebrew that look like one ("ه" like
+    "o"). Unicode reads a capital I look-alike as "l" (its skeleton); an upper-case letter
+    here reads as "I".
     """
-    return text.translate(_CONFUSABLES)
+    from confusable_homoglyphs import confusables
+
+    table: dict[int, str] = {}
+    for key, entries in confusables.confusables_data.items():
+        for entry in entries:
+            other = entry["c"].strip("\u200e")  # the data wraps right-to-left ones in marks
+            for char, looks in ((key, other), (other, key)):
+                if not (len(char) == 1 == len(looks) and looks.isascii() and looks.isalpha()):
+                    continue
+                if char.isascii() or not unicodedata.category(char).startswith("L"):
+                    continue
+                if keep_own_scripts and unicodedata.name(char, "").startswith(_OWN_SCRIPTS):
+                    continue
+                table.setdefault(ord(char), "I" if looks == "l" and char.isupper() else looks)
+    table.update({ord(k): v for k, v in _MORE_LOOKALIKES.items()})
+    return table
+
+
+def fold_confusables(text: str, *, keep_own_scripts: bool = False) -> str:
+    """``text`` with letters of other scripts that look like Latin ones read as Latin.
+
+    For pattern matching only (a Russian text comes out as nonsense): "Ignоre" with a
+    Cyrillic "о" and "preνious" with a Greek nu read "Ignore" and "previous". The table is
+    Unicode's confusables data (:func:`_confusables`); the length and offsets of ``text``
+    are kept.
+
+    Args:
+        text: The text.
+        keep_own_scripts: Keep the letters of scripts written as themselves (Arabic,
+            Hebrew, Chinese, Japanese, Korean, the Indic scripts), for patterns written
+            in those scripts.
+    """
+    if text.isascii():
+        return text
+    return text.translate(_confusables(keep_own_scripts))
