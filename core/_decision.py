@@ -45,12 +45,13 @@ Action = Literal["header", "body", "block", "none"]
 """What the guard does with an answer: annotate the metadata (``header``), append a
 warning (``body``), withhold it (``block``) or pass it through (``none``)."""
 
-NotCheckedReason = Literal["disabled", "non_factual", "no_grounding", "unverifiable"]
+NotCheckedReason = Literal["disabled", "non_factual", "no_grounding", "unverifiable", "language"]
 """Why an answer was not checked: detection is off for the route (``disabled``), the
 policy skips non-factual prompts and the classifier found this one non-factual
 (``non_factual``), there was no usable grounding (``no_grounding``, also when every
-passage carried instructions), or the detector could not read the input
-(``unverifiable``)."""
+passage carried instructions), the detector could not read the input
+(``unverifiable``), or the answer, or every passage of the context, is in a language the
+detector does not read (``language``; ``core/_language.py``)."""
 
 #: Each reason in words, as every surface says it (the ``body`` warning, the command line).
 NOT_CHECKED_WORDS: dict[str, str] = {
@@ -58,6 +59,7 @@ NOT_CHECKED_WORDS: dict[str, str] = {
     "non_factual": "the policy skips non-factual prompts",
     "no_grounding": "there was no context to check it against",
     "unverifiable": "the detector could not read enough of it",
+    "language": "it, or its whole context, is in a language the detector does not read",
 }
 
 
@@ -169,7 +171,7 @@ def not_checked_reason(
     if detection is None:
         return "non_factual"
     if detection.status is DetectionStatus.UNVERIFIABLE:
-        return "unverifiable"
+        return "language" if detection.unread_language is not None else "unverifiable"
     if partly_read and not flagged(detection, kept, settings.threshold):
         # flagged on what was read, then cleared by NLI: the unread part is still unchecked
         return "unverifiable"
@@ -184,8 +186,8 @@ class AnswerDecision:
         flagged: The answer to show is flagged (after a mitigation loop: its answer).
         original_flagged: The answer as given was flagged.
         unverified: A factual answer that could not be checked (no grounding, or the
-            detector could not read it): the route's ``unverified_factual_action``
-            applies.
+            detector could not read it, in a language it does not read too): the route's
+            ``unverified_factual_action`` applies.
         action: The action that follows, ``None`` when none does.
         blocked: Whether the answer is withheld (``action == "block"``).
         threshold: The response score threshold the answer was judged at.
@@ -237,10 +239,11 @@ def decide_answer(
     reason = not_checked_reason(
         settings, detection, grounded=grounded, kept=kept, partly_read=partly_read
     )
-    # A factual prompt without grounding, or grounding the detector could not read, is
-    # answered but unverified: the route's unverified action applies.
+    # A factual prompt without grounding, or grounding the detector could not read (in a
+    # language it does not read, too), is answered but unverified: the route's unverified
+    # action applies.
     unverified = settings.enabled and (
-        (factual and reason == "no_grounding") or reason == "unverifiable"
+        (factual and reason == "no_grounding") or reason in ("unverifiable", "language")
     )
     original = detection is not None and flagged(detection, kept, threshold)
     shown = original if final_flagged is None else final_flagged
@@ -271,7 +274,7 @@ def _why(
     """The decision in one line (no answer text: it goes to logs)."""
     if detection is None or detection.score is None:
         return f"not checked: {reason}"
-    if reason in ("disabled", "no_grounding", "non_factual"):
+    if reason in ("disabled", "no_grounding", "non_factual", "language"):
         return f"not checked: {reason}"
     score = f"score {detection.score:.3f}"
     if not detected_at(detection, threshold):

@@ -38,6 +38,7 @@ METADATA_KEYS: tuple[str, ...] = (
     "x-truthlens-checked",
     "x-truthlens-not-checked-reason",
     "x-truthlens-context-instructions",
+    "x-truthlens-context-not-read",
 )
 
 SPAN_SEPARATOR = "; "
@@ -93,6 +94,7 @@ def build_metadata(
     include_details: bool = True,
     not_checked_reason: str | None = None,
     context_instructions: int = 0,
+    context_not_read: int = 0,
 ) -> dict[str, str]:
     """Build the metadata dict with exactly the keys of :data:`METADATA_KEYS`.
 
@@ -107,13 +109,11 @@ def build_metadata(
         spans: The spans that survived the NLI filter (labels and severities set).
         unverified_factual: A factual prompt was answered without grounding.
         context_missing: There was no context to verify against.
-        include_details: Put span texts in ``x-vsr-hallucination-spans``; when
-            false only offsets are written.
-        not_checked_reason: Why the answer was not checked (``non_factual``,
-            ``no_grounding``, ``disabled``, ``unverifiable``); ``None`` when it was.
-            A not-checked answer gets score ``n/a`` and ``detected`` ``unknown``.
-        context_instructions: Context passages that carry instructions to the model
-            (left out of the evidence).
+        include_details: Span texts in ``x-vsr-hallucination-spans`` (else offsets).
+        not_checked_reason: Why the answer was not checked (``NotCheckedReason``);
+            ``None`` when it was. Then score ``n/a`` and ``detected`` ``unknown``.
+        context_instructions: Passages left out: they carry instructions, and
+        context_not_read: they are in a language the detector does not read.
 
     Returns:
         Header name to header value, all strings.
@@ -135,6 +135,7 @@ def build_metadata(
         "x-truthlens-checked": _flag(checked),
         "x-truthlens-not-checked-reason": not_checked_reason or "",
         "x-truthlens-context-instructions": str(int(context_instructions)),
+        "x-truthlens-context-not-read": str(int(context_not_read)),
     }
     assert tuple(metadata) == METADATA_KEYS  # keeps the key list and the dict in step
     return metadata

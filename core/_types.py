@@ -5,11 +5,19 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from ._errors import InvalidInputError
+from ._language import DEFAULT_LANGUAGES, Languages, check_languages
 
 __all__ = [
     "Aggregation",
@@ -23,6 +31,7 @@ __all__ = [
     "HallucinationSpan",
     "NLILabel",
     "TokenScore",
+    "UnreadPassage",
 ]
 
 NLILabel = Literal["entailment", "neutral", "contradiction"]
@@ -234,6 +243,18 @@ class HallucinationSpan(_Frozen):
         return self
 
 
+class UnreadPassage(_Frozen):
+    """A context passage left out of the evidence: the detector does not read its language.
+
+    Attributes:
+        index: The passage's position in the context as given (0-based).
+        language: Its language (an ISO 639 code, as the identifier names it).
+    """
+
+    index: int = Field(ge=0)
+    language: str
+
+
 class Coverage(_Frozen):
     """What part of the input the detector actually scored, and how."""
 
@@ -254,6 +275,20 @@ class Coverage(_Frozen):
     )
     context_sentences: int | None = Field(
         default=None, ge=0, description="Evidence selection: sentences in the whole context."
+    )
+    passages_not_read: list[UnreadPassage] = Field(
+        default_factory=list,
+        description=(
+            "Context passages in a language the detector does not read (DetectionConfig."
+            "languages): left out of what it scored."
+        ),
+    )
+    answer_language_not_read: str | None = Field(
+        default=None,
+        description=(
+            "The language of the answer's sentences in a language the detector does not "
+            "read: they do not count in answer_chars_scored."
+        ),
     )
 
     @property
@@ -299,6 +334,12 @@ class DetectionConfig(_Frozen):
         min_coverage: Fewer scored answer characters than this share of the answer's
             non-space characters (text the vocabulary cannot read, e.g. a script it has
             no tokens for) makes the result ``unverifiable``, never ``supported``.
+        languages: The languages the detector reads (ISO 639 codes; ``"any"`` for a
+            multilingual model). An answer in another language is not checked
+            (``unverifiable``, ``unread_language`` set), and context passages in another
+            language are left out of the evidence (``coverage.passages_not_read``); see
+            ``core/_language.py`` for how a language is told. The bundled models read
+            English.
     """
 
     # Strict: `threshold=True` is not 1.0 and `"0.3"` is not 0.3; NaN and infinities
@@ -318,6 +359,8 @@ class DetectionConfig(_Frozen):
     evidence_tokens: int = Field(default=192, ge=32)
     unit_tokens: int = Field(default=96, ge=8)
     min_coverage: float = Field(default=0.8, ge=0.0, le=1.0)
+    # Read before the strict check: a list (a service's /healthz, a policy) is a tuple.
+    languages: Annotated[Languages, BeforeValidator(check_languages)] = DEFAULT_LANGUAGES
 
 
 class DetectionConfigKwargs(TypedDict, total=False):
@@ -340,6 +383,7 @@ class DetectionConfigKwargs(TypedDict, total=False):
     evidence_tokens: int
     unit_tokens: int
     min_coverage: float
+    languages: Languages
 
 
 class DetectionResult(_Frozen):
@@ -369,6 +413,14 @@ class DetectionResult(_Frozen):
         description=(
             "Why the answer could not be checked (e.g. the detection service failed); "
             "set only on unverifiable results."
+        ),
+    )
+    unread_language: str | None = Field(
+        default=None,
+        description=(
+            "The language of an input the detector does not read (the answer's, or the "
+            "context's when no passage of it is read): why it was not checked. Set only "
+            "on unverifiable results."
         ),
     )
 

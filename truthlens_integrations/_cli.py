@@ -411,6 +411,11 @@ def _print_table(verdict: Verdict, out: TextIO, *, record: AnswerRecord | None =
     out.write(f"verdict:  {_verdict_line(verdict)}\n")
     if verdict.detection is not None and verdict.checked:
         out.write(f"coverage: {_coverage_line(verdict.detection.coverage)}\n")
+    if verdict.context_not_read:  # left out of the evidence: the detector does not read them
+        unread = ", ".join(f"{p.index} ({p.language})" for p in verdict.context_not_read)
+        out.write(
+            f"not read: context passage(s) {unread}, in a language the detector does not read\n"
+        )
     if verdict.spans:
         out.write(f"{'start':>6} {'end':>6} {'conf':>6}  {'what':<13}  text\n")
         for span in verdict.spans:

@@ -192,6 +192,7 @@ def _check_report(it: Item, settings: ResolvedSettings, decided: AnswerDecision)
         checked=decided.checked,
         not_checked_reason=decided.not_checked,
         context_instructions=it.instructions,
+        context_not_read=it.not_read,
     )
 
 
@@ -211,6 +212,7 @@ def _metadata(verdict: Verdict, *, include_details: bool) -> dict[str, str]:
         include_details=include_details,
         not_checked_reason=verdict.not_checked_reason,
         context_instructions=len(verdict.context_instructions),
+        context_not_read=len(verdict.context_not_read),
     )
 
 

@@ -63,18 +63,20 @@ def load_policy_detector(policy: Policy) -> Detector:
     Returns:
         The detector; a remote one checks that its token threshold matches the service's.
     """
-    token_threshold = policy.hallucination_mitigation.hallucination_model.token_threshold
+    settings = policy.hallucination_mitigation.hallucination_model
+    token_threshold, languages = settings.token_threshold, settings.languages
     if policy.service.url is not None:
         client = _client(policy)
         return RemoteDetector(
             client.url,
-            config=DetectionConfig(token_threshold=token_threshold),
+            config=DetectionConfig(token_threshold=token_threshold, languages=languages),
             on_error=policy.service.on_error,
             client=client,
         )
     return load_detector(
         policy.hallucination.model_id,
         token_threshold=token_threshold,
+        languages=languages,
         device="cpu" if policy.hallucination.use_cpu else None,
         dtype=policy.hallucination.precision,
         backend=policy.hallucination.backend,

@@ -22,6 +22,7 @@ from .._types import (
     DetectionStatus,
     HallucinationSpan,
     NLILabel,
+    UnreadPassage,
 )
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
@@ -68,14 +69,48 @@ class Item:
     instructions: list[ContextFlag] = field(default_factory=list)
     partly_read: bool = False
     """Whether the detector read too little of the answer to clear it (``min_coverage``)."""
+    evidence: tuple[int, ...] = ()
+    """Where each passage of ``data.context`` stands in the caller's context."""
+    not_read: list[UnreadPassage] = field(default_factory=list)
+    """Passages left out of the evidence for their language (indexes in the caller's context)."""
+    unread_at: frozenset[int] = frozenset()
+    """Where those passages stood in ``data.context`` (left out of it once read)."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
         """An item the checks can read: no passage that carries instructions."""
         evidence, flags = split_instructions(data.context)
+        flagged = {f.index for f in flags}
+        where = tuple(i for i in range(len(data.context)) if i not in flagged)
         if flags:
             data = data.model_copy(update={"context": evidence})
-        return cls(data=data, instructions=flags)
+        return cls(data=data, instructions=flags, evidence=where)
+
+    def read_languages_of(self, result: DetectionResult) -> None:
+        """Note the passages the detector did not read (their language), from ``result``.
+
+        When the answer was checked they leave the evidence for the rest of the checks:
+        NLI premises and the number check then read only what the detector read, so a
+        passage in another language cannot clear a span it could not judge. When it was
+        not checked for its language the context stays as given, and every passage is
+        named. (The caller's text is what :func:`normalised` puts back.)
+        """
+        unread = result.coverage.passages_not_read
+        if not unread:
+            return
+        where = self.evidence or tuple(range(len(self.data.context)))
+        self.not_read = [p.model_copy(update={"index": where[p.index]}) for p in unread]
+        if result.unread_language is not None:
+            return
+        self.unread_at = frozenset(p.index for p in unread)
+        self.data = self.without_unread(self.data)
+
+    def without_unread(self, data: DetectionInput) -> DetectionInput:
+        """``data`` (this item's text, caller's or normalised) without the passages not read."""
+        if not self.unread_at:
+            return data
+        context = tuple(x for i, x in enumerate(data.context) if i not in self.unread_at)
+        return data.model_copy(update={"context": context})
 
     @property
     def question(self) -> str:
@@ -108,7 +143,7 @@ def normalised(items: Sequence[Item]) -> Iterator[None]:
 
 def _back(it: Item, original: DetectionInput, source: Normalized | None) -> None:
     """``it`` over the caller's ``original`` text again (see :func:`normalised`)."""
-    it.data = original
+    it.data = it.without_unread(original)
     if source is None:
         return
     it.kept = [span_back(s, source) for s in it.kept]
@@ -226,6 +261,7 @@ def detect(
             result = _unverifiable(it.data, result, settings.threshold)
         it.detection = result
         it.kept = list(result.spans)
+        it.read_languages_of(result)
     _share(items, "detector", stage.elapsed_ms)
 
 
@@ -275,6 +311,7 @@ def _unverifiable(
     from ..models.detection._base import unverifiable_result
 
     coverage = result.coverage
+    language = coverage.answer_language_not_read  # sentences in a language it does not read
     return unverifiable_result(
         item,
         coverage=coverage,
@@ -282,10 +319,12 @@ def _unverifiable(
         model_id=result.model_id,
         latency_ms=result.latency_ms,
         error=(
-            f"only {coverage.answer_chars_scored} of the answer's {coverage.answer_chars} "
+            ("language: " if language is not None else "")
+            + f"only {coverage.answer_chars_scored} of the answer's {coverage.answer_chars} "
             f"characters could be read, and what was read scored {result.score:.2f}, below "
             f"the threshold {threshold:g}"
         ),
+        unread_language=language,
     )
 
 

@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from .._decision import NotCheckedReason
-from .._types import Decision, DetectionResult, HallucinationSpan
+from .._types import Decision, DetectionResult, HallucinationSpan, UnreadPassage
 from ..mitigation import Iteration, MitigationResult, MitigationStatus, Strategy
 from ..mitigation._results import AnswerDiff, CostAccount, diff_answers
 from ..policy import Action, Mode
@@ -107,6 +107,11 @@ class CheckReport(_Part):
         not_checked_reason: Why it was not checked (see :data:`NotCheckedReason`).
         context_instructions: Context passages that carry instructions to the model
             (prompt injection); they were left out of the evidence.
+        context_not_read: Context passages in a language the detector does not read
+            (its ``languages``), with their language; they were left out of the
+            evidence and the answer was checked against the others. When no passage is
+            read the answer is not checked (``not_checked_reason="language"``) and this
+            lists every passage.
     """
 
     fact_check_needed: bool
@@ -117,6 +122,7 @@ class CheckReport(_Part):
     checked: bool = True
     not_checked_reason: NotCheckedReason | None = None
     context_instructions: list[ContextFlag] = Field(default_factory=list)
+    context_not_read: list[UnreadPassage] = Field(default_factory=list)
 
 
 class MitigationReport(_Part):
@@ -214,6 +220,7 @@ VERDICT_FIELDS: tuple[str, ...] = (
     "checked",
     "not_checked_reason",
     "context_instructions",
+    "context_not_read",
     "redacted",
 )
 
@@ -246,6 +253,7 @@ if TYPE_CHECKING:
         checked: bool
         not_checked_reason: NotCheckedReason | None
         context_instructions: list[ContextFlag]
+        context_not_read: list[UnreadPassage]
         iterations: int
         final_answer: str | None
         original_score: float | None

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, Strict, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, Strict, ValidationError, model_validator
 
 from .._decision import Action
+from .._language import DEFAULT_LANGUAGES, Languages, check_languages
 from .._scoring import optimal_threshold
 from ._fields import (
     DEFAULT_WARNING_TEMPLATE,
@@ -236,11 +237,18 @@ class DetectorModelSettings(ModelSettings):
     Attributes:
         token_threshold: The token probability above which a token is flagged (spans
             are runs of flagged words).
+        languages: The languages the detector reads (ISO 639 codes, ``[en]`` for the
+            bundled models; ``any`` for a multilingual model). An answer in another
+            language is not checked (reason ``language``: the route's
+            ``unverified_factual_action`` applies), and context passages in another
+            language are left out of the evidence (the verdict's ``context_not_read``).
+            The detector's setting of the same name (``DetectionConfig.languages``).
     """
 
     _threshold_key: ClassVar[str] = "token_threshold"
 
     token_threshold: Unit = 0.5
+    languages: Annotated[Languages, BeforeValidator(check_languages)] = DEFAULT_LANGUAGES
 
 
 class NLIModelSettings(ModelSettings):

@@ -12,7 +12,10 @@ from truthlens_integrations.core import MissingDependencyError
 from truthlens_integrations.core._optional import require
 
 ROOT = REPO
-HEAVY = ("torch", "transformers", "langchain_core", "llama_index", "openai", "ray", "httpx")
+HEAVY = (
+    "torch", "transformers", "langchain_core", "llama_index", "openai", "ray", "httpx",
+    "py3langid", "confusable_homoglyphs",
+)  # fmt: skip
 
 
 def test_import_is_light() -> None:

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from ..._decision import reaches
 from ..._errors import InvalidInputError
+from ..._language import LanguageReading, read_languages
 from ..._normalize import normalize_input, restore_result
 from ..._scoring import merge_spans, response_score
 from ..._text import says_something
@@ -21,6 +22,7 @@ from ..._types import (
     DetectionStatus,
     HallucinationSpan,
     TokenScore,
+    UnreadPassage,
 )
 
 __all__ = [
@@ -158,13 +160,81 @@ class BaseDetector(SingleAnswerCalls, ABC):
 
     def _detect_normalized(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         started = time.perf_counter()
-        grounded = [i for i, item in enumerate(inputs) if item.grounded]
-        scored = self._score_tokens([inputs[i] for i in grounded]) if grounded else []
+        # What the model reads: an answer or a context in a language it does not read is
+        # never scored as if it were read (core/_language.py).
+        cfg = self.config
+        readings = [read_languages(item.answer, item.context, cfg.languages) for item in inputs]
+        readable = [
+            _read_part(item, reading) for item, reading in zip(inputs, readings, strict=True)
+        ]
+        grounded = [
+            i
+            for i, (item, reading) in enumerate(zip(readable, readings, strict=True))
+            if item.grounded and reading.unread is None
+        ]
+        scored = self._score_tokens([readable[i] for i in grounded]) if grounded else []
         by_index = dict(zip(grounded, scored, strict=True))
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         # Batched work has no per-item clock; each item reports the batch's mean.
         per_item_ms = elapsed_ms / max(len(inputs), 1)
-        return [self._result(item, by_index.get(i), per_item_ms) for i, item in enumerate(inputs)]
+        return [
+            self._result_read(item, readable[i], readings[i], by_index.get(i), per_item_ms)
+            for i, item in enumerate(inputs)
+        ]
+
+    def _result_read(
+        self,
+        item: DetectionInput,
+        part: DetectionInput,
+        reading: LanguageReading,
+        scoring: TokenScoring | None,
+        latency_ms: float,
+    ) -> DetectionResult:
+        """The result of ``item`` from the scoring of ``part``, what it reads of ``item``.
+
+        ``part`` is ``item`` without its passages in other languages, and with its
+        sentences in other languages blanked: they are neither scored nor read, so they
+        can flag the answer no more than clear it; they count as not read (the
+        ``min_coverage`` rule: what was read can flag the answer, never clear it).
+        """
+        unread = [UnreadPassage(index=i, language=code) for i, code in reading.passages]
+        if reading.unread is not None:
+            coverage = Coverage(
+                answer_chars=len(item.answer),
+                answer_chars_scored=0,
+                context_windows=0,
+                max_length=self._max_length(),
+                passages_not_read=unread,
+            )
+            return unverifiable_result(
+                item,
+                coverage=coverage,
+                threshold=self.config.threshold,
+                model_id=self.model_id,
+                latency_ms=latency_ms,
+                error=reading.reason(self.config.languages),
+                unread_language=reading.unread,
+            )
+        result = self._result(part, scoring, latency_ms)
+        language = reading.sentences_language
+        coverage = result.coverage.model_copy(
+            update={"passages_not_read": unread, "answer_language_not_read": language}
+        )
+        result = result.model_copy(update={"answer": item.answer, "coverage": coverage})
+        if language is None or scoring is None or result.detected:
+            return result  # nothing left unread, no context, or what was read flags it
+        if result.grounded and covered(item.answer, coverage, self.config.min_coverage):
+            return result
+        # Too much of it is in another language, and what was read does not flag it.
+        return unverifiable_result(
+            item,
+            coverage=coverage,
+            threshold=self.config.threshold,
+            model_id=self.model_id,
+            latency_ms=latency_ms,
+            error=reading.reason(self.config.languages),
+            unread_language=language,
+        )
 
     async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
         """Async :meth:`detect_batch`; the model runs in a worker thread."""
@@ -248,8 +318,13 @@ def unverifiable_result(
     model_id: str,
     latency_ms: float,
     error: str | None = None,
+    unread_language: str | None = None,
 ) -> DetectionResult:
-    """An UNVERIFIABLE result: nothing flagged, and the reason kept in ``error`` when given."""
+    """An UNVERIFIABLE result: nothing flagged, and the reason kept in ``error`` when given.
+
+    ``unread_language``: the language of an input the detector does not read, when that
+    is why (``error`` then says so too).
+    """
     return DetectionResult(
         answer=item.answer,
         spans=[],
@@ -261,7 +336,25 @@ def unverifiable_result(
         model_id=model_id,
         latency_ms=latency_ms,
         error=error,
+        unread_language=unread_language,
     )
+
+
+def _read_part(item: DetectionInput, reading: LanguageReading) -> DetectionInput:
+    """What the detector reads of ``item``: its passages and sentences in a language it reads.
+
+    Passages in other languages are left out; sentences of the answer in other languages
+    are blanked (spaces: every offset stays where it was).
+    """
+    update: dict[str, object] = {}
+    if reading.passages:
+        update["context"] = reading.kept(item.context)
+    if reading.sentences:
+        answer = list(item.answer)
+        for start, end, _ in reading.sentences:
+            answer[start:end] = " " * (end - start)
+        update["answer"] = "".join(answer)
+    return item.model_copy(update=update) if update else item
 
 
 def covered(answer: str, coverage: Coverage, min_coverage: float) -> bool:

@@ -21,7 +21,7 @@ def test_metadata_detected_path() -> None:
         spans=SPANS,
     )
     assert tuple(meta) == METADATA_KEYS
-    assert len(METADATA_KEYS) == 16
+    assert len(METADATA_KEYS) == 17
     assert all(isinstance(v, str) for v in meta.values())
     assert meta == {
         "x-truthlens-enabled": "true",
@@ -40,6 +40,7 @@ def test_metadata_detected_path() -> None:
         "x-truthlens-checked": "true",
         "x-truthlens-not-checked-reason": "",
         "x-truthlens-context-instructions": "0",
+        "x-truthlens-context-not-read": "0",
     }
 
 
