@@ -21,6 +21,7 @@ from ._frameworks import register_llm_wrapper
 from ._json import loads_strict
 from ._limits import (
     InputLimits,
+    answer_sentences,
     at_most_one_token_per_char,
     check_input_sizes,
     check_request_tokens,
@@ -141,6 +142,7 @@ __all__ = [
     "RouteCalibration",
     "ServiceKwargs",
     "WrappedLLM",
+    "answer_sentences",
     "answer_signals",
     "arun_guard",
     "at_most_one_token_per_char",

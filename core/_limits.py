@@ -19,6 +19,12 @@ normalisation only drops characters beyond NFKC, so the model never reads more.
 A request's total work is bounded in model tokens too (:func:`check_request_tokens`):
 the character totals bound answers and contexts apart, the token budget bounds all the
 text one request hands the models together, in any endpoint's shape.
+
+Characters do not bound the work of an answer made of many short sentences: each
+sentence is judged on its own (its evidence query, the number and negation rules, its
+signals), so 12,000 characters of short claims (800 sentences) cost more than 12,000 of
+prose (110). Answers are therefore also bounded in sentences, split as the detector
+splits them (:data:`MAX_ANSWER_SENTENCES`, :data:`MAX_REQUEST_ANSWER_SENTENCES`).
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ from dataclasses import dataclass
 
 from ._errors import InputTooLargeError
 from ._normalize import normalize
+from ._text import AnswerText
 from ._types import DetectionInput
 
 # Public through the core package: the service and the command line share these.
 __all__ = [
     "InputLimits",
+    "answer_sentences",
     "at_most_one_token_per_char",
     "check_input_sizes",
     "check_request_tokens",
@@ -48,6 +56,15 @@ MAX_CONTEXT_CHARS = 200_000
 MAX_REQUEST_ANSWER_CHARS = 48_000
 #: Characters of all contexts and questions of one request.
 MAX_REQUEST_CONTEXT_CHARS = 800_000
+#: Sentences of one answer, as the detector splits it (after normalisation): 12,000
+#: characters of prose are about 110, of one-line claims 800, of numbered items 2,000.
+#: The guard's work grows with them (each sentence is judged, each flagged one explained
+#: by NLI): 500 short wrong claims take about 3 s on 2 cores, as much as an answer at the
+#: character limit of prose with its context.
+MAX_ANSWER_SENTENCES = 500
+#: Sentences of all answers of one request: four answers at the limit (as many as the
+#: characters of a request allow), about 12 s of short wrong claims.
+MAX_REQUEST_ANSWER_SENTENCES = 2_000
 #: Model tokens of all the text of one request (answers, contexts and questions; NLI
 #: premises and hypotheses; prompts). One input at the character limits in English
 #: (12,000 + 200,000 characters) is about 53,000 tokens and fits; four of them (113 s
@@ -66,6 +83,8 @@ class InputLimits:
         max_request_context_chars: All contexts and questions of one request.
         max_request_tokens: All text of one request, in model tokens
             (:func:`check_request_tokens`).
+        max_answer_sentences: One answer, in sentences (:func:`answer_sentences`).
+        max_request_answer_sentences: All answers of one request, in sentences.
     """
 
     max_answer_chars: int = MAX_ANSWER_CHARS
@@ -73,6 +92,8 @@ class InputLimits:
     max_request_answer_chars: int = MAX_REQUEST_ANSWER_CHARS
     max_request_context_chars: int = MAX_REQUEST_CONTEXT_CHARS
     max_request_tokens: int = MAX_REQUEST_TOKENS
+    max_answer_sentences: int = MAX_ANSWER_SENTENCES
+    max_request_answer_sentences: int = MAX_REQUEST_ANSWER_SENTENCES
 
 
 def readable_chars(text: str) -> int:
@@ -85,6 +106,14 @@ def readable_chars(text: str) -> int:
     if text.isascii():
         return len(text)
     return max(len(text), len(unicodedata.normalize("NFKC", text)))
+
+
+def answer_sentences(answer: str) -> int:
+    """Sentences of ``answer`` as the detector splits it: normalised, by the one sentence rule.
+
+    The detector judges each sentence on its own; this is the count its work grows with.
+    """
+    return len(AnswerText.of(normalize(answer).text).sentences)
 
 
 def _context_chars(item: DetectionInput) -> int:
@@ -147,9 +176,10 @@ def check_request_tokens(
 def check_input_sizes(
     items: Sequence[DetectionInput], limits: InputLimits, *, where: str = "input"
 ) -> None:
-    """Refuse inputs over the character limits, before any model runs.
+    """Refuse inputs over the size limits, before any model runs.
 
-    Characters are counted as the model reads them (:func:`readable_chars`).
+    Characters are counted as the model reads them (:func:`readable_chars`), the
+    answers' sentences as the detector splits them (:func:`answer_sentences`).
 
     Args:
         items: The inputs of one request.
@@ -160,7 +190,7 @@ def check_input_sizes(
     Raises:
         InputTooLargeError: Naming the limit, the size and the input.
     """
-    answers = contexts = 0
+    answers = contexts = sentences = 0
     for n, item in enumerate(items, start=1):
         name = where if len(items) == 1 else f"{where} {n}"
         answer = readable_chars(item.answer)
@@ -169,13 +199,21 @@ def check_input_sizes(
         size = _context_chars(item)
         if size > limits.max_context_chars:
             raise _too_large(f"the context and question of {name}", size, limits.max_context_chars)
+        count = answer_sentences(item.answer)
+        if count > limits.max_answer_sentences:
+            raise _too_many(f"the answer of {name}", count, limits.max_answer_sentences)
         answers += answer
         contexts += size
+        sentences += count
     if answers > limits.max_request_answer_chars:
         raise _too_large("the answers of this request", answers, limits.max_request_answer_chars)
     if contexts > limits.max_request_context_chars:
         raise _too_large(
             "the contexts and questions of this request", contexts, limits.max_request_context_chars
+        )
+    if sentences > limits.max_request_answer_sentences:
+        raise _too_many(
+            "the answers of this request", sentences, limits.max_request_answer_sentences
         )
 
 
@@ -183,6 +221,15 @@ def _too_large(what: str, size: int, limit: int) -> InputTooLargeError:
     return InputTooLargeError(
         f"{what}: {size:,} characters as the model reads them (after normalisation); "
         f"the limit is {limit:,}",
+        limit=limit,
+        size=size,
+    )
+
+
+def _too_many(what: str, size: int, limit: int) -> InputTooLargeError:
+    return InputTooLargeError(
+        f"{what}: {size:,} sentences; the limit is {limit:,} (each sentence is judged on its "
+        "own, so the work grows with them): send fewer or longer sentences, or split it",
         limit=limit,
         size=size,
     )

@@ -9,7 +9,9 @@ rule that needs them.
 
 from __future__ import annotations
 
+import math
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -184,7 +186,11 @@ class AnswerText:
 
     def sentence_at(self, offset: int) -> str:
         """The sentence holding character ``offset`` (the whole text when none does)."""
-        for start, end in self.sentences:
+        # Sentences are in order and do not overlap: the last one starting at or before
+        # ``offset`` is the only one that can hold it (a scan made long answers quadratic).
+        at = bisect_right(self.sentences, (offset, math.inf)) - 1
+        if at >= 0:
+            start, end = self.sentences[at]
             if start <= offset < end:
                 return self.text[start:end]
         return self.text

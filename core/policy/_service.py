@@ -13,8 +13,10 @@ from pydantic import AfterValidator, Field, Strict, model_validator
 
 from .._limits import (
     MAX_ANSWER_CHARS,
+    MAX_ANSWER_SENTENCES,
     MAX_CONTEXT_CHARS,
     MAX_REQUEST_ANSWER_CHARS,
+    MAX_REQUEST_ANSWER_SENTENCES,
     MAX_REQUEST_CONTEXT_CHARS,
     MAX_REQUEST_TOKENS,
     InputLimits,
@@ -107,6 +109,9 @@ class ServiceSettings(StrictModel):
         max_request_context_chars: All contexts of one request together, in characters.
         max_request_tokens: All text of one request (any endpoint) together, in model
             tokens after normalisation (413 above it).
+        max_answer_sentences: Most sentences of one answer, as the detector splits it
+            (413 above it): its work grows with them, not with its characters.
+        max_request_answer_sentences: All answers of one request together, in sentences.
         redact: ``/v1/guard`` leaves hallucinated text (the original answer, span
             texts, earlier rounds) out of every verdict it sends; a blocked verdict
             never carries it, whatever this says. A request can ask for it too.
@@ -134,6 +139,10 @@ class ServiceSettings(StrictModel):
     max_request_answer_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_ANSWER_CHARS
     max_request_context_chars: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_CONTEXT_CHARS
     max_request_tokens: Annotated[int, Strict(), Field(ge=1)] = MAX_REQUEST_TOKENS
+    max_answer_sentences: Annotated[int, Strict(), Field(ge=1)] = MAX_ANSWER_SENTENCES
+    max_request_answer_sentences: Annotated[int, Strict(), Field(ge=1)] = (
+        MAX_REQUEST_ANSWER_SENTENCES
+    )
     redact: Annotated[bool, Strict()] = False
 
     def input_limits(self) -> InputLimits:
@@ -144,6 +153,8 @@ class ServiceSettings(StrictModel):
             max_request_answer_chars=self.max_request_answer_chars,
             max_request_context_chars=self.max_request_context_chars,
             max_request_tokens=self.max_request_tokens,
+            max_answer_sentences=self.max_answer_sentences,
+            max_request_answer_sentences=self.max_request_answer_sentences,
         )
 
 
@@ -172,6 +183,8 @@ class ReplicaKwargs(TypedDict, total=False):
     max_request_answer_chars: int
     max_request_context_chars: int
     max_request_tokens: int
+    max_answer_sentences: int
+    max_request_answer_sentences: int
     redact: bool
 
 

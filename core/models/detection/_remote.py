@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from ..._decision import reaches
 from ..._errors import ConfigError, InputTooLargeError, InvalidInputError, ServiceError
-from ..._limits import readable_chars
+from ..._limits import answer_sentences, readable_chars
 from ..._normalize import normalize
 from ..._quoting import quoted, redacted_url
 from ..._types import (
@@ -184,7 +184,7 @@ class RemoteDetector(SingleAnswerCalls):
         for item, result in zip(chunk, results, strict=True):
             if result.answer != item.answer:
                 raise ServiceError(f"{self._shown_url}/v1/detect answered for a different answer")
-            problem = _contradiction(result, self.config)
+            problem = _contradiction(result, self.config, passages=len(item.context))
             if problem is not None:
                 raise ServiceError(f"malformed reply from {self._shown_url}/v1/detect: {problem}")
         return results
@@ -208,13 +208,19 @@ class RemoteDetector(SingleAnswerCalls):
         return [_unverifiable(item, self, str(exc)) for item in items]
 
 
-def _contradiction(result: DetectionResult, config: DetectionConfig) -> str | None:
+def _contradiction(
+    result: DetectionResult, config: DetectionConfig, *, passages: int
+) -> str | None:
     """What makes ``result`` contradict itself or the service's settings, if anything.
 
     A detector that works never sends these; a reply that does is not trusted, whatever
-    it concludes.
+    it concludes. ``passages``: how many context passages were sent.
     """
     answer, coverage = result.answer, result.coverage
+    if any(p.index >= passages for p in coverage.passages_not_read):
+        return f"it names a passage not read beyond the {passages} sent"
+    if result.unread_language is not None and result.status is not DetectionStatus.UNVERIFIABLE:
+        return "a result not read for its language must be unverifiable"
     for span in result.spans:
         if not 0 <= span.start < span.end <= len(answer):
             return f"span {span.start}-{span.end} lies outside the {len(answer)}-character answer"
@@ -262,24 +268,28 @@ def _chunks(
     # The service's token budget, met for sure by text of at most that many characters
     # (a token is at least one character); larger texts go alone and the 413 names it.
     most_tokens = limits.get("max_request_tokens")
+    most_sentences = limits.get("max_request_answer_sentences")
     chunks: list[list[DetectionInput]] = []
-    answers = contexts = 0
+    answers = contexts = sentences = 0
     for item in items:
         # counted as the service counts them: as the model reads the text
         answer = readable_chars(item.answer)
         context = sum(readable_chars(p) for p in item.context)
         context += readable_chars(item.question or "")
+        count = answer_sentences(item.answer) if most_sentences is not None else 0
         full = not chunks or len(chunks[-1]) >= size
         full = full or (most_answer is not None and answers + answer > most_answer)
         full = full or (most_context is not None and contexts + context > most_context)
+        full = full or (most_sentences is not None and sentences + count > most_sentences)
         total = answers + answer + contexts + context
         full = full or (most_tokens is not None and total > most_tokens)
         if full:
             chunks.append([])
-            answers = contexts = 0
+            answers = contexts = sentences = 0
         chunks[-1].append(item)
         answers += answer
         contexts += context
+        sentences += count
     return chunks
 
 

@@ -30,8 +30,10 @@ score and the NLI stage stay consistent.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import accumulate
 from typing import Literal
 
 from ..._calibration._signals import count_conflicts
@@ -494,22 +496,45 @@ def adjust_tokens(
     quiet = abstentions(text, context, question)
     if not marks and not quiet:
         return _particle_follows_its_claim(tokens, text)
+    verdicts = _first_marks(tokens, marks)
     out = []
-    for token in tokens:
+    for i, token in enumerate(tokens):
         p = token.probability
-        for start, end, verdict in marks:
-            if token.start < end and token.end > start:
-                if verdict in ("present", "agree"):
-                    p = _odds_down(p)
-                elif verdict == "conflict":
-                    p = max(p, _CONFLICT_FLOOR)
-                else:
-                    p = max(p, _UNSEEN_FLOOR)
-                break
+        verdict = verdicts.get(i)
+        if verdict in ("present", "agree"):
+            p = _odds_down(p)
+        elif verdict == "conflict":
+            p = max(p, _CONFLICT_FLOOR)
+        elif verdict is not None:
+            p = max(p, _UNSEEN_FLOOR)
         if any(token.start >= s and token.end <= e for s, e in quiet):
             p = min(p, _ABSTENTION_CAP)
         out.append(token if p == token.probability else token.model_copy(update={"probability": p}))
     return _particle_follows_its_claim(out, text)
+
+
+def _first_marks(
+    tokens: Sequence[TokenScore], marks: Sequence[tuple[int, int, str]]
+) -> dict[int, str]:
+    """Token position -> the verdict of the first mark (in ``marks`` order) it overlaps.
+
+    Each mark finds its tokens by bisection over their offsets: checking every mark
+    against every token made an answer of 800 short claims quadratic
+    (0.5 s of 1.5 s).
+    """
+    ordered = sorted(range(len(tokens)), key=lambda i: tokens[i].start)
+    starts = [tokens[i].start for i in ordered]
+    # Tokens do not overlap, so their ends rise with their starts; the largest end so far
+    # keeps the search right if one ever did.
+    ends = list(accumulate((tokens[i].end for i in ordered), max))
+    found: dict[int, str] = {}
+    for start, end, verdict in marks:
+        first, last = bisect_right(ends, start), bisect_left(starts, end)
+        for k in range(first, last):
+            i = ordered[k]
+            if tokens[i].end > start:
+                found.setdefault(i, verdict)
+    return found
 
 
 def _particle_follows_its_claim(tokens: list[TokenScore], text: AnswerText) -> list[TokenScore]:
