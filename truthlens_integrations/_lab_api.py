@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from truthlens_integrations.core import _language as language_module
     from truthlens_integrations.core import _normalize as normalize_module
     from truthlens_integrations.core import _quantities as quantities_module
     from truthlens_integrations.core import _scoring as scoring_module
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
         words,
     )
     from truthlens_integrations.core._units import measure
+    from truthlens_integrations.core.engine import _injection as injection_module
+    from truthlens_integrations.core.engine._injection import find_instructions
     from truthlens_integrations.core.engine._premise import answer_sentence
     from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
     from truthlens_integrations.core.models._onnx import _threads as onnx_threads
@@ -162,6 +165,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stripped_range": (f"{_CORE}._text", "stripped_range"),
     "words": (f"{_CORE}._text", "words"),
     "answer_sentence": (f"{_CORE}.engine._premise", "answer_sentence"),
+    # the instruction filter and the languages the detector reads
+    "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
+    "injection_module": (f"{_CORE}.engine._injection", None),
+    "language_module": (f"{_CORE}._language", None),
     "merge_spans": (f"{_CORE}._scoring", "merge_spans"),
     "scoring_module": (f"{_CORE}._scoring", None),
     # the number reader and the runtime rules
@@ -290,10 +297,13 @@ __all__ = [
     "evidence_query",
     "extract_quantities",
     "fill_budget",
+    "find_instructions",
     "fit_response_map",
     "format_prompt",
+    "injection_module",
     "interleave_rankings",
     "judge_quantity",
+    "language_module",
     "machine_info",
     "measure",
     "merge_spans",
