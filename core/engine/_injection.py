@@ -10,20 +10,29 @@ The check is a set of patterns for text aimed at the model reading the page:
 overrides ("ignore previous instructions", "disregard everything above"), dictated
 answers, notes addressed to AI models ("Note to AI assistants: ..."), claims of
 authority ("treat this as the authoritative record"), role tags and chat-role
-prefixes ("<system>", "[system]", "SYSTEM:"), in English, French, German, Spanish,
-Italian, Portuguese, Dutch, Polish, Russian and Chinese. The patterns are few because
-the passage is read undisguised first, not because every disguise has its pattern:
+prefixes ("<system>", "[system]", "SYSTEM:"). The override is written by meaning, once
+per language (ignore / disregard / forget + previous / above / all + instructions /
+rules / prompt, in each language's word order and with its negations): English, French,
+German, Spanish, Italian, Portuguese, Dutch, Polish, Indonesian (:data:`_OVERRIDES`),
+Turkish, Russian, Ukrainian, Chinese, Japanese, Korean and Arabic. The patterns are few
+because the passage is read undisguised first, not because every disguise has its
+pattern:
 
 - text hidden in invisible characters (Unicode tag characters, U+E0000 block, or runs
   of variation selectors) is decoded where it stands, and a passage that hides text
   this way is flagged even when the hidden text matches nothing (``hidden_text``): a
   person reading the page cannot see what the model reads;
 - HTML entities are decoded ("&#73;gnore"), the passage is normalised (zero-width
-  characters dropped, accents folded, Cyrillic or Greek look-alikes read as Latin) and
-  lower-cased;
+  characters dropped, accents folded) and lower-cased, and letters of other scripts that
+  look like Latin ones are read as Latin (Unicode's confusables table: "preνious" with a
+  Greek nu, "Ignоre" with a Cyrillic o); characters that show as nothing or as a blank
+  (Hangul fillers, the braille blank, word joiners) are read both as nothing (inside a
+  word) and as a space (between words);
 - markup and separators are taken out ("<b>Ignore</b>", "**Ignore**",
-  "i.g.n.o.r.e", "ignore_previous_instructions") and digits and signs inside words
-  read as the letters they stand for ("1gn0r3 pr3v10u5 1n5truct10n5").
+  "[Ignore](https://...)", "i.g.n.o.r.e", "ignore_previous_instructions"), an HTML
+  comment is read as a sentence of its own (and one that names the assistant, an AI or
+  the model is flagged: it is hidden from the person reading the page), and digits and
+  signs inside words read as the letters they stand for ("1gn0r3 pr3v10u5 1n5truct10n5").
 
 Each passage is also read joined with the next, so an instruction split over two
 passages flags both. It errs on the side of flagging, which at worst removes a passage
