@@ -396,20 +396,36 @@ def train(args: argparse.Namespace) -> None:
 
 
 def export(args: argparse.Namespace) -> None:
-    """The checkpoint's branch as the runtime reads it (``shared_layers`` 0)."""
-    from .train_nli import save
+    """The checkpoint's branch as the runtime reads it (``shared_layers`` 0, fp16)."""
+    from safetensors.torch import save_file
+
+    from truthlens_integrations.core.models import encoder_fingerprint
 
     ckpt = torch.load(args.run / "checkpoint.pt", weights_only=False)
     model = build_model(args.encoder, None)
     load_trainable(model, ckpt["model"])
-    flat = argparse.Namespace(
-        out=args.out, encoder=args.encoder, shared_layers=0, init_branch=None, **{
-            k: v for k, v in ckpt["args"].items() if k not in {"out", "encoder", "init_branch"}
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(
+        {k: v.half().contiguous() for k, v in model.shipped_state().items()},
+        str(out / "model.safetensors"),
+        metadata={
+            "labels": ",".join(data.NLI_LABELS),
+            "shared_layers": "0",
+            "pooling": "mean",
+            "encoder": "detector",
+            "encoder_sha256": encoder_fingerprint(args.encoder, 0),
         },
-    )  # fmt: skip
-    metrics = {"steps": ckpt["step"], "pairs": ckpt["step"] * ckpt["batch"],
-               "cpu_seconds": round(ckpt["cpu_seconds"])}  # fmt: skip
-    save(model.shipped_state(), flat, metrics)
+    )
+    metrics = {
+        "steps": ckpt["step"],
+        "planned_steps": ckpt["planned_steps"],
+        "pairs": ckpt["step"] * ckpt["batch"],
+        "cpu_seconds": round(ckpt["cpu_seconds"]),
+        "args": ckpt["args"],
+    }
+    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1))
+    log.info("wrote %s (%.1f MB)", out, (out / "model.safetensors").stat().st_size / 1e6)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
