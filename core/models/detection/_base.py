@@ -206,15 +206,7 @@ class BaseDetector(SingleAnswerCalls, ABC):
                 max_length=self._max_length(),
                 passages_not_read=unread,
             )
-            return unverifiable_result(
-                item,
-                coverage=coverage,
-                threshold=self.config.threshold,
-                model_id=self.model_id,
-                latency_ms=latency_ms,
-                error=reading.reason(self.config.languages),
-                unread_language=reading.unread,
-            )
+            return self._not_read(item, coverage, latency_ms, reading, reading.unread)
         result = self._result(part, scoring, latency_ms)
         language = reading.sentences_language
         coverage = result.coverage.model_copy(
@@ -226,6 +218,17 @@ class BaseDetector(SingleAnswerCalls, ABC):
         if result.grounded and covered(item.answer, coverage, self.config.min_coverage):
             return result
         # Too much of it is in another language, and what was read does not flag it.
+        return self._not_read(item, coverage, latency_ms, reading, language)
+
+    def _not_read(
+        self,
+        item: DetectionInput,
+        coverage: Coverage,
+        latency_ms: float,
+        reading: LanguageReading,
+        language: str,
+    ) -> DetectionResult:
+        """The result of an answer not checked because too much of it is in ``language``."""
         return unverifiable_result(
             item,
             coverage=coverage,
