@@ -229,14 +229,9 @@ class BaseDetector(SingleAnswerCalls, ABC):
         language: str,
     ) -> DetectionResult:
         """The result of an answer not checked because too much of it is in ``language``."""
-        return unverifiable_result(
-            item,
-            coverage=coverage,
-            threshold=self.config.threshold,
-            model_id=self.model_id,
-            latency_ms=latency_ms,
-            error=reading.reason(self.config.languages),
-            unread_language=language,
+        reason = reading.reason(self.config.languages)
+        return self._unverifiable(
+            item, coverage, latency_ms, error=reason, unread_language=language
         )
 
     async def adetect_batch(self, inputs: Sequence[DetectionInput]) -> list[DetectionResult]:
@@ -302,7 +297,13 @@ class BaseDetector(SingleAnswerCalls, ABC):
         )
 
     def _unverifiable(
-        self, item: DetectionInput, coverage: Coverage, latency_ms: float
+        self,
+        item: DetectionInput,
+        coverage: Coverage,
+        latency_ms: float,
+        *,
+        error: str | None = None,
+        unread_language: str | None = None,
     ) -> DetectionResult:
         return unverifiable_result(
             item,
@@ -310,6 +311,8 @@ class BaseDetector(SingleAnswerCalls, ABC):
             threshold=self.config.threshold,
             model_id=self.model_id,
             latency_ms=latency_ms,
+            error=error,
+            unread_language=unread_language,
         )
 
 
