@@ -63,7 +63,7 @@ from ._inputs import (
 )
 from ._llm import as_llm
 from ._outputs import SAFE_PROVIDER_METADATA, TRUTHLENS_EVENT, with_verdict
-from ._runnable import StreamMode, check_passthrough, hide_streaming, passthrough_problems
+from ._streaming import StreamMode, check_passthrough, hide_streaming, passthrough_problems
 
 __all__ = ["FEEDBACK_NAME", "UNCHECKED_TAG", "TruthLensMiddleware"]
 

@@ -77,6 +77,9 @@ if TYPE_CHECKING:
     )
     from truthlens_integrations.core._units import measure
     from truthlens_integrations.core.engine import _injection as injection_module
+    from truthlens_integrations.core.engine import (
+        _injection_patterns as injection_patterns_module,
+    )
     from truthlens_integrations.core.engine._injection import find_instructions
     from truthlens_integrations.core.engine._premise import answer_sentence
     from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
@@ -168,6 +171,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     # the instruction filter and the languages the detector reads
     "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
     "injection_module": (f"{_CORE}.engine._injection", None),
+    "injection_patterns_module": (f"{_CORE}.engine._injection_patterns", None),
     "language_module": (f"{_CORE}._language", None),
     "merge_spans": (f"{_CORE}._scoring", "merge_spans"),
     "scoring_module": (f"{_CORE}._scoring", None),
@@ -301,6 +305,7 @@ __all__ = [
     "fit_response_map",
     "format_prompt",
     "injection_module",
+    "injection_patterns_module",
     "interleave_rankings",
     "judge_quantity",
     "language_module",

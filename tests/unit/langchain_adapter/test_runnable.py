@@ -68,9 +68,9 @@ from truthlens_integrations.langchain_adapter import (
     TruthLensRunnable,
     guard_chain,
 )
+from truthlens_integrations.langchain_adapter._chain_tools import find_chat_model
 from truthlens_integrations.langchain_adapter._inputs import parse_input
 from truthlens_integrations.langchain_adapter._outputs import GuardedText
-from truthlens_integrations.langchain_adapter._runnable import find_chat_model
 
 # -- TruthLensRunnable in real LCEL chains: pipe and wrapper forms, actions, sync/async, batch, streaming, custom events and config propagation.
 
