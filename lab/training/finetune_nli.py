@@ -279,9 +279,17 @@ def train(args: argparse.Namespace) -> None:
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     total = max(1, args.planned_pairs // args.batch)
     warm = max(1, int(total * args.warmup_share))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))
-    )
+    # A shortened run decays linearly from where it was shortened to its new end; the
+    # change is kept in the checkpoint so that every later leg follows it.
+    shortened: dict[str, float] = {}
+
+    def lr_factor(s: int) -> float:
+        if shortened:
+            left = (shortened["end"] - s) / max(1.0, shortened["end"] - shortened["from_step"])
+            return shortened["factor"] * max(0.0, left)
+        return min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     plan = Plan(sets["train"], args.batch, args.seed)
     step, cpu_before, losses = 0, 0.0, []
     if args.resume:
@@ -301,9 +309,16 @@ def train(args: argparse.Namespace) -> None:
         np.random.set_state(ckpt["numpy_random"])
         torch.set_rng_state(ckpt["torch_random"])
         step, cpu_before, losses = ckpt["step"], ckpt["cpu_seconds"], ckpt["recent_losses"]
-        log.info("resumed at step %d of %d (epoch %d)", step, total, plan.epoch)
+        shortened.update(ckpt.get("shortened", {}))
+        _shorten(shortened, args, step, lr_factor(step))
+        log.info("resumed at step %d of %d (epoch %d)", step, _end(total, shortened), plan.epoch)
     elif ckpt_file.exists():
         raise SystemExit(f"{run} already holds a checkpoint: pass --resume or another --run")
+    elif args.shorten_to_pairs:
+        raise SystemExit(
+            "--shorten-to-pairs shortens a resumed run; plan a new one with --planned-pairs"
+        )
+    end = _end(total, shortened)
 
     stop = {"now": False}
 
@@ -329,6 +344,7 @@ def train(args: argparse.Namespace) -> None:
                 "torch_random": torch.get_rng_state(),
                 "step": step,
                 "planned_steps": total,
+                "shortened": dict(shortened),
                 "batch": args.batch,
                 "cpu_seconds": cpu_before + time.process_time() - leg_cpu,
                 "recent_losses": losses[-200:],
@@ -340,7 +356,7 @@ def train(args: argparse.Namespace) -> None:
     if step == 0:
         _append(log_file, {"step": 0, "pairs": 0, "heldout": evaluate(model, heldout)})
     model.train()
-    while step < total and not stop["now"]:
+    while step < end and not stop["now"]:
         batch = plan.next()
         ids = pad([r["input_ids"] for r in batch], 0)
         target = torch.tensor([r["label"] for r in batch])
@@ -363,7 +379,7 @@ def train(args: argparse.Namespace) -> None:
             }
             _append(log_file, entry)
             log.info("%s", json.dumps(entry))
-        if step % args.eval_every == 0 or step == total:
+        if step % args.eval_every == 0 or step == end:
             scores = evaluate(model, heldout)
             _append(log_file, {"step": step, "pairs": step * args.batch, "heldout": scores})
             log.info("held out at step %d: %s", step, scores["all"])
@@ -385,11 +401,33 @@ def train(args: argparse.Namespace) -> None:
                 "wall_seconds": round(time.time() - leg_start),
                 "cpu_seconds": round(time.process_time() - leg_cpu),
                 "threads": args.threads,
-                "done": step >= total,
+                "done": step >= end,
             }
         },
     )
-    log.info("leg ended at step %d of %d", step, total)
+    log.info("leg ended at step %d of %d", step, end)
+
+
+def _end(total: int, shortened: dict[str, float]) -> int:
+    """The step the run ends at: as planned, or where it was shortened to."""
+    return int(shortened["end"]) if shortened else total
+
+
+def _shorten(
+    shortened: dict[str, float], args: argparse.Namespace, step: int, factor: float
+) -> None:
+    """Apply ``--shorten-to-pairs`` to a resumed run (once; a second, different one is refused)."""
+    if not args.shorten_to_pairs:
+        return
+    end = args.shorten_to_pairs // args.batch
+    if shortened:
+        if int(shortened["end"]) != end:
+            raise SystemExit(f"the run was already shortened to {int(shortened['end'])} steps")
+        return
+    if not step < end < args.planned_pairs // args.batch:
+        raise SystemExit(f"--shorten-to-pairs must end after step {step} and before the plan's end")
+    shortened.update({"end": float(end), "from_step": float(step), "factor": factor})
+    log.info("shortened: from step %d the rate decays to 0 at step %d", step, end)
 
 
 # ---------------------------------------------------------------- export
@@ -420,6 +458,7 @@ def export(args: argparse.Namespace) -> None:
     metrics = {
         "steps": ckpt["step"],
         "planned_steps": ckpt["planned_steps"],
+        "shortened": ckpt.get("shortened", {}),
         "pairs": ckpt["step"] * ckpt["batch"],
         "cpu_seconds": round(ckpt["cpu_seconds"]),
         "args": ckpt["args"],
@@ -443,6 +482,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     tr.add_argument("--run", type=Path, required=True)
     tr.add_argument("--resume", action="store_true")
     tr.add_argument("--planned-pairs", type=int, default=400_000)
+    tr.add_argument(
+        "--shorten-to-pairs",
+        type=int,
+        default=0,
+        help="with --resume: end the run at this many pairs, the rate decaying there from now",
+    )
     tr.add_argument("--batch", type=int, default=32)
     tr.add_argument("--lr", type=float, default=4e-5)
     tr.add_argument("--warmup-share", type=float, default=0.02)
