@@ -162,15 +162,21 @@ def _arguments(query: str | None, response: str, contexts: Sequence[str] | None)
 
 
 def _invalid(
-    query: str | None, response: str | None, contexts: Sequence[str] | None
+    query: str | None,
+    response: str | None,
+    contexts: Sequence[str] | None,
+    reason: str,
+    feedback: str | None = None,
 ) -> EvaluationResult:
+    """A result that neither passes nor fails: nothing was judged, for ``reason``."""
     return EvaluationResult(
         query=query,
         response=response,
         contexts=contexts,
         passing=None,
         invalid_result=True,
-        invalid_reason="no response to evaluate",
+        invalid_reason=reason,
+        feedback=feedback,
     )
 
 
@@ -198,18 +204,11 @@ def _result(
     query: str | None, response: str | None, contexts: Sequence[str] | None, verdict: Verdict | None
 ) -> EvaluationResult:
     if verdict is None:  # no response to judge: the guard did not run
-        return _invalid(query, response, contexts)
+        return _invalid(query, response, contexts, "no response to evaluate")
     if not verdict.checked:
         # Not checked is never clean: no pass, no score; the reason says why.
-        return EvaluationResult(
-            query=query,
-            response=response,
-            contexts=contexts,
-            passing=None,
-            invalid_result=True,
-            invalid_reason=f"not checked: {verdict.not_checked_reason}",
-            feedback=_feedback(verdict.full()),
-        )
+        reason = f"not checked: {verdict.not_checked_reason}"
+        return _invalid(query, response, contexts, reason, _feedback(verdict.full()))
     return EvaluationResult(
         query=query,
         response=response,

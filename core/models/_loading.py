@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from .._device import resolve_device, resolve_dtype
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "LoadOptions",
     "LoadedModel",
     "Task",
     "clear_model_cache",
@@ -202,44 +203,36 @@ def _config_field(folder: Path, name: str) -> Any:
         return None
 
 
+class LoadOptions(TypedDict, total=False):
+    """The keyword arguments :func:`load_pretrained` takes besides the task.
+
+    Attributes:
+        device: Where the model runs (see :func:`load_pretrained`).
+        dtype: Its weights' precision.
+        revision: A hub revision.
+        local_files_only: Never reach the hub.
+        backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
+    """
+
+    device: str | torch.device | None
+    dtype: str | torch.dtype | None
+    revision: str | None
+    local_files_only: bool | None
+    backend: str
+
+
 def load_token_classifier(
-    name: str | os.PathLike[str],
-    *,
-    device: str | torch.device | None = None,
-    dtype: str | torch.dtype | None = None,
-    revision: str | None = None,
-    local_files_only: bool | None = None,
-    backend: str = "auto",
+    name: str | os.PathLike[str], **options: Unpack[LoadOptions]
 ) -> LoadedModel:
     """A two-class token classifier (a detector): :func:`load_pretrained` with ``task="token"``."""
-    return load_pretrained(
-        name,
-        task="token",
-        device=device,
-        dtype=dtype,
-        revision=revision,
-        local_files_only=local_files_only,
-        backend=backend,
-    )
+    return load_pretrained(name, task="token", **options)
 
 
 def load_sequence_classifier(
-    name: str | os.PathLike[str],
-    *,
-    device: str | torch.device | None = None,
-    dtype: str | torch.dtype | None = None,
-    local_files_only: bool | None = None,
-    backend: str = "auto",
+    name: str | os.PathLike[str], **options: Unpack[LoadOptions]
 ) -> LoadedModel:
     """A sequence classifier (NLI, prompt classifier): ``load_pretrained(task="sequence")``."""
-    return load_pretrained(
-        name,
-        task="sequence",
-        device=device,
-        dtype=dtype,
-        local_files_only=local_files_only,
-        backend=backend,
-    )
+    return load_pretrained(name, task="sequence", **options)
 
 
 def _resolve_source(name: str | os.PathLike[str]) -> str:

@@ -6,6 +6,7 @@ read the same block, so one policy file configures both sides.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -148,13 +149,7 @@ class ServiceSettings(StrictModel):
     def input_limits(self) -> InputLimits:
         """The size limits of one request, shared with the command line's."""
         return InputLimits(
-            max_answer_chars=self.max_answer_chars,
-            max_context_chars=self.max_context_chars,
-            max_request_answer_chars=self.max_request_answer_chars,
-            max_request_context_chars=self.max_request_context_chars,
-            max_request_tokens=self.max_request_tokens,
-            max_answer_sentences=self.max_answer_sentences,
-            max_request_answer_sentences=self.max_request_answer_sentences,
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(InputLimits)}
         )
 
 
