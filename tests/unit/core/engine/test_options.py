@@ -145,6 +145,46 @@ def test_adapter_kwargs_mirror_their_fields() -> None:
     assert keys(LLMChatModelKwargs) == set(LLMChatModel.model_fields)  # LangChain's too
 
 
+# Where a model's field is wider than its keyword argument, on purpose: pydantic cannot
+# check a protocol (the engine's ``kind`` check does, at the call), and a list field
+# takes any sequence. Any other difference is drift.
+WIDER_FIELDS = {
+    ("EngineOptions", "detector"),
+    ("EngineOptions", "nli"),
+    ("EngineOptions", "fact_checker"),
+    ("EngineOptions", "metrics"),
+    ("EngineOptions", "tracer"),
+    ("EngineOptions", "domain_classifier"),
+    ("EngineOptions", "audit_hook"),
+    ("TruthLensRunnable", "verification_llms"),
+    ("LLMChatModel", "llm"),
+}
+
+
+@pytest.mark.parametrize(
+    ("typed", "model"),
+    [
+        (EngineKwargs, EngineOptions),
+        (PolicyKnobKwargs, PolicyKnobs),
+        (DetectionConfigKwargs, DetectionConfig),
+        (RunnableKwargs, TruthLensRunnable),
+        (NodePostprocessorKwargs, TruthLensNodePostprocessor),
+        (QualityFilterKwargs, RetrievalQualityFilter),
+        (LLMChatModelKwargs, LLMChatModel),
+    ],
+    ids=lambda x: x.__name__,
+)
+def test_each_keyword_is_typed_as_its_field(typed: Any, model: Any) -> None:
+    hints = typing.get_type_hints(typed)
+    differ = {
+        (model.__name__, name)
+        for name, field in model.model_fields.items()
+        if name in hints and hints[name] != field.annotation
+    }
+    wider = {(m, name) for m, name in WIDER_FIELDS if m == model.__name__}
+    assert differ == wider
+
+
 def test_function_agent_kwargs_mirror_llama_index() -> None:
     # service_manager is in WORKFLOW_KWARGS, but Workflow.__init__ no longer takes it.
     workflow = set(WORKFLOW_KWARGS) - {"service_manager"}
