@@ -33,8 +33,9 @@ def test_every_public_package_is_pinned() -> None:
 
 def test_the_public_surface_stays_small() -> None:
     # what users import; the adapters' needs are in core/_adapter_api.py (docs/development.md)
-    # 210: the design's defence layers (issue 52) took it past the 200 of issue 42
-    assert sum(len(names) for names in PINNED.values()) <= 210
+    # 210: the design's defence layers (issue 52) took it past the 200 of issue 42;
+    # 225: the claim checkers' contract and backends (issue 48)
+    assert sum(len(names) for names in PINNED.values()) <= 225
 
 
 @pytest.mark.parametrize("package", sorted(PINNED))

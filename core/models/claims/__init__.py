@@ -1,0 +1,27 @@
+"""Claim checkers: each sentence of an answer read against its evidence, for meaning.
+
+The detector marks which characters the grounding lacks; a claim checker reads whole
+claims, so it sees a negation flipped, two roles swapped or a fact restated in other
+words. The guard runs one in a cascade (the policy's ``claim_check``): on the answers
+whose detector score is uncertain, on the flagged ones, or on every answer.
+"""
+
+from __future__ import annotations
+
+from ._contract import (
+    Claim,
+    ClaimChecker,
+    ClaimJudgement,
+    ClaimLabel,
+    judged,
+    not_checked,
+)
+
+__all__ = [
+    "Claim",
+    "ClaimChecker",
+    "ClaimJudgement",
+    "ClaimLabel",
+    "judged",
+    "not_checked",
+]
