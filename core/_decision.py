@@ -58,7 +58,9 @@ NOT_CHECKED_WORDS: dict[str, str] = {
     "disabled": "checking is off for this route",
     "non_factual": "the policy skips non-factual prompts",
     "no_grounding": "there was no context to check it against",
-    "unverifiable": "the detector could not read enough of it",
+    "unverifiable": (
+        "the detector could not read enough of it, or the claim checker could not judge it"
+    ),
     "language": "it, or its whole context, is in a language the detector does not read",
 }
 

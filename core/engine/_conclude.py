@@ -178,6 +178,7 @@ def _findings(it: Item, shown: _Answer, decided: AnswerDecision) -> Findings:
         max_severity=max((s.severity or 0 for s in spans), default=0),
         contradiction_count=sum(s.nli_label == "contradiction" for s in spans),
         detection=it.detection,
+        claim_check=it.claim_report,
     )
 
 

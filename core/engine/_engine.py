@@ -10,19 +10,28 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar, Unpack
 
 from .._decision import flagged
-from .._errors import InvalidArgumentError, InvalidInputError
-from .._types import DetectionInput, DetectionResult, DetectionStatus, NLILabel
+from .._errors import InvalidArgumentError
+from .._types import DetectionInput, DetectionResult, DetectionStatus
 from ..mitigation import MitigationOptions
 from ..mitigation._mitigate import MitigationRequest, amitigate, mitigate, wants_mitigation
 from ..mitigation._results import Assessment
 from ..models import Detector, FactCheckClassifier, NLIExplainer
+from ..models.claims import ClaimChecker
 from ..observability import Metrics, Tracer
 from ..observability._tracing import StageSpan
 from ..policy import Policy, PolicySource, Router
 from ..policy import load_policy as _load_policy
+from ..policy._settings import ClaimCheckSettings
 from ._blocked import blocked_error, shown_text
+from ._claim_stage import ClaimStage, run_claim_check, settle_claim_check
 from ._conclude import adeliver, deliver, finish, observe
-from ._models import detector_id, load_classifier, load_nli, load_policy_detector
+from ._models import (
+    detector_id,
+    load_claim_checker,
+    load_classifier,
+    load_nli,
+    load_policy_detector,
+)
 from ._options import (
     EngineKwargs,
     EngineOptions,
@@ -31,13 +40,13 @@ from ._options import (
     parse_engine_options,
     split_options,
 )
+from ._runtime import Runtime
 from ._stages import (
     Item,
     NLIStage,
     classify,
     detect,
     explain,
-    model_name,
     needs_detection,
     normalised,
     route,
@@ -52,32 +61,6 @@ __all__ = ["TruthLens"]
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M")
-
-
-class _Runtime:
-    """The engine's detector and NLI model, as the mitigation loops see them."""
-
-    def __init__(self, engine: TruthLens, item: Item) -> None:
-        self._engine = engine
-        self._item = item
-
-    def assess(self, context: Sequence[str], answer: str) -> Assessment:
-        try:
-            return self._engine._assess(self._item, context, answer)
-        except InvalidInputError:  # an unreadable reply: unusable, never a fixed answer
-            return Assessment(answer=answer, score=None, flagged=True)
-
-    def explain(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[NLILabel, float]] | None:
-        explainer = self._engine.nli
-        if explainer is None:
-            return None
-        if not pairs:
-            return []
-        labels = explainer.explain(list(pairs))
-        self._engine.metrics.record_model_use(
-            model=model_name(explainer, "nli"), role="nli", count=len(pairs)
-        )
-        return [(label, float(conf)) for label, conf in labels]
 
 
 class TruthLens:
@@ -120,6 +103,7 @@ class TruthLens:
         self._nli: NLIExplainer | None = opts.nli
         self._nli_resolved = opts.nli is not None
         self._fact_checker: FactCheckClassifier | None = opts.fact_checker
+        self._claim_checker: ClaimChecker | None = opts.claim_checker
         self._load_lock = threading.Lock()
         self.router = Router(policy, domain_classifier=opts.domain_classifier)
         self._calibrations = route_calibrations(policy)  # each route's map, read once
@@ -171,7 +155,8 @@ class TruthLens:
         split = split_options(options, own=(), where="TruthLens.derive")
         current = {k: getattr(self.options, k) for k in self.options.model_fields_set}
         # Models this engine has loaded already are handed over, not loaded again.
-        loaded = {"detector": self._detector, "nli": self._nli, "fact_checker": self._fact_checker}
+        models = ("detector", "nli", "fact_checker", "claim_checker")
+        loaded = {name: getattr(self, f"_{name}") for name in models}
         current.update({k: v for k, v in loaded.items() if v is not None})
         return type(self)(split.knobs.apply(policy or self.policy), **{**current, **split.engine})
 
@@ -228,6 +213,20 @@ class TruthLens:
         if self._fact_checker is None:
             return self._load("_fact_checker", load_classifier)
         return self._fact_checker
+
+    @property
+    def claim_stage(self) -> ClaimStage | None:
+        """The cascade's claim checker and settings; ``None`` when there is none.
+
+        The checker is the ``claim_checker`` option, else the one the policy's
+        ``hallucination.claim_check`` block names, loaded on first use.
+        """
+        settings = self.policy.hallucination.claim_check
+        if settings is not None and self._claim_checker is None:
+            return ClaimStage(self._load("_claim_checker", load_claim_checker), settings)
+        if self._claim_checker is None:
+            return None
+        return ClaimStage(self._claim_checker, settings or ClaimCheckSettings())
 
     def _load(self, attr: str, load: Callable[[Policy], _M]) -> _M:
         """The model in ``attr``, loaded with ``load`` and stored there if still unset.
@@ -344,7 +343,7 @@ class TruthLens:
             request = self._mitigation_request(items[0], tools, started)
             if request is not None:
                 with self.tracer.stage("mitigation", mode=request.settings.mode) as stage:
-                    items[0].mitigation = mitigate(request, _Runtime(self, items[0]))
+                    items[0].mitigation = mitigate(request, Runtime(self, items[0]))
                 items[0].latency_ms["mitigation"] = stage.elapsed_ms
             verdicts = self._conclude(items, started, root)
         for verdict in verdicts:
@@ -359,7 +358,7 @@ class TruthLens:
             request = self._mitigation_request(item, tools, started)
             if request is not None:
                 with self.tracer.stage("mitigation", mode=request.settings.mode) as stage:
-                    item.mitigation = await amitigate(request, _Runtime(self, item))
+                    item.mitigation = await amitigate(request, Runtime(self, item))
                 item.latency_ms["mitigation"] = stage.elapsed_ms
             verdict = self._conclude([item], started, root)[0]
         observe(verdict, self.metrics)
@@ -422,14 +421,22 @@ class TruthLens:
             self._check([it for it in items if needs_detection(it)])
 
     def _check(self, items: list[Item]) -> None:
-        """Detect, then NLI-explain the spans of routes that ask for it."""
+        """Detect, read the claims the cascade sends on, NLI-explain what routes ask for.
+
+        The claim checker's spans join the kept ones after NLI: the stronger model's
+        reading is not relabelled by the weaker one.
+        """
         tracer, metrics, maps = self.tracer, self.metrics, self._calibrations
         detect(items, lambda: self.detector, tracer=tracer, metrics=metrics, calibrations=maps)
+        claims = self.claim_stage
+        if claims is not None:
+            run_claim_check(items, claims, tracer=tracer, metrics=metrics)
         wanted = [it for it in items if wants_nli(it)]
         explainer = self.nli if wanted else None
         if explainer is not None:
             nli = NLIStage(explainer, threshold=self.nli_threshold, align=self.align_quantities)
             explain(wanted, nli, tracer=tracer, metrics=metrics)
+        settle_claim_check(items)
 
     def _conclude(self, items: list[Item], started: float, root: StageSpan) -> list[Verdict]:
         with self.tracer.stage("action") as stage:

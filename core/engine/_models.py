@@ -15,10 +15,12 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from .._errors import ModelNotAvailableError
+from .._errors import ConfigError, ModelNotAvailableError
 from .._types import DetectionConfig
 from ..models import Detector, FactCheckClassifier, NLIExplainer, load_detector
 from ..models._service import ServiceClient, shared_client
+from ..models.claims import ClaimChecker
+from ..models.claims._registry import checker_kind, load_checker
 from ..models.classifier import (
     BundledFactCheckAdapter,
     RemoteFactCheckClassifier,
@@ -29,7 +31,13 @@ from ..models.nli import BundledNLIAdapter, RemoteNLIExplainer, TransformersNLIE
 from ..policy import Policy
 from ..policy._settings import ModelSettings
 
-__all__ = ["detector_id", "load_classifier", "load_nli", "load_policy_detector"]
+__all__ = [
+    "detector_id",
+    "load_claim_checker",
+    "load_classifier",
+    "load_nli",
+    "load_policy_detector",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -148,3 +156,22 @@ def detector_id(detector: object | None, policy: Policy) -> str | None:
     if detector is None:
         return policy.hallucination.model_id
     return getattr(detector, "model_id", None) or f"<{type(detector).__name__}>"
+
+
+def load_claim_checker(policy: Policy) -> ClaimChecker:
+    """The claim checker the policy's ``hallucination.claim_check`` block names.
+
+    Raises:
+        ConfigError: If the policy has no such block (callers check).
+    """
+    settings = policy.hallucination.claim_check
+    if settings is None:
+        raise ConfigError("the policy has no hallucination.claim_check block")
+    return load_checker(
+        settings.checker,
+        protocol=settings.protocol,
+        model=settings.model,
+        supported_label=settings.supported_label,
+        trust_remote_code=settings.trust_remote_code,
+        timeout_s=settings.timeout_s if checker_kind(settings.checker) == "endpoint" else None,
+    )

@@ -41,6 +41,7 @@ from .._arguments import describe_error, kind, reject_unknown
 from .._errors import ConfigError, InvalidArgumentError
 from ..mitigation import MitigationOptions
 from ..models import Detector, FactCheckClassifier, NLIExplainer
+from ..models.claims import ClaimChecker
 from ..observability import Metrics, Tracer
 from ..policy import Action, DomainClassifier, Mode, Policy
 from ._blocked import DEFAULT_BLOCKED_MESSAGE, OnBlock
@@ -76,6 +77,7 @@ _NEEDS: dict[str, tuple[str, str]] = {
     "detector": ("detect_batch", "a detector"),
     "nli": ("explain", "an NLI explainer"),
     **dict.fromkeys(("fact_checker", "domain_classifier"), ("classify", "a classifier")),
+    "claim_checker": ("check", "a claim checker"),
     "metrics": ("record_detection", "a Metrics object"),
     "tracer": ("stage", "a Tracer"),
 }
@@ -89,6 +91,11 @@ class EngineOptions(BaseModel):
             policy's ``hallucination.model_id`` (the bundled one when unset).
         nli: NLI explainer (``.explain``); ``None`` tries the bundled one.
         fact_checker: Prompt classifier (``.classify``); ``None`` tries the bundled one.
+        claim_checker: Claim checker (``.check``, see
+            :class:`~truthlens_integrations.core.models.claims.ClaimChecker`) for the
+            cascade; ``None`` loads the policy's ``hallucination.claim_check.checker``
+            where the policy has that block. Given here without the block, it runs
+            with the block's defaults (on uncertain answers).
         metrics: Prometheus metrics (``Metrics``); ``None`` records nothing.
         tracer: OpenTelemetry tracer (``Tracer``); ``None`` only times stages.
         domain_classifier: Domain classifier for ``domain`` conditions.
@@ -120,6 +127,7 @@ class EngineOptions(BaseModel):
     detector: Any = None
     nli: Any = None
     fact_checker: Any = None
+    claim_checker: Any = None
     metrics: Any = None
     tracer: Any = None
     domain_classifier: Any = None
@@ -222,6 +230,7 @@ class EngineKwargs(TypedDict, total=False):
     detector: Detector | None
     nli: NLIExplainer | None
     fact_checker: FactCheckClassifier | None
+    claim_checker: ClaimChecker | None
     metrics: Metrics | None
     tracer: Tracer | None
     domain_classifier: DomainClassifier | None

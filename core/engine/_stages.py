@@ -26,13 +26,14 @@ from .._types import (
 )
 from ..mitigation import MitigationResult
 from ..models import Detector, FactCheckClassifier, NLIExplainer
+from ..models.claims import Claim
 from ..models.detection._rescore import RouteCalibration
 from ..observability import Metrics, Tracer
 from ..policy import Policy, Router, RouteResult
 from ._alignment import align_quantities
 from ._injection import ContextFlag, split_instructions
 from ._premise import answer_sentence, select_premise
-from ._verdict import SEVERITY
+from ._verdict import SEVERITY, ClaimCheckReport
 
 __all__ = [
     "Item",
@@ -75,6 +76,10 @@ class Item:
     """Passages left out of the evidence for their language (indexes in the caller's context)."""
     unread_at: frozenset[int] = frozenset()
     """Where those passages stood in ``data.context`` (left out of it once read)."""
+    claim_report: ClaimCheckReport | None = None
+    """What the cascade's claim checker said, where it read the answer."""
+    claim_spans: list[HallucinationSpan] = field(default_factory=list)
+    """The claims it rejected, as spans; kept apart from NLI, then added to ``kept``."""
 
     @classmethod
     def of(cls, data: DetectionInput) -> Item:
@@ -148,11 +153,24 @@ def _back(it: Item, original: DetectionInput, source: Normalized | None) -> None
         return
     it.kept = [span_back(s, source) for s in it.kept]
     it.dropped = [span_back(s, source) for s in it.dropped]
+    it.claim_spans = [span_back(s, source) for s in it.claim_spans]
+    if it.claim_report is not None:
+        judgements = [
+            j.model_copy(update={"claim": _claim_back(j.claim, source)})
+            for j in it.claim_report.judgements
+        ]
+        it.claim_report = it.claim_report.model_copy(update={"judgements": judgements})
     if it.detection is not None:
         it.detection = restore_result(it.detection, source)
         if it.detection.status is DetectionStatus.UNVERIFIABLE:
             # shown in another order than it reads (restore_result): nothing to show
-            it.kept, it.dropped = [], []
+            it.kept, it.dropped, it.claim_spans = [], [], []
+
+
+def _claim_back(claim: Claim, source: Normalized) -> Claim:
+    """``claim`` (over the normalised answer) over the caller's answer."""
+    start, end = source.span(claim.start, claim.end)
+    return claim.model_copy(update={"start": start, "end": end, "text": source.original[start:end]})
 
 
 # A detector without a ``config`` (a stand-in) is held to the bundled detector's share.

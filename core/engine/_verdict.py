@@ -19,6 +19,7 @@ from .._decision import NotCheckedReason
 from .._types import Decision, DetectionResult, HallucinationSpan, UnreadPassage
 from ..mitigation import Iteration, MitigationResult, MitigationStatus, Strategy
 from ..mitigation._results import AnswerDiff, CostAccount, diff_answers
+from ..models.claims import ClaimJudgement
 from ..policy import Action, Mode
 from ._injection import ContextFlag
 
@@ -27,6 +28,7 @@ __all__ = [
     "SEVERITY",
     "VERDICT_FIELDS",
     "CheckReport",
+    "ClaimCheckReport",
     "Findings",
     "MitigationReport",
     "NotCheckedReason",
@@ -46,6 +48,31 @@ SEVERITY: dict[str, int] = {"contradiction": 4, "neutral": 2, "entailment": 1}
 
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClaimCheckReport(_Part):
+    """What the claim checker of the cascade read and said (``claim_check`` in the policy).
+
+    Attributes:
+        checker: The checker's name.
+        when: Which answers it reads (``uncertain``, ``flagged``, ``always``).
+        detector_score: The detector's response score before the checker.
+        score: The score after combining the two (``None`` when the answer ended up not
+            checked).
+        judgements: One per claim of the original answer, in order: probability of
+            support, label, quote; or not checked, with the reason.
+    """
+
+    checker: str
+    when: str
+    detector_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    judgements: list[ClaimJudgement] = Field(default_factory=list)
+
+    @property
+    def not_checked(self) -> int:
+        """Claims the checker could not judge."""
+        return sum(not j.checked for j in self.judgements)
 
 
 class Findings(_Part):
@@ -69,6 +96,8 @@ class Findings(_Part):
             for a flagged answer and for one that was not checked.
         max_severity: Highest span severity (0 without spans).
         contradiction_count: Spans labelled ``contradiction``.
+        claim_check: What the cascade's claim checker read and said about the original
+            answer, when it read it (:class:`ClaimCheckReport`).
         detection: The raw detector result of the original answer, when detection
             ran.
     """
@@ -82,6 +111,7 @@ class Findings(_Part):
     max_severity: int = Field(default=0, ge=0, le=4)
     contradiction_count: int = Field(default=0, ge=0)
     detection: DetectionResult | None = None
+    claim_check: ClaimCheckReport | None = None
 
 
 class CheckReport(_Part):
@@ -207,6 +237,7 @@ VERDICT_FIELDS: tuple[str, ...] = (
     "route",
     "metadata",
     "detection",
+    "claim_check",
     "final_answer",
     "original_score",
     "status",
@@ -245,6 +276,7 @@ if TYPE_CHECKING:
         max_severity: int
         contradiction_count: int
         detection: DetectionResult | None
+        claim_check: ClaimCheckReport | None
         fact_check_needed: bool
         fact_check_confidence: float | None
         unverified: bool
@@ -497,6 +529,17 @@ def _hide_spans(spans: list[HallucinationSpan]) -> list[HallucinationSpan]:
     return [s.model_copy(update={"text": REDACTED}) for s in spans]
 
 
+def _hide_claims(report: ClaimCheckReport | None) -> ClaimCheckReport | None:
+    """The report with the answer's claims withheld (their offsets, labels and scores stay)."""
+    if report is None:
+        return None
+    hidden = [
+        j.model_copy(update={"claim": j.claim.model_copy(update={"text": REDACTED})})
+        for j in report.judgements
+    ]
+    return report.model_copy(update={"judgements": hidden})
+
+
 def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
     """``verdict`` without hallucinated text, for callers that must not see it.
 
@@ -534,6 +577,7 @@ def redact_verdict(verdict: Verdict, metadata: dict[str, str]) -> Verdict:
         history=history,
         diff=None,
         detection=None,
+        claim_check=_hide_claims(verdict.claim_check),
         metadata=metadata,
         redacted=True,
     )

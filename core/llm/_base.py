@@ -35,6 +35,7 @@ __all__ = [
     "map_llm_errors",
     "timed_response",
     "to_messages",
+    "validated_request",
 ]
 
 Role = Literal["system", "user", "assistant"]
@@ -89,6 +90,9 @@ class LLMResponse(BaseModel):
         latency_ms: Wall time of the call in milliseconds, retries and waits included.
         finish_reason: The backend's raw finish reason (``"stop"``, ``"length"``, ...).
         attempts: How many attempts the call took (1 without retries).
+        first_token_logprobs: The most likely first tokens and their log-probabilities,
+            where the call asked for them (``top_logprobs``) and the server gave them;
+            ``None`` otherwise.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,6 +103,7 @@ class LLMResponse(BaseModel):
     latency_ms: float = Field(ge=0.0)
     finish_reason: str | None = None
     attempts: int = Field(default=1, ge=1)
+    first_token_logprobs: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,15 @@ class CompletionRequest:
         max_tokens: Upper bound on generated tokens; ``None`` for the backend default.
         temperature: Sampling temperature; ``None`` for the backend default.
         stop: Strings that end the generation; ``None`` when there are none.
+        top_logprobs: How many most likely first tokens to return with their
+            log-probabilities (OpenAI-compatible servers); ``None`` asks for none.
     """
 
     messages: list[ChatMessage]
     max_tokens: int | None = None
     temperature: float | None = None
     stop: list[str] | None = None
+    top_logprobs: int | None = None
 
     def options(
         self, *, max_tokens: int | None = None, temperature: float | None = None
@@ -304,7 +312,7 @@ class BaseLLM:
         stop: Sequence[str] | None = None,
     ) -> LLMResponse:
         """Generate a reply. See :meth:`LLM.complete`; also accepts a bare prompt string."""
-        return self._complete(_request(messages, max_tokens, temperature, stop))
+        return self._complete(validated_request(messages, max_tokens, temperature, stop))
 
     async def acomplete(
         self,
@@ -315,7 +323,7 @@ class BaseLLM:
         stop: Sequence[str] | None = None,
     ) -> LLMResponse:
         """Async version of :meth:`complete`."""
-        return await self._acomplete(_request(messages, max_tokens, temperature, stop))
+        return await self._acomplete(validated_request(messages, max_tokens, temperature, stop))
 
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         raise NotImplementedError
@@ -327,7 +335,7 @@ class BaseLLM:
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r})"
 
 
-def _request(
+def validated_request(
     messages: MessagesInput,
     max_tokens: int | None,
     temperature: float | None,

@@ -46,6 +46,7 @@ from ._fields import (
 )
 from ._service import ServiceSettings
 from ._settings import (
+    ClaimCheckSettings,
     HallucinationSettings,
     MitigationModels,
     named_thresholds,
@@ -288,6 +289,7 @@ class ResolvedSettings(StrictModel):
         time_budget_s: Seconds for mitigation LLM calls per request (``None``: no limit).
         calibration: The route's parsed calibration file (``None``: the detector's own
             map).
+        claim_check: The claim checker's cascade settings (``None``: no checker).
     """
 
     enabled: Flag
@@ -307,6 +309,7 @@ class ResolvedSettings(StrictModel):
     skip_non_factual_grounded: Flag = False
     time_budget_s: float | None = None
     calibration: CalibrationFile | None = None
+    claim_check: ClaimCheckSettings | None = None
 
 
 def _duplicates(names: list[str], section: str) -> list[str]:
@@ -502,6 +505,7 @@ class Policy(StrictModel):
                 p.skip_non_factual_grounded, g.skip_non_factual_grounded
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
+            claim_check=g.claim_check,
         )
 
 

@@ -7,7 +7,7 @@ threshold may be declared by what a mistake costs (:class:`CostThreshold`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationError, model_validator
 
@@ -28,6 +28,7 @@ from ._fields import (
 )
 
 __all__ = [
+    "ClaimCheckSettings",
     "CostThreshold",
     "DetectorModelSettings",
     "FactCheckModelSettings",
@@ -127,6 +128,64 @@ class PremiumSettings(StrictModel):
     require_consensus: Flag = True
 
 
+ClaimCheckWhen = Literal["uncertain", "flagged", "always"]
+
+
+def _is_endpoint(checker: str) -> bool:
+    return checker.startswith(("http://", "https://"))
+
+
+class ClaimCheckSettings(StrictModel):
+    """The ``claim_check:`` block: a claim checker behind the detector, in a cascade.
+
+    Attributes:
+        checker: ``bundled`` (the bundled entailment branch), a model folder or a hub id
+            (a sequence classifier: MiniCheck, FactCG, an NLI cross-encoder, HHEM), or
+            the URL of an OpenAI-compatible server (``http://localhost:11434/v1``).
+        protocol: For a server: ``minicheck`` (Document / Claim, Yes or No) or ``json``
+            (a judge's verdict and quote per claim).
+        model: For a server: the model to ask; unset, the server's only model.
+        supported_label: For a sequence classifier whose labels do not say which class
+            means supported (``LABEL_0`` / ``LABEL_1``): that class's index or name.
+        trust_remote_code: For a sequence classifier that ships its own code (HHEM):
+            run it. Off unless set.
+        when: Which answers the checker reads: ``uncertain`` (detector score inside
+            ``band``; the default, so the common case costs what the detector costs),
+            ``flagged`` (score at or above the route's threshold) or ``always``.
+        band: ``[low, high]`` detector scores that count as uncertain.
+        weight: How much the checker's worst claim moves the response score (the
+            ``claim`` term of the response map; ``truthlens calibrate`` fits it).
+        bias: Added to the combined score's logit.
+        timeout_s: For a server: seconds one call may take.
+    """
+
+    checker: Name = "bundled"
+    protocol: Literal["minicheck", "json"] | None = None
+    model: Name | None = None
+    supported_label: Annotated[int, Strict()] | Name | None = None
+    trust_remote_code: Flag = False
+    when: ClaimCheckWhen = "uncertain"
+    band: tuple[Unit, Unit] = (0.2, 0.8)
+    weight: Annotated[float, Strict(), Field(ge=0.0, le=20.0)] = 1.0
+    bias: Annotated[float, Strict(), Field(ge=-20.0, le=20.0)] = 0.0
+    timeout_s: Budget = 30.0
+
+    @model_validator(mode="after")
+    def _fits_the_checker(self) -> ClaimCheckSettings:
+        low, high = self.band
+        if not low < high:
+            raise ValueError(f"band must be [low, high] with low < high, got [{low}, {high}]")
+        if "band" in self.model_fields_set and self.when != "uncertain":
+            raise ValueError(f"band applies to when: uncertain, not when: {self.when}")
+        endpoint = _is_endpoint(self.checker)
+        wrong = ["supported_label", "trust_remote_code"] if endpoint else ["protocol", "model"]
+        given = [name for name in wrong if name in self.model_fields_set]
+        if given:
+            kind = "a server URL" if endpoint else f"checker {self.checker!r} (not a server URL)"
+            raise ValueError(f"{', '.join(given)} do(es) not apply to {kind}")
+        return self
+
+
 class HallucinationSettings(StrictModel):
     """The global ``hallucination:`` block; decisions fall back to it.
 
@@ -171,6 +230,8 @@ class HallucinationSettings(StrictModel):
         time_budget_s: Seconds one request may spend in mitigation LLM calls (from the
             start of the guard call); a call still running at the deadline is
             abandoned and the loop ends with status ``llm_timeout``. ``None``: no limit.
+        claim_check: A claim checker behind the detector (:class:`ClaimCheckSettings`);
+            ``None``: none.
     """
 
     enabled: Flag = True
@@ -190,6 +251,7 @@ class HallucinationSettings(StrictModel):
     require_disclaimer: Flag = False
     skip_non_factual_grounded: Flag = False
     time_budget_s: Budget | None = None
+    claim_check: ClaimCheckSettings | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -43,6 +43,8 @@ LAB_API = "truthlens_integrations._lab_api"
 ALLOWED: dict[str, set[str]] = {
     "core.base": set(),
     **{name: {"core.base"} for name in CORE_SUBPACKAGES},
+    # a claim checker behind an LLM endpoint reads claims through the LLM clients
+    "core.models": {"core.base", "core.llm"},
     "core.mitigation": {"core.base", "core.llm", "core.policy"},
     "core.engine": {"core.base", "core.mitigation", *CORE_SUBPACKAGES},
     "core": {"core.base"},

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..._calibration._signals import logit as _logit
-from ..._text import AnswerText, select_premise, words
+from ..._text import AnswerText
+from ..claims._extract import MIN_CLAIM_WORDS, answer_claims
 
 __all__ = [
     "MIN_CLAIM_WORDS",
@@ -30,8 +31,6 @@ __all__ = [
 
 #: Context sentences read per answer sentence (the premise), as in training.
 PREMISE_SENTENCES = 3
-#: A sentence with fewer words states nothing to check.
-MIN_CLAIM_WORDS = 4
 
 
 class ClaimCheck(Protocol):
@@ -44,16 +43,8 @@ class ClaimCheck(Protocol):
 
 def claim_pairs(answer: str | AnswerText, context: Sequence[str]) -> list[tuple[int, str, str]]:
     """``(sentence start, premise, sentence)`` for each sentence of the answer to check."""
-    text = AnswerText.of(answer)  # the sentences every rule reads, split once
-    out = []
-    for start, end in text.sentences:
-        sentence = text.text[start:end].strip()
-        if len(words(sentence)) < MIN_CLAIM_WORDS:
-            continue
-        premise = select_premise(context, sentence, top_k=PREMISE_SENTENCES)
-        if premise:
-            out.append((start, premise, sentence))
-    return out
+    claims = answer_claims(answer, context, top_k=PREMISE_SENTENCES)
+    return [(c.start, c.evidence, c.text) for c in claims]
 
 
 def claim_logits(

@@ -152,6 +152,7 @@ WIDER_FIELDS = {
     ("EngineOptions", "detector"),
     ("EngineOptions", "nli"),
     ("EngineOptions", "fact_checker"),
+    ("EngineOptions", "claim_checker"),
     ("EngineOptions", "metrics"),
     ("EngineOptions", "tracer"),
     ("EngineOptions", "domain_classifier"),
