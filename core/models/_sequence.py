@@ -112,6 +112,9 @@ class HFSequenceClassifier:
         max_length: Token limit per input; longer inputs are cut.
         local_files_only: Only use the local Hugging Face cache for hub ids.
         backend: ``"auto"``, ``"torch"`` or ``"onnx"`` (see :func:`load_pretrained`).
+        revision: Hub revision (branch, tag or commit) for hub ids.
+        trust_remote_code: Let a checkpoint that ships its own model code run it
+            (see :func:`load_pretrained`); off by default.
 
     Raises:
         ModelNotAvailableError: If the model cannot be found or downloaded.
@@ -131,6 +134,8 @@ class HFSequenceClassifier:
         max_length: int = 256,
         local_files_only: bool | None = None,
         backend: str = "auto",
+        revision: str | None = None,
+        trust_remote_code: bool = False,
     ) -> None:
         self._loaded = load_sequence_classifier(
             model,
@@ -138,6 +143,8 @@ class HFSequenceClassifier:
             dtype=dtype,
             local_files_only=local_files_only,
             backend=backend,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
         )
         self.device = self._loaded.device
         self.model_id = os.fspath(model)
