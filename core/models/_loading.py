@@ -133,9 +133,8 @@ def load_pretrained(
         backend: ``"auto"`` (the ONNX fp32 graph for a local BERT-family folder on a
             CPU with onnxruntime installed, torch elsewhere or if the graph cannot be
             built), ``"torch"`` or ``"onnx"`` (a local BERT-family folder on the CPU).
-        trust_remote_code: Allow a checkpoint that ships its own model code (its
-            config has an ``auto_map``, or a ``model_type`` transformers does not know)
-            to run that code. Off by default: such a checkpoint is refused.
+        trust_remote_code: Let a checkpoint that ships its own code (an ``auto_map``, a
+            ``model_type`` transformers lacks) run it; off by default: it is refused.
 
     Returns:
         The shared, loaded model, in eval mode on ``device``.
@@ -149,30 +148,16 @@ def load_pretrained(
         ConfigError: For an unknown backend, or ``"onnx"`` where it cannot run.
         MissingDependencyError: ``backend="onnx"`` without onnxruntime installed.
     """
-    if not isinstance(trust_remote_code, bool):
-        raise InvalidArgumentError(
-            f"trust_remote_code must be True or False, got {trust_remote_code!r}"
-        )
-    resolved_device = resolve_device(device)
+    where = resolve_device(device)
     source = _resolve_source(name)
+    trusted = _checked_opt_in(trust_remote_code, source)
     local = Path(source).is_dir()
-    if local and not trust_remote_code:
-        _refuse_remote_code(source)
     chosen, quantization = resolve_backend(
-        backend, resolved_device, dtype, model_type=_model_type(source), local=local
+        backend, where, dtype, model_type=_model_type(source), local=local
     )
     if chosen == "onnx":
         try:
-            return _cached_load(
-                source,
-                task,
-                resolved_device,
-                None,
-                revision,
-                None,
-                quantization=quantization,
-                trust_remote_code=trust_remote_code,
-            )
+            return _cached_load(source, task, where, None, revision, None, trusted, quantization)
         except ModelLoadError as exc:
             if backend != "auto":
                 raise
@@ -180,16 +165,18 @@ def load_pretrained(
             # (read-only cache, a stale graph beside the weights) leaves torch, which
             # gives the same verdicts, and says why.
             logger.warning("running %s on torch: its ONNX graph is unavailable (%s)", source, exc)
-    return _cached_load(
-        source,
-        task,
-        resolved_device,
-        dtype,
-        revision,
-        local_files_only,
-        quantization=None,
-        trust_remote_code=trust_remote_code,
-    )
+    return _cached_load(source, task, where, dtype, revision, local_files_only, trusted)
+
+
+def _checked_opt_in(trust_remote_code: object, source: str) -> bool:
+    """The opt-in as a bool; a local folder that needs its own code is refused without it."""
+    if not isinstance(trust_remote_code, bool):
+        raise InvalidArgumentError(
+            f"trust_remote_code must be True or False, got {trust_remote_code!r}"
+        )
+    if not trust_remote_code and Path(source).is_dir():
+        _refuse_remote_code(source)
+    return trust_remote_code
 
 
 def _cached_load(
@@ -199,8 +186,8 @@ def _cached_load(
     dtype: str | torch.dtype | None,
     revision: str | None,
     local_files_only: bool | None,
-    quantization: Quantization | None,
     trust_remote_code: bool,
+    quantization: Quantization | None = None,
 ) -> LoadedModel:
     """The shared model for one key: torch, or the ONNX graph ``quantization`` names."""
     resolved_dtype = resolve_dtype(device, "float32" if quantization else dtype)
