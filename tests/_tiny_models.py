@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -245,6 +246,112 @@ def build_nli_model(folder: Path, id2label: dict[int, str], bias: list[float]) -
     with torch.no_grad():
         model.classifier.weight.zero_()
         model.classifier.bias.copy_(torch.tensor(bias))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+T5_SPECIALS = ["<pad>", "</s>", "<unk>"]
+# Weights drawn 15 times wider than a real model's (0.02), so an untrained classifier's
+# probabilities differ visibly from one input to the next.
+_WIDE_INIT = 0.3
+
+
+def build_t5_tokenizer() -> PreTrainedTokenizerFast:
+    """A BPE tokenizer in T5's layout: ``A </s>`` and ``A </s> B </s>``, padded with <pad>."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.train_from_iterator(_corpus(), BpeTrainer(vocab_size=400, special_tokens=T5_SPECIALS))
+    eos = tok.token_to_id("</s>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", eos)]
+    )
+    tok.decoder = decoders.Metaspace()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="</s>",
+        model_input_names=["input_ids", "attention_mask"],
+    )
+
+
+def _sequence_config(kind: str, labels: int) -> tuple[PreTrainedTokenizerFast, Any]:
+    """A tokenizer and the config of a tiny ``roberta``, ``deberta-v2`` or ``t5`` classifier."""
+    from transformers import DebertaV2Config, RobertaConfig, T5Config
+
+    if kind == "roberta":
+        tokenizer = build_bpe_tokenizer()
+        # RoBERTa's positions start after the padding index: 130 rows read 129 tokens.
+        return tokenizer, RobertaConfig(
+            **sizes(tokenizer, hidden=32, layers=1, heads=2, ffn=64, positions=130),
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            type_vocab_size=1,
+            num_labels=labels,
+            initializer_range=_WIDE_INIT,
+        )
+    if kind == "deberta-v2":
+        tokenizer = build_wordpiece_tokenizer()
+        return tokenizer, DebertaV2Config(
+            **sizes(tokenizer, hidden=32, layers=1, heads=2, ffn=64, positions=128),
+            pad_token_id=tokenizer.pad_token_id,
+            type_vocab_size=0,
+            num_labels=labels,
+            initializer_range=_WIDE_INIT,
+        )
+    if kind == "t5":
+        tokenizer = build_t5_tokenizer()
+        tokenizer.model_max_length = 128  # T5 has no position table: the tokenizer says
+        return tokenizer, T5Config(
+            vocab_size=len(tokenizer),
+            d_model=32,
+            d_kv=16,
+            d_ff=64,
+            num_layers=1,
+            num_decoder_layers=1,
+            num_heads=2,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            decoder_start_token_id=tokenizer.pad_token_id,
+            num_labels=labels,
+            initializer_factor=_WIDE_INIT * 20,
+        )
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def build_sequence_classifier(
+    kind: str,
+    folder: Path,
+    id2label: dict[int, str],
+    *,
+    bias: list[float] | None = None,
+) -> Path:
+    """A seeded tiny ``roberta``, ``deberta-v2`` or ``t5`` sequence classifier.
+
+    Untrained, its output depends on the input; with ``bias`` the last layer reads
+    nothing else, so every input gets exactly those logits.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    tokenizer, config = _sequence_config(kind, len(id2label))
+    config.id2label = dict(id2label)
+    config.label2id = {name: index for index, name in id2label.items()}
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(config)
+    if bias is not None:
+        head = {
+            "roberta": lambda: model.classifier.out_proj,
+            "deberta-v2": lambda: model.classifier,
+            "t5": lambda: model.classification_head.out_proj,
+        }[kind]()
+        with torch.no_grad():
+            head.weight.zero_()
+            head.bias.copy_(torch.tensor(bias))
+    if kind != "t5":
+        tokenizer.model_max_length = config.max_position_embeddings - (kind == "roberta")
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from .._device import resolve_device, resolve_dtype
-from .._errors import ConfigError, ModelLoadError, ModelNotAvailableError
+from .._errors import ConfigError, InvalidArgumentError, ModelLoadError, ModelNotAvailableError
 from ._checks import (
     Task,
     check_config,
@@ -90,6 +90,9 @@ class LoadedModel:
     tokenizer_lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
 
+# The key's last part names the variant: torch or an ONNX graph, and whether the
+# checkpoint's own code was allowed (a model loaded with it is never handed to a caller
+# who did not opt in).
 _cache: dict[tuple[str, Task, str, str, str | None, str], LoadedModel] = {}
 _cache_lock = threading.Lock()
 
@@ -112,6 +115,7 @@ def load_pretrained(
     revision: str | None = None,
     local_files_only: bool | None = None,
     backend: str = "auto",
+    trust_remote_code: bool = False,
 ) -> LoadedModel:
     """Load (or reuse) a classification model and its tokenizer.
 
@@ -129,6 +133,8 @@ def load_pretrained(
         backend: ``"auto"`` (the ONNX fp32 graph for a local BERT-family folder on a
             CPU with onnxruntime installed, torch elsewhere or if the graph cannot be
             built), ``"torch"`` or ``"onnx"`` (a local BERT-family folder on the CPU).
+        trust_remote_code: Let a checkpoint that ships its own code (an ``auto_map``, a
+            ``model_type`` transformers lacks) run it; off by default: it is refused.
 
     Returns:
         The shared, loaded model, in eval mode on ``device``.
@@ -136,21 +142,22 @@ def load_pretrained(
     Raises:
         ModelNotAvailableError: If the folder does not exist and the hub cannot provide
             the id (offline, blocked, unknown repository).
-        ModelLoadError: If the files exist but are not a usable model for ``task``.
+        ModelLoadError: If the files exist but are not a usable model for ``task``, or
+            the checkpoint needs its own code and ``trust_remote_code`` is not set.
+        InvalidArgumentError: If ``trust_remote_code`` is not a bool.
         ConfigError: For an unknown backend, or ``"onnx"`` where it cannot run.
         MissingDependencyError: ``backend="onnx"`` without onnxruntime installed.
     """
-    resolved_device = resolve_device(device)
+    where = resolve_device(device)
     source = _resolve_source(name)
+    trusted = _checked_opt_in(trust_remote_code, source)
     local = Path(source).is_dir()
     chosen, quantization = resolve_backend(
-        backend, resolved_device, dtype, model_type=_model_type(source), local=local
+        backend, where, dtype, model_type=_model_type(source), local=local
     )
     if chosen == "onnx":
         try:
-            return _cached_load(
-                source, task, resolved_device, None, revision, None, quantization=quantization
-            )
+            return _cached_load(source, task, where, None, revision, None, trusted, quantization)
         except ModelLoadError as exc:
             if backend != "auto":
                 raise
@@ -158,9 +165,18 @@ def load_pretrained(
             # (read-only cache, a stale graph beside the weights) leaves torch, which
             # gives the same verdicts, and says why.
             logger.warning("running %s on torch: its ONNX graph is unavailable (%s)", source, exc)
-    return _cached_load(
-        source, task, resolved_device, dtype, revision, local_files_only, quantization=None
-    )
+    return _cached_load(source, task, where, dtype, revision, local_files_only, trusted)
+
+
+def _checked_opt_in(trust_remote_code: object, source: str) -> bool:
+    """The opt-in as a bool; a local folder that needs its own code is refused without it."""
+    if not isinstance(trust_remote_code, bool):
+        raise InvalidArgumentError(
+            f"trust_remote_code must be True or False, got {trust_remote_code!r}"
+        )
+    if not trust_remote_code and Path(source).is_dir():
+        _refuse_remote_code(source)
+    return trust_remote_code
 
 
 def _cached_load(
@@ -170,19 +186,30 @@ def _cached_load(
     dtype: str | torch.dtype | None,
     revision: str | None,
     local_files_only: bool | None,
-    quantization: Quantization | None,
+    trust_remote_code: bool,
+    quantization: Quantization | None = None,
 ) -> LoadedModel:
     """The shared model for one key: torch, or the ONNX graph ``quantization`` names."""
     resolved_dtype = resolve_dtype(device, "float32" if quantization else dtype)
     variant = f"onnx-{quantization}" if quantization else "torch"
+    if trust_remote_code:
+        variant += "+remote-code"
     key = (source, task, str(device), str(resolved_dtype), revision, variant)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is None:
             if quantization:
-                cached = _load_onnx(source, task, device, quantization)
+                cached = _load_onnx(source, task, device, quantization, trust_remote_code)
             else:
-                cached = _load(source, task, device, resolved_dtype, revision, local_files_only)
+                cached = _load(
+                    source,
+                    task,
+                    device,
+                    resolved_dtype,
+                    revision,
+                    local_files_only,
+                    trust_remote_code,
+                )
             _cache[key] = cached
     return cached
 
@@ -191,6 +218,40 @@ def _model_type(source: str) -> str | None:
     """``config.json``'s ``model_type`` for a local folder (``None`` for hub ids)."""
     value = _config_field(Path(source), "model_type")
     return value if isinstance(value, str) else None
+
+
+def _refuse_remote_code(source: str) -> None:
+    """Refuse a local checkpoint that needs its own code, before transformers reads it.
+
+    Raises:
+        ModelLoadError: Naming ``trust_remote_code=True``, if ``config.json`` maps
+            classes to the folder's own modules (``auto_map``) or names a
+            ``model_type`` transformers does not know.
+    """
+    folder = Path(source)
+    if _config_field(folder, "auto_map"):
+        raise ModelLoadError(_remote_code_message(source, "its config.json has an auto_map"))
+    model_type = _config_field(folder, "model_type")
+    if isinstance(model_type, str) and not _known_model_type(model_type):
+        raise ModelLoadError(
+            _remote_code_message(
+                source, f"its model_type {model_type!r} is not one this transformers knows"
+            )
+        )
+
+
+def _known_model_type(model_type: str) -> bool:
+    from transformers import CONFIG_MAPPING
+
+    return model_type in CONFIG_MAPPING
+
+
+def _remote_code_message(source: str, why: str) -> str:
+    return (
+        f"{source} needs its own model code to load ({why}); checkpoint code is never run "
+        "unless asked for. If you trust it, pass trust_remote_code=True (with a pinned "
+        "revision for a hub id); otherwise use a checkpoint transformers loads itself"
+    )
 
 
 def _config_field(folder: Path, name: str) -> Any:
@@ -212,6 +273,7 @@ class LoadOptions(TypedDict, total=False):
         revision: A hub revision.
         local_files_only: Never reach the hub.
         backend: ``"auto"``, ``"torch"`` or ``"onnx"``.
+        trust_remote_code: Let a checkpoint that ships its own code run it.
     """
 
     device: str | torch.device | None
@@ -219,6 +281,7 @@ class LoadOptions(TypedDict, total=False):
     revision: str | None
     local_files_only: bool | None
     backend: str
+    trust_remote_code: bool
 
 
 def load_token_classifier(
@@ -269,9 +332,12 @@ def _load(
     dtype: torch.dtype,
     revision: str | None,
     local_files_only: bool | None,
+    trust_remote_code: bool,
 ) -> LoadedModel:
     is_local = Path(source).is_dir()
-    tokenizer, model, info = _from_pretrained(source, task, dtype, revision, local_files_only)
+    tokenizer, model, info = _from_pretrained(
+        source, task, dtype, revision, local_files_only, trust_remote_code=trust_remote_code
+    )
     check_config_numbers(source, model.config.to_dict())
     _check_weights(source, task, model, info)
     check_tokenizer(source, tokenizer, model.config, is_local=is_local, task=task)
@@ -309,7 +375,11 @@ def _weight_files(folder: Path) -> list[Path]:
 
 
 def _load_onnx(
-    source: str, task: Task, device: torch.device, quantization: Quantization
+    source: str,
+    task: Task,
+    device: torch.device,
+    quantization: Quantization,
+    trust_remote_code: bool = False,
 ) -> LoadedModel:
     """The ONNX Runtime twin of :func:`_load`: tokenizer, config and a shared graph.
 
@@ -322,14 +392,16 @@ def _load_onnx(
 
     folder = Path(source)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        config = AutoConfig.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
     except Exception as exc:
         raise ModelLoadError(f"could not load the model in {source}: {exc}") from exc
     input_names = tuple(tokenizer.model_input_names)
 
     def build(path: Path) -> Path:
-        _, model, info = _from_pretrained(source, task, torch.float32, None, None)
+        _, model, info = _from_pretrained(
+            source, task, torch.float32, None, None, trust_remote_code=trust_remote_code
+        )
         _check_weights(source, task, model, info)
         return export_graph(
             model_module(model.eval(), input_names, task),
@@ -463,7 +535,13 @@ def no_load_bar(hide: bool = True) -> Iterator[None]:
 
 
 def _from_pretrained(
-    source: str, task: Task, dtype: torch.dtype, revision: str | None, local: bool | None
+    source: str,
+    task: Task,
+    dtype: torch.dtype,
+    revision: str | None,
+    local: bool | None,
+    *,
+    trust_remote_code: bool = False,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Tokenizer, model and loading info; a failure says whether the hub or the files failed."""
     from transformers import (
@@ -479,6 +557,8 @@ def _from_pretrained(
     hub_kwargs: dict[str, Any] = {}
     if not is_local:
         hub_kwargs = {"revision": revision, "local_files_only": _offline(local)}
+    # Always an explicit bool: left unset, transformers asks on a terminal instead.
+    hub_kwargs["trust_remote_code"] = trust_remote_code
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **hub_kwargs)
         with no_load_bar(is_local):
@@ -486,6 +566,11 @@ def _from_pretrained(
                 source, dtype=dtype, output_loading_info=True, **hub_kwargs
             )
     except Exception as exc:
+        if not trust_remote_code and "trust_remote_code" in str(exc):
+            # A hub checkpoint that ships its own code (a local one is refused earlier).
+            raise ModelLoadError(
+                _remote_code_message(source, "the checkpoint ships custom code")
+            ) from exc
         if not is_local:
             why = None
             if local:
@@ -500,6 +585,11 @@ def _from_pretrained(
         if "mismatched" in str(exc):
             hint = " (config.json does not match the weights' shapes: it belongs to another model)"
         raise ModelLoadError(f"could not load the model in {source}{hint}: {exc}") from exc
+    if not trust_remote_code and getattr(model.config, "auto_map", None):
+        # transformers loads its own class when it has one and ignores the checkpoint's
+        # code; the checkpoint still says it needs that code, so it is asked for alike
+        # from a hub id and from a folder.
+        raise ModelLoadError(_remote_code_message(source, "its config.json has an auto_map"))
     return tokenizer, model, info
 
 

@@ -28,7 +28,9 @@ def sequence_probabilities(
 ) -> list[list[float]]:
     """Class probabilities of a sequence classifier per text (or text pair), in input order.
 
-    Inputs are batched by length, so a batch pads little.
+    Inputs are batched by length, so a batch pads little. A head with one logit is a
+    binary classifier whose logit is the log-odds of its class: its row is that class's
+    probability (a sigmoid; a softmax over one logit would always be 1).
 
     Args:
         loaded: A model from :func:`load_sequence_classifier`.
@@ -42,7 +44,7 @@ def sequence_probabilities(
             model's own head.
 
     Returns:
-        One probability row per input.
+        One probability row per input (one value for a one-logit head).
     """
     order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1] or ""))
     rows: list[list[float]] = [[] for _ in texts]
@@ -79,7 +81,9 @@ def _torch_probabilities(
     with torch.inference_mode():
         encoded = encoded.to(loaded.device)
         scores = logits(encoded) if logits else loaded.model(**encoded).logits
-    result: list[list[float]] = torch.softmax(scores.float(), dim=-1).cpu().tolist()
+    scores = scores.float()
+    probs = torch.sigmoid(scores) if scores.shape[-1] == 1 else torch.softmax(scores, dim=-1)
+    result: list[list[float]] = probs.cpu().tolist()
     return result
 
 
@@ -92,6 +96,10 @@ def _onnx_probabilities(
     feeds = {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items()}
     scores = logits(feeds) if logits else loaded.graph.run(feeds, ["logits"])[0]
     scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape[-1] == 1:
+        # tanh's form of the sigmoid: no overflow for a large negative logit
+        sigmoid: list[list[float]] = (0.5 * (1.0 + np.tanh(scores / 2.0))).tolist()
+        return sigmoid
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     result: list[list[float]] = (scores / scores.sum(axis=-1, keepdims=True)).tolist()
     return result
@@ -112,6 +120,9 @@ class HFSequenceClassifier:
         max_length: Token limit per input; longer inputs are cut.
         local_files_only: Only use the local Hugging Face cache for hub ids.
         backend: ``"auto"``, ``"torch"`` or ``"onnx"`` (see :func:`load_pretrained`).
+        revision: Hub revision (branch, tag or commit) for hub ids.
+        trust_remote_code: Let a checkpoint that ships its own model code run it
+            (see :func:`load_pretrained`); off by default.
 
     Raises:
         ModelNotAvailableError: If the model cannot be found or downloaded.
@@ -131,6 +142,8 @@ class HFSequenceClassifier:
         max_length: int = 256,
         local_files_only: bool | None = None,
         backend: str = "auto",
+        revision: str | None = None,
+        trust_remote_code: bool = False,
     ) -> None:
         self._loaded = load_sequence_classifier(
             model,
@@ -138,6 +151,8 @@ class HFSequenceClassifier:
             dtype=dtype,
             local_files_only=local_files_only,
             backend=backend,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
         )
         self.device = self._loaded.device
         self.model_id = os.fspath(model)

@@ -4,6 +4,9 @@ The detector marks which characters the grounding lacks; a claim checker reads w
 claims, so it sees a negation flipped, two roles swapped or a fact restated in other
 words. The guard runs one in a cascade (the policy's ``claim_check``): on the answers
 whose detector score is uncertain, on the flagged ones, or on every answer.
+
+:class:`SequenceClassifierChecker` runs a Hugging Face sequence classifier (MiniCheck,
+FactCG, an NLI cross-encoder, a T5 classifier) from a local folder or a hub id.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from ._contract import (
     judged,
     not_checked,
 )
+from ._sequence_checker import SequenceClassifierChecker
 
 __all__ = [
     "Claim",
     "ClaimChecker",
     "ClaimJudgement",
     "ClaimLabel",
+    "SequenceClassifierChecker",
     "judged",
     "not_checked",
 ]

@@ -32,6 +32,7 @@ class _ModelLoadKwargs(TypedDict, total=False):
     model_id: str | None
     strategy: Literal["evidence", "windows"] | None
     backend: Backend
+    trust_remote_code: bool
 
 
 class _ServiceKwargs(TypedDict, total=False):
@@ -78,7 +79,9 @@ def load_detector(
             ``device``, ``dtype``, ``revision``, ``local_files_only``, ``model_id``,
             ``backend`` (``"auto"``: ONNX Runtime on a CPU where the ``fast`` extra is
             installed, int8 where the CPU has VNNI and fp32 elsewhere, torch on GPUs;
-            ``"onnx"`` forces ONNX Runtime, ``"torch"`` torch) and
+            ``"onnx"`` forces ONNX Runtime, ``"torch"`` torch), ``trust_remote_code``
+            (let a checkpoint that ships its own model code run it, e.g. LettuceDetect's
+            EuroBERT models; off by default, and such a checkpoint is refused) and
             ``strategy``: ``"evidence"`` (judge each answer sentence against the context
             sentences selected for it; the default for the bundled model) or
             ``"windows"`` (scan every context window; the default for other models,

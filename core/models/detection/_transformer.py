@@ -121,6 +121,7 @@ class TransformerDetector(BaseDetector):
         local_files_only: bool | None = None,
         model_id: str | None = None,
         backend: str = "auto",
+        trust_remote_code: bool = False,
     ) -> None:
         """Load the model (once per process) and prepare the detector.
 
@@ -135,10 +136,14 @@ class TransformerDetector(BaseDetector):
             backend: ``"auto"`` runs the fp32 ONNX graph of a local BERT-family
                 folder on a CPU with the ``fast`` extra, torch elsewhere; ``"torch"``
                 and ``"onnx"`` force one.
+            trust_remote_code: Let a checkpoint that ships its own model code run it
+                (e.g. LettuceDetect's EuroBERT models); off by default, and such a
+                checkpoint is then refused.
 
         Raises:
             ModelNotAvailableError: The model is neither local nor reachable.
-            ModelLoadError: The files are not a two-class token classifier.
+            ModelLoadError: The files are not a two-class token classifier, or need
+                their own code without ``trust_remote_code=True``.
             ConfigError: An unknown backend, or ``"onnx"`` where it cannot run.
         """
         self._loaded: LoadedModel = load_token_classifier(
@@ -148,6 +153,7 @@ class TransformerDetector(BaseDetector):
             revision=revision,
             local_files_only=local_files_only,
             backend=backend,
+            trust_remote_code=trust_remote_code,
         )
         # Read before the base class checks that ``aggregation="calibrated"`` can be met.
         self._response = read_response_calibration(self._loaded.config)

@@ -191,3 +191,47 @@ def test_head_with_swapped_labels(keyword_model_dir: Path, tmp_path: Path) -> No
         label2id={"NO_HALLUCINATION": 0, "HALLUCINATION": 1},
     )
     assert load_detector(named).detect(context=["x."], question=None, answer="1950.").detected
+
+
+# -- checkpoints that ship their own code (issue 48): run only when asked for ------------
+
+_CUSTOM_CODE = {"AutoModelForTokenClassification": "modeling_custom.CustomDetector"}
+
+
+def test_a_detector_with_its_own_code_needs_the_opt_in(
+    keyword_model_dir: Path, tmp_path: Path
+) -> None:
+    folder = copy_model(keyword_model_dir, tmp_path / "custom")
+    edit_config(folder, auto_map=_CUSTOM_CODE)
+    for options in ({}, {"trust_remote_code": False}):
+        with pytest.raises(ModelLoadError, match="trust_remote_code=True"):
+            load_detector(folder, **options)  # type: ignore[arg-type]
+
+
+def test_a_known_architecture_with_its_own_code_needs_the_opt_in(
+    keyword_model_dir: Path, tmp_path: Path
+) -> None:
+    # transformers loads its own BERT and ignores the checkpoint's code, as it does for a
+    # hub id (whose config cannot be read first); the checkpoint still asks for its code
+    import torch
+
+    folder = copy_model(keyword_model_dir, tmp_path / "custom")
+    edit_config(folder, auto_map=_CUSTOM_CODE)
+    with pytest.raises(ModelLoadError, match="trust_remote_code=True"):
+        _loading._from_pretrained(str(folder), "token", torch.float32, None, None)
+
+
+def test_load_detector_passes_the_opt_in_to_the_loader(
+    keyword_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[object] = []
+    load = _loading.load_pretrained
+
+    def spy(name: Any, **options: Any) -> Any:
+        seen.append(options.get("trust_remote_code"))
+        return load(name, **options)
+
+    monkeypatch.setattr(_loading, "load_pretrained", spy)
+    load_detector(keyword_model_dir, trust_remote_code=True, backend="torch")
+    load_detector(keyword_model_dir, backend="torch")
+    assert seen == [True, False]
