@@ -62,6 +62,15 @@ SHOWN_IN_ANOTHER_ORDER = "The Eiffel Tower was built in 1\u202e889\u202c."
 PARTLY_READ = "The Eiffel Tower is 330 meters tall. " + "\U0001f5fc" * 60
 
 
+class CheckerDown:
+    """A claim checker whose server cannot be reached (issue 48): it judges nothing."""
+
+    name = "checker-down"
+
+    def check(self, claims: object) -> object:
+        raise ConnectionError("connection refused: 127.0.0.1:9")
+
+
 @dataclass(frozen=True)
 class Case:
     """A not-checked answer: what the guard is given and why it cannot check it."""
@@ -71,6 +80,7 @@ class Case:
     context: list[str] = field(default_factory=lambda: [EIFFEL_CONTEXT])
     question: str = EIFFEL_QUESTION
     policy: dict[str, Any] = field(default_factory=dict)
+    claim_checker: object | None = None
 
 
 CASES = {
@@ -86,10 +96,19 @@ CASES = {
     ),
     "shown in another order": Case("unverifiable", answer=SHOWN_IN_ANOTHER_ORDER),
     "partly read, cleared by NLI": Case("unverifiable", answer=PARTLY_READ),
+    # the detector reads it clean; the cascade sends it on, and the checker is down
+    "claim checker down": Case(
+        "unverifiable",
+        answer="The Eiffel Tower in Paris was built from 1887 to 1889.",
+        policy={"claim_check": {"when": "always"}},
+        claim_checker=CheckerDown(),
+    ),
 }
 
 
 def _engine(detector: Detector, case: Case, **options: Any) -> TruthLens:
+    if case.claim_checker is not None:
+        options["claim_checker"] = case.claim_checker
     return make_engine(detector, {"hallucination": case.policy}, **options)
 
 
