@@ -80,20 +80,36 @@ def examples(name: str, limit: int | None) -> list[EvalExample]:
     return xs
 
 
+def _reused(file: Path | None, name: str) -> dict[str, Any]:
+    """The detector's results of an earlier signals file for set ``name``, by answer id."""
+    if file is None:
+        return {}
+    rows = [r for r in _read([file]) if r["set"] == name]
+    return {r["id"]: type("Reused", (), {"score": r["score"], "status": r["status"]}) for r in rows}
+
+
 def signals(args: argparse.Namespace) -> None:
-    detector = load_detector()
+    reused = _reused(args.reuse_detector, args.set)
+    detector = None if reused else load_detector()
     check = BundledNLI(branch_path=args.branch) if args.branch else BundledNLI()
     xs = examples(args.set, args.limit)
+    if reused:  # the same answers the earlier file read, no others
+        xs = [x for x in xs if x.id in reused]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         for i in range(0, len(xs), 16):
             batch = xs[i : i + 16]
-            results = detector.detect_batch(
-                [
-                    DetectionInput(context=list(x.context), question=x.question, answer=x.answer)
-                    for x in batch
-                ]
-            )
+            if detector is None:
+                results: list[Any] = [reused[x.id] for x in batch]
+            else:
+                results = detector.detect_batch(
+                    [
+                        DetectionInput(
+                            context=list(x.context), question=x.question, answer=x.answer
+                        )
+                        for x in batch
+                    ]
+                )
             for x, r in zip(batch, results, strict=True):
                 logits = claim_logits(check, x.answer, list(x.context))
                 row = {
@@ -176,6 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--branch", type=Path, default=None)
     s.add_argument("--limit", type=int, default=None)
     s.add_argument("--out", type=Path, required=True)
+    s.add_argument(
+        "--reuse-detector",
+        type=Path,
+        default=None,
+        help="a signals file whose detector scores to reuse (only the claim check runs)",
+    )
     f = sub.add_parser("fit")
     f.add_argument("files", type=Path, nargs="+")
     f.add_argument("--detector", type=Path, default=None, help="folder whose map to extend")
