@@ -12,6 +12,9 @@ It speaks the parts of OpenAI's API that the real clients use (``openai``,
 - ``POST /v1/completions``: the legacy completion API, streamed or not;
 - ``GET /v1/models``: the models it serves, or a scripted fault (:class:`Listing`: a
   slow answer, an error status, a body that is no model list);
+- the first token's log-probabilities where a reply scripts them and the request asks
+  (``"logprobs": true, "top_logprobs": k``), as OpenAI, vLLM and llama.cpp send them;
+- a reply that takes its time (``delay_s``), for a client's timeout;
 - errors as OpenAI writes them (``{"error": {"message", "type", "param", "code"}}``):
   400 for a malformed request, 401 without a key, 404 for a model it does not serve,
   and any status a test scripts (429 and 5xx come with ``retry-after-ms`` so the
@@ -71,6 +74,10 @@ class Reply:
         status: HTTP status; anything but 200 is an error reply.
         error: The error's message (``status`` != 200).
         finish_reason: Default ``"tool_calls"`` with tool calls, else ``"stop"``.
+        logprobs: The first token's alternatives as ``(token, logprob)``, the token
+            generated first; sent (the first ``top_logprobs`` of them) only to a
+            non-streamed chat request that asks for them.
+        delay_s: Seconds to wait before answering (a server slower than the timeout).
     """
 
     content: str | None = None
@@ -78,6 +85,8 @@ class Reply:
     status: int = 200
     error: str = "scripted error"
     finish_reason: str | None = None
+    logprobs: Sequence[tuple[str, float]] | None = None
+    delay_s: float = 0.0
 
     @property
     def finish(self) -> str:
@@ -122,6 +131,14 @@ class ChatRequest:
     @property
     def stream(self) -> bool:
         return bool(self.body.get("stream"))
+
+    @property
+    def top_logprobs(self) -> int | None:
+        """How many first-token alternatives the request asked for (``None``: none)."""
+        if self.body.get("logprobs") is not True:
+            return None
+        asked = self.body.get("top_logprobs")
+        return asked if isinstance(asked, int) else 0
 
     @property
     def text(self) -> str:
@@ -353,6 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = ChatRequest(path=path, body=body, headers=headers)
         reply = self.owner._next(request)
+        time.sleep(reply.delay_s)
         if reply.status != 200:
             self._error(reply.status, reply.error, None)
             return
@@ -527,10 +545,29 @@ def _completion(request: ChatRequest, reply: Reply, chat: bool) -> dict[str, Any
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish}
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": _logprobs(request, reply),
+                "finish_reason": reply.finish,
+            }
         ],
         "usage": _usage(request, reply),
     }
+
+
+def _logprobs(request: ChatRequest, reply: Reply) -> dict[str, Any] | None:
+    """The first token's log-probabilities, as OpenAI sends them, where asked and scripted."""
+    asked = request.top_logprobs
+    if asked is None or not reply.logprobs:
+        return None
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+    first = entry(*reply.logprobs[0])
+    first["top_logprobs"] = [entry(*pair) for pair in reply.logprobs[:asked]]
+    return {"content": [first], "refusal": None}
 
 
 def _pieces(text: str, words: int) -> list[str]:

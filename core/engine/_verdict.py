@@ -530,11 +530,22 @@ def _hide_spans(spans: list[HallucinationSpan]) -> list[HallucinationSpan]:
 
 
 def _hide_claims(report: ClaimCheckReport | None) -> ClaimCheckReport | None:
-    """The report with the answer's claims withheld (their offsets, labels and scores stay)."""
+    """The report with the answer's claims withheld (their offsets, labels and scores stay).
+
+    A checker's reason and quote are its own text, which may echo a claim (a server that
+    repeats the claim it was asked about, an error that quotes the request): the reason
+    goes, and a quote stays only where it is the evidence's own words.
+    """
     if report is None:
         return None
     hidden = [
-        j.model_copy(update={"claim": j.claim.model_copy(update={"text": REDACTED})})
+        j.model_copy(
+            update={
+                "claim": j.claim.model_copy(update={"text": REDACTED}),
+                "reason": REDACTED if j.reason else None,
+                "quote": j.quote if j.quote and j.quote in j.claim.evidence else None,
+            }
+        )
         for j in report.judgements
     ]
     return report.model_copy(update={"judgements": hidden})

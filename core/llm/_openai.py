@@ -27,12 +27,14 @@ request, unknown model).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -155,7 +157,10 @@ class OpenAICompatibleLLM(BaseLLM):
         self._http_client = http_client
         self._async_http_client = async_http_client
         self._client: OpenAI | None = None
-        self._aclient: AsyncOpenAI | None = None
+        # One async client per event loop: a pooled connection belongs to the loop that
+        # opened it, and a second asyncio.run() would fail on the first loop's.
+        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI]
+        self._aclients = weakref.WeakKeyDictionary()
 
     @property
     def model(self) -> str:  # type: ignore[override]  # read-only: resolved once
@@ -172,11 +177,14 @@ class OpenAICompatibleLLM(BaseLLM):
         return self._client
 
     def _async_client(self) -> AsyncOpenAI:
-        if self._aclient is None:
+        loop = asyncio.get_running_loop()
+        client = self._aclients.get(loop)
+        if client is None:
             from openai import AsyncOpenAI
 
-            self._aclient = AsyncOpenAI(**self._client_kwargs(self._async_http_client))
-        return self._aclient
+            client = AsyncOpenAI(**self._client_kwargs(self._async_http_client))
+            self._aclients[loop] = client
+        return client
 
     def _client_kwargs(self, http_client: Any | None) -> dict[str, Any]:
         # Retries are ours (tenacity, with logging); the SDK's own would multiply them.
@@ -487,10 +495,12 @@ def _api_key(api_key: str | None, base_url: str | None) -> str:
 
 
 def _check_numbers(timeout: float, max_attempts: int, wait_initial: float, wait_max: float) -> None:
-    if timeout <= 0:
-        raise ConfigError(f"timeout must be positive, got {timeout}")
-    if max_attempts < 1:
-        raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ConfigError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not math.isfinite(timeout) or timeout <= 0:  # NaN passed `<= 0`
+        raise ConfigError(f"timeout must be positive and finite, got {timeout}")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigError(f"max_attempts must be a whole number from 1, got {max_attempts!r}")
     if wait_initial < 0 or wait_max < 0:
         raise ConfigError("retry waits must not be negative")
 

@@ -6,9 +6,13 @@ Two protocols:
   prompt Bespoke-MiniCheck was trained on; Ollama and vLLM serve it). P(supported) is
   P(Yes) / (P(Yes) + P(No)) from the first token's log-probabilities where the server
   gives them, else 1 or 0 by the answer's first word.
-- ``json``: one call for a few claims at once; the judge answers in JSON with a verdict
-  per claim and the quote it rests on. A ``supported`` verdict whose quote is not in the
-  evidence is not taken.
+- ``json``: one call for a few claims at once, as many as fit ``claims_per_call`` and,
+  their evidence joined, ``max_evidence_chars`` (a claim is never judged against a
+  document cut short of its own evidence, unless that alone is over the limit); the
+  judge answers in JSON with a verdict per claim and the quote it rests on. A
+  ``supported`` verdict whose quote is not in the evidence is not taken, two different
+  verdicts for one claim are not taken either, and a quote that is not in the evidence
+  is not kept as one.
 
 Whatever goes wrong (the server is down, a timeout, an HTTP error after the client's
 retries, an answer that is neither Yes nor No, JSON that does not parse, a claim the judge
@@ -47,6 +51,9 @@ _JUDGE_SYSTEM = (
     'form: {"claims": [{"id": 1, "verdict": "supported" | "contradicted" | "unsupported", '
     '"quote": "the words of the document the verdict rests on"}]}'
 )
+_DEFAULT_TIMEOUT = 30.0
+_DEFAULT_ATTEMPTS = 3
+_DEFAULT_PER_CALL = 8
 _VERDICTS = {"supported": "supported", "contradicted": "contradiction", "unsupported": "neutral"}
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 _SPACE = re.compile(r"\s+")
@@ -76,16 +83,21 @@ class EndpointChecker:
             :class:`~truthlens_integrations.core.llm.OpenAICompatibleLLM`, or any core
             LLM; only an OpenAI-compatible one gives log-probabilities).
         api_key: The server's key; default ``$OPENAI_API_KEY`` (none needed locally).
-        timeout: Seconds one attempt may take.
-        max_attempts: Attempts per call (transient errors only are retried).
+        timeout: Seconds one attempt may take (default 30; with ``base_url``).
+        max_attempts: Attempts per call, transient errors only retried (default 3; with
+            ``base_url``).
         max_claim_chars: A longer claim is not checked.
-        max_evidence_chars: Evidence is cut to this many characters.
-        claims_per_call: Claims one ``json`` call judges.
+        max_evidence_chars: The most evidence one call sends (a claim's own evidence is
+            cut to it).
+        claims_per_call: Claims one ``json`` call judges at most (default 8; ``json``
+            only: ``minicheck`` reads one claim per call).
         concurrency: Calls in flight at once on the async path.
         name: What verdicts call this checker.
 
     Raises:
-        InvalidArgumentError: For both ``llm`` and ``base_url``, or a number out of range.
+        InvalidArgumentError: For ``llm`` with a server option (``base_url``, ``model``,
+            ``api_key``, ``timeout``, ``max_attempts``), ``claims_per_call`` with
+            ``minicheck``, or a number out of range.
     """
 
     evidence_sentences = 8
@@ -98,39 +110,42 @@ class EndpointChecker:
         protocol: Protocol = "minicheck",
         llm: LLM | None = None,
         api_key: str | None = None,
-        timeout: float = 30.0,
-        max_attempts: int = 3,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
         max_claim_chars: int = 2_000,
         max_evidence_chars: int = 12_000,
-        claims_per_call: int = 8,
+        claims_per_call: int | None = None,
         concurrency: int = 4,
         name: str | None = None,
     ) -> None:
-        if protocol not in ("minicheck", "json"):
-            raise InvalidArgumentError(
-                f"EndpointChecker: protocol must be 'minicheck' or 'json', got {protocol!r}"
-            )
+        _refuse_misfits(
+            protocol, claims_per_call, llm, base_url, model, api_key, timeout, max_attempts
+        )
+        per_call = _DEFAULT_PER_CALL if claims_per_call is None else claims_per_call
+        attempts = _DEFAULT_ATTEMPTS if max_attempts is None else max_attempts
         for label, value in (
             ("max_claim_chars", max_claim_chars),
             ("max_evidence_chars", max_evidence_chars),
-            ("claims_per_call", claims_per_call),
+            ("claims_per_call", per_call),
             ("concurrency", concurrency),
+            ("max_attempts", attempts),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(
                     f"EndpointChecker: {label} must be a positive whole number, got {value!r}"
                 )
-        if llm is not None and (base_url is not None or model is not None or api_key is not None):
+        seconds = _DEFAULT_TIMEOUT if timeout is None else timeout
+        if not _positive(seconds):
             raise InvalidArgumentError(
-                "EndpointChecker: pass either llm= or base_url= / model= / api_key=, not both"
+                f"EndpointChecker: timeout must be a positive number of seconds, got {timeout!r}"
             )
         self.protocol: Protocol = protocol
         self.llm = (
-            llm if llm is not None else _client(base_url, model, api_key, timeout, max_attempts)
+            llm if llm is not None else _client(base_url, model, api_key, float(seconds), attempts)
         )
         self.max_claim_chars = max_claim_chars
         self.max_evidence_chars = max_evidence_chars
-        self.claims_per_call = claims_per_call if protocol == "json" else 1
+        self.claims_per_call = per_call if protocol == "json" else 1
         self.concurrency = concurrency
         self.name = name or f"endpoint:{protocol}"
 
@@ -153,9 +168,7 @@ class EndpointChecker:
 
     def _plan(self, claims: Sequence[Claim]) -> list[_Call]:
         fit = [c for c in claims if len(c.text) <= self.max_claim_chars and c.evidence.strip()]
-        groups = [
-            fit[i : i + self.claims_per_call] for i in range(0, len(fit), self.claims_per_call)
-        ]
+        groups = _packed(fit, self.claims_per_call, self.max_evidence_chars)
         return [_Call(group, self._messages(group)) for group in groups]
 
     def _judge(
@@ -248,24 +261,30 @@ class EndpointChecker:
             return [not_checked(c, self.name, reason) for c in claims]
         out = []
         for i, claim in enumerate(claims, 1):
-            row = rows.get(i)
-            if row is None:
+            found = rows.get(i, [])
+            if not found:
                 out.append(not_checked(claim, self.name, "the judge gave no verdict for it"))
-                continue
-            out.append(self._verdict(claim, row))
+            elif len({_verdict_word(row) for row in found}) > 1:
+                out.append(not_checked(claim, self.name, "the judge gave it different verdicts"))
+            else:
+                out.append(self._verdict(claim, found[0]))
         return out
 
     def _verdict(self, claim: Claim, row: dict[str, Any]) -> ClaimJudgement:
-        verdict = str(row.get("verdict", "")).strip().lower()
+        verdict = _verdict_word(row)
         label = _VERDICTS.get(verdict)
         quote = row.get("quote") if isinstance(row.get("quote"), str) else None
+        if not _quoted_from(quote, claim.evidence):
+            # The quote field holds the evidence a verdict rests on: words the judge
+            # did not take from it (the claim's own, say) are no quote.
+            quote = None
         if label is None:
             return not_checked(
                 claim,
                 self.name,
                 f"the judge's verdict {quoted(verdict, limit=40)} is not one asked for",
             )
-        if label == "supported" and not _quoted_from(quote, claim.evidence):
+        if label == "supported" and quote is None:
             return not_checked(
                 claim, self.name, "the judge called it supported on a quote not in the evidence"
             )
@@ -286,6 +305,69 @@ def _client(
     return OpenAICompatibleLLM(
         model, base_url=base_url, api_key=api_key, timeout=timeout, max_attempts=attempts
     )
+
+
+def _refuse_misfits(
+    protocol: str,
+    claims_per_call: int | None,
+    llm: LLM | None,
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    timeout: float | None,
+    max_attempts: int | None,
+) -> None:
+    """Refuse an unknown protocol and the options that do not apply (never ignore one)."""
+    if protocol not in ("minicheck", "json"):
+        raise InvalidArgumentError(
+            f"EndpointChecker: protocol must be 'minicheck' or 'json', got {protocol!r}"
+        )
+    if protocol == "minicheck" and claims_per_call is not None:
+        raise InvalidArgumentError(
+            "EndpointChecker: claims_per_call applies to protocol 'json'; "
+            "'minicheck' reads one claim per call"
+        )
+    server = {
+        "base_url": base_url,
+        "model": model,
+        "api_key": api_key,
+        "timeout": timeout,
+        "max_attempts": max_attempts,
+    }
+    given = [name for name, value in server.items() if value is not None]
+    if llm is not None and given:
+        # A configured client has its own server, model, key, timeout and retries.
+        raise InvalidArgumentError(
+            f"EndpointChecker: {', '.join(given)} does not apply with llm= (the client "
+            "has its own); pass either llm= or the server's options"
+        )
+
+
+def _positive(value: object) -> bool:
+    """Whether ``value`` is a finite number above zero (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value > 0
+
+
+def _packed(claims: list[Claim], per_call: int, max_chars: int) -> list[list[Claim]]:
+    """The claims in order, in groups of at most ``per_call`` whose evidence fits ``max_chars``.
+
+    A group's calls send its claims' evidence joined (:func:`_joined_evidence`); a claim
+    whose evidence would not fit starts the next group, so that no claim is read against
+    a document cut before its own evidence. A claim whose evidence alone is over the
+    limit goes alone, its evidence cut.
+    """
+    groups: list[list[Claim]] = []
+    group: list[Claim] = []
+    for claim in claims:
+        if group and (len(group) >= per_call or len(_joined_evidence([*group, claim])) > max_chars):
+            groups.append(group)
+            group = []
+        group.append(claim)
+    if group:
+        groups.append(group)
+    return groups
 
 
 def _gives_logprobs(llm: object) -> bool:
@@ -315,7 +397,7 @@ def _joined_evidence(claims: list[Claim]) -> str:
     return "\n".join(dict.fromkeys(c.evidence for c in claims))
 
 
-def _json_rows(text: str) -> dict[int, dict[str, Any]] | None:
+def _json_rows(text: str) -> dict[int, list[dict[str, Any]]] | None:
     """The judge's rows by claim number, or ``None`` when the reply is not that JSON."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
@@ -327,12 +409,16 @@ def _json_rows(text: str) -> dict[int, dict[str, Any]] | None:
     rows = data.get("claims") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         return None
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         number = row.get("id") if isinstance(row, dict) else None
         if isinstance(number, int) and not isinstance(number, bool):
-            out.setdefault(number, row)
+            out.setdefault(number, []).append(row)
     return out
+
+
+def _verdict_word(row: dict[str, Any]) -> str:
+    return str(row.get("verdict", "")).strip().lower()
 
 
 def _quoted_from(quote: str | None, evidence: str) -> bool:

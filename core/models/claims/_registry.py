@@ -30,7 +30,7 @@ def _endpoint(name: str, options: Mapping[str, Any]) -> ClaimChecker:
         name,
         model=options.get("model"),
         protocol=options.get("protocol") or "minicheck",
-        timeout=options.get("timeout_s", 30.0),
+        timeout=options.get("timeout_s"),
     )
 
 
