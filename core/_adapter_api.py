@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from .mitigation._text import numbers
     from .models._loading import export_onnx
     from .models.detection._base import covered
+    from .models.detection._factory import runs_model
     from .models.detection._lexical import lexical_nli
     from .models.detection._rescore import RouteCalibration, answer_signals, rescore
     from .observability._logging import log_event
@@ -97,6 +98,7 @@ _LAZY = {
     # the command line: ONNX export, the lexical reference, response-map calibration
     "export_onnx": "models._loading",
     "lexical_nli": "models.detection._lexical",
+    "runs_model": "models.detection._factory",
     "covered": "models.detection._base",
     "CALIBRATION_FORMAT": "_calibration._file",
     "CalibrationFile": "_calibration._file",
@@ -175,6 +177,7 @@ __all__ = [
     "require",
     "rescore",
     "run_guard",
+    "runs_model",
     "split_options",
     "split_sentences",
     "threshold_for",

@@ -24,6 +24,7 @@ from truthlens_integrations.core._adapter_api import (
     NOT_CHECKED_WORDS,
     InputLimits,
     check_input_sizes,
+    runs_model,
 )
 
 if TYPE_CHECKING:
@@ -255,7 +256,7 @@ def _run_detect(args: argparse.Namespace) -> int:
     if args.device:
         options["device"] = args.device
     refuse_model_options(args.model, backend=args.backend, precision=args.precision)
-    if args.model != "lexical":
+    if runs_model(args.model):
         options["backend"] = args.backend
     if args.precision != "auto":
         options["dtype"] = args.precision

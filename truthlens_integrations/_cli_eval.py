@@ -113,12 +113,13 @@ def refuse_model_options(model: str, **flags: str) -> None:
         InvalidInputError: For a flag set to anything but ``auto`` (it would be ignored).
     """
     from truthlens_integrations.core import InvalidInputError
+    from truthlens_integrations.core._adapter_api import runs_model
 
-    if model != "lexical":
+    if runs_model(model):
         return
     for flag, value in flags.items():
         if value != "auto":
-            raise InvalidInputError(f"--{flag} applies to model detectors, not to 'lexical'")
+            raise InvalidInputError(f"--{flag} applies to model detectors, not to {model!r}")
 
 
 def _command_line() -> str:
@@ -133,7 +134,9 @@ def _detector_options(args: argparse.Namespace) -> dict[str, Any]:
         options["threshold"] = args.threshold
     if args.token_threshold is not None:
         options["token_threshold"] = args.token_threshold
-    if args.device and args.model != "lexical":
+    from truthlens_integrations.core._adapter_api import runs_model
+
+    if args.device and runs_model(args.model):
         options["device"] = args.device
     if args.precision != "auto":
         options["dtype"] = args.precision
@@ -141,14 +144,6 @@ def _detector_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _load_detector(model: str, options: dict[str, Any]) -> Any:
-    from truthlens_integrations.core import DetectionConfig
-
-    if model == "lexical":
-        # Built here so the harness runs even where the model loader is unavailable.
-        from truthlens_integrations.core.models.detection import LexicalDetector
-
-        fields = {k: v for k, v in options.items() if k in DetectionConfig.model_fields}
-        return LexicalDetector(config=DetectionConfig(**fields))
     from truthlens_integrations.core.models.detection import load_detector
 
     return load_detector(model, **options)

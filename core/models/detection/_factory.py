@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
@@ -19,7 +20,14 @@ from ._base import Detector
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LoadDetectorKwargs", "load_detector"]
+__all__ = [
+    "DETECTOR_KINDS",
+    "DetectorKind",
+    "LoadDetectorKwargs",
+    "detector_kind",
+    "load_detector",
+    "runs_model",
+]
 
 
 class _ModelLoadKwargs(TypedDict, total=False):
@@ -104,17 +112,31 @@ def load_detector(
         raise InvalidArgumentError(
             f"load_detector: config must be a DetectionConfig, got {kind(config)}"
         )
-    if model is not None and is_service_url(os.fspath(model)):
-        return _remote(os.fspath(model), config, options)
-    reject_unknown(options, _CONFIG_FIELDS | _LOAD_FIELDS, "load_detector")
-    config = _with_overrides(config, {k: v for k, v in options.items() if k in _CONFIG_FIELDS})
-    load_options = {k: v for k, v in options.items() if k in _LOAD_FIELDS}
     name = os.fspath(model) if model is not None else "bundled"
-    if name == "lexical":
+    return DETECTOR_KINDS[detector_kind(name)].build(name, config, dict(options))
+
+
+def _local(name: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:
+    """A detector that runs here: the lexical reference or a transformer model."""
+    runs = runs_model(name)
+    allowed = _CONFIG_FIELDS | (_LOAD_FIELDS if runs else frozenset())
+    if not runs:
+        # A model's loading options would be ignored by the lexical reference: refused.
+        misplaced = sorted(
+            k for k in options if k in _LOAD_FIELDS and options[k] not in (None, "auto")
+        )
+        if misplaced:
+            raise InvalidInputError(
+                f"option(s) {', '.join(misplaced)} apply to model detectors, not to {name!r}"
+            )
+        options = {k: v for k, v in options.items() if k not in _LOAD_FIELDS}
+    reject_unknown(options, allowed, "load_detector")
+    config = _with_overrides(config, {k: v for k, v in options.items() if k in _CONFIG_FIELDS})
+    if not runs:
         from ._lexical import LexicalDetector
 
         return LexicalDetector(config=config)
-    return _transformer(name, config, load_options)
+    return _transformer(name, config, {k: v for k, v in options.items() if k in _LOAD_FIELDS})
 
 
 def _with_overrides(
@@ -175,7 +197,7 @@ def _bundled_config(config: DetectionConfig | None) -> DetectionConfig:
     return DetectionConfig(**{**base, "aggregation": "calibrated"})
 
 
-def _remote(url: str, config: DetectionConfig | None, options: Mapping[str, Any]) -> Detector:
+def _remote(url: str, config: DetectionConfig | None, options: dict[str, Any]) -> Detector:
     """A :class:`RemoteDetector`; model-loading options belong to the service."""
     from ._remote import RemoteDetector
 
@@ -211,3 +233,38 @@ def _bundled_path() -> str:
         ) from exc
     path: Path = bundled_detector_path()
     return os.fspath(path)
+
+
+@dataclass(frozen=True)
+class DetectorKind:
+    """One kind of detector: how it is built and whether it runs a model here.
+
+    Attributes:
+        build: Builds it from its name, config and options.
+        runs_model: Whether it loads a model in this process (the lexical reference and
+            a service do not: device, precision and backend options do not apply).
+    """
+
+    build: Callable[[str, DetectionConfig | None, dict[str, Any]], Detector]
+    runs_model: bool
+
+
+#: Every kind of detector, by the kind :func:`detector_kind` reads from its name.
+DETECTOR_KINDS: dict[str, DetectorKind] = {
+    "lexical": DetectorKind(_local, runs_model=False),
+    "service": DetectorKind(_remote, runs_model=False),
+    "model": DetectorKind(_local, runs_model=True),
+}
+
+
+def detector_kind(model: str | os.PathLike[str] | None) -> str:
+    """``lexical``, ``service`` (a ``truthlens serve`` URL) or ``model`` (any other name)."""
+    name = os.fspath(model) if model is not None else "bundled"
+    if name == "lexical":
+        return "lexical"
+    return "service" if is_service_url(name) else "model"
+
+
+def runs_model(model: str | os.PathLike[str] | None) -> bool:
+    """Whether the detector ``model`` names loads a model in this process."""
+    return DETECTOR_KINDS[detector_kind(model)].runs_model
