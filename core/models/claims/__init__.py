@@ -19,6 +19,9 @@ from ._contract import (
     judged,
     not_checked,
 )
+from ._endpoint import EndpointChecker
+from ._nli_checker import NLIChecker
+from ._registry import load_checker
 from ._sequence_checker import SequenceClassifierChecker
 
 __all__ = [
@@ -26,7 +29,10 @@ __all__ = [
     "ClaimChecker",
     "ClaimJudgement",
     "ClaimLabel",
+    "EndpointChecker",
+    "NLIChecker",
     "SequenceClassifierChecker",
     "judged",
+    "load_checker",
     "not_checked",
 ]

@@ -1,0 +1,289 @@
+"""Claim checkers behind a real server: the endpoint checker alone and in the cascade.
+
+Starts llama.cpp's OpenAI-compatible server (``benchmarks/_llama_server.py``) on 127.0.0.1
+with the registry's Qwen2.5-Coder-1.5B-Instruct GGUF, and reads every claim of every
+answer of a set with :class:`EndpointChecker` through it, exactly as a user's endpoint
+would be read. Each answer's row (the bundled detector's and the lexical reference's
+scores, and per claim: the checker's probability, label or reason, and milliseconds) is
+written as it finishes, so a stopped run goes on with ``--resume``.
+
+The cascade is computed from the rows (``report``): an answer whose detector score lies
+in the band gets the combined score, ``sigmoid(logit(score) + weight * logit(1 - worst)
++ bias)``, as the engine computes it; the others keep the detector's.
+
+    python benchmarks/bench_claim_checkers.py run --set phenomena --resume
+    python benchmarks/bench_claim_checkers.py run --set faithjudge_select --limit 300 --resume
+    python benchmarks/bench_claim_checkers.py run --set ragtruth_dev_select --resume
+    python benchmarks/bench_claim_checkers.py run --set attributionbench --limit 300 --resume
+    python benchmarks/bench_claim_checkers.py report  # -> benchmarks/results/claim_checkers.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._llama_server import LlamaServer, qwen_gguf  # noqa: E402
+
+ROWS = ROOT / "benchmarks" / "results" / "claim_checkers"
+SUITE = ROOT / "lab" / "records" / "phenomena" / "suite.jsonl"
+BENCHDATA = ROOT.parent / "shared" / "benchdata"
+SETS = ("phenomena", "faithjudge_select", "ragtruth_dev_select", "attributionbench")
+WRONG_GROUPS = ("negation", "boolean", "quantifier", "comparative", "negation_flip",
+                "swapped_roles", "restated_number")  # fmt: skip
+SUPPORTED_GROUPS = ("syntactic_alternation", "syntactic_variation", "correct_restatement")
+
+
+def _items(name: str, limit: int | None) -> list[dict[str, Any]]:
+    """The set's answers as plain rows: id, label (1 = wrong), group, context, question, answer."""
+    if name == "phenomena":
+        rows = [json.loads(line) for line in SUITE.read_text().splitlines() if line]
+        items = [{**r, "gold": int(r["label"] != "supported"), "group": r["group"]} for r in rows]
+    else:
+        from truthlens_integrations.evaluation import load_detection_dataset
+
+        xs = load_detection_dataset(name, BENCHDATA)
+        items = [
+            {
+                "id": x.id,
+                "gold": int(bool(x.hallucinated)),
+                "group": x.dataset,
+                "context": list(x.context),
+                "question": x.question,
+                "answer": x.answer,
+            }
+            for x in xs
+        ]
+    if limit is not None and len(items) > limit:
+        items = random.Random(41).sample(items, limit)
+    return items
+
+
+def _done(out: Path) -> set[str]:
+    if not out.is_file():
+        return set()
+    return {json.loads(line)["id"] for line in out.read_text().splitlines() if line}
+
+
+def run(args: argparse.Namespace) -> None:
+    from truthlens_integrations.core import DetectionInput
+    from truthlens_integrations.core.llm import OpenAICompatibleLLM
+    from truthlens_integrations.core.models import load_detector
+    from truthlens_integrations.core.models.claims import EndpointChecker
+    from truthlens_integrations.core.models.claims._extract import answer_claims
+
+    out = ROWS / f"{args.set}.{args.protocol}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not args.resume:
+        raise SystemExit(f"{out} exists: pass --resume to go on, or remove it")
+    done = _done(out)
+    items = [it for it in _items(args.set, args.limit) if it["id"] not in done]
+    print(f"{args.set}: {len(done)} done, {len(items)} to go", flush=True)
+    if not items:
+        return
+    detector, lexical = load_detector(), load_detector("lexical")
+    with LlamaServer(qwen_gguf(), alias="qwen", threads=args.threads, n_ctx=4096) as server:
+        llm = OpenAICompatibleLLM("qwen", base_url=server.url, timeout=120.0, max_attempts=2)
+        checker = EndpointChecker(llm=llm, protocol=args.protocol)
+        for it in items:
+            data = DetectionInput.create(
+                context=it["context"], question=it["question"], answer=it["answer"]
+            )
+            [found] = detector.detect_batch([data])
+            [reference] = lexical.detect_batch([data])
+            claims = answer_claims(data.answer, data.context, top_k=checker.evidence_sentences)
+            row = {
+                "id": it["id"],
+                "gold": it["gold"],
+                "group": it["group"],
+                "score": found.score,
+                "lexical": reference.score,
+                "context_chars": sum(len(c) for c in data.context),
+                "claims": [_judge(checker, claim) for claim in claims],
+            }
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(f"{it['id']}: {len(claims)} claims", flush=True)
+
+
+def _judge(checker: Any, claim: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    [j] = checker.check([claim])
+    return {
+        "chars": len(claim.text),
+        "evidence_chars": len(claim.evidence),
+        "supported": j.supported,
+        "label": j.label,
+        "reason": j.reason,
+        "ms": round((time.perf_counter() - started) * 1000.0, 1),
+    }
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def _logit(p: float) -> float:
+    p = min(0.99, max(0.01, p))
+    return math.log(p / (1 - p))
+
+
+def cascade(row: dict[str, Any], band: tuple[float, float], weight: float, bias: float) -> Any:
+    """The row's score under the cascade; ``None`` when it ends up not checked."""
+    score = row["score"]
+    if score is None:
+        return None
+    low, high = band
+    if not low <= score <= high:
+        return score
+    return combined(row, score, weight, bias)
+
+
+def combined(row: dict[str, Any], score: float, weight: float, bias: float) -> Any:
+    """The detector's score with the checker's worst claim, as the engine combines them."""
+    judged = [c["supported"] for c in row["claims"] if c["supported"] is not None]
+    if not judged:
+        return None if row["claims"] else score
+    z = _logit(score) + weight * _logit(1 - min(judged)) + bias
+    value = 1 / (1 + math.exp(-z))
+    if len(judged) < len(row["claims"]) and value < 0.5:
+        return None  # a claim not judged, and what was judged does not flag it
+    return value
+
+
+def alone(row: dict[str, Any]) -> Any:
+    """The checker alone: 1 - the worst claim's probability of support."""
+    judged = [c["supported"] for c in row["claims"] if c["supported"] is not None]
+    if len(judged) < len(row["claims"]):
+        return None
+    return 1 - min(judged) if judged else 0.0
+
+
+def _figures(rows: Sequence[dict[str, Any]], scores: Sequence[Any]) -> dict[str, Any]:
+    from truthlens_integrations.evaluation import auroc
+
+    kept = [(r["gold"], s) for r, s in zip(rows, scores, strict=True) if s is not None]
+    gold = [g for g, _ in kept]
+    wrong = [s >= 0.5 for g, s in kept if g]
+    right = [s >= 0.5 for g, s in kept if not g]
+    return {
+        "auroc": auroc(gold, [s for _, s in kept]) if 0 < sum(gold) < len(gold) else None,
+        "caught": sum(wrong) / len(wrong) if wrong else None,
+        "flagged": sum(right) / len(right) if right else None,
+        "not_checked": len(rows) - len(kept),
+    }
+
+
+def _rows(name: str, protocol: str) -> list[dict[str, Any]]:
+    file = ROWS / f"{name}.{protocol}.jsonl"
+    if not file.is_file():
+        return []
+    return [json.loads(line) for line in file.read_text().splitlines() if line]
+
+
+def report(args: argparse.Namespace) -> None:
+    band, weight, bias = (args.band[0], args.band[1]), args.weight, args.bias
+    lines = [
+        "# Claim checkers behind a real server (issue 48)",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, 2 cores, no GPU. Server: "
+        "llama.cpp (llama-cpp-python 0.3.36) serving Qwen2.5-Coder-1.5B-Instruct Q4_K_M on "
+        "127.0.0.1, 2 threads, read by `EndpointChecker` through `OpenAICompatibleLLM`.",
+        f"Cascade: band [{band[0]}, {band[1]}], weight {weight}, bias {bias}. Command: "
+        "`python benchmarks/bench_claim_checkers.py run --set NAME [--limit N] --resume`, "
+        "then `report`.",
+        "",
+        "| set | protocol | answers | figure | detector | lexical | checker alone | cascade |",
+        "|---|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for name in SETS:
+        for protocol in ("minicheck", "json"):
+            rows = _rows(name, protocol)
+            if not rows:
+                continue
+            columns = {
+                "detector": [r["score"] for r in rows],
+                "lexical": [r["lexical"] for r in rows],
+                "alone": [alone(r) for r in rows],
+                "cascade": [cascade(r, band, weight, bias) for r in rows],
+            }
+            figures = {k: _figures(rows, v) for k, v in columns.items()}
+            for figure in ("auroc", "caught", "flagged", "not_checked"):
+                cells = [_cell(figures[k][figure]) for k in columns]
+                lines.append(
+                    f"| {name} | {protocol} | {len(rows)} | {figure} | " + " | ".join(cells) + " |"
+                )
+            sent = [r for r in rows if r["score"] is not None and band[0] <= r["score"] <= band[1]]
+            lines.append(
+                f"| {name} | {protocol} | {len(rows)} | sent to the checker | | | | "
+                f"{len(sent) / len(rows):.0%} |"
+            )
+    lines += ["", *list(_timings())]
+    out = ROOT / "benchmarks" / "results" / "claim_checkers.md"
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _timings() -> Iterator[str]:
+    claims = [
+        c
+        for name in SETS
+        for p in ("minicheck", "json")
+        for r in _rows(name, p)
+        for c in r["claims"]
+    ]
+    if not claims:
+        return
+    p50 = statistics.median(c["ms"] for c in claims)
+    yield f"Per claim: p50 {p50:.0f} ms over {len(claims)} claims."
+    long = [
+        sum(c["ms"] for c in r["claims"])
+        for name in SETS
+        for r in _rows(name, "minicheck")
+        if 3000 <= r["context_chars"] <= 6000 and r["claims"]
+    ]
+    if long:
+        yield (
+            f"Per answer with a context of about 1k tokens (3,000-6,000 characters): p50 "
+            f"{statistics.median(long) / 1000:.1f} s over {len(long)} answers."
+        )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    return str(value) if isinstance(value, int) else f"{value:.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--set", choices=SETS, required=True)
+    r.add_argument("--limit", type=int, default=None)
+    r.add_argument("--protocol", choices=("minicheck", "json"), default="minicheck")
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--resume", action="store_true")
+    p = sub.add_parser("report")
+    p.add_argument("--band", type=float, nargs=2, default=(0.2, 0.8))
+    p.add_argument("--weight", type=float, default=1.0)
+    p.add_argument("--bias", type=float, default=0.0)
+    args = parser.parse_args()
+    run(args) if args.command == "run" else report(args)
+
+
+if __name__ == "__main__":
+    main()
