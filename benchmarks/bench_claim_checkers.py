@@ -78,11 +78,11 @@ def _done(out: Path) -> set[str]:
 
 
 def run(args: argparse.Namespace) -> None:
+    from truthlens_integrations._lab_api import answer_claims
     from truthlens_integrations.core import DetectionInput
     from truthlens_integrations.core.llm import OpenAICompatibleLLM
     from truthlens_integrations.core.models import load_detector
     from truthlens_integrations.core.models.claims import EndpointChecker
-    from truthlens_integrations.core.models.claims._extract import answer_claims
 
     out = ROWS / f"{args.set}.{args.protocol}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from truthlens_integrations.core.engine._premise import answer_sentence
     from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
     from truthlens_integrations.core.models._onnx import _threads as onnx_threads
+    from truthlens_integrations.core.models.claims._extract import answer_claims
     from truthlens_integrations.core.models.detection import (
         _evidence_detector as evidence_detector_module,
     )
@@ -168,6 +169,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stripped_range": (f"{_CORE}._text", "stripped_range"),
     "words": (f"{_CORE}._text", "words"),
     "answer_sentence": (f"{_CORE}.engine._premise", "answer_sentence"),
+    "answer_claims": (f"{_CORE}.models.claims._extract", "answer_claims"),
     # the instruction filter and the languages the detector reads
     "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
     "injection_module": (f"{_CORE}.engine._injection", None),
@@ -284,6 +286,7 @@ __all__ = [
     "ResponseSignals",
     "RouteCalibration",
     "absent_words",
+    "answer_claims",
     "answer_evidence",
     "answer_sentence",
     "answer_signals",
