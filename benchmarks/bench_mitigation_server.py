@@ -1,0 +1,386 @@
+"""Mitigation on a real model behind a real server (issue 50): what each mode buys.
+
+llama.cpp's OpenAI-compatible server (``benchmarks/_llama_server.py``) serves the registry's
+Qwen2.5-Coder-1.5B-Instruct on 127.0.0.1, and a second one SmolLM2-135M-Instruct (the
+premium mode's second verifier). The guard talks to them through ``OpenAICompatibleLLM``,
+as it would to a user's endpoint.
+
+Data: HaluEval QA, the project's held-out part (the last 1,000 items; HaluEval has the train
+role, and this part is never trained on): a context, a question, the right answer (gold)
+and a planted hallucinated answer.
+
+Arms, per item (one row each, written as it finishes; ``--resume`` goes on):
+
+- ``natural``: Qwen answers the question from the context; ``planted``: HaluEval's
+  hallucinated answer. For each start: ``lightweight`` (the guard flags, nothing is
+  rewritten: the baseline), ``standard`` (self-refine), ``premium`` (Qwen at two
+  temperatures and SmolLM2 verify, Qwen judges) and ``reference`` (the same model asked
+  once to check and rewrite its answer against the context, without the guard: what
+  asking again buys without a detector);
+- ``retrieval``: the natural answer's context replaced by another item's passage (the
+  evidence is missing) and the retrieval-feedback loop given a lexical index over the
+  held-out passages.
+
+The measure of a hallucination is not the detector's: the gold answer's words not contained
+in the final answer (``missing``), and a stricter one where the planted answer differs
+from the gold: gold missing, or the planted answer's words contained (``strict``).
+
+    python benchmarks/bench_mitigation_server.py run --limit 300 --resume
+    python benchmarks/bench_mitigation_server.py report  # benchmarks/results/mitigation_server.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._llama_server import LlamaServer, qwen_gguf, smollm2_gguf  # noqa: E402
+
+ROWS = ROOT / "benchmarks" / "results" / "mitigation_server.jsonl"
+MODES = ("lightweight", "standard", "premium", "reference")
+_WORD = re.compile(r"\w+")
+_ANSWER = (
+    "Answer the question from the context in one or two sentences.\n\n"
+    "Context: {context}\n\nQuestion: {question}\nAnswer:"
+)
+_REFERENCE = (
+    "Check the answer against the context. Rewrite it so that it states only what the "
+    "context supports, in one or two sentences. Reply with the rewritten answer only.\n\n"
+    "Context: {context}\n\nQuestion: {question}\nAnswer: {answer}\nRewritten answer:"
+)
+
+
+class AlwaysFactual:
+    """Every item is a factual question with grounding: the prompt classifier is skipped."""
+
+    model_id = "always-factual"
+
+    def classify(self, prompts: Sequence[str]) -> list[tuple[bool, float]]:
+        return [(True, 1.0) for _ in prompts]
+
+
+def _words(text: str | None) -> str:
+    return " ".join(_WORD.findall((text or "").lower()))
+
+
+def missing(answer: str | None, gold: str) -> bool:
+    """The gold answer's words do not stand, in order, in the answer."""
+    return _words(gold) not in _words(answer)
+
+
+def strict(answer: str | None, gold: str, planted: str) -> bool:
+    """Gold missing, or the planted answer's words there (where it differs from the gold)."""
+    if missing(answer, gold):
+        return True
+    wrong = _words(planted)
+    return bool(wrong) and wrong != _words(gold) and wrong in _words(answer)
+
+
+def _items(limit: int) -> list[dict[str, Any]]:
+    from truthlens_integrations._lab_api import default_data_dir
+    from truthlens_integrations.evaluation import halueval_split
+
+    data = default_data_dir() / "halueval" / "dataset_halueval_qa.jsonl"
+    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
+    held = halueval_split(rows, "heldout")
+    for i, row in enumerate(held):
+        row["id"] = f"halueval-qa-{len(rows) - len(held) + i}"
+    return held[:limit]
+
+
+def _done() -> set[tuple[str, str]]:
+    if not ROWS.is_file():
+        return set()
+    return {(r["id"], r["arm"]) for r in map(json.loads, ROWS.read_text().splitlines()) if r}
+
+
+def _write(row: dict[str, Any]) -> None:
+    ROWS.parent.mkdir(parents=True, exist_ok=True)
+    with ROWS.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def _lexical_index(passages: list[str]) -> Any:
+    from truthlens_integrations.core.mitigation import retriever_from_callables
+
+    sets = [set(_words(p).split()) for p in passages]
+
+    def search(query: str) -> list[str]:
+        q = set(_words(query).split())
+        ranked = sorted(range(len(passages)), key=lambda i: -len(q & sets[i]))
+        return [passages[i] for i in ranked[:3]]
+
+    return retriever_from_callables(search)
+
+
+def _guard(mode: str, iterations: int) -> Any:
+    from truthlens_integrations import TruthLens
+    from truthlens_integrations.core.mitigation import MitigationOptions
+
+    policy = {
+        "hallucination": {
+            "default_mode": "lightweight" if mode == "lightweight" else mode,
+            "standard": {"max_iterations": iterations},
+            "premium": {"max_iterations": iterations},
+        }
+    }
+    options = MitigationOptions(max_tokens=96)
+    return TruthLens.from_config(policy, fact_checker=AlwaysFactual(), mitigation_options=options)
+
+
+def run(args: argparse.Namespace) -> None:
+    from truthlens_integrations.core.llm import OpenAICompatibleLLM
+
+    if ROWS.exists() and not args.resume:
+        raise SystemExit(f"{ROWS} exists: pass --resume to go on, or remove it")
+    done = _done()
+    items = _items(args.limit)
+    index = _lexical_index([it["knowledge"] for it in items])
+    guards = {
+        mode: _guard(mode, args.iterations) for mode in ("lightweight", "standard", "premium")
+    }
+    with (
+        LlamaServer(qwen_gguf(), alias="qwen", threads=args.threads) as qwen_server,
+        LlamaServer(smollm2_gguf(), alias="smollm2", threads=args.threads) as small_server,
+    ):
+
+        def client(server: LlamaServer, name: str, temperature: float) -> Any:
+            return OpenAICompatibleLLM(
+                name,
+                base_url=server.url,
+                timeout=180.0,
+                max_attempts=2,
+                default_max_tokens=96,
+                default_temperature=temperature,
+            )
+
+        qwen = client(qwen_server, "qwen", 0.0)
+        tools = {
+            "standard": {"llm": qwen},
+            "premium": {
+                "llm": qwen,
+                "verification_llms": [
+                    client(qwen_server, "qwen", 0.7),
+                    client(small_server, "smollm2", 0.7),
+                ],
+                "judge_llm": qwen,
+            },
+        }
+        for n, it in enumerate(items, 1):
+            natural = _natural(it, qwen, done)
+            for start, answer in (("natural", natural), ("planted", it["hallucinated_answer"])):
+                for mode in MODES:
+                    arm = f"{start}/{mode}"
+                    if (it["id"], arm) in done:
+                        continue
+                    if mode == "reference":
+                        row = _reference(it, answer, qwen)
+                    else:
+                        row = _guarded(
+                            it, answer, guards[mode], tools.get(mode, {}), it["knowledge"]
+                        )
+                    _write({"id": it["id"], "arm": arm, **row})
+            if (it["id"], "retrieval") not in done:
+                other = items[(items.index(it) + len(items) // 2) % len(items)]["knowledge"]
+                tool = {"llm": qwen, "retriever": index}
+                row = _guarded(it, natural, guards["standard"], tool, other)
+                _write({"id": it["id"], "arm": "retrieval", **row})
+            print(f"{n}/{len(items)} {it['id']}", flush=True)
+
+
+def _natural(it: dict[str, Any], qwen: Any, done: set[tuple[str, str]]) -> str:
+    """Qwen's own answer (written once: the ``answer`` row)."""
+    if ROWS.is_file() and (it["id"], "answer") in done:
+        for line in ROWS.read_text().splitlines():
+            row = json.loads(line)
+            if row["id"] == it["id"] and row["arm"] == "answer":
+                return str(row["final"])
+    started = time.perf_counter()
+    reply = qwen.complete(_ANSWER.format(context=it["knowledge"], question=it["question"]))
+    row = _measured(it, reply.text.strip(), calls=1, tokens=_tokens(reply), started=started)
+    _write({"id": it["id"], "arm": "answer", **row})
+    done.add((it["id"], "answer"))
+    return reply.text.strip()
+
+
+def _tokens(reply: Any) -> int:
+    return reply.usage.total_tokens if reply.usage is not None else 0
+
+
+def _measured(it: dict[str, Any], final: str | None, **extra: Any) -> dict[str, Any]:
+    started = extra.pop("started")
+    return {
+        "final": final,
+        "missing": missing(final, it["right_answer"]),
+        "strict": strict(final, it["right_answer"], it["hallucinated_answer"]),
+        "seconds": round(time.perf_counter() - started, 3),
+        **extra,
+    }
+
+
+def _guarded(
+    it: dict[str, Any], answer: str, guard: Any, tools: dict[str, Any], context: str
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    verdict = guard.guard(context=context, question=it["question"], answer=answer, **tools)
+    # Withheld (blocked) or not: what the user would read; the engine's final answer.
+    final = verdict.final_answer if verdict.final_answer is not None else answer
+    return _measured(
+        it,
+        final,
+        started=started,
+        flagged_before=_flagged_before(verdict),
+        checked=verdict.checked,
+        status=verdict.status,
+        calls=verdict.cost.llm_calls,
+        tokens=verdict.cost.total_tokens,
+    )
+
+
+def _flagged_before(verdict: Any) -> bool | None:
+    """Whether the guard flagged the answer it was given (before any rewrite)."""
+    if not verdict.checked:
+        return None
+    if verdict.history:  # the first step is the answer as given
+        first = verdict.history[0].effective_score
+        return first is not None and first >= verdict.threshold
+    return bool(verdict.detected)
+
+
+def _reference(it: dict[str, Any], answer: str, qwen: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    prompt = _REFERENCE.format(context=it["knowledge"], question=it["question"], answer=answer)
+    try:
+        reply = qwen.complete(prompt)
+    except Exception as exc:  # noqa: BLE001 - a failed call keeps the answer, and says so
+        return _measured(it, answer, started=started, calls=1, tokens=0, status=f"error: {exc}")
+    return _measured(
+        it, reply.text.strip(), started=started, calls=1, tokens=_tokens(reply), status="rewritten"
+    )
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def _wilson(k: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return (math.nan, math.nan)
+    z, p = 1.96, k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def report() -> None:
+    rows = [json.loads(line) for line in ROWS.read_text().splitlines() if line]
+    by_arm: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by_arm.setdefault(r["arm"], {})[r["id"]] = r
+    lines = [
+        "# Mitigation behind a real server (issue 50)",
+        "",
+        f"Machine: {platform.machine()}, 2 cores, no GPU. Server: llama.cpp (llama-cpp-python "
+        "0.3.36) on 127.0.0.1 serving Qwen2.5-Coder-1.5B-Instruct Q4_K_M and SmolLM2-135M.",
+        "Data: HaluEval QA, held-out part (train role, never trained on). Command: "
+        "`python benchmarks/bench_mitigation_server.py run --limit N --resume`, then `report`.",
+        "",
+        "| arm | answers | missing gold (95% CI) | vs lightweight | strict | LLM calls | tokens "
+        "| s / answer |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for arm in sorted(by_arm):
+        if arm == "answer":
+            continue
+        part = list(by_arm[arm].values())
+        n, k = len(part), sum(r["missing"] for r in part)
+        low, high = _wilson(k, n)
+        start = arm.split("/")[0]
+        base = by_arm.get(f"{start}/lightweight", {})
+        paired = [r for r in part if r["id"] in base]
+        was = sum(base[r["id"]]["missing"] for r in paired)
+        now = sum(r["missing"] for r in paired)
+        change = f"{(now - was) / was:+.0%}" if was else "n/a"
+        lines.append(
+            f"| {arm} | {n} | {k / n:.1%} ({low:.1%}-{high:.1%}) | {change} | "
+            f"{sum(r['strict'] for r in part) / n:.1%} | "
+            f"{statistics.mean(r.get('calls', 0) for r in part):.2f} | "
+            f"{statistics.mean(r.get('tokens', 0) for r in part):.0f} | "
+            f"{statistics.mean(r['seconds'] for r in part):.1f} |"
+        )
+    lines += ["", *_paired(by_arm), *_flag_precision(by_arm)]
+    out = ROOT / "benchmarks" / "results" / "mitigation_server.md"
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _paired(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """McNemar's discordant pairs: which arm fixes what the other leaves, item by item."""
+    out = ["Paired (same items): answers only the first arm gets right / only the second."]
+    for start in ("natural", "planted"):
+        for a, b in (
+            ("standard", "lightweight"),
+            ("standard", "reference"),
+            ("premium", "reference"),
+        ):
+            first, second = by_arm.get(f"{start}/{a}", {}), by_arm.get(f"{start}/{b}", {})
+            common = set(first) & set(second)
+            if not common:
+                continue
+            only_a = sum(not first[i]["missing"] and second[i]["missing"] for i in common)
+            only_b = sum(first[i]["missing"] and not second[i]["missing"] for i in common)
+            out.append(f"- {start}: {a} {only_a} / {b} {only_b} (of {len(common)})")
+    return out
+
+
+def _flag_precision(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    base = by_arm.get("natural/lightweight", {})
+    flagged = [r for r in base.values() if r.get("flagged_before")]
+    if not flagged:
+        return []
+    right = sum(r["missing"] for r in flagged)
+    standard = by_arm.get("natural/standard", {})
+    ratio = [
+        standard[r["id"]]["seconds"] / r["seconds"]
+        for r in flagged
+        if r["id"] in standard and r["seconds"] > 0
+    ]
+    lines = [
+        "",
+        f"The detector's flag on natural answers: {len(flagged)} flagged, of which "
+        f"{right / len(flagged):.0%} miss the gold (the flag is right).",
+    ]
+    if ratio:
+        p50 = statistics.median(ratio)
+        lines.append(f"Standard's latency over lightweight's per flagged answer: p50 {p50:.1f}x.")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--limit", type=int, default=300)
+    r.add_argument("--iterations", type=int, default=2)
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--resume", action="store_true")
+    sub.add_parser("report")
+    args = parser.parse_args()
+    run(args) if args.command == "run" else report()
+
+
+if __name__ == "__main__":
+    main()
