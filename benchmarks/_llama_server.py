@@ -132,6 +132,9 @@ class LlamaServer:
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
+            # With logits_all the 0.3.36 server crashes (SIGSEGV) on the first chat
+            # request here; without it, it refuses logprobs, and the checker then reads
+            # the answer's Yes or No.
             "--logits_all", "False",
         ]  # fmt: skip
         begun = time.perf_counter()

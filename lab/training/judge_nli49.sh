@@ -26,4 +26,30 @@ SELECT=("$OUT/ragtruth_dev_select.jsonl" "$OUT/faithjudge_select.jsonl" "$OUT/at
 } | tee "$OUT/measure.txt"
 cp "$RUN/branch/model.safetensors" core/_bundled/nli/model.safetensors
 trap 'git checkout -- core/_bundled/nli' EXIT
-python -m lab.training.phenomena measure --model "$OUT/detector" --out "$OUT/phenomena.json" | tail -30 | tee "$OUT/phenomena.txt"
+# The detector copy read as the bundled one is (evidence strategy, calibrated score): a
+# folder name alone would get the window scan and the plain aggregation.
+python - "$OUT" <<'PY' | tee "$OUT/phenomena.txt"
+import json, sys
+from pathlib import Path
+from truthlens_integrations import load_detector
+from truthlens_integrations.core import DetectionInput
+from lab.training.phenomena import summarise
+out = Path(sys.argv[1])
+items = [json.loads(l) for l in Path("lab/records/phenomena/suite.jsonl").read_text().splitlines() if l]
+inputs = [DetectionInput.create(context=i["context"], question=i["question"], answer=i["answer"]) for i in items]
+for name, folder in (("default", None), ("candidate", str(out / "detector"))):
+    options = {} if folder is None else {"strategy": "evidence", "aggregation": "calibrated"}
+    detector = load_detector(folder, **options)
+    scores = [r.score for r in detector.detect_batch(inputs)]
+    report = summarise(items, scores, 0.5)
+    (out / f"phenomena_{name}.json").write_text(json.dumps(report, indent=1))
+    groups = report["groups"]
+    wrong = ("negation", "boolean", "quantifier", "comparative", "negation_flip", "swapped_roles", "restated_number")
+    right = ("syntactic_alternation", "syntactic_variation", "correct_restatement")
+    caught = sum(groups[g]["caught"] * groups[g]["wrong"] for g in wrong if groups.get(g, {}).get("wrong"))
+    n_wrong = sum(groups[g]["wrong"] for g in wrong if g in groups)
+    flagged = sum(groups[g]["flagged"] * groups[g]["supported"] for g in right if groups.get(g, {}).get("supported"))
+    n_right = sum(groups[g]["supported"] for g in right if g in groups)
+    print(name, "auroc", report["auroc"], "all caught", groups["all"]["caught"], "all flagged", groups["all"]["flagged"],
+          "rule-4 wrong caught", round(caught / n_wrong, 3), "rule-4 supported flagged", round(flagged / n_right, 3))
+PY

@@ -173,6 +173,27 @@ def test_minicheck_falls_back_to_the_text_without_logprobs(
     assert found.rejected is (supported < 0.5)
 
 
+def test_minicheck_stops_asking_a_server_that_refuses_logprobs(openai_server: OpenAIServer) -> None:
+    # llama.cpp's server without logits_all answers a logprobs request with a 500 whose
+    # message says so: the checker asks again without, and from then on reads the word.
+    refusal = "logprobs is not supported for models created with logits_all=False"
+    openai_server.script(Reply(status=500, error=refusal), Reply("No"), Reply("Yes"))
+    checker = minicheck(openai_server)
+    first, second = checker.check([claim(TALL), claim(BUILT)])
+    assert (first.supported, second.supported) == (0.0, 1.0)
+    asked = [r.top_logprobs for r in openai_server.chat_requests()]
+    assert asked == [10, None, None]
+    assert checker.uses_logprobs is False
+
+
+def test_minicheck_another_error_is_not_taken_for_a_refusal(openai_server: OpenAIServer) -> None:
+    openai_server.script(Reply(status=500, error="out of memory"))
+    checker = minicheck(openai_server)
+    found = checker.check([claim(TALL)])
+    assert_not_checked(found, "out of memory")
+    assert checker.uses_logprobs is True
+
+
 @pytest.mark.parametrize("text", ["Maybe", "The", "I cannot tell"])
 def test_minicheck_an_answer_neither_yes_nor_no_is_not_checked(
     openai_server: OpenAIServer, text: str

@@ -148,6 +148,9 @@ class EndpointChecker:
         self.claims_per_call = per_call if protocol == "json" else 1
         self.concurrency = concurrency
         self.name = name or f"endpoint:{protocol}"
+        # Asked for until the server refuses them (llama.cpp's server without
+        # logits_all does, with an error); then the answer's first word is read.
+        self.uses_logprobs = protocol == "minicheck" and _gives_logprobs(self.llm)
 
     # -- the one implementation: plan calls, read answers ------------------------------
 
@@ -188,6 +191,8 @@ class EndpointChecker:
         try:
             response = self._complete(call)
         except Exception as exc:  # noqa: BLE001 - any fault: not checked, with the reason
+            if self._stop_logprobs(exc):
+                return self._run(call)
             return self._failed(call, exc)
         return self._read(call, response)
 
@@ -195,8 +200,17 @@ class EndpointChecker:
         try:
             response = await self._acomplete(call)
         except Exception as exc:  # noqa: BLE001 - any fault: not checked, with the reason
+            if self._stop_logprobs(exc):
+                return await self._arun(call)
             return self._failed(call, exc)
         return self._read(call, response)
+
+    def _stop_logprobs(self, exc: Exception) -> bool:
+        """Whether ``exc`` is the server refusing log-probabilities: then stop asking."""
+        if not self.uses_logprobs or "logprobs" not in str(exc).lower():
+            return False
+        self.uses_logprobs = False
+        return True
 
     def _failed(self, call: _Call, exc: Exception) -> list[ClaimJudgement]:
         reason = f"checker error: {quoted(exc, limit=200)}"
@@ -222,7 +236,7 @@ class EndpointChecker:
     def _options(self) -> dict[str, Any]:
         if self.protocol == "minicheck":
             options: dict[str, Any] = {"max_tokens": 1, "temperature": 0.0}
-            if _gives_logprobs(self.llm):
+            if self.uses_logprobs:
                 options["top_logprobs"] = 10
             return options
         return {"max_tokens": 120 * self.claims_per_call, "temperature": 0.0}
