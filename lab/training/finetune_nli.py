@@ -279,14 +279,14 @@ def train(args: argparse.Namespace) -> None:
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     total = max(1, args.planned_pairs // args.batch)
     warm = max(1, int(total * args.warmup_share))
-    # A shortened run decays linearly from where it was shortened to its new end; the
+    # A replanned run decays linearly from where it was replanned to its new end; the
     # change is kept in the checkpoint so that every later leg follows it.
-    shortened: dict[str, float] = {}
+    replanned: dict[str, float] = {}
 
     def lr_factor(s: int) -> float:
-        if shortened:
-            left = (shortened["end"] - s) / max(1.0, shortened["end"] - shortened["from_step"])
-            return shortened["factor"] * max(0.0, left)
+        if replanned:
+            left = (replanned["end"] - s) / max(1.0, replanned["end"] - replanned["from_step"])
+            return replanned["factor"] * max(0.0, left)
         return min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm)))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
@@ -309,16 +309,15 @@ def train(args: argparse.Namespace) -> None:
         np.random.set_state(ckpt["numpy_random"])
         torch.set_rng_state(ckpt["torch_random"])
         step, cpu_before, losses = ckpt["step"], ckpt["cpu_seconds"], ckpt["recent_losses"]
-        shortened.update(ckpt.get("shortened", {}))
-        _shorten(shortened, args, step, lr_factor(step))
-        log.info("resumed at step %d of %d (epoch %d)", step, _end(total, shortened), plan.epoch)
+        # "shortened": the key the first replanned legs wrote
+        replanned.update(ckpt.get("replanned", ckpt.get("shortened", {})))
+        _replan(replanned, args, step, lr_factor(step))
+        log.info("resumed at step %d of %d (epoch %d)", step, _end(total, replanned), plan.epoch)
     elif ckpt_file.exists():
         raise SystemExit(f"{run} already holds a checkpoint: pass --resume or another --run")
-    elif args.shorten_to_pairs:
-        raise SystemExit(
-            "--shorten-to-pairs shortens a resumed run; plan a new one with --planned-pairs"
-        )
-    end = _end(total, shortened)
+    elif args.replan_to_pairs:
+        raise SystemExit("--replan-to-pairs replans a resumed run; a new one takes --planned-pairs")
+    end = _end(total, replanned)
 
     stop = {"now": False}
 
@@ -344,7 +343,7 @@ def train(args: argparse.Namespace) -> None:
                 "torch_random": torch.get_rng_state(),
                 "step": step,
                 "planned_steps": total,
-                "shortened": dict(shortened),
+                "replanned": dict(replanned),
                 "batch": args.batch,
                 "cpu_seconds": cpu_before + time.process_time() - leg_cpu,
                 "recent_losses": losses[-200:],
@@ -408,26 +407,30 @@ def train(args: argparse.Namespace) -> None:
     log.info("leg ended at step %d of %d", step, end)
 
 
-def _end(total: int, shortened: dict[str, float]) -> int:
-    """The step the run ends at: as planned, or where it was shortened to."""
-    return int(shortened["end"]) if shortened else total
+def _end(total: int, replanned: dict[str, float]) -> int:
+    """The step the run ends at: as planned, or as replanned."""
+    return int(replanned["end"]) if replanned else total
 
 
-def _shorten(
-    shortened: dict[str, float], args: argparse.Namespace, step: int, factor: float
-) -> None:
-    """Apply ``--shorten-to-pairs`` to a resumed run (once; a second, different one is refused)."""
-    if not args.shorten_to_pairs:
+def _replan(planned: dict[str, float], args: argparse.Namespace, step: int, factor: float) -> None:
+    """Apply ``--replan-to-pairs`` to a resumed run: the rate decays from now to the new end.
+
+    Given again with the same end on a later resume, it changes nothing.
+    """
+    if not args.replan_to_pairs:
         return
-    end = args.shorten_to_pairs // args.batch
-    if shortened:
-        if int(shortened["end"]) != end:
-            raise SystemExit(f"the run was already shortened to {int(shortened['end'])} steps")
+    end = args.replan_to_pairs // args.batch
+    if planned and int(planned["end"]) == end:
         return
-    if not step < end < args.planned_pairs // args.batch:
-        raise SystemExit(f"--shorten-to-pairs must end after step {step} and before the plan's end")
-    shortened.update({"end": float(end), "from_step": float(step), "factor": factor})
-    log.info("shortened: from step %d the rate decays to 0 at step %d", step, end)
+    if end <= step:
+        raise SystemExit(f"--replan-to-pairs must end after step {step}")
+    planned.update({"end": float(end), "from_step": float(step), "factor": factor})
+    log.info(
+        "replanned: from step %d the rate decays from %.3g of its peak to 0 at step %d",
+        step,
+        factor,
+        end,
+    )
 
 
 # ---------------------------------------------------------------- export
@@ -458,7 +461,7 @@ def export(args: argparse.Namespace) -> None:
     metrics = {
         "steps": ckpt["step"],
         "planned_steps": ckpt["planned_steps"],
-        "shortened": ckpt.get("shortened", {}),
+        "replanned": ckpt.get("replanned", ckpt.get("shortened", {})),
         "pairs": ckpt["step"] * ckpt["batch"],
         "cpu_seconds": round(ckpt["cpu_seconds"]),
         "args": ckpt["args"],
@@ -483,10 +486,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     tr.add_argument("--resume", action="store_true")
     tr.add_argument("--planned-pairs", type=int, default=400_000)
     tr.add_argument(
-        "--shorten-to-pairs",
+        "--replan-to-pairs",
         type=int,
         default=0,
-        help="with --resume: end the run at this many pairs, the rate decaying there from now",
+        help="with --resume: end the run at this many pairs (earlier or later than planned), "
+        "the rate decaying there from where it stands",
     )
     tr.add_argument("--batch", type=int, default=32)
     tr.add_argument("--lr", type=float, default=4e-5)

@@ -9,12 +9,13 @@
 set -euo pipefail
 RUN=${RUN:-runs/nli49}
 OUT=${OUT:-$RUN/judge}
+BRANCH=${BRANCH:-$RUN/branch}
 OLD=lab/records/claim_check/signals.jsonl
 mkdir -p "$OUT"
-[ -f "$RUN/branch/model.safetensors" ] || python -m lab.training.finetune_nli export --run "$RUN" --out "$RUN/branch"
+[ -f "$BRANCH/model.safetensors" ] || python -m lab.training.finetune_nli export --run "$RUN" --out "$BRANCH"
 for set in faithjudge_train_heldout ragtruth_train_heldout ragtruth_dev_select attributionbench faithjudge_select; do
   [ -s "$OUT/$set.jsonl" ] || python -m lab.training.claim_fit signals --set "$set" \
-      --branch "$RUN/branch" --reuse-detector "$OLD" --out "$OUT/$set.jsonl" > "$OUT/$set.log"
+      --branch "$BRANCH" --reuse-detector "$OLD" --out "$OUT/$set.jsonl" > "$OUT/$set.log"
 done
 rm -rf "$OUT/detector" && cp -r core/_bundled/detector "$OUT/detector"
 python -m lab.training.claim_fit fit "$OUT/faithjudge_train_heldout.jsonl" \
@@ -24,7 +25,7 @@ SELECT=("$OUT/ragtruth_dev_select.jsonl" "$OUT/faithjudge_select.jsonl" "$OUT/at
 { echo "# default (detector alone)"; python -m lab.training.claim_fit measure "${SELECT[@]}" --map 1 0 0
   echo "# candidate (a=$A b=$B c=$C)"; python -m lab.training.claim_fit measure "${SELECT[@]}" --map "$A" "$B" "$C"
 } | tee "$OUT/measure.txt"
-cp "$RUN/branch/model.safetensors" core/_bundled/nli/model.safetensors
+cp "$BRANCH/model.safetensors" core/_bundled/nli/model.safetensors
 trap 'git checkout -- core/_bundled/nli' EXIT
 # The detector copy read as the bundled one is (evidence strategy, calibrated score): a
 # folder name alone would get the window scan and the plain aggregation.
