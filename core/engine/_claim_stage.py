@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._decision import detected_at, flagged
+from .._quoting import quoted
 from .._types import DetectionResult, DetectionStatus, HallucinationSpan, NLILabel
 from ..models.claims import Claim, ClaimChecker, ClaimJudgement, not_checked
 from ..models.claims._contract import check_claims
@@ -99,7 +100,8 @@ def _judge(checker: ClaimChecker, name: str, claims: list[Claim]) -> list[ClaimJ
     try:
         return check_claims(checker, claims)
     except Exception as exc:  # noqa: BLE001 - a broken checker judges nothing
-        reason = f"checker error: {type(exc).__name__}: {exc}"[:300]
+        # quoted: a message may carry a URL with credentials, or characters that hide
+        reason = f"checker error: {type(exc).__name__}: {quoted(exc, limit=240)}"
         return [not_checked(c, name, reason) for c in claims]
 
 
