@@ -41,8 +41,11 @@ inputs = [DetectionInput.create(context=i["context"], question=i["question"], an
 for name, folder in (("default", None), ("candidate", str(out / "detector"))):
     options = {} if folder is None else {"strategy": "evidence", "aggregation": "calibrated"}
     detector = load_detector(folder, **options)
-    scores = [r.score for r in detector.detect_batch(inputs)]
+    raw = [r.score for r in detector.detect_batch(inputs)]
+    # not checked (no score): counted as not flagged, and counted apart
+    scores = [0.0 if s is None else s for s in raw]
     report = summarise(items, scores, 0.5)
+    report["not_checked"] = sum(s is None for s in raw)
     (out / f"phenomena_{name}.json").write_text(json.dumps(report, indent=1))
     groups = report["groups"]
     wrong = ("negation", "boolean", "quantifier", "comparative", "negation_flip", "swapped_roles", "restated_number")
@@ -51,6 +54,6 @@ for name, folder in (("default", None), ("candidate", str(out / "detector"))):
     n_wrong = sum(groups[g]["wrong"] for g in wrong if g in groups)
     flagged = sum(groups[g]["flagged"] * groups[g]["supported"] for g in right if groups.get(g, {}).get("supported"))
     n_right = sum(groups[g]["supported"] for g in right if g in groups)
-    print(name, "auroc", report["auroc"], "all caught", groups["all"]["caught"], "all flagged", groups["all"]["flagged"],
+    print(name, "not checked", report["not_checked"], "auroc", report["auroc"], "all caught", groups["all"]["caught"], "all flagged", groups["all"]["flagged"],
           "rule-4 wrong caught", round(caught / n_wrong, 3), "rule-4 supported flagged", round(flagged / n_right, 3))
 PY
