@@ -128,6 +128,17 @@ class CountingDetector:
         return self.inner.detect_batch(inputs)
 
 
+class SupportsEveryClaim:
+    """A claim checker that calls every claim supported (a stand-in for the contract)."""
+
+    name = "supports-every-claim"
+
+    def check(self, claims: Any) -> list[Any]:
+        from truthlens_integrations.core.models.claims import judged
+
+        return [judged(c, self.name, 1.0) for c in claims]
+
+
 def option_samples(
     detector: Detector, *, nli: Any, fact_checker: Any, llm: Callable[[], Any], retriever: Any
 ) -> dict[str, Any]:
@@ -140,6 +151,7 @@ def option_samples(
         "detector": detector,
         "nli": nli,
         "fact_checker": fact_checker,
+        "claim_checker": SupportsEveryClaim(),
         "metrics": Metrics(enabled=False),
         "tracer": Tracer(enabled=False),
         "domain_classifier": LexiconDomainClassifier({"tech": ("python",)}),
