@@ -310,9 +310,16 @@ class BaseLLM:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        top_logprobs: int | None = None,
     ) -> LLMResponse:
-        """Generate a reply. See :meth:`LLM.complete`; also accepts a bare prompt string."""
-        return self._complete(validated_request(messages, max_tokens, temperature, stop))
+        """Generate a reply. See :meth:`LLM.complete`; also accepts a bare prompt string.
+
+        ``top_logprobs`` (1-20) also asks for the first token's most likely alternatives
+        (``LLMResponse.first_token_logprobs``); a backend that cannot give them (or a
+        server that does not) leaves that ``None``.
+        """
+        request = validated_request(messages, max_tokens, temperature, stop, top_logprobs)
+        return self._complete(request)
 
     async def acomplete(
         self,
@@ -321,9 +328,11 @@ class BaseLLM:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
+        top_logprobs: int | None = None,
     ) -> LLMResponse:
         """Async version of :meth:`complete`."""
-        return await self._acomplete(validated_request(messages, max_tokens, temperature, stop))
+        request = validated_request(messages, max_tokens, temperature, stop, top_logprobs)
+        return await self._acomplete(request)
 
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         raise NotImplementedError
@@ -340,14 +349,22 @@ def validated_request(
     max_tokens: int | None,
     temperature: float | None,
     stop: Sequence[str] | None,
+    top_logprobs: int | None = None,
 ) -> CompletionRequest:
     """Validate one call's arguments into the request a backend sees."""
     _check_params(max_tokens, temperature)
+    if top_logprobs is not None:
+        whole = isinstance(top_logprobs, int) and not isinstance(top_logprobs, bool)
+        if not whole or not 1 <= top_logprobs <= 20:
+            raise InvalidInputError(
+                f"top_logprobs must be a whole number from 1 to 20, got {top_logprobs!r}"
+            )
     return CompletionRequest(
         messages=to_messages(messages),
         max_tokens=max_tokens,
         temperature=temperature,
         stop=list(stop) if stop else None,
+        top_logprobs=top_logprobs,
     )
 
 

@@ -28,14 +28,12 @@ request, unknown model).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import math
 import os
 import time
 import weakref
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,10 +44,8 @@ from ._base import (
     BaseLLM,
     CompletionRequest,
     LLMResponse,
-    MessagesInput,
     TokenUsage,
     ensure_text,
-    validated_request,
 )
 from ._retry import RetryPolicy, attempts_made, log_retry_with_message
 
@@ -201,41 +197,6 @@ class OpenAICompatibleLLM(BaseLLM):
         return kwargs
 
     # -- calls -----------------------------------------------------------------------
-
-    def complete(
-        self,
-        messages: MessagesInput,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        top_logprobs: int | None = None,
-    ) -> LLMResponse:
-        """Generate a reply (see :meth:`LLM.complete`).
-
-        Args:
-            messages: A prompt, or the conversation, oldest first.
-            max_tokens: Upper bound on generated tokens.
-            temperature: Sampling temperature.
-            stop: Strings that end the generation.
-            top_logprobs: Also return the most likely first tokens with their
-                log-probabilities (1-20), in ``first_token_logprobs``; a server that
-                does not give them leaves it ``None``.
-        """
-        return self._complete(_with_logprobs(messages, max_tokens, temperature, stop, top_logprobs))
-
-    async def acomplete(
-        self,
-        messages: MessagesInput,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        stop: Sequence[str] | None = None,
-        top_logprobs: int | None = None,
-    ) -> LLMResponse:
-        """Async version of :meth:`complete`."""
-        request = _with_logprobs(messages, max_tokens, temperature, stop, top_logprobs)
-        return await self._acomplete(request)
 
     def _complete(self, request: CompletionRequest) -> LLMResponse:
         from tenacity import Retrying
@@ -557,25 +518,6 @@ def _id_problem(ident: object) -> str | None:
     if ident != ident.strip() or not printable(ident):
         return "holds spaces at its ends or characters that do not print"
     return None
-
-
-def _with_logprobs(
-    messages: MessagesInput,
-    max_tokens: int | None,
-    temperature: float | None,
-    stop: Sequence[str] | None,
-    top_logprobs: int | None,
-) -> CompletionRequest:
-    """The checked request, asking for ``top_logprobs`` first tokens where given."""
-    request = validated_request(messages, max_tokens, temperature, stop)
-    if top_logprobs is None:
-        return request
-    whole = isinstance(top_logprobs, int) and not isinstance(top_logprobs, bool)
-    if not whole or not 1 <= top_logprobs <= 20:
-        raise InvalidInputError(
-            f"top_logprobs must be a whole number from 1 to 20, got {top_logprobs!r}"
-        )
-    return dataclasses.replace(request, top_logprobs=top_logprobs)
 
 
 def _first_token_logprobs(choice: Any) -> dict[str, float] | None:
