@@ -116,7 +116,7 @@ def _original(row: dict[str, object]) -> str:
     return original
 
 
-@pytest.mark.parametrize(("path", "want"), zip(COMMITTED, ("train", "heldout"), strict=True))
+@pytest.mark.parametrize(("path", "want"), list(zip(COMMITTED, ("train", "heldout"), strict=True)))
 def test_committed_contexts_come_from_their_own_part(path: Path, want: str) -> None:
     # realdata holds out the same contexts, so the held-out benchmarks stay unseen
     for row in _rows(path):
