@@ -15,12 +15,13 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from .._checker_kinds import checker_kind
 from .._errors import ConfigError, ModelNotAvailableError
 from .._types import DetectionConfig
 from ..models import Detector, FactCheckClassifier, NLIExplainer, load_detector
 from ..models._service import ServiceClient, shared_client
 from ..models.claims import ClaimChecker
-from ..models.claims._registry import checker_kind, load_checker
+from ..models.claims._registry import load_checker
 from ..models.classifier import (
     BundledFactCheckAdapter,
     RemoteFactCheckClassifier,

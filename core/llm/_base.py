@@ -302,6 +302,8 @@ class BaseLLM:
 
     name: str = "llm"
     model: str = "unknown"
+    #: Whether ``top_logprobs`` can be answered (a backend that cannot leaves it ``None``).
+    gives_logprobs: bool = False
 
     def complete(
         self,

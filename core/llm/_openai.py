@@ -97,6 +97,7 @@ class OpenAICompatibleLLM(BaseLLM):
     """
 
     name = "openai-compatible"
+    gives_logprobs = True
 
     def __init__(
         self,

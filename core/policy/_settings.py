@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationError, model_validator
 
+from .._checker_kinds import CHECKER_OPTIONS, checker_kind
 from .._decision import Action
 from .._language import DEFAULT_LANGUAGES, Languages, check_languages
 from .._scoring import optimal_threshold
@@ -131,19 +132,16 @@ class PremiumSettings(StrictModel):
 ClaimCheckWhen = Literal["uncertain", "flagged", "always"]
 
 
-def _is_endpoint(checker: str) -> bool:
-    return checker.startswith(("http://", "https://"))
-
-
 class ClaimCheckSettings(StrictModel):
     """The ``claim_check:`` block: a claim checker behind the detector, in a cascade.
 
     Attributes:
         checker: ``bundled`` (the bundled entailment branch), a model folder or a hub id
-            (a sequence classifier: MiniCheck, FactCG, an NLI cross-encoder, HHEM), or
-            the URL of an OpenAI-compatible server (``http://localhost:11434/v1``).
-        protocol: For a server: ``minicheck`` (Document / Claim, Yes or No) or ``json``
-            (a judge's verdict and quote per claim).
+            (a sequence classifier: MiniCheck, FactCG, an NLI cross-encoder, HHEM), the
+            URL of an OpenAI-compatible server (``http://localhost:11434/v1``), or a
+            ``.gguf`` file run in this process (the ``llama-cpp`` extra).
+        protocol: For a server or a GGUF file: ``minicheck`` (Document / Claim, Yes or
+            No) or ``json`` (a judge's verdict and quote per claim).
         model: For a server: the model to ask; unset, the server's only model.
         supported_label: For a sequence classifier whose labels do not say which class
             means supported (``LABEL_0`` / ``LABEL_1``): that class's index or name.
@@ -177,12 +175,13 @@ class ClaimCheckSettings(StrictModel):
             raise ValueError(f"band must be [low, high] with low < high, got [{low}, {high}]")
         if "band" in self.model_fields_set and self.when != "uncertain":
             raise ValueError(f"band applies to when: uncertain, not when: {self.when}")
-        endpoint = _is_endpoint(self.checker)
-        wrong = ["supported_label", "trust_remote_code"] if endpoint else ["protocol", "model"]
-        given = [name for name in wrong if name in self.model_fields_set]
+        kind = checker_kind(self.checker)
+        options = ("protocol", "model", "timeout_s", "supported_label", "trust_remote_code")
+        allowed = CHECKER_OPTIONS[kind]
+        given = [n for n in options if n in self.model_fields_set and n not in allowed]
         if given:
-            kind = "a server URL" if endpoint else f"checker {self.checker!r} (not a server URL)"
-            raise ValueError(f"{', '.join(given)} do(es) not apply to {kind}")
+            named = f"checker {self.checker!r} (a {kind} checker)"
+            raise ValueError(f"{', '.join(given)} do(es) not apply to {named}")
         return self
 
 

@@ -93,14 +93,14 @@ class EndpointChecker:
             only: ``minicheck`` reads one claim per call).
         concurrency: Calls in flight at once on the async path.
         name: What verdicts call this checker.
+        evidence_sentences: Context sentences read per claim. A model in this process
+            reads more: claims with the same document share its evaluated prefix.
 
     Raises:
         InvalidArgumentError: For ``llm`` with a server option (``base_url``, ``model``,
             ``api_key``, ``timeout``, ``max_attempts``), ``claims_per_call`` with
             ``minicheck``, or a number out of range.
     """
-
-    evidence_sentences = 8
 
     def __init__(
         self,
@@ -117,6 +117,7 @@ class EndpointChecker:
         claims_per_call: int | None = None,
         concurrency: int = 4,
         name: str | None = None,
+        evidence_sentences: int = 8,
     ) -> None:
         _refuse_misfits(
             protocol, claims_per_call, llm, base_url, model, api_key, timeout, max_attempts
@@ -148,6 +149,7 @@ class EndpointChecker:
         self.claims_per_call = per_call if protocol == "json" else 1
         self.concurrency = concurrency
         self.name = name or f"endpoint:{protocol}"
+        self.evidence_sentences = evidence_sentences
         # Asked for until the server refuses them (llama.cpp's server without
         # logits_all does, with an error); then the answer's first word is read.
         self.uses_logprobs = protocol == "minicheck" and _gives_logprobs(self.llm)
@@ -385,9 +387,7 @@ def _packed(claims: list[Claim], per_call: int, max_chars: int) -> list[list[Cla
 
 
 def _gives_logprobs(llm: object) -> bool:
-    from ...llm import OpenAICompatibleLLM
-
-    return isinstance(llm, OpenAICompatibleLLM)
+    return getattr(llm, "gives_logprobs", False) is True
 
 
 def _p_yes(logprobs: dict[str, float] | None) -> float | None:

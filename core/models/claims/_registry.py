@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+from ..._checker_kinds import CHECKER_OPTIONS, checker_kind
 from ..._errors import InvalidArgumentError
 from ._contract import ClaimChecker
 
-__all__ = ["CHECKER_KINDS", "CheckerKind", "checker_kind", "load_checker"]
+__all__ = ["CHECKER_KINDS", "CheckerKind", "load_checker"]
 
 
 def _bundled(name: str, options: Mapping[str, Any]) -> ClaimChecker:
@@ -31,6 +33,20 @@ def _endpoint(name: str, options: Mapping[str, Any]) -> ClaimChecker:
         model=options.get("model"),
         protocol=options.get("protocol") or "minicheck",
         timeout=options.get("timeout_s"),
+    )
+
+
+def _gguf(name: str, options: Mapping[str, Any]) -> ClaimChecker:
+    from ...llm import LlamaCppLLM
+    from ._endpoint import EndpointChecker
+
+    # The whole context as one document (up to 40 sentences): every claim of an answer
+    # then shares its evaluated prefix in llama.cpp.
+    return EndpointChecker(
+        llm=LlamaCppLLM(name),
+        protocol=options.get("protocol") or "minicheck",
+        name=f"gguf:{Path(name).name}",
+        evidence_sentences=40,
     )
 
 
@@ -61,21 +77,11 @@ class CheckerKind:
 
 #: Every kind of claim checker, by the kind :func:`checker_kind` reads from its name.
 CHECKER_KINDS: dict[str, CheckerKind] = {
-    "bundled": CheckerKind(_bundled, runs_model=True, options=frozenset()),
-    "endpoint": CheckerKind(
-        _endpoint, runs_model=False, options=frozenset({"protocol", "model", "timeout_s"})
-    ),
-    "sequence": CheckerKind(
-        _sequence, runs_model=True, options=frozenset({"supported_label", "trust_remote_code"})
-    ),
+    "bundled": CheckerKind(_bundled, runs_model=True, options=CHECKER_OPTIONS["bundled"]),
+    "endpoint": CheckerKind(_endpoint, runs_model=False, options=CHECKER_OPTIONS["endpoint"]),
+    "gguf": CheckerKind(_gguf, runs_model=True, options=CHECKER_OPTIONS["gguf"]),
+    "sequence": CheckerKind(_sequence, runs_model=True, options=CHECKER_OPTIONS["sequence"]),
 }
-
-
-def checker_kind(checker: str) -> str:
-    """The kind a checker's name says: ``bundled``, ``endpoint`` (a URL) or ``sequence``."""
-    if checker == "bundled":
-        return "bundled"
-    return "endpoint" if checker.startswith(("http://", "https://")) else "sequence"
 
 
 def load_checker(
