@@ -71,10 +71,19 @@ def _items(name: str, limit: int | None) -> list[dict[str, Any]]:
     return items
 
 
+def _lines(file: Path) -> list[dict[str, Any]]:
+    """The rows of a file; a last line cut short by a stopped run is left out (and redone)."""
+    rows = []
+    for line in file.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
 def _done(out: Path) -> set[str]:
-    if not out.is_file():
-        return set()
-    return {json.loads(line)["id"] for line in out.read_text().splitlines() if line}
+    return {row["id"] for row in _lines(out)} if out.is_file() else set()
 
 
 def run(args: argparse.Namespace) -> None:
@@ -187,9 +196,7 @@ def _figures(rows: Sequence[dict[str, Any]], scores: Sequence[Any]) -> dict[str,
 
 def _rows(name: str, protocol: str) -> list[dict[str, Any]]:
     file = ROWS / f"{name}.{protocol}.jsonl"
-    if not file.is_file():
-        return []
-    return [json.loads(line) for line in file.read_text().splitlines() if line]
+    return _lines(file) if file.is_file() else []
 
 
 def report(args: argparse.Namespace) -> None:

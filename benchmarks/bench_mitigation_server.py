@@ -100,10 +100,21 @@ def _items(limit: int) -> list[dict[str, Any]]:
     return held[:limit]
 
 
-def _done() -> set[tuple[str, str]]:
+def _lines() -> list[dict[str, Any]]:
+    """The rows so far; a last line cut short by a stopped run is left out (and redone)."""
     if not ROWS.is_file():
-        return set()
-    return {(r["id"], r["arm"]) for r in map(json.loads, ROWS.read_text().splitlines()) if r}
+        return []
+    rows = []
+    for line in ROWS.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _done() -> set[tuple[str, str]]:
+    return {(r["id"], r["arm"]) for r in _lines()}
 
 
 def _write(row: dict[str, Any]) -> None:
@@ -202,9 +213,8 @@ def run(args: argparse.Namespace) -> None:
 
 def _natural(it: dict[str, Any], qwen: Any, done: set[tuple[str, str]]) -> str:
     """Qwen's own answer (written once: the ``answer`` row)."""
-    if ROWS.is_file() and (it["id"], "answer") in done:
-        for line in ROWS.read_text().splitlines():
-            row = json.loads(line)
+    if (it["id"], "answer") in done:
+        for row in _lines():
             if row["id"] == it["id"] and row["arm"] == "answer":
                 return str(row["final"])
     started = time.perf_counter()
@@ -284,7 +294,7 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
 
 
 def report() -> None:
-    rows = [json.loads(line) for line in ROWS.read_text().splitlines() if line]
+    rows = _lines()
     by_arm: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         by_arm.setdefault(r["arm"], {})[r["id"]] = r
