@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._llama_server import LlamaServer, qwen_gguf  # noqa: E402
+from benchmarks._rows import append_row, read_rows  # noqa: E402
 
 ROWS = ROOT / "benchmarks" / "results" / "claim_checkers"
 SUITE = ROOT / "lab" / "records" / "phenomena" / "suite.jsonl"
@@ -71,19 +72,8 @@ def _items(name: str, limit: int | None) -> list[dict[str, Any]]:
     return items
 
 
-def _lines(file: Path) -> list[dict[str, Any]]:
-    """The rows of a file; a last line cut short by a stopped run is left out (and redone)."""
-    rows = []
-    for line in file.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
 def _done(out: Path) -> set[str]:
-    return {row["id"] for row in _lines(out)} if out.is_file() else set()
+    return {row["id"] for row in read_rows(out)}
 
 
 def run(args: argparse.Namespace) -> None:
@@ -122,8 +112,7 @@ def run(args: argparse.Namespace) -> None:
                 "context_chars": sum(len(c) for c in data.context),
                 "claims": [_judge(checker, claim) for claim in claims],
             }
-            with out.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(row) + "\n")
+            append_row(out, row)
             print(f"{it['id']}: {len(claims)} claims", flush=True)
 
 
@@ -196,7 +185,7 @@ def _figures(rows: Sequence[dict[str, Any]], scores: Sequence[Any]) -> dict[str,
 
 def _rows(name: str, protocol: str) -> list[dict[str, Any]]:
     file = ROWS / f"{name}.{protocol}.jsonl"
-    return _lines(file) if file.is_file() else []
+    return read_rows(file)
 
 
 def report(args: argparse.Namespace) -> None:

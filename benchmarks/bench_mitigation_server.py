@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._llama_server import LlamaServer, qwen_gguf, smollm2_gguf  # noqa: E402
+from benchmarks._rows import append_row, read_rows  # noqa: E402
 
 ROWS = ROOT / "benchmarks" / "results" / "mitigation_server.jsonl"
 MODES = ("lightweight", "standard", "premium", "reference")
@@ -100,27 +101,8 @@ def _items(limit: int) -> list[dict[str, Any]]:
     return held[:limit]
 
 
-def _lines() -> list[dict[str, Any]]:
-    """The rows so far; a last line cut short by a stopped run is left out (and redone)."""
-    if not ROWS.is_file():
-        return []
-    rows = []
-    for line in ROWS.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
 def _done() -> set[tuple[str, str]]:
-    return {(r["id"], r["arm"]) for r in _lines()}
-
-
-def _write(row: dict[str, Any]) -> None:
-    ROWS.parent.mkdir(parents=True, exist_ok=True)
-    with ROWS.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row) + "\n")
+    return {(r["id"], r["arm"]) for r in read_rows(ROWS)}
 
 
 def _lexical_index(passages: list[str]) -> Any:
@@ -202,25 +184,25 @@ def run(args: argparse.Namespace) -> None:
                         row = _guarded(
                             it, answer, guards[mode], tools.get(mode, {}), it["knowledge"]
                         )
-                    _write({"id": it["id"], "arm": arm, **row})
+                    append_row(ROWS, {"id": it["id"], "arm": arm, **row})
             if (it["id"], "retrieval") not in done:
                 other = items[(items.index(it) + len(items) // 2) % len(items)]["knowledge"]
                 tool = {"llm": qwen, "retriever": index}
                 row = _guarded(it, natural, guards["standard"], tool, other)
-                _write({"id": it["id"], "arm": "retrieval", **row})
+                append_row(ROWS, {"id": it["id"], "arm": "retrieval", **row})
             print(f"{n}/{len(items)} {it['id']}", flush=True)
 
 
 def _natural(it: dict[str, Any], qwen: Any, done: set[tuple[str, str]]) -> str:
     """Qwen's own answer (written once: the ``answer`` row)."""
     if (it["id"], "answer") in done:
-        for row in _lines():
+        for row in read_rows(ROWS):
             if row["id"] == it["id"] and row["arm"] == "answer":
                 return str(row["final"])
     started = time.perf_counter()
     reply = qwen.complete(_ANSWER.format(context=it["knowledge"], question=it["question"]))
     row = _measured(it, reply.text.strip(), calls=1, tokens=_tokens(reply), started=started)
-    _write({"id": it["id"], "arm": "answer", **row})
+    append_row(ROWS, {"id": it["id"], "arm": "answer", **row})
     done.add((it["id"], "answer"))
     return reply.text.strip()
 
@@ -294,7 +276,7 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
 
 
 def report() -> None:
-    rows = _lines()
+    rows = read_rows(ROWS)
     by_arm: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         by_arm.setdefault(r["arm"], {})[r["id"]] = r
