@@ -230,6 +230,8 @@ def test_aguard_reads_the_same() -> None:
     [
         ({"checker": "bundled", "protocol": "json"}, "protocol"),
         ({"checker": "http://127.0.0.1:8080/v1", "trust_remote_code": True}, "trust_remote_code"),
+        ({"checker": "/models/judge.gguf", "model": "judge"}, "a gguf checker"),
+        ({"checker": "org/minicheck", "timeout_s": 5.0}, "a sequence checker"),
         ({"band": [0.6, 0.4]}, "low < high"),
         ({"when": "always", "band": [0.1, 0.9]}, "band applies"),
         ({"when": "sometimes"}, "when"),
