@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import random
 import statistics
@@ -132,11 +131,6 @@ def _judge(checker: Any, claim: Any) -> dict[str, Any]:
 # -- the report ---------------------------------------------------------------------------
 
 
-def _logit(p: float) -> float:
-    p = min(0.99, max(0.01, p))
-    return math.log(p / (1 - p))
-
-
 def cascade(row: dict[str, Any], band: tuple[float, float], weight: float, bias: float) -> Any:
     """The row's score under the cascade; ``None`` when it ends up not checked."""
     score = row["score"]
@@ -153,8 +147,9 @@ def combined(row: dict[str, Any], score: float, weight: float, bias: float) -> A
     judged = [c["supported"] for c in row["claims"] if c["supported"] is not None]
     if not judged:
         return None if row["claims"] else score
-    z = _logit(score) + weight * _logit(1 - min(judged)) + bias
-    value = 1 / (1 + math.exp(-z))
+    from truthlens_integrations._lab_api import combined_score
+
+    value = combined_score(score, min(judged), weight, bias)
     if len(judged) < len(row["claims"]) and value < 0.5:
         return None  # a claim not judged, and what was judged does not flag it
     return value

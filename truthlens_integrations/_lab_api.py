@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from truthlens_integrations.core.engine import (
         _injection_patterns as injection_patterns_module,
     )
+    from truthlens_integrations.core.engine._claim_stage import combined_score
     from truthlens_integrations.core.engine._injection import find_instructions
     from truthlens_integrations.core.engine._premise import answer_sentence
     from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
@@ -170,6 +171,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "words": (f"{_CORE}._text", "words"),
     "answer_sentence": (f"{_CORE}.engine._premise", "answer_sentence"),
     "answer_claims": (f"{_CORE}.models.claims._extract", "answer_claims"),
+    "combined_score": (f"{_CORE}.engine._claim_stage", "combined_score"),
     # the instruction filter and the languages the detector reads
     "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
     "injection_module": (f"{_CORE}.engine._injection", None),
@@ -296,6 +298,7 @@ __all__ = [
     "choose_evidence",
     "claim_logits",
     "clear_local_llm_cache",
+    "combined_score",
     "conflict_marks",
     "content_words",
     "default_data_dir",

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._calibration._signals import logit
 from .._decision import detected_at, flagged
 from .._quoting import quoted
 from .._types import DetectionResult, DetectionStatus, HallucinationSpan, NLILabel
@@ -35,7 +36,13 @@ from ..policy._settings import ClaimCheckSettings
 from ._stages import Item, model_name
 from ._verdict import SEVERITY, ClaimCheckReport
 
-__all__ = ["ClaimStage", "run_claim_check", "settle_claim_check", "wants_claim_check"]
+__all__ = [
+    "ClaimStage",
+    "combined_score",
+    "run_claim_check",
+    "settle_claim_check",
+    "wants_claim_check",
+]
 
 # A probability is read as a logit inside these bounds: a checker that answers only
 # Yes or No (probability 1 or 0) moves the score by a bounded amount.
@@ -155,12 +162,20 @@ def _rescored(
     detection: DetectionResult, worst: float, settings: ClaimCheckSettings, threshold: float
 ) -> DetectionResult:
     """The detector's result with the combined score, decided at the route's threshold."""
-    claim = _logit(1.0 - worst)
-    z = _logit(detection.score or 0.0) + settings.weight * claim + settings.bias
-    score = 1.0 / (1.0 + math.exp(-z))
+    score = combined_score(detection.score or 0.0, worst, settings.weight, settings.bias)
     return detection.model_copy(
         update={"score": score, "threshold": threshold, "detected": score >= threshold}
     )
+
+
+def combined_score(score: float, worst: float, weight: float, bias: float) -> float:
+    """The response map's ``claim`` term added to the detector's score.
+
+    ``sigmoid(logit(score) + weight * logit(1 - worst) + bias)``, where ``worst`` is the
+    least supported claim's probability of support.
+    """
+    z = _logit(score) + weight * _logit(1.0 - worst) + bias
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 def _not_judged(
@@ -203,5 +218,4 @@ def _overlaps(span: HallucinationSpan, kept: Sequence[HallucinationSpan]) -> boo
 
 
 def _logit(p: float) -> float:
-    p = min(1.0 - _P_FLOOR, max(_P_FLOOR, p))
-    return math.log(p / (1.0 - p))
+    return logit(min(1.0 - _P_FLOOR, max(_P_FLOOR, p)))
