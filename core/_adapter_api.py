@@ -32,6 +32,7 @@ from ._text import content_words, split_sentences
 
 if TYPE_CHECKING:
     from ._arguments import reject_unknown
+    from ._calibration._claim import combined_score, fit_claim_weight
     from ._calibration._file import (
         CALIBRATION_FORMAT,
         CalibrationFile,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from ._decision import NOT_CHECKED_WORDS
     from .engine._blocked import EngineBlocking, OnBlock, verdict_of, verdict_payload
     from .engine._build import engine_from
+    from .engine._models import load_claim_checker
     from .engine._options import POLICY_KNOB_NAMES, split_options
     from .engine._tools import GuardCall, GuardTools, arun_guard, run_guard
     from .engine._verdict import REDACTED, Verdict, redact_verdict
@@ -52,11 +54,13 @@ if TYPE_CHECKING:
     from .mitigation._prompts import build_refine_messages, defuse, format_documents, mark_spans
     from .mitigation._text import numbers
     from .models._loading import export_onnx
+    from .models.claims._reading import ClaimReading, read_claims
     from .models.detection._base import covered
     from .models.detection._factory import runs_model
     from .models.detection._lexical import lexical_nli
     from .models.detection._rescore import RouteCalibration, answer_signals, rescore
     from .observability._logging import log_event
+    from .policy._config import fitted_cascade, read_fitted_claim_check
     from .policy._fields import Precision
     from .policy._service import ReplicaKwargs, ServiceKwargs
 
@@ -107,6 +111,14 @@ _LAZY = {
     "load_calibration_file": "_calibration._planted",
     "fit_response_map": "_calibration._fit",
     "threshold_for": "_calibration._fit",
+    # a claim checker in the cascade, fitted and measured outside a request
+    "combined_score": "_calibration._claim",
+    "fit_claim_weight": "_calibration._claim",
+    "load_claim_checker": "engine._models",
+    "ClaimReading": "models.claims._reading",
+    "read_claims": "models.claims._reading",
+    "fitted_cascade": "policy._config",
+    "read_fitted_claim_check": "policy._config",
     "RouteCalibration": "models.detection._rescore",
     "rescore": "models.detection._rescore",
     "answer_signals": "models.detection._rescore",
@@ -134,6 +146,7 @@ __all__ = [
     "POLICY_KNOB_NAMES",
     "REDACTED",
     "CalibrationFile",
+    "ClaimReading",
     "EngineBlocking",
     "GuardCall",
     "GuardTools",
@@ -154,6 +167,7 @@ __all__ = [
     "check_flags_planted_file",
     "check_input_sizes",
     "check_request_tokens",
+    "combined_score",
     "content_words",
     "covered",
     "defuse",
@@ -161,15 +175,20 @@ __all__ = [
     "ensure_text",
     "export_onnx",
     "fallback_query",
+    "fit_claim_weight",
     "fit_response_map",
+    "fitted_cascade",
     "format_documents",
     "lazy_attributes",
     "lexical_nli",
     "load_calibration_file",
+    "load_claim_checker",
     "loads_strict",
     "log_event",
     "mark_spans",
     "numbers",
+    "read_claims",
+    "read_fitted_claim_check",
     "readable_chars",
     "redact_verdict",
     "register_llm_wrapper",

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._claim_fit import ClaimCheckFit, fit_cascade, load_claim_check
+
 __all__ = ["add_calibrate_parser", "calibrate", "run_calibrate_command"]
 
 #: Below this many checked answers of a label the fit still runs (from 2), with a
@@ -51,6 +53,12 @@ def add_calibrate_parser(subparsers: Any) -> None:
         default=os.environ.get("TRUTHLENS_MODEL", "bundled"),
         help="'bundled' (default), a model folder or a hub id",
     )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a policy file whose hallucination.claim_check block names a claim checker: "
+        "fit the checker's weight in the cascade too, and the threshold on the cascade's score",
+    )
     p.add_argument("--device", help="cpu, cuda, mps (default: best available)")
     p.add_argument("--batch-size", type=int, default=16, help="answers per detector call")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -67,6 +75,7 @@ def calibrate(
     batch_size: int = 16,
     progress: bool = False,
     names: Sequence[str] | None = None,
+    claim_check: ClaimCheckFit | None = None,
 ) -> dict[str, Any]:
     """Fit a calibration file's contents from labelled examples.
 
@@ -79,6 +88,8 @@ def calibrate(
         batch_size: Answers per detector call.
         progress: Show a progress bar.
         names: How messages name each example (``file:line``; by default its id).
+        claim_check: A claim checker and the policy's ``claim_check`` block: the file then
+            holds its fitted weight, and the cascade's threshold.
 
     Returns:
         The file's JSON object (validated by :class:`CalibrationFile` when read).
@@ -89,17 +100,17 @@ def calibrate(
     """
     from truthlens_integrations.core._adapter_api import CALIBRATION_FORMAT, threshold_for
 
-    names = names if names is not None else [f"id {e.id}" for e in examples]
-    calibration, labels, scores, partly_read = _fit(
-        detector, examples, names, batch_size, progress=progress
-    )
-    threshold = threshold_for(
-        scores, labels, target_precision=target_precision, max_false_alarm_rate=max_false_alarm_rate
-    )
+    fitted = _fit(detector, examples, names, batch_size, progress=progress)
+    calibration, checked, labels, scores, partly_read = fitted
+    target = {"target_precision": target_precision, "max_false_alarm_rate": max_false_alarm_rate}
+    threshold = threshold_for(scores, labels, **target)
+    cascade = None
+    if claim_check is not None:
+        cascade = fit_cascade(claim_check, checked, scores, labels, threshold=threshold, **target)
+        scores, threshold = cascade.scores, cascade.threshold
     metrics = _fit_metrics(
         labels, scores, threshold, answers=len(examples), partly_read=len(partly_read)
     )
-    chosen = (("precision", target_precision), ("false_alarm_rate", max_false_alarm_rate))
     content = {
         "format": CALIBRATION_FORMAT,
         "model": model,
@@ -108,25 +119,45 @@ def calibrate(
         ),
         "threshold": round(threshold, 6),
         "token_threshold": float(detector.config.token_threshold),
-        "target": {k: v for k, v in chosen if v is not None},
-        "metrics": metrics,
+        "target": {k: v for k, v in _chosen(target).items() if v is not None},
+        "metrics": metrics | ({"claim_check": cascade.metrics} if cascade else {}),
+        **({"claim_check": cascade.block} if cascade else {}),
     }
     _check_loadable(content)
     return content
 
 
+def _chosen(target: dict[str, float | None]) -> dict[str, float | None]:
+    """The threshold's target as the file names it."""
+    return {
+        "precision": target["target_precision"],
+        "false_alarm_rate": target["max_false_alarm_rate"],
+    }
+
+
 def _fit(
-    detector: Any, examples: Sequence[Any], names: Sequence[str], batch_size: int, *, progress: bool
-) -> tuple[Any, list[bool], list[float], list[str]]:
-    """The map fitted on the checked answers: it, their labels and scores, and what was left out."""
+    detector: Any,
+    examples: Sequence[Any],
+    names: Sequence[str] | None,
+    batch_size: int,
+    *,
+    progress: bool,
+) -> tuple[Any, list[Any], list[bool], list[float], list[str]]:
+    """The map fitted on the checked answers.
+
+    Returns:
+        The map, the checked answers (detector inputs), their labels and scores, and
+        what was left out.
+    """
     from truthlens_integrations.core._adapter_api import fit_response_map
 
-    signals, labels, partly_read, no_context = _checked_signals(
+    names = names if names is not None else [f"id {e.id}" for e in examples]
+    signals, checked, labels, partly_read, no_context = _checked_signals(
         detector, examples, names, batch_size, progress=progress
     )
     _check_enough(labels, answers=len(examples), partly_read=partly_read, no_context=no_context)
     calibration = fit_response_map(signals, labels)
-    return calibration, labels, [calibration.score(s) for s in signals], partly_read
+    return calibration, checked, labels, [calibration.score(s) for s in signals], partly_read
 
 
 def _check_enough(
@@ -224,13 +255,13 @@ def _warn_if_few(labels: list[bool]) -> None:
 
 def _checked_signals(
     detector: Any, examples: Sequence[Any], names: Sequence[str], batch_size: int, *, progress: bool
-) -> tuple[list[Any], list[bool], list[str], int]:
+) -> tuple[list[Any], list[Any], list[bool], list[str], int]:
     """The response signals and labels of the answers the detector read in full.
 
     Returns:
-        The signals and labels of those answers, and the names (``file:line``) of the
-        answers left out because the detector read only part of them (it flagged what
-        it read), and how many answers had no context at all.
+        The signals, inputs and labels of those answers, and the names (``file:line``)
+        of the answers left out because the detector read only part of them (it flagged
+        what it read), and how many answers had no context at all.
     """
     from truthlens_integrations.core._adapter_api import answer_signals, covered
     from truthlens_integrations.evaluation._runner import _run_batched
@@ -245,7 +276,7 @@ def _checked_signals(
     )
     token_threshold = float(detector.config.token_threshold)
     min_coverage = float(getattr(detector.config, "min_coverage", 0.8))
-    signals, labels, partly_read, no_context = [], [], [], 0
+    signals, checked, labels, partly_read, no_context = [], [], [], [], 0
     for example, name, result in zip(examples, names, run.outputs, strict=True):
         item = example.to_input()
         if not result.grounded:  # an answer that could not be checked teaches the map nothing
@@ -255,8 +286,9 @@ def _checked_signals(
             partly_read.append(name)
             continue
         signals.append(answer_signals(item, result.tokens, token_threshold=token_threshold))
+        checked.append(item)
         labels.append(example.hallucinated)
-    return signals, labels, partly_read, no_context
+    return signals, checked, labels, partly_read, no_context
 
 
 def _fit_metrics(
@@ -302,6 +334,7 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"batch_size": args.batch_size, "early_exit": False}
     if args.device:
         options["device"] = args.device
+    claim_check = load_claim_check(args.config)
     detector = load_detector(args.model, aggregation="max", **options)
     content = calibrate(
         detector,
@@ -312,6 +345,7 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.no_progress,
         names=[record.name for record in records],
+        claim_check=claim_check,
     )
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -326,6 +360,14 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
         f"precision {m['precision']}, recall {m['recall']}, false alarms {m['false_alarm_rate']}, "
         f"AUROC {m['auroc_in_sample']} (in sample)"
     )
+    if "claim_check" in m:
+        c = m["claim_check"]
+        print(
+            f"claim checker {c['checker']}: read {c['sent']} answers ({c['judged']} judged), "
+            f"weight {content['claim_check']['weight']:.3f}, bias "
+            f"{content['claim_check']['bias']:.3f}; AUROC in sample {c['auroc_detector']} "
+            f"(detector) -> {c['auroc_cascade']} (cascade)"
+        )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, get_args
 
+from ._claim_fit import compare_cascade, load_claim_check
+
 __all__ = ["add_eval_parser", "add_precision_option", "refuse_model_options", "run_eval_command"]
 
 _DATASETS = (
@@ -59,6 +61,12 @@ def add_eval_parser(subparsers: Any) -> None:
     p.add_argument(
         "--calibration",
         help="score with the map and threshold of a file truthlens calibrate wrote",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a policy file whose hallucination.claim_check block names a claim checker: "
+        "report it alone and in the cascade, beside the detector and the lexical reference",
     )
     _add_model_options(p)
     p.add_argument(
@@ -229,10 +237,17 @@ def _detection_report(args: argparse.Namespace, data_dir: Path | None, progress:
             args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
         )
     refuse_model_options(args.model, precision=args.precision)
+    claim_check = load_claim_check(args.config, args.calibration)
     detector = _load_detector(args.model, _detector_options(args))
     if args.calibration is not None:
         detector = _CalibratedDetector(detector, args.calibration, args.threshold)
-    return run_evaluation(detector, examples, args.batch_size, progress, command=_command_line())
+    report = run_evaluation(detector, examples, args.batch_size, progress, command=_command_line())
+    if claim_check is None:
+        return report
+    answers = [e.to_input() for e in examples]
+    lexical = _load_detector("lexical", {"batch_size": args.batch_size}).detect_batch(answers)
+    comparison = compare_cascade(claim_check, answers, report, [r.score for r in lexical])
+    return report.model_copy(update={"claim_check": comparison})
 
 
 def run_eval_command(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from truthlens_integrations.core import _scoring as scoring_module
     from truthlens_integrations.core._calibration import _fit as calibration_fit_module
     from truthlens_integrations.core._calibration import _signals as calibration_signals_module
+    from truthlens_integrations.core._calibration._claim import combined_score
     from truthlens_integrations.core._calibration._file import (
         CALIBRATION_FORMAT,
         read_calibration_file,
@@ -80,7 +81,6 @@ if TYPE_CHECKING:
     from truthlens_integrations.core.engine import (
         _injection_patterns as injection_patterns_module,
     )
-    from truthlens_integrations.core.engine._claim_stage import combined_score
     from truthlens_integrations.core.engine._injection import find_instructions
     from truthlens_integrations.core.engine._premise import answer_sentence
     from truthlens_integrations.core.llm._local import clear_local_llm_cache, smollm2_gguf_path
@@ -171,7 +171,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "words": (f"{_CORE}._text", "words"),
     "answer_sentence": (f"{_CORE}.engine._premise", "answer_sentence"),
     "answer_claims": (f"{_CORE}.models.claims._extract", "answer_claims"),
-    "combined_score": (f"{_CORE}.engine._claim_stage", "combined_score"),
+    "combined_score": (f"{_CORE}._calibration._claim", "combined_score"),
     # the instruction filter and the languages the detector reads
     "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
     "injection_module": (f"{_CORE}.engine._injection", None),

@@ -179,6 +179,10 @@ class CalibrationFile(BaseModel):
         target: How the threshold was chosen (``{"precision": 0.8}``, ``{"false_alarm_rate":
             0.1}`` or ``{}`` for 0.5).
         metrics: What the fit measured on the labelled answers (for the reader).
+        claim_check: For a file fitted with a claim checker in a cascade: the policy's
+            ``claim_check`` block it was fitted with, holding the fitted ``weight`` and
+            ``bias``. The threshold is then the cascade's. A policy that points a route
+            to the file checks it against its own block (``core.policy``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -190,6 +194,7 @@ class CalibrationFile(BaseModel):
     token_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     target: dict[str, float] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
+    claim_check: dict[str, Any] | None = None
 
     @field_validator("format")
     @classmethod

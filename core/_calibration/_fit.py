@@ -49,29 +49,32 @@ def _bounded_logistic(
     l2: float,
     steps: int = 200,
     free: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray:
     """Weighted logistic regression with every coefficient but the bias kept >= 0.
 
     Projected Newton steps: coefficients held at zero whose gradient pushes them below
     stay there; the others take a damped Newton step, clipped back to the bound. Columns
-    marked in ``free`` (a boolean per column) take any sign, like the bias.
+    marked in ``free`` (a boolean per column) take any sign, like the bias. ``offset``
+    (one logit per row) is added to the linear score with a fixed coefficient of 1.
     """
     import numpy as np
 
     z = np.c_[x, np.ones(len(x))]
+    base = np.zeros(len(x)) if offset is None else np.asarray(offset, dtype=float)
     n = z.shape[1]
     bounded = np.ones(n - 1, dtype=bool) if free is None else ~np.asarray(free, dtype=bool)
     penalty = np.full(n, l2)
     penalty[-1] = 0.0
 
     def loss(b: np.ndarray) -> float:
-        s = z @ b
+        s = z @ b + base
         return float(np.sum(weights * (np.logaddexp(0, s) - y * s)) + 0.5 * penalty @ (b * b))
 
     b = np.zeros(n)
     current = loss(b)
     for _ in range(steps):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ b, -40, 40)))
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ b + base, -40, 40)))
         grad = z.T @ (weights * (p - y)) + penalty * b
         held = np.r_[bounded & (b[:-1] <= 0.0) & (grad[:-1] > 0.0), False]
         free = ~held

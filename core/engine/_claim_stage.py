@@ -19,11 +19,10 @@ The verdict's ``claim_check`` says which checker read which claims and what it s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._calibration._signals import logit
+from .._calibration._claim import combined_score
 from .._decision import detected_at, flagged
 from .._quoting import quoted
 from .._types import DetectionResult, DetectionStatus, HallucinationSpan, NLILabel
@@ -38,15 +37,10 @@ from ._verdict import SEVERITY, ClaimCheckReport
 
 __all__ = [
     "ClaimStage",
-    "combined_score",
     "run_claim_check",
     "settle_claim_check",
     "wants_claim_check",
 ]
-
-# A probability is read as a logit inside these bounds: a checker that answers only
-# Yes or No (probability 1 or 0) moves the score by a bounded amount.
-_P_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -68,20 +62,17 @@ def wants_claim_check(it: Item, settings: ClaimCheckSettings) -> bool:
         return False
     if detection.status is DetectionStatus.UNVERIFIABLE:
         return False
-    if settings.when == "always":
-        return True
-    if settings.when == "flagged":
-        return detected_at(detection, it.route.settings.threshold)
-    low, high = settings.band
-    return low <= detection.score <= high
+    threshold = it.route.settings.threshold
+    if settings.when == "flagged":  # as the detector decided (a rule may flag below the score)
+        return detected_at(detection, threshold)
+    return settings.sends(detection.score, threshold)
 
 
 def run_claim_check(
     items: Sequence[Item], stage: ClaimStage, *, tracer: Tracer, metrics: Metrics
 ) -> None:
     """Read the claims of each item the cascade sends, and fold the judgements in."""
-    settings = stage.settings
-    wanted = [it for it in items if wants_claim_check(it, settings)]
+    wanted = [it for it in items if wants_claim_check(it, _settings(it, stage))]
     if not wanted:
         return
     top_k = evidence_sentences(stage.checker)
@@ -99,7 +90,13 @@ def run_claim_check(
         mine = judgements[start : start + len(found)]
         start += len(found)
         it.latency_ms["claim_check"] = share
-        _fold(it, mine, name, settings)
+        _fold(it, mine, name, _settings(it, stage))
+
+
+def _settings(it: Item, stage: ClaimStage) -> ClaimCheckSettings:
+    """The item's route's cascade settings (a route's calibration file fits its own weight)."""
+    own = it.route.settings.claim_check if it.route is not None else None
+    return own or stage.settings
 
 
 def _judge(checker: ClaimChecker, name: str, claims: list[Claim]) -> list[ClaimJudgement]:
@@ -168,16 +165,6 @@ def _rescored(
     )
 
 
-def combined_score(score: float, worst: float, weight: float, bias: float) -> float:
-    """The response map's ``claim`` term added to the detector's score.
-
-    ``sigmoid(logit(score) + weight * logit(1 - worst) + bias)``, where ``worst`` is the
-    least supported claim's probability of support.
-    """
-    z = _logit(score) + weight * _logit(1.0 - worst) + bias
-    return 1.0 / (1.0 + math.exp(-z))
-
-
 def _not_judged(
     it: Item, result: DetectionResult, judgements: list[ClaimJudgement], threshold: float
 ) -> DetectionResult:
@@ -215,7 +202,3 @@ def _span(judgement: ClaimJudgement) -> HallucinationSpan:
 def _overlaps(span: HallucinationSpan, kept: Sequence[HallucinationSpan]) -> bool:
     """Whether a detector span the user sees already covers part of the claim."""
     return any(s.start < span.end and span.start < s.end for s in kept)
-
-
-def _logit(p: float) -> float:
-    return logit(min(1.0 - _P_FLOOR, max(_P_FLOOR, p)))

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     Strict,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -209,6 +210,8 @@ class PluginConfiguration(StrictModel):
     # The file behind ``calibration``, read once when the policy loads: requests use
     # this copy, so a route never re-reads (or re-checks) the file per answer.
     _calibration_file: CalibrationFile | None = PrivateAttr(default=None)
+    # The file's fitted ``claim_check`` block, parsed with the policy's own vocabulary.
+    _fitted_claim_check: ClaimCheckSettings | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -224,9 +227,15 @@ class PluginConfiguration(StrictModel):
         parsed = (info.context or {}).get(PARSED_CALIBRATIONS, {})
         if self.calibration in parsed:
             self._calibration_file = parsed[self.calibration]
-            return self
+        else:
+            try:
+                self._calibration_file = load_calibration_file(self.calibration)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
         try:
-            self._calibration_file = load_calibration_file(self.calibration)
+            self._fitted_claim_check = read_fitted_claim_check(
+                self._calibration_file, self.calibration
+            )
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self
@@ -235,6 +244,30 @@ class PluginConfiguration(StrictModel):
     def calibration_file(self) -> CalibrationFile | None:
         """The parsed ``calibration`` file (``None`` when the route has none)."""
         return self._calibration_file
+
+    @property
+    def fitted_claim_check(self) -> ClaimCheckSettings | None:
+        """The ``claim_check`` block the route's calibration file was fitted with, if any."""
+        return self._fitted_claim_check
+
+
+def read_fitted_claim_check(file: CalibrationFile, path: str) -> ClaimCheckSettings | None:
+    """A calibration file's ``claim_check`` block, read as the policy's own block.
+
+    Raises:
+        ConfigError: Naming the file, if the block is not a valid ``claim_check`` block.
+    """
+    if file.claim_check is None:
+        return None
+    try:
+        return ClaimCheckSettings.model_validate(file.claim_check)
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ConfigError(
+            f"calibration file {path}: claim_check{'.' + where if where else ''}: "
+            f"{problem['msg'].removeprefix('Value error, ')}"
+        ) from None
 
 
 class HallucinationPlugin(StrictModel):
@@ -357,6 +390,7 @@ class Policy(StrictModel):
                         f"'keywords' (known: {known})"
                     )
         problems += self._calibration_problems()
+        problems += self._claim_calibration_problems()
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -380,6 +414,16 @@ class Policy(StrictModel):
                     f"decisions[{i}].plugins[0].configuration.calibration: "
                     f"{d.plugin.calibration!r} {exc}"
                 )
+        return problems
+
+    def _claim_calibration_problems(self) -> list[str]:
+        problems = []
+        for i, d in enumerate(self.decisions):
+            where = f"decisions[{i}].plugins[0].configuration.calibration: {d.plugin.calibration!r}"
+            try:
+                fitted_cascade(self.hallucination.claim_check, d.plugin.fitted_claim_check)
+            except ConfigError as exc:
+                problems.append(f"{where} {exc}")
         return problems
 
     def rebuilt(self, data: Mapping[str, Any]) -> Policy:
@@ -505,8 +549,50 @@ class Policy(StrictModel):
                 p.skip_non_factual_grounded, g.skip_non_factual_grounded
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
-            claim_check=g.claim_check,
+            # a route's calibration file, fitted with the checker, owns its weight and bias
+            claim_check=p.fitted_claim_check or g.claim_check,
         )
+
+
+def fitted_cascade(
+    own: ClaimCheckSettings | None, fitted: ClaimCheckSettings | None
+) -> ClaimCheckSettings | None:
+    """The cascade a route runs when its calibration file was fitted with a claim checker.
+
+    A file fitted with a claim checker holds the cascade's threshold and the checker's
+    weight: read without that checker, or with other cascade settings, its numbers would
+    decide silently wrong. So the policy must name the same checker with the same
+    settings; the file gives the weight and bias.
+
+    Args:
+        own: The policy's ``hallucination.claim_check`` block.
+        fitted: The block the route's file was fitted with (``None``: fitted without).
+
+    Returns:
+        ``fitted`` (``None`` when the file was fitted without a checker).
+
+    Raises:
+        ConfigError: If the policy names no checker, or another one or other settings.
+    """
+    if fitted is None:
+        return None
+    if own is None:
+        raise ConfigError(
+            f"was fitted with the claim checker {fitted.checker!r} in a cascade; name it in "
+            "hallucination.claim_check (the file gives its weight and bias)"
+        )
+    theirs = fitted.model_dump(exclude={"weight", "bias"})
+    differ = [
+        f"{key}: policy {value!r}, file {theirs[key]!r}"
+        for key, value in own.model_dump(exclude={"weight", "bias"}).items()
+        if theirs[key] != value
+    ]
+    if differ:
+        raise ConfigError(
+            f"was fitted with another claim_check than the policy's ({'; '.join(differ)}); "
+            "refit it (truthlens calibrate --config) or align the block"
+        )
+    return fitted
 
 
 def _pick(value: bool | None, fallback: bool) -> bool:

@@ -11,8 +11,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationError, model_validator
 
+from .._calibration._claim import MAX_CLAIM_BIAS, MAX_CLAIM_WEIGHT
 from .._checker_kinds import CHECKER_OPTIONS, checker_kind
-from .._decision import Action
+from .._decision import Action, reaches
 from .._language import DEFAULT_LANGUAGES, Languages, check_languages
 from .._scoring import optimal_threshold
 from ._fields import (
@@ -164,9 +165,23 @@ class ClaimCheckSettings(StrictModel):
     trust_remote_code: Flag = False
     when: ClaimCheckWhen = "uncertain"
     band: tuple[Unit, Unit] = (0.2, 0.8)
-    weight: Annotated[float, Strict(), Field(ge=0.0, le=20.0)] = 1.0
-    bias: Annotated[float, Strict(), Field(ge=-20.0, le=20.0)] = 0.0
+    weight: Annotated[float, Strict(), Field(ge=0.0, le=MAX_CLAIM_WEIGHT)] = 1.0
+    bias: Annotated[float, Strict(), Field(ge=-MAX_CLAIM_BIAS, le=MAX_CLAIM_BIAS)] = 0.0
     timeout_s: Budget = 30.0
+
+    def sends(self, score: float, threshold: float) -> bool:
+        """Whether the cascade sends an answer of detector score ``score`` to the checker.
+
+        Args:
+            score: The answer's (calibrated) detector score.
+            threshold: The route's threshold (``when: flagged`` sends at it).
+        """
+        if self.when == "always":
+            return True
+        if self.when == "flagged":
+            return reaches(score, threshold)
+        low, high = self.band
+        return low <= score <= high
 
     @model_validator(mode="after")
     def _fits_the_checker(self) -> ClaimCheckSettings:

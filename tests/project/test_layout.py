@@ -81,8 +81,22 @@ ALLOWED: dict[str, set[str]] = {
         "core.engine",
         "face",
     },
-    "face._cli_eval": {"core", "core.adapter_api", "core.models", "evaluation"},
-    "face._cli_calibrate": {"core", "core.adapter_api", "core.models", "evaluation"},
+    "face._cli_eval": {
+        "core",
+        "core.adapter_api",
+        "core.models",
+        "evaluation",
+        "face._claim_fit",
+    },
+    "face._cli_calibrate": {
+        "core",
+        "core.adapter_api",
+        "core.models",
+        "evaluation",
+        "face._claim_fit",
+    },
+    # the claim checker fitted and measured for calibrate and eval (it reads the policy)
+    "face._claim_fit": {"core", "core.adapter_api", "core.policy", "evaluation"},
     # scripted chat models for the guide's snippets and users' tests
     "face.testing": {"core", "core.adapter_api"},
     # the lab's interface: on top of the whole product, it hands the lab what is private

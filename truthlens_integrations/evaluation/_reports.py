@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ._metrics import BinaryMetrics, SpanMetrics
-from ._runner import ClassifierReport, EvalReport, GroupMetrics, NLIReport
+from ._runner import CascadeComparison, ClassifierReport, EvalReport, GroupMetrics, NLIReport
 
 __all__ = [
     "AnyReport",
@@ -143,7 +143,29 @@ def _detection_markdown(report: EvalReport) -> list[str]:
         ]
         lines += [_binary_row(name, m) for name, m in report.baselines.items()]
         lines.append("")
+    if report.claim_check is not None:
+        lines += _cascade_markdown(report.claim_check)
     return lines
+
+
+def _cascade_markdown(c: CascadeComparison) -> list[str]:
+    lines = [
+        f"Claim checker {c.checker} (`claim_check`: {_settings_text(c.settings)}), at threshold "
+        f"{c.threshold:.3f}: the cascade sent {c.sent} answers to it; it read every answer "
+        f"alone in {c.checker_seconds:.1f} s.",
+        "",
+        "| system | AUROC | unsupported caught | supported flagged | not checked |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {s.system} | {_f(s.auroc)} | {_f(s.caught)} | {_f(s.flagged)} | {s.not_checked} |"
+        for s in c.systems
+    ]
+    return [*lines, ""]
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in settings.items())
 
 
 def render_markdown(report: AnyReport) -> str:

@@ -87,6 +87,27 @@ class GroupMetrics(_Report):
     auroc: float | None = Field(default=None, description="None when a class is absent.")
 
 
+class SystemScores(_Report):
+    """One system's figures on the answers of a report, at the route's threshold."""
+
+    system: str
+    auroc: float | None = Field(description="Over the answers it checked; null with one label.")
+    caught: float | None = Field(description="Share of the unsupported answers it flags.")
+    flagged: float | None = Field(description="Share of the supported answers it flags.")
+    not_checked: int = Field(description="Answers it could not check (left out of the figures).")
+
+
+class CascadeComparison(_Report):
+    """A claim checker alone and in the policy's cascade, beside the detector (``--config``)."""
+
+    checker: str
+    settings: dict[str, Any] = Field(description="The claim_check block the cascade ran with.")
+    threshold: float
+    sent: int = Field(description="Answers the cascade sent to the checker.")
+    checker_seconds: float = Field(description="Wall seconds the checker took over all answers.")
+    systems: list[SystemScores]
+
+
 class EvalReport(_Report):
     """The result of :func:`run_evaluation`: metrics overall and per task type."""
 
@@ -126,6 +147,7 @@ class EvalReport(_Report):
     command: str | None = None
     created_at: str
     predictions: list[ExamplePrediction] = Field(default_factory=list)
+    claim_check: CascadeComparison | None = None
 
 
 class _ModelReport(_Report):

@@ -231,3 +231,115 @@ def test_when_no_answer_could_be_checked_it_says_why(
     one_checked = [*rows[:5], _eiffel_rows(3)[5]]
     code, err = _calibrate(tmp_path, capsys, _lines(one_checked))
     assert "1 could be checked (5 had no context" in err and "1 with label 1" in err
+
+
+# -- truthlens calibrate / eval --config: the claim checker in the cascade ------------------
+
+#: Right answers in other words and wrong ones by meaning only (a negation, swapped roles):
+#: what the words of the context barely tell apart, and an entailment model reads.
+MEANING = [
+    ("Anna sold the house to Peter.", "Peter bought the house from Anna.",
+     "Anna bought the house from Peter."),
+    ("The drug is approved for adults only.", "Only adults may be given the drug.",
+     "The drug is approved for children."),
+    ("The train to Lyon leaves every hour.", "There is a train to Lyon each hour.",
+     "There is no train to Lyon."),
+    ("The library is free for students.", "Students do not pay at the library.",
+     "Students must pay at the library."),
+    ("Maria taught Tom to swim.", "Tom learned to swim from Maria.", "Tom taught Maria to swim."),
+    ("The shop accepts cash and cards.", "You can pay by card at the shop.",
+     "The shop does not accept cards."),
+    ("The vaccine requires two doses.", "Two doses of the vaccine are needed.",
+     "One dose of the vaccine is enough."),
+    ("The hotel has a pool on the roof.", "There is a rooftop pool at the hotel.",
+     "The hotel has no pool."),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def meaning(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cascade")
+    rows = []
+    for i, (context, right, wrong) in enumerate(MEANING):
+        rows.append({"id": f"r{i}", "context": context, "answer": right, "label": 0})
+        rows.append({"id": f"w{i}", "context": context, "answer": wrong, "label": 1})
+    (folder / "labelled.jsonl").write_text(_lines(rows), encoding="utf-8")
+    (folder / "policy.yaml").write_text(
+        "hallucination:\n  claim_check:\n    checker: bundled\n    when: always\n"
+    )
+    return folder
+
+
+def test_calibrate_fits_the_checkers_weight_and_a_route_runs_with_it(
+    meaning: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = meaning / "calib.json"
+    args = ["calibrate", "--data", str(meaning / "labelled.jsonl"), "--out", str(out),
+            "--config", str(meaning / "policy.yaml"), "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "claim checker bundled: read 16 answers (16 judged)" in printed
+    calib = read_calibration_file(out)
+    block = calib.claim_check
+    assert block is not None and block["checker"] == "bundled" and block["when"] == "always"
+    # the bundled entailment model reads some of these: the fit gives it weight
+    assert block["weight"] > 0
+    assert calib.metrics["claim_check"]["sent"] == 16
+    # the threshold is the cascade's; a route reads the file's weight with the policy's checker
+    from truthlens_integrations.core.policy import load_policy
+
+    policy = load_policy(
+        {
+            "hallucination": {"claim_check": {"checker": "bundled", "when": "always"}},
+            "decisions": [
+                {
+                    "name": "mine",
+                    "rules": {"conditions": [{"type": "fact_check", "name": "needs_fact_check"}]},
+                    "plugins": [
+                        {"type": "hallucination", "configuration": {"calibration": str(out)}}
+                    ],
+                }
+            ],
+        }
+    )
+    settings = policy.settings_for("mine")
+    assert settings.threshold == calib.threshold
+    assert settings.claim_check is not None and settings.claim_check.weight == block["weight"]
+
+
+def test_eval_reports_the_checker_alone_and_in_the_cascade(
+    meaning: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_dir = meaning / "report"
+    args = ["eval", "--data", str(meaning / "labelled.jsonl"), "--config",
+            str(meaning / "policy.yaml"), "--out", str(report_dir), "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| checker alone (bundled) |" in printed and "| lexical reference |" in printed
+    report = json.loads(next(report_dir.glob("*.json")).read_text())
+    comparison = report["claim_check"]
+    assert comparison["sent"] == 16 and comparison["checker"] == "bundled"
+    systems = {s["system"]: s for s in comparison["systems"]}
+    assert set(systems) == {"detector", "lexical reference", "checker alone (bundled)", "cascade"}
+    assert all(s["not_checked"] == 0 for s in systems.values())
+
+
+def test_a_cascade_file_or_a_policy_without_a_checker_is_refused(
+    meaning: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labelled = str(meaning / "labelled.jsonl")
+    no_block = tmp_path / "plain.yaml"
+    no_block.write_text("hallucination:\n  enabled: true\n")
+    args = ["calibrate", "--data", labelled, "--out", str(tmp_path / "c.json"),
+            "--config", str(no_block), "--no-progress"]  # fmt: skip
+    assert main(args) == 2
+    assert "has no hallucination.claim_check block" in capsys.readouterr().err
+    fitted = meaning / "calib.json"
+    if not fitted.exists():
+        args = ["calibrate", "--data", labelled, "--out", str(fitted),
+                "--config", str(meaning / "policy.yaml"), "--no-progress"]  # fmt: skip
+        assert main(args) == 0
+    capsys.readouterr()
+    # scored without the checker, the cascade's threshold would decide wrong
+    assert main(["eval", "--data", labelled, "--calibration", str(fitted), "--no-progress"]) == 2
+    assert "pass --config with the policy that names it" in capsys.readouterr().err

@@ -8,14 +8,18 @@ objects that implement the claim-checker contract, so each test knows what was j
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests._fakes import make_engine
+from tests._samples import valid_calibration_file
 from truthlens_integrations.core import ConfigError
+from truthlens_integrations.core._calibration._claim import combined_score
 from truthlens_integrations.core.engine import TruthLens
 from truthlens_integrations.core.models import load_detector
 from truthlens_integrations.core.models.claims import (
@@ -241,3 +245,36 @@ def test_aguard_reads_the_same() -> None:
 def test_the_policy_block_refuses_what_does_not_fit(block: dict[str, Any], words: str) -> None:
     with pytest.raises(ConfigError, match=words):
         TruthLens.from_config({"hallucination": {"claim_check": block}})
+
+
+def test_a_route_fitted_with_the_checker_scores_with_the_files_weight(tmp_path: Path) -> None:
+    file = valid_calibration_file() | {
+        "model": "lexical",
+        "threshold": 0.5,
+        "claim_check": {"checker": "scripted", "when": "always", "weight": 3.0, "bias": -1.0},
+    }
+    (tmp_path / "cascade.json").write_text(json.dumps(file))
+    policy = {
+        "hallucination": {"claim_check": {"checker": "scripted", "when": "always"}},
+        "decisions": [
+            {
+                "name": "fitted",
+                "rules": {"conditions": [{"type": "fact_check", "name": "needs_fact_check"}]},
+                "plugins": [
+                    {
+                        "type": "hallucination",
+                        "configuration": {"calibration": str(tmp_path / "cascade.json")},
+                    }
+                ],
+            }
+        ],
+    }
+    e = make_engine(load_detector("lexical"), policy, claim_checker=says(0.3))
+    routed = guard(e)  # a "When ..." question: the fact-check route, the file's map
+    assert routed.route == "fitted"
+    before = routed.claim_check.detector_score
+    assert routed.score == pytest.approx(combined_score(before, 0.3, 3.0, -1.0))
+    unrouted = e.guard(context=CONTEXT, question="Tell me about the tower.", answer=RIGHT)
+    assert unrouted.route is None
+    score = unrouted.claim_check.detector_score
+    assert unrouted.score == pytest.approx(combined_score(score, 0.3, 1.0, 0.0))
