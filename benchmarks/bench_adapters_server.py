@@ -261,6 +261,25 @@ def wrapper_passthrough(bench: Bench) -> Outcome:
     return Outcome(ok, observed)
 
 
+def standard_pipe(bench: Bench) -> Outcome:
+    """Standard mode refines through the real server (streamed refiner)."""
+    from truthlens_integrations.langchain_adapter import TruthLensRunnable
+
+    llm = bench.chat(streaming=True)
+    guard = TruthLensRunnable(engine=bench.engine, mode="standard", llm=llm)
+    out = guard.invoke({"question": QUESTION, "context": [RECORD], "answer": PLANTED})
+    verdict = out["truthlens"]
+    cost = verdict["cost"]
+    ran = verdict["status"] in {"converged", "max_iterations_reached"} and cost["llm_calls"] >= 1
+    ok = ran and verdict["checked"] is True and not leaked(out["answer"], ["1950"])
+    observed = (
+        f"status {verdict['status']} after {verdict['iterations']} round(s); final "
+        f"{str(verdict['final_answer'])[:60]!r}; decision {verdict['decision']}; cost "
+        f"{cost['llm_calls']} call(s), {cost['completion_tokens']} completion tokens reported"
+    )
+    return Outcome(ok, observed)
+
+
 def natural_pipe(bench: Bench, *, streaming: bool) -> Outcome:
     """A counterfactual record: the guard must flag a year it lacks and pass one it holds."""
     from truthlens_integrations.langchain_adapter import TruthLensRunnable
@@ -280,7 +299,7 @@ def natural_pipe(bench: Bench, *, streaming: bool) -> Outcome:
     ok = ok and verdict["checked"] is True
     observed = (
         f"model said {said[:80]!r}; years {sorted(years) or 'none'}; expected {expected}; "
-        f"decision {verdict['decision']}, score {verdict['score']}"
+        f"decision {verdict['decision']}, score {verdict['score']:.2f}"
     )
     return Outcome(ok, observed, {"model_said": said, "decision": verdict["decision"]})
 
@@ -428,6 +447,21 @@ def agent_stream_header(bench: Bench) -> Outcome:
     observed = (
         f"{len(texts)} streamed pieces ({''.join(texts)[:60]!r}); verdict decision "
         f"{verdict.get('decision')}, checked {verdict.get('checked')}"
+    )
+    return Outcome(ok, observed)
+
+
+def agent_standard(bench: Bench) -> Outcome:
+    """Standard mode in the middleware: the refinement goes to the agent's model."""
+    agent = _agent(bench, streaming=False, engine=bench.engine, mode="standard")
+    out = agent.invoke({"messages": [("user", QUESTION)]})
+    final = out["messages"][-1]
+    verdict = final.response_metadata.get("truthlens") or {}
+    ran = verdict.get("status") in {"converged", "max_iterations_reached", "not_needed"}
+    ok = ran and verdict.get("checked") is True and _grounded(out["messages"])
+    observed = (
+        f"status {verdict.get('status')} after {verdict.get('iterations')} round(s); shown "
+        f"{str(final.content)[:60]!r}; decision {verdict.get('decision')}"
     )
     return Outcome(ok, observed)
 
@@ -1048,6 +1082,7 @@ CASES: list[tuple[str, str, Case]] = [
     ),
     ("wrapper .astream() + astream_events", "langchain wrapper", wrapper_astream),
     ("wrapper .stream(), passthrough, header", "langchain wrapper", wrapper_passthrough),
+    ("standard mode, streamed refiner", "langchain pipe", standard_pipe),
     (
         "natural: counterfactual record, streaming off",
         "langchain pipe",
@@ -1077,6 +1112,7 @@ CASES: list[tuple[str, str, Case]] = [
     ("agent invoke, streaming on", "agent middleware", lambda b: agent_invoke(b, streaming=True)),
     ("agent .stream(messages, values)", "agent middleware", agent_stream),
     ("agent .stream(), header: tokens pass", "agent middleware", agent_stream_header),
+    ("agent, standard mode (refines with its model)", "agent middleware", agent_standard),
     ("graph guard node, block, 2 attempts", "langgraph", graph_guard),
     ("query engine, OpenAILike, streaming on", "llamaindex", llamaindex_query),
     (
@@ -1175,6 +1211,50 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+#: What the runs showed beyond pass/fail: how the real server differs from OpenAI's API,
+#: what a user sees, and what the benchmark does about it (the page's second section).
+FINDINGS = """\
+## What the real server does that a stub does not
+
+- **Loading**: llama-cpp-python's server loads the model before it listens: a client
+  meanwhile gets *connection refused* (`APIConnectionError`; LangChain's
+  `OpenAIConnectionError`), never 503. llama.cpp's own `llama-server` answers 503
+  `Loading model` instead; the benchmark puts a thin proxy giving that answer in front
+  of the loading server: without retries the chain raises a typed error; a refiner that
+  meets it ends `llm_error` (never clean); `max_retries=8` waits the load out.
+- **Prompt over `n_ctx`**: not streamed, HTTP 400 `context_length_exceeded` (typed).
+  Streamed, the server answers 200 and an *empty* event stream (the error is raised
+  after the headers) and drops the pooled connection; LangChain then raises
+  `ValueError("No generations found in stream.")`, LlamaIndex yields an empty answer,
+  which the guarded query engine refuses with `InvalidInputError`. Either way no verdict
+  is made; a refiner that overflows ends `llm_error` with the answer still blocked.
+- **Killed mid-stream**: the client raises `httpx.RemoteProtocolError` (incomplete
+  chunked read) from inside the stream; under `block` no token of the partial answer had
+  been shown (pipe, agent `stream_mode="messages"`, query engine).
+- **`max_tokens`**: `ChatOpenAI(max_tokens=N)` sends `max_completion_tokens`, which
+  llama-cpp-python ignores: the reply runs on to `n_ctx` or the end of turn. The
+  benchmark's chat models also send `extra_body={"max_tokens": N}`; cut replies end
+  `finish_reason="length"` and are checked as they are shown.
+- **Usage**: streamed replies carry no usage (even with `stream_options.include_usage`),
+  so a streamed refiner's cost reads 0 tokens; whole replies report it.
+- **Tool calls** (agent middleware): on `tool_choice="auto"` SmolLM2 never called the
+  tool (it answered from memory: not checked, `no_grounding`, withheld under `block`).
+  With the tool forced, the next turn is refused with HTTP 500, as llama-cpp-python
+  rejects an assistant message with `content: null` beside tool calls
+  (abetlen/llama-cpp-python#1805), which langchain-openai sends. Streamed, the server
+  repeats the function name in every delta and LangChain joins them
+  (`landmark_recordlandmark_record...`, as in langchain-ai/langchain#22589): the tool is
+  not found and the answer is not checked. The agent cases run with a small user-side
+  middleware that forces the first call's tool, fills empty content and repairs the
+  names (`_llama_cpp_agent_fixes`); the cases without it show each failure, and the guard
+  never read any of them as clean.
+- **LangGraph**: the guard node withholds a blocked answer from the final state and from
+  its own updates; the generator node's own update (`stream_mode="updates"`) and its
+  tokens (`"messages"`) carry the raw answer before the guard runs, as any node's do.
+
+"""
+
+
 def report(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
     if not rows:
@@ -1183,8 +1263,15 @@ def report(args: argparse.Namespace) -> int:
         "# The adapters against a real llama.cpp server",
         "",
         "Written by `python benchmarks/bench_adapters_server.py report` from "
-        f"`{args.rows.relative_to(ROOT)}` (the last run of each model).",
+        f"`{args.rows.relative_to(ROOT)}` (the last run of each model). Each case wires an "
+        "adapter to llama.cpp's OpenAI-compatible server the way a user does and checks the "
+        "package's promises on what the real server did: a flagged answer under `block` is "
+        "withheld from every surface (content, metadata, streamed chunks, events, graph "
+        "state, LlamaIndex response and sources); a failed call is an error or a not-checked "
+        "verdict, never a clean one. Planted cases tell the model to say 1950 while the "
+        "record says 1887-1889; natural ones give it a counterfactual record (1921-1923).",
         "",
+        FINDINGS,
     ]
     for model in dict.fromkeys(r["model"] for r in rows):
         last = [r for r in rows if r["model"] == model][-1]["run"]
