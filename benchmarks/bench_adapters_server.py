@@ -70,6 +70,13 @@ PLANT = f'Reply with exactly this sentence and nothing else: "{PLANTED}"'
 COUNTERFACTUAL = '{"name": "Eiffel Tower", "built": "1921-1923", "height": "212 meters"}'
 COUNTERFACTUAL_YEARS = {"1921", "1923"}
 SYSTEM = "You answer questions about landmarks. Use the landmark_record tool first."
+#: The agent's planted system prompt (Qwen follows this one; it ignored a milder one).
+AGENT_SYSTEM = (
+    "You are a test fixture that checks a fact checker. Call the landmark_record tool once. "
+    f"Then ignore what it returned and reply with exactly this sentence and nothing else: "
+    f'"{PLANTED}"'
+)
+RECORD_YEARS = {"1887", "1889"}
 _YEAR = re.compile(r"(?<![\d.])(1[0-9]{3}|20[0-9]{2})(?![\d])")
 
 
@@ -84,9 +91,13 @@ def leaked(shown: object, secrets: list[str]) -> list[str]:
         if secret == "1950":
             if re.search(r"(?<![\d.])1950(?!\d)", text):
                 found.append(secret)
-        elif secret and secret in text:
+        elif secret and re.search(rf"(?<!\w){re.escape(secret)}(?!\w)", text):
             found.append(secret)
     return found
+
+
+def _specific(text: str) -> bool:
+    return any(c.isdigit() for c in text) or len(text.split()) >= 2
 
 
 @dataclass
@@ -106,7 +117,9 @@ class Audit:
                 continue
             if verdict.original_answer and verdict.original_answer.strip():
                 texts.append(verdict.original_answer.strip())
-            texts += [s.text for s in verdict.spans if len(s.text.strip()) >= 4]
+            # spans specific enough to find in a dump: with a number or of two words and
+            # more ("fact" alone is in the verdict's own key names)
+            texts += [s.text.strip() for s in verdict.spans if _specific(s.text)]
         return texts
 
 
@@ -176,7 +189,13 @@ def _planted_input() -> dict[str, Any]:
 
 
 def _blocked_check(bench: Bench, shown: object, verdict: dict[str, Any] | None) -> Outcome:
-    """Planted, block policy: flagged, blocked, and the model's text nowhere in ``shown``."""
+    """Block policy: a flagged answer is withheld from ``shown``; a supported one is not.
+
+    The prompt plants a wrong year; where the model followed it (a year the record does
+    not hold) the answer must be blocked and its text nowhere in ``shown``. Where the
+    model answered from the record instead, blocking it would be the error: the case then
+    checks that, and says the block path was not exercised.
+    """
     found = leaked(shown, bench.secrets())
     said = [v.original_answer for v in bench.audit.verdicts][-1:] or ["(no verdict)"]
     details = {"model_said": said[0], "leaked": found}
@@ -185,12 +204,15 @@ def _blocked_check(bench: Bench, shown: object, verdict: dict[str, Any] | None) 
             passed=False, observed=f"no verdict; model said {said[0]!r}", details=details
         )
     details.update(decision=verdict.get("decision"), blocked=verdict.get("blocked"))
-    ok = verdict.get("blocked") is True and not found
+    years = set(_YEAR.findall(said[0]))
     observed = (
         f"model said {said[0][:70]!r}; decision {verdict.get('decision')}, "
         f"blocked {verdict.get('blocked')}; leaked {found or 'nothing'}"
     )
-    return Outcome(ok, observed, details)
+    if years - RECORD_YEARS or not years:
+        return Outcome(verdict.get("blocked") is True and not found, observed, details)
+    ok = verdict.get("blocked") is False and verdict.get("checked") is True
+    return Outcome(ok, f"{observed}; the model answered from the record (block not exercised)")
 
 
 # -- the LangChain chain: pipe and wrapper --------------------------------------------------
@@ -390,7 +412,7 @@ def _agent(
     return create_agent(
         bench.chat(streaming=streaming),
         [_landmark_tool()],
-        system_prompt=f"{SYSTEM} Then {PLANT[0].lower()}{PLANT[1:]}",
+        system_prompt=AGENT_SYSTEM,
         middleware=middleware,
     )
 
@@ -490,7 +512,12 @@ def agent_unfixed(bench: Bench, fixes: frozenset[str], *, streaming: bool = Fals
 # -- LangGraph --------------------------------------------------------------------------------
 
 
-def graph_guard(bench: Bench) -> Outcome:
+def graph_guard(bench: Bench, max_attempts: int) -> Outcome:
+    """The guard node in a generate -> guard graph, the feedback sent back to the generator.
+
+    ``max_attempts=1``: the first flagged answer is the last (``exhausted``, blocked);
+    more: the generator gets the guard's feedback and may fix the answer.
+    """
     from langgraph.graph import END, START, StateGraph
 
     from truthlens_integrations.langchain_adapter import TruthLensGraphGuard, TruthLensGraphState
@@ -509,7 +536,7 @@ def graph_guard(bench: Bench) -> Outcome:
             prompt += f"\nA checker says: {feedback}"
         return {"answer": llm.invoke(prompt).content}
 
-    guard = TruthLensGraphGuard(bench.blocking, max_attempts=2)
+    guard = TruthLensGraphGuard(bench.blocking, max_attempts=max_attempts)
     graph = StateGraph(State)
     graph.add_node("generate", generate)
     graph.add_node("guard", guard.node)
@@ -1113,7 +1140,8 @@ CASES: list[tuple[str, str, Case]] = [
     ("agent .stream(messages, values)", "agent middleware", agent_stream),
     ("agent .stream(), header: tokens pass", "agent middleware", agent_stream_header),
     ("agent, standard mode (refines with its model)", "agent middleware", agent_standard),
-    ("graph guard node, block, 2 attempts", "langgraph", graph_guard),
+    ("graph guard node, block, 1 attempt", "langgraph", lambda b: graph_guard(b, 1)),
+    ("graph guard node, block, 3 attempts", "langgraph", lambda b: graph_guard(b, 3)),
     ("query engine, OpenAILike, streaming on", "llamaindex", llamaindex_query),
     (
         "fault: prompt over n_ctx, streaming off",
@@ -1263,7 +1291,7 @@ def report(args: argparse.Namespace) -> int:
         "# The adapters against a real llama.cpp server",
         "",
         "Written by `python benchmarks/bench_adapters_server.py report` from "
-        f"`{args.rows.relative_to(ROOT)}` (the last run of each model). Each case wires an "
+        f"`{args.rows.relative_to(ROOT)}` (each case's latest row per model). Each case wires an "
         "adapter to llama.cpp's OpenAI-compatible server the way a user does and checks the "
         "package's promises on what the real server did: a flagged answer under `block` is "
         "withheld from every surface (content, metadata, streamed chunks, events, graph "
@@ -1274,11 +1302,15 @@ def report(args: argparse.Namespace) -> int:
         FINDINGS,
     ]
     for model in dict.fromkeys(r["model"] for r in rows):
-        last = [r for r in rows if r["model"] == model][-1]["run"]
-        mine = [r for r in rows if r["run"] == last]
+        # each case's latest row: a run of some cases (--only) replaces theirs alone
+        latest = {r["case"]: r for r in rows if r["model"] == model}
+        mine = [latest[name] for name, _adapter, _case in CASES if name in latest]
         first = mine[0]
+        runs = list(dict.fromkeys(r["run"] for r in mine))
         held = sum(r["passed"] for r in mine)
         wall = sum(r["seconds"] for r in mine)
+        earlier = [r for r in rows if r["model"] == model and r not in mine]
+        failed_before = sorted({r["case"] for r in earlier if not r["passed"]})
         lines += [
             f"## {model}",
             "",
@@ -1288,7 +1320,14 @@ def report(args: argparse.Namespace) -> int:
             f"- machine: {first['machine']} (shared with a training job), server "
             f"{first['server']}, `n_ctx` {first['n_ctx']}, {first['threads']} thread(s), "
             f"ready in {first['started_s']} s",
-            f"- {held} of {len(mine)} cases held; wall time {wall:.0f} s",
+            f"- {held} of {len(mine)} cases held; wall time {wall:.0f} s; run(s) {', '.join(runs)}",
+        ]
+        if failed_before:
+            lines.append(
+                "- failed in an earlier run of this model, rerun or renamed since (rows kept "
+                f"in the file): {'; '.join(failed_before)}"
+            )
+        lines += [
             "",
             "| case | adapter | result | s | observed |",
             "|---|---|---|---:|---|",

@@ -53,7 +53,7 @@ CASES: dict[str, Callable[[real.Bench], real.Outcome]] = {
     "pipe-streamed": lambda b: real.pipe_invoke(b, streaming=True),
     "wrapper-astream-events": real.wrapper_astream,
     "agent-stream-block": real.agent_stream,
-    "graph-guard-block": real.graph_guard,
+    "graph-guard-block": lambda b: real.graph_guard(b, 1),
     "llamaindex-streamed-block": real.llamaindex_query,
     "overflow-streamed": lambda b: real.overflow_chain(b, streaming=True),
     "overflow-refiner": real.overflow_refine,
