@@ -1279,7 +1279,11 @@ FINDINGS = """\
 - **LangGraph**: the guard node withholds a blocked answer from the final state and from
   its own updates; the generator node's own update (`stream_mode="updates"`) and its
   tokens (`"messages"`) carry the raw answer before the guard runs, as any node's do.
-
+- **Earlier failing rows** were the benchmark's own faults, fixed in it: Qwen ignored the
+  milder agent plant and answered from the record, which the case then wrongly expected
+  blocked (a supported answer now must pass; the agent's plant is firmer); and a flagged
+  span "fact" matched the verdict's own key names in the leak check (spans are now
+  searched as words, and only those with a number or of two words and more).
 """
 
 
