@@ -142,6 +142,7 @@ class Ledger:
 
     calls: int = 0
     failed: int = 0
+    unmetered: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -166,11 +167,13 @@ class Ledger:
             use.failed += 1
             self.failed += 1
             return
-        if response.usage is not None:
-            self.prompt_tokens += response.usage.prompt_tokens
-            self.completion_tokens += response.usage.completion_tokens
-            self.total_tokens += response.usage.total_tokens
-            use.tokens += response.usage.total_tokens
+        if response.usage is None:  # tokens unknown: counted, never read as 0 tokens
+            self.unmetered += 1
+            return
+        self.prompt_tokens += response.usage.prompt_tokens
+        self.completion_tokens += response.usage.completion_tokens
+        self.total_tokens += response.usage.total_tokens
+        use.tokens += response.usage.total_tokens
 
     def snapshot(self) -> tuple[int, int, int, int]:
         """``(calls, prompt_tokens, completion_tokens, total_tokens)`` so far."""
@@ -181,6 +184,7 @@ class Ledger:
         return CostAccount(
             llm_calls=self.calls,
             failed_calls=self.failed,
+            unmetered_calls=self.unmetered,
             seconds=time.perf_counter() - self.started,
             llm_seconds=self.llm_seconds,
             prompt_tokens=self.prompt_tokens,

@@ -178,6 +178,9 @@ class CostAccount(_Frozen):
     Attributes:
         llm_calls: LLM calls made, failed ones included.
         failed_calls: Calls that raised (error, timeout, empty output).
+        unmetered_calls: Calls that answered without reporting their tokens (a streamed
+            reply from a server that sends no usage): the token counts are then a lower
+            bound, not the cost.
         prompt_tokens: Prompt tokens, where backends reported usage.
         completion_tokens: Completion tokens, where backends reported usage.
         total_tokens: Total tokens, where backends reported usage.
@@ -189,6 +192,7 @@ class CostAccount(_Frozen):
 
     llm_calls: int = Field(default=0, ge=0)
     failed_calls: int = Field(default=0, ge=0)
+    unmetered_calls: int = Field(default=0, ge=0)
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
     total_tokens: int = Field(default=0, ge=0)
