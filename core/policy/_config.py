@@ -550,7 +550,8 @@ class Policy(StrictModel):
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
             # a route's calibration file, fitted with the checker, owns its weight and bias
-            claim_check=p.fitted_claim_check or g.claim_check,
+            # (checked against the global block when the policy loaded)
+            claim_check=fitted_cascade(g.claim_check, p.fitted_claim_check) or g.claim_check,
         )
 
 
@@ -569,7 +570,8 @@ def fitted_cascade(
         fitted: The block the route's file was fitted with (``None``: fitted without).
 
     Returns:
-        ``fitted`` (``None`` when the file was fitted without a checker).
+        The policy's block with the file's weight and bias (``None`` when the file was
+        fitted without a checker).
 
     Raises:
         ConfigError: If the policy names no checker, or another one or other settings.
@@ -581,10 +583,12 @@ def fitted_cascade(
             f"was fitted with the claim checker {fitted.checker!r} in a cascade; name it in "
             "hallucination.claim_check (the file gives its weight and bias)"
         )
-    theirs = fitted.model_dump(exclude={"weight", "bias"})
+    # what the fit read: all but the fitted numbers and the server's time limit
+    free = {"weight", "bias", "timeout_s"}
+    theirs = fitted.model_dump(exclude=free)
     differ = [
         f"{key}: policy {value!r}, file {theirs[key]!r}"
-        for key, value in own.model_dump(exclude={"weight", "bias"}).items()
+        for key, value in own.model_dump(exclude=free).items()
         if theirs[key] != value
     ]
     if differ:
@@ -592,7 +596,7 @@ def fitted_cascade(
             f"was fitted with another claim_check than the policy's ({'; '.join(differ)}); "
             "refit it (truthlens calibrate --config) or align the block"
         )
-    return fitted
+    return own.model_copy(update={"weight": fitted.weight, "bias": fitted.bias})
 
 
 def _pick(value: bool | None, fallback: bool) -> bool:

@@ -105,3 +105,10 @@ def test_a_broken_claim_check_in_the_file_names_the_file(
 )
 def test_which_scores_the_cascade_sends(block: dict[str, Any], score: float, sent: bool) -> None:
     assert ClaimCheckSettings.model_validate(block).sends(score, threshold=0.6) is sent
+
+
+def test_the_policy_keeps_the_servers_time_limit(tmp_path: Path) -> None:
+    fitted = {"checker": "http://localhost:8080/v1", "when": "always", "weight": 2.0, "bias": 0.0}
+    own = {"checker": "http://localhost:8080/v1", "when": "always", "timeout_s": 90.0}
+    route = load_policy(_policy(_file(tmp_path, fitted), own)).settings_for("fitted").claim_check
+    assert route is not None and (route.timeout_s, route.weight) == (90.0, 2.0)
