@@ -33,8 +33,10 @@ import gzip
 import io
 import json
 import logging
+import os
 import random
 import signal
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -512,8 +514,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+# glibc hands each large freed block back to the system and maps it again at the next
+# step, so every step page-faults its activations afresh. On this VM that cost grew
+# during a run until a step took 4-5 times its CPU (half of it system time: steps 9,350 to
+# 10,000 of the issue-49 run); keeping freed memory in the heap brought it back at once.
+_MALLOC = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(16 << 30),
+    "MALLOC_TOP_PAD_": str(512 << 20),
+}
+
+
+def _with_heap_kept(argv: list[str] | None) -> None:
+    """Re-run this command with :data:`_MALLOC` set, unless it already is (train only)."""
+    if argv is not None or all(os.environ.get(k) == v for k, v in _MALLOC.items()):
+        return
+    command = [sys.executable, "-m", "lab.training.finetune_nli", *sys.argv[1:]]
+    os.execve(sys.executable, command, {**os.environ, **_MALLOC})
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.command == "train":
+        _with_heap_kept(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     {"pack": pack, "train": train, "export": export}[args.command](args)
 
