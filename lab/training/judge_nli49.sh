@@ -57,3 +57,6 @@ for name, folder in (("default", None), ("candidate", str(out / "detector"))):
     print(name, "not checked", report["not_checked"], "auroc", report["auroc"], "all caught", groups["all"]["caught"], "all flagged", groups["all"]["flagged"],
           "rule-4 wrong caught", round(caught / n_wrong, 3), "rule-4 supported flagged", round(flagged / n_right, 3))
 PY
+# The branch as the explainer, on SNLI test (eval-only, measure only), installed as above.
+truthlens eval --dataset snli --model bundled --precision float32 --out "$OUT/snli" --no-progress \
+    | tee "$OUT/snli.txt"
