@@ -15,8 +15,8 @@ Arms, per item (one row each, written as it finishes; ``--resume`` goes on):
   hallucinated answer. For each start: ``lightweight`` (the guard flags, nothing is
   rewritten: the baseline), ``standard`` (self-refine), ``premium`` (Qwen at two
   temperatures and SmolLM2 verify, Qwen judges) and ``reference`` (the same model asked
-  once to check and rewrite its answer against the context, without the guard: what
-  asking again buys without a detector);
+  to check and rewrite its answer against the context, as many rounds as standard mode
+  may refine, without the guard: what asking again buys without a detector);
 - ``retrieval``: the natural answer's context replaced by another item's passage (the
   evidence is missing) and the retrieval-feedback loop given a lexical index over the
   held-out passages.
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> None:
                     if (it["id"], arm) in done:
                         continue
                     if mode == "reference":
-                        row = _reference(it, answer, qwen)
+                        row = _reference(it, answer, qwen, args.iterations)
                     else:
                         row = _guarded(
                             it, answer, guards[mode], tools.get(mode, {}), it["knowledge"]
@@ -251,16 +251,25 @@ def _flagged_before(verdict: Any) -> bool | None:
     return bool(verdict.detected)
 
 
-def _reference(it: dict[str, Any], answer: str, qwen: Any) -> dict[str, Any]:
+def _reference(it: dict[str, Any], answer: str, qwen: Any, rounds: int) -> dict[str, Any]:
+    """Ask the model to check and rewrite its answer ``rounds`` times, with no guard.
+
+    As many calls as standard mode may make (one refinement a round), so the two compare
+    at equal calls: what the detector adds over simply asking again.
+    """
     started = time.perf_counter()
-    prompt = _REFERENCE.format(context=it["knowledge"], question=it["question"], answer=answer)
-    try:
-        reply = qwen.complete(prompt)
-    except Exception as exc:  # noqa: BLE001 - a failed call keeps the answer, and says so
-        return _measured(it, answer, started=started, calls=1, tokens=0, status=f"error: {exc}")
-    return _measured(
-        it, reply.text.strip(), started=started, calls=1, tokens=_tokens(reply), status="rewritten"
-    )
+    tokens, current = 0, answer
+    for n in range(rounds):
+        prompt = _REFERENCE.format(context=it["knowledge"], question=it["question"], answer=current)
+        try:
+            reply = qwen.complete(prompt)
+        except Exception as exc:  # noqa: BLE001 - a failed call keeps the answer, and says so
+            return _measured(
+                it, current, started=started, calls=n + 1, tokens=tokens, status=f"error: {exc}"
+            )
+        tokens += _tokens(reply)
+        current = reply.text.strip()
+    return _measured(it, current, started=started, calls=rounds, tokens=tokens, status="rewritten")
 
 
 # -- the report ---------------------------------------------------------------------------
