@@ -549,8 +549,7 @@ class Policy(StrictModel):
                 p.skip_non_factual_grounded, g.skip_non_factual_grounded
             ),
             time_budget_s=g.time_budget_s if p.time_budget_s is None else p.time_budget_s,
-            # a route's calibration file, fitted with the checker, owns its weight and bias
-            # (checked against the global block when the policy loaded)
+            # a route's file fitted with the checker owns its weight and bias (checked at load)
             claim_check=fitted_cascade(g.claim_check, p.fitted_claim_check) or g.claim_check,
         )
 
