@@ -284,10 +284,29 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
+def abstained(final: str | None, item: dict[str, Any]) -> bool:
+    """Every sentence of the final answer only says the sources lack the answer.
+
+    The product's own reading of an abstention (the rule that leaves such sentences
+    unflagged): an abstention is not a wrong answer, nor a right one, so the report
+    counts it apart.
+    """
+    from truthlens_integrations._lab_api import abstentions
+
+    text = (final or "").strip()
+    if not text:
+        return False
+    spans = abstentions(text, [item["knowledge"]], item["question"])
+    covered = sum(end - start for start, end in spans)
+    return covered >= len(text.rstrip(". ")) - 2
+
+
 def report() -> None:
     rows = read_rows(ROWS)
+    items = {it["id"]: it for it in _items(10_000)}
     by_arm: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
+        r["abstained"] = abstained(r.get("final"), items[r["id"]])
         by_arm.setdefault(r["arm"], {})[r["id"]] = r
     lines = [
         "# Mitigation behind a real server (issue 50)",
@@ -297,9 +316,9 @@ def report() -> None:
         "Data: HaluEval QA, held-out part (train role, never trained on). Command: "
         "`python benchmarks/bench_mitigation_server.py run --limit N --resume`, then `report`.",
         "",
-        "| arm | answers | missing gold (95% CI) | vs lightweight | strict | LLM calls | tokens "
-        "| s / answer |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| arm | answers | missing gold (95% CI) | vs lightweight | strict | abstained "
+        "| LLM calls | tokens | s / answer |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for arm in sorted(by_arm):
         if arm == "answer":
@@ -316,6 +335,7 @@ def report() -> None:
         lines.append(
             f"| {arm} | {n} | {k / n:.1%} ({low:.1%}-{high:.1%}) | {change} | "
             f"{sum(r['strict'] for r in part) / n:.1%} | "
+            f"{sum(r['abstained'] for r in part) / n:.1%} | "
             f"{statistics.mean(r.get('calls', 0) for r in part):.2f} | "
             f"{statistics.mean(r.get('tokens', 0) for r in part):.0f} | "
             f"{statistics.mean(r['seconds'] for r in part):.1f} |"

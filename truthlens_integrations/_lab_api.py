@@ -128,6 +128,7 @@ if TYPE_CHECKING:
         _rule_verdicts as rule_verdicts,
     )
     from truthlens_integrations.core.models.detection._rules import (
+        abstentions,
         conflict_marks,
         rule_conflicts,
         uncounted_spans,
@@ -171,6 +172,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "words": (f"{_CORE}._text", "words"),
     "answer_sentence": (f"{_CORE}.engine._premise", "answer_sentence"),
     "answer_claims": (f"{_CORE}.models.claims._extract", "answer_claims"),
+    "abstentions": (f"{_CORE}.models.detection._rules", "abstentions"),
     "combined_score": (f"{_CORE}._calibration._claim", "combined_score"),
     # the instruction filter and the languages the detector reads
     "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
@@ -288,6 +290,7 @@ __all__ = [
     "ResponseSignals",
     "RouteCalibration",
     "absent_words",
+    "abstentions",
     "answer_claims",
     "answer_evidence",
     "answer_sentence",
