@@ -26,13 +26,31 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ClaimCheckFit:
-    """A loaded claim checker and the policy's ``claim_check`` block (``ClaimCheckSettings``)."""
+    """A loaded claim checker and the policy's ``claim_check`` block (``ClaimCheckSettings``).
+
+    ``progress``: show a progress bar while the checker reads (a server judge may take
+    seconds an answer).
+    """
 
     checker: Any
     settings: Any
+    progress: bool = False
+
+    def read(self, answers: Sequence[Any]) -> list[Any]:
+        """Each answer's ``ClaimReading``, one answer at a time under a progress bar."""
+        from truthlens_integrations.core._adapter_api import read_claims
+
+        if not self.progress:
+            return read_claims(self.checker, answers)
+        from tqdm.auto import tqdm
+
+        bar = tqdm(answers, desc="claim check", unit="answer")
+        return [reading for answer in bar for reading in read_claims(self.checker, [answer])]
 
 
-def load_claim_check(config: Path | None, calibration: str | None = None) -> ClaimCheckFit | None:
+def load_claim_check(
+    config: Path | None, calibration: str | None = None, *, progress: bool = False
+) -> ClaimCheckFit | None:
     """The claim checker a ``--config`` policy names, loaded; ``None`` without ``--config``.
 
     Args:
@@ -40,6 +58,7 @@ def load_claim_check(config: Path | None, calibration: str | None = None) -> Cla
         calibration: A calibration file (``--calibration``): when it was fitted with a
             claim checker, the policy must name the same one, and the file gives its
             weight and bias, as on a route.
+        progress: Show a progress bar while the checker reads.
 
     Raises:
         InvalidInputError: If the file is missing or has no ``claim_check`` block, or a
@@ -77,7 +96,7 @@ def load_claim_check(config: Path | None, calibration: str | None = None) -> Cla
         settings = fitted_cascade(settings, fitted) or settings
     except ConfigError as exc:
         raise ConfigError(f"--calibration {calibration} {exc}") from None
-    return ClaimCheckFit(checker=load_claim_checker(policy), settings=settings)
+    return ClaimCheckFit(load_claim_checker(policy), settings, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -122,14 +141,14 @@ def fit_cascade(
     Raises:
         InvalidInputError: Too few answers of a label among those the checker read.
     """
-    from truthlens_integrations.core._adapter_api import combined_score, read_claims, threshold_for
+    from truthlens_integrations.core._adapter_api import combined_score, threshold_for
     from truthlens_integrations.evaluation import auroc
 
     settings = claim_check.settings
     sent = [i for i, s in enumerate(scores) if settings.sends(s, threshold)]
     name = str(getattr(claim_check.checker, "name", type(claim_check.checker).__name__))
     print(f"truthlens: the claim checker {name} reads {len(sent)} answers", file=sys.stderr)
-    readings = read_claims(claim_check.checker, [answers[i] for i in sent])
+    readings = claim_check.read([answers[i] for i in sent])
     usable = [(i, r.worst) for i, r in zip(sent, readings, strict=True) if r.worst is not None]
     fit = _fit_weight(settings, usable, scores, labels)
     final = list(scores)
@@ -198,10 +217,10 @@ def cascade_columns(
         The checker-alone scores, the cascade's scores, and how many answers the cascade
         sent to the checker.
     """
-    from truthlens_integrations.core._adapter_api import combined_score, read_claims
+    from truthlens_integrations.core._adapter_api import combined_score
 
     settings = claim_check.settings
-    readings = read_claims(claim_check.checker, answers)
+    readings = claim_check.read(answers)
     alone: list[float | None] = []
     cascade: list[float | None] = []
     sent = 0

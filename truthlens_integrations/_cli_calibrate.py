@@ -334,7 +334,7 @@ def run_calibrate_command(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"batch_size": args.batch_size, "early_exit": False}
     if args.device:
         options["device"] = args.device
-    claim_check = load_claim_check(args.config)
+    claim_check = load_claim_check(args.config, progress=not args.no_progress)
     detector = load_detector(args.model, aggregation="max", **options)
     content = calibrate(
         detector,

@@ -237,7 +237,7 @@ def _detection_report(args: argparse.Namespace, data_dir: Path | None, progress:
             args.dataset, data_dir, limit=args.limit, halueval_part=args.halueval_part
         )
     refuse_model_options(args.model, precision=args.precision)
-    claim_check = load_claim_check(args.config, args.calibration)
+    claim_check = load_claim_check(args.config, args.calibration, progress=progress)
     detector = _load_detector(args.model, _detector_options(args))
     if args.calibration is not None:
         detector = _CalibratedDetector(detector, args.calibration, args.threshold)
