@@ -146,7 +146,7 @@ def fit_cascade(
 
     settings = claim_check.settings
     sent = [i for i, s in enumerate(scores) if settings.sends(s, threshold)]
-    name = str(getattr(claim_check.checker, "name", type(claim_check.checker).__name__))
+    name = _name(claim_check.checker)
     print(f"truthlens: the claim checker {name} reads {len(sent)} answers", file=sys.stderr)
     readings = claim_check.read([answers[i] for i in sent])
     usable = [(i, r.worst) for i, r in zip(sent, readings, strict=True) if r.worst is not None]
