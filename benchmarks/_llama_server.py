@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import zipfile
@@ -206,6 +207,7 @@ class LlamaServer:
         self.process.wait()
 
     def __enter__(self) -> LlamaServer:
+        _exit_on_sigterm()
         return self.start()
 
     def __exit__(
@@ -215,6 +217,16 @@ class LlamaServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _exit_on_sigterm() -> None:
+    """A benchmark stopped with ``kill`` unwinds, so its servers stop too (``__exit__``).
+
+    Python's default for SIGTERM ends the process at once: the servers, in their own
+    sessions, would live on. Only the main thread may set a handler.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from .._types import HallucinationSpan
 from ..llm import LLM, ChatMessage
 from ._loop import LoopSettings, MitigationOptions, Recorder, ask_model
 from ._ops import Generate, Ledger, Loop, Op, answer_query, assess, generate, retrieve
-from ._prompts import _DATA_RULE, build_refine_messages, defuse
+from ._prompts import _DATA_RULE, build_answer_messages, build_refine_messages, defuse
 from ._protocols import GroundedAnswerer, Retriever
 from ._results import Assessment, MitigationStatus
 from ._text import approx_tokens, is_near_duplicate, normalise
@@ -197,12 +197,24 @@ def _gather(
 
 
 def _regenerate(
-    llm: LLM, search: _Search, current: Assessment, settings: LoopSettings
+    llm: LLM, search: _Search, current: Assessment, settings: LoopSettings, *, grew: bool
 ) -> Generator[Op, object, str]:
-    build = settings.options.refine_messages or build_refine_messages
-    messages = build(
-        context=search.context, question=search.question, answer=current.answer, spans=current.spans
-    )
+    """A new answer: afresh from the grown context, else the current one refined.
+
+    The answer being fixed was written without the evidence the search just added; a
+    model asked to correct it tends to keep it (a 1.5B model kept "age 21" beside a
+    passage saying "nine"), so after new passages the question is answered again.
+    """
+    if grew:
+        messages = build_answer_messages(context=search.context, question=search.question)
+    else:
+        build = settings.options.refine_messages or build_refine_messages
+        messages = build(
+            context=search.context,
+            question=search.question,
+            answer=current.answer,
+            spans=current.spans,
+        )
     return (yield from ask_model(llm, messages, role="generator", options=settings.options))
 
 
@@ -323,7 +335,7 @@ def _rounds(
         if text is None:
             assert llm is not None
             try:
-                text = yield from _regenerate(llm, search, current, settings)
+                text = yield from _regenerate(llm, search, current, settings, grew=found.added > 0)
             except LLMError as exc:
                 return rec.failed("retrieve", exc, query=found.query, new_passages=found.added)
         cleaned = rec.usable("retrieve", text, reference=current.answer, query=found.query)

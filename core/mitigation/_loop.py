@@ -46,7 +46,9 @@ class MitigationOptions(BaseModel):
         dedupe_similarity: Word-set Jaccard similarity at or above which two
             passages count as duplicates.
         refine_messages: Replaces :func:`build_refine_messages` (same keyword
-            arguments) for refinement and regeneration; ``None``: the built-in prompt.
+            arguments) wherever an answer is refined; ``None``: the built-in prompt.
+            A fresh answer (self-refine after a repeated answer, the retrieval loop
+            after it added passages) uses the grounded answer prompt.
             Adapters use it to let users edit the prompt their framework's way.
         refiner_messages: Replaces :func:`build_refiner_messages` (same keyword
             arguments) for the query refiner; its reply must still be the JSON

@@ -371,6 +371,8 @@ def test_retrieval_feedback_rewrites_the_query_and_succeeds(detector: Detector) 
     step = verdict.history[1]
     assert step.query == "Eiffel Tower construction dates" and step.new_passages == 1
     assert RICH_PASSAGE in llm.prompt(1)  # regenerated against the grown context
+    # answered afresh: the answer written without the evidence is not there to anchor on
+    assert "Flagged parts" not in llm.prompt(1) and "Corrected answer" not in llm.prompt(1)
     assert {u.role for u in verdict.cost.models} == {"refiner", "generator"}
 
 
