@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from truthlens_integrations.core import _scoring as scoring_module
     from truthlens_integrations.core._calibration import _fit as calibration_fit_module
     from truthlens_integrations.core._calibration import _signals as calibration_signals_module
-    from truthlens_integrations.core._calibration._claim import combined_score
+    from truthlens_integrations.core._calibration._claim import combined_score, fit_claim_weight
     from truthlens_integrations.core._calibration._file import (
         CALIBRATION_FORMAT,
         read_calibration_file,
@@ -174,6 +174,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "answer_claims": (f"{_CORE}.models.claims._extract", "answer_claims"),
     "abstentions": (f"{_CORE}.models.detection._rules", "abstentions"),
     "combined_score": (f"{_CORE}._calibration._claim", "combined_score"),
+    "fit_claim_weight": (f"{_CORE}._calibration._claim", "fit_claim_weight"),
     # the instruction filter and the languages the detector reads
     "find_instructions": (f"{_CORE}.engine._injection", "find_instructions"),
     "injection_module": (f"{_CORE}.engine._injection", None),
@@ -311,6 +312,7 @@ __all__ = [
     "extract_quantities",
     "fill_budget",
     "find_instructions",
+    "fit_claim_weight",
     "fit_response_map",
     "format_prompt",
     "injection_module",
