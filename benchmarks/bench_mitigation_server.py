@@ -82,6 +82,14 @@ def missing(answer: str | None, gold: str) -> bool:
     return _words(gold) not in _words(answer)
 
 
+def words_missing(answer: str | None, gold: str) -> bool:
+    """A word of the gold answer is not in the answer, in any order.
+
+    Looser than ``missing``: "Barbara Carroll Forrest" holds the gold "Barbara Forrest".
+    """
+    return not set(_words(gold).split()) <= set(_words(answer).split())
+
+
 def strict(answer: str | None, gold: str, planted: str) -> bool:
     """Gold missing, or the planted answer's words there (where it differs from the gold)."""
     if missing(answer, gold):
@@ -331,6 +339,7 @@ def report() -> None:
     by_arm: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         r["abstained"] = abstained(r.get("final"), items[r["id"]])
+        r["loose"] = words_missing(r.get("final"), items[r["id"]]["right_answer"])
         by_arm.setdefault(r["arm"], {})[r["id"]] = r
     # the stricter data: items whose gold answer stands word for word in the context (a
     # span of it), where a grounded answer can always be right
@@ -360,9 +369,9 @@ def _arm_table(
     lines = [
         f"## {title}",
         "",
-        "| arm | answers | missing gold (95% CI) | vs lightweight | strict | abstained "
-        "| LLM calls | tokens | s / answer |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| arm | answers | missing gold (95% CI) | vs lightweight | strict | gold words missing "
+        "| abstained | LLM calls | tokens | s / answer |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for arm in sorted(by_arm):
         part = [r for i, r in by_arm[arm].items() if only is None or i in only]
@@ -378,6 +387,7 @@ def _arm_table(
         lines.append(
             f"| {arm} | {n} | {k / n:.1%} ({low:.1%}-{high:.1%}) | {change} | "
             f"{sum(r['strict'] for r in part) / n:.1%} | "
+            f"{sum(r['loose'] for r in part) / n:.1%} | "
             f"{sum(r['abstained'] for r in part) / n:.1%} | "
             f"{statistics.mean(r.get('calls', 0) for r in part):.2f} | "
             f"{statistics.mean(r.get('tokens', 0) for r in part):.0f} | "
@@ -410,6 +420,22 @@ def _paired(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     return out
 
 
+def _flag_line(start: str, rows: dict[str, dict[str, Any]]) -> str:
+    """Precision (flagged answers that miss the gold) and recall (wrong answers flagged)."""
+    flagged = [r for r in rows.values() if r.get("flagged_before")]
+    wrong = [r for r in rows.values() if r["missing"]]
+    loose = [r for r in flagged if r["loose"]]
+    precision = f"{sum(r['missing'] for r in flagged) / len(flagged):.0%}" if flagged else "n/a"
+    recall = (
+        f"{sum(bool(r.get('flagged_before')) for r in wrong) / len(wrong):.0%}" if wrong else "n/a"
+    )
+    return (
+        f"- {start}: {len(flagged)} of {len(rows)} flagged; the flag is right on {precision} "
+        f"({len(loose)} by the looser measure); {recall} of the {len(wrong)} answers "
+        "missing the gold are flagged."
+    )
+
+
 def _mcnemar(b: int, c: int) -> float:
     """The exact two-sided McNemar p-value: a binomial test on the discordant pairs."""
     n = b + c
@@ -424,7 +450,6 @@ def _flag_precision(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     flagged = [r for r in base.values() if r.get("flagged_before")]
     if not flagged:
         return []
-    right = sum(r["missing"] for r in flagged)
     standard = by_arm.get("natural/standard", {})
     # what the user waits for: the answer's generation, then the guard (and its rewrites)
     answer = by_arm.get("answer", {})
@@ -434,11 +459,8 @@ def _flag_precision(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
         for r in flagged
         if r["id"] in standard and r["id"] in answer
     ]
-    lines = [
-        "",
-        f"The detector's flag on natural answers: {len(flagged)} flagged, of which "
-        f"{right / len(flagged):.0%} miss the gold (the flag is right).",
-    ]
+    lines = ["", "The guard's flag against the gold (the answers it would send to mitigation):"]
+    lines += [_flag_line(s, by_arm.get(f"{s}/lightweight", {})) for s in ("natural", "lacking")]
     if ratio:
         p50 = statistics.median(ratio)
         lines.append(
