@@ -78,8 +78,15 @@ def _words(text: str | None) -> str:
 
 
 def missing(answer: str | None, gold: str) -> bool:
-    """The gold answer's words do not stand, in order, in the answer."""
-    return _words(gold) not in _words(answer)
+    """The gold answer's words do not stand, in order and whole, in the answer.
+
+    A yes / no gold is read from the answer's first word: "Yes, ... are not both" does
+    not hold "no".
+    """
+    said = _words(answer)
+    if _words(gold) in ("yes", "no"):
+        return said.split(" ", 1)[0] != _words(gold)
+    return f" {_words(gold)} " not in f" {said} "
 
 
 def words_missing(answer: str | None, gold: str) -> bool:
@@ -95,7 +102,7 @@ def strict(answer: str | None, gold: str, planted: str) -> bool:
     if missing(answer, gold):
         return True
     wrong = _words(planted)
-    return bool(wrong) and wrong != _words(gold) and wrong in _words(answer)
+    return bool(wrong) and wrong != _words(gold) and f" {wrong} " in f" {_words(answer)} "
 
 
 def _items(limit: int) -> list[dict[str, Any]]:
@@ -338,8 +345,13 @@ def report() -> None:
     items = {it["id"]: it for it in _items(10_000)}
     by_arm: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
-        r["abstained"] = abstained(r.get("final"), items[r["id"]])
-        r["loose"] = words_missing(r.get("final"), items[r["id"]]["right_answer"])
+        # the measures are read again from the final answer: the rows' own were written
+        # with an earlier reading (a substring: "no" in "not", "nine" in "ninety")
+        it = items[r["id"]]
+        r["missing"] = missing(r.get("final"), it["right_answer"])
+        r["strict"] = strict(r.get("final"), it["right_answer"], it["hallucinated_answer"])
+        r["abstained"] = abstained(r.get("final"), it)
+        r["loose"] = words_missing(r.get("final"), it["right_answer"])
         by_arm.setdefault(r["arm"], {})[r["id"]] = r
     # the stricter data: items whose gold answer stands word for word in the context (a
     # span of it), where a grounded answer can always be right
@@ -369,9 +381,10 @@ def _arm_table(
     lines = [
         f"## {title}",
         "",
-        "| arm | answers | missing gold (95% CI) | vs lightweight | strict | gold words missing "
-        "| abstained | LLM calls | tokens | s / answer |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| arm | answers | missing gold (95% CI) | vs lightweight | wrong, not abstaining "
+        "| vs lightweight | strict | gold words missing | abstained | LLM calls | tokens "
+        "| s / answer |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for arm in sorted(by_arm):
         part = [r for i, r in by_arm[arm].items() if only is None or i in only]
@@ -380,12 +393,10 @@ def _arm_table(
         n, k = len(part), sum(r["missing"] for r in part)
         low, high = _wilson(k, n)
         base = by_arm.get(f"{arm.split('/')[0]}/lightweight", {})
-        paired = [r for r in part if r["id"] in base]
-        was = sum(base[r["id"]]["missing"] for r in paired)
-        now = sum(r["missing"] for r in paired)
-        change = f"{(now - was) / was:+.0%}" if was else "n/a"
         lines.append(
-            f"| {arm} | {n} | {k / n:.1%} ({low:.1%}-{high:.1%}) | {change} | "
+            f"| {arm} | {n} | {k / n:.1%} ({low:.1%}-{high:.1%}) | "
+            f"{_change(part, base, _wrong_or_abstaining)} | "
+            f"{sum(_wrong(r) for r in part) / n:.1%} | {_change(part, base, _wrong)} | "
             f"{sum(r['strict'] for r in part) / n:.1%} | "
             f"{sum(r['loose'] for r in part) / n:.1%} | "
             f"{sum(r['abstained'] for r in part) / n:.1%} | "
@@ -394,6 +405,23 @@ def _arm_table(
             f"{statistics.mean(r['seconds'] for r in part):.1f} |"
         )
     return [*lines, ""]
+
+
+def _wrong_or_abstaining(row: dict[str, Any]) -> bool:
+    return bool(row["missing"])
+
+
+def _wrong(row: dict[str, Any]) -> bool:
+    """The answer misses the gold and says something else (an abstention is not wrong)."""
+    return bool(row["missing"]) and not row["abstained"]
+
+
+def _change(part: list[dict[str, Any]], base: dict[str, dict[str, Any]], bad: Any) -> str:
+    """The relative change of ``bad`` answers against lightweight, on the same items."""
+    paired = [r for r in part if r["id"] in base]
+    was = sum(bad(base[r["id"]]) for r in paired)
+    now = sum(bad(r) for r in paired)
+    return f"{(now - was) / was:+.0%}" if was else "n/a"
 
 
 def _paired(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
