@@ -355,7 +355,7 @@ def report() -> None:
         by_arm.setdefault(r["arm"], {})[r["id"]] = r
     # the stricter data: items whose gold answer stands word for word in the context (a
     # span of it), where a grounded answer can always be right
-    spans = {i for i, it in items.items() if _words(it["right_answer"]) in _words(it["knowledge"])}
+    spans = {i for i, it in items.items() if not missing(it["knowledge"], it["right_answer"])}
     lines = [
         "# Mitigation behind a real server (issue 50)",
         "",
@@ -366,6 +366,7 @@ def report() -> None:
         "",
         *_arm_table(by_arm, "all items", None),
         *_arm_table(by_arm, "items whose gold answer is a span of the context", spans),
+        *_design_claims(by_arm),
         *_paired(by_arm),
         *_flag_precision(by_arm),
     ]
@@ -405,6 +406,59 @@ def _arm_table(
             f"{statistics.mean(r['seconds'] for r in part):.1f} |"
         )
     return [*lines, ""]
+
+
+_CLAIMED = {"standard": "-40% to -60%", "premium": "-70% to -85%"}
+
+
+def _design_claims(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Each mode's change against lightweight beside the design's claim and the reference."""
+    lines = [
+        "## Beside the design's claims",
+        "",
+        "Change in answers missing the gold against lightweight on the same items (wrong "
+        "answers apart from abstentions in brackets); the reference arm asks the same model "
+        "to check and rewrite, as many rounds as standard mode may refine, with no guard. "
+        "Intervals: 2,000 paired bootstrap resamples of the items.",
+        "",
+        "| answers | mode | change (95% CI) | design claims | reference arm "
+        "| LLM calls: mode / reference |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for start in ("natural", "planted"):
+        base = by_arm.get(f"{start}/lightweight", {})
+        reference = [r for r in by_arm.get(f"{start}/reference", {}).values() if r["id"] in base]
+        for mode in ("standard", "premium"):
+            part = [r for r in by_arm.get(f"{start}/{mode}", {}).values() if r["id"] in base]
+            if not part or not reference:
+                continue
+            lines.append(
+                f"| {start} | {mode} | {_change(part, base, _wrong_or_abstaining)} "
+                f"{_change_interval(part, base)} ({_change(part, base, _wrong)}) | "
+                f"{_CLAIMED[mode]} | "
+                f"{_change(reference, base, _wrong_or_abstaining)} "
+                f"({_change(reference, base, _wrong)}) | "
+                f"{statistics.mean(r.get('calls', 0) for r in part):.2f} / "
+                f"{statistics.mean(r.get('calls', 0) for r in reference):.2f} |"
+            )
+    return [*lines, ""]
+
+
+def _change_interval(part: list[dict[str, Any]], base: dict[str, dict[str, Any]]) -> str:
+    """A 95% paired bootstrap interval of the relative change in answers missing the gold."""
+    import random
+
+    pairs = [(bool(base[r["id"]]["missing"]), bool(r["missing"])) for r in part]
+    draw, changes = random.Random(41), []
+    for _ in range(2000):
+        sample = draw.choices(pairs, k=len(pairs))
+        was = sum(w for w, _ in sample)
+        if was:
+            changes.append((sum(n for _, n in sample) - was) / was)
+    if len(changes) < 100:
+        return ""
+    changes.sort()
+    return f"[{changes[int(0.025 * len(changes))]:+.0%}, {changes[int(0.975 * len(changes))]:+.0%}]"
 
 
 def _wrong_or_abstaining(row: dict[str, Any]) -> bool:
