@@ -138,10 +138,14 @@ def cascade(row: dict[str, Any], band: tuple[float, float], weight: float, bias:
     score = row["score"]
     if score is None:
         return None
-    low, high = band
-    if not low <= score <= high:
+    if not _in_band(score, band):
         return score
     return combined(row, score, weight, bias)
+
+
+def _in_band(score: float | None, band: tuple[float, float]) -> bool:
+    """Whether the cascade sends an answer of this detector score to the checker."""
+    return score is not None and band[0] <= score <= band[1]
 
 
 def combined(row: dict[str, Any], score: float, weight: float, bias: float) -> Any:
@@ -177,13 +181,11 @@ def crossfit(rows: Sequence[dict[str, Any]], band: tuple[float, float]) -> list[
     def fold(row: dict[str, Any]) -> int:
         return zlib.crc32(row["id"].encode()) % 2
 
-    def escalated(row: dict[str, Any]) -> bool:
-        score = row["score"]
-        return score is not None and band[0] <= score <= band[1]
-
     fits: dict[int, Any] = {}
     for k in (0, 1):
-        train = [r for r in rows if fold(r) != k and escalated(r) and alone(r) is not None]
+        train = [
+            r for r in rows if fold(r) != k and _in_band(r["score"], band) and alone(r) is not None
+        ]
         labels = [bool(r["gold"]) for r in train]
         if min(sum(labels), len(labels) - sum(labels)) < 2:
             continue
@@ -275,7 +277,7 @@ def report(args: argparse.Namespace) -> None:
                 lines.append(
                     f"| {name} | {protocol} | {len(rows)} | {figure} | " + " | ".join(cells) + " |"
                 )
-            sent = [r for r in rows if r["score"] is not None and band[0] <= r["score"] <= band[1]]
+            sent = [r for r in rows if _in_band(r["score"], band)]
             lines.append(
                 f"| {name} | {protocol} | {len(rows)} | sent to the checker | | | | "
                 f"{len(sent) / len(rows):.0%} | {len(sent) / len(rows):.0%} |"
@@ -318,7 +320,8 @@ def overhead(args: argparse.Namespace) -> None:
 
     The same answers, the two guards interleaved answer by answer (so a busy machine
     slows both alike), after one warm-up pass; the checker's server is never reached for
-    these answers, so none runs. Appends its lines to the report's file.
+    these answers, so none runs. Writes its line to ``overhead.md``, which ``report``
+    adds to the table.
     """
     from truthlens_integrations import TruthLens
 
@@ -332,7 +335,7 @@ def overhead(args: argparse.Namespace) -> None:
     for it in items:
         args_ = {"context": it["context"], "question": it["question"], "answer": it["answer"]}
         verdict = plain.guard(**args_)
-        if verdict.score is None or band[0] <= verdict.score <= band[1]:
+        if verdict.score is None or _in_band(verdict.score, band):
             continue  # escalated (or not checked): not what this measures
         cascaded.guard(**args_)  # warm-up
         kept.append(args_)

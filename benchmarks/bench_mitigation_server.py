@@ -36,6 +36,7 @@ import argparse
 import json
 import math
 import platform
+import random
 import re
 import statistics
 import sys
@@ -117,8 +118,9 @@ def _items(limit: int) -> list[dict[str, Any]]:
     return held[:limit]
 
 
-def _done() -> set[tuple[str, str]]:
-    return {(r["id"], r["arm"]) for r in read_rows(ROWS)}
+def _done() -> dict[tuple[str, str], str | None]:
+    """The (item, arm) pairs already written, each with its final answer."""
+    return {(r["id"], r["arm"]): r.get("final") for r in read_rows(ROWS)}
 
 
 def _lexical_index(passages: list[str]) -> Any:
@@ -211,7 +213,7 @@ def _lacking(
     qwen: Any,
     guards: dict[str, Any],
     index: Any,
-    done: set[tuple[str, str]],
+    done: dict[tuple[str, str], str | None],
 ) -> None:
     """The context lacks the evidence: another item's passage stands in for the item's own.
 
@@ -231,18 +233,16 @@ def _lacking(
 
 
 def _answer(
-    it: dict[str, Any], qwen: Any, done: set[tuple[str, str]], context: str, arm: str
+    it: dict[str, Any], qwen: Any, done: dict[tuple[str, str], str | None], context: str, arm: str
 ) -> str:
-    """Qwen's answer from ``context``, written once as the ``arm`` row and read back after."""
+    """Qwen's answer from ``context``, written once as the ``arm`` row (``done`` keeps it)."""
     if (it["id"], arm) in done:
-        for row in read_rows(ROWS):
-            if row["id"] == it["id"] and row["arm"] == arm:
-                return str(row["final"])
+        return str(done[(it["id"], arm)])
     started = time.perf_counter()
     reply = qwen.complete(_ANSWER.format(context=context, question=it["question"]))
     row = _measured(it, reply.text.strip(), calls=1, tokens=_tokens(reply), started=started)
     append_row(ROWS, {"id": it["id"], "arm": arm, **row})
-    done.add((it["id"], arm))
+    done[(it["id"], arm)] = reply.text.strip()
     return reply.text.strip()
 
 
@@ -368,7 +368,7 @@ def report() -> None:
         *_arm_table(by_arm, "items whose gold answer is a span of the context", spans),
         *_design_claims(by_arm),
         *_paired(by_arm),
-        *_flag_precision(by_arm),
+        *_flags(by_arm),
     ]
     out = ROOT / "benchmarks" / "results" / "mitigation_server.md"
     out.write_text("\n".join(lines) + "\n")
@@ -446,8 +446,6 @@ def _design_claims(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
 
 def _change_interval(part: list[dict[str, Any]], base: dict[str, dict[str, Any]]) -> str:
     """A 95% paired bootstrap interval of the relative change in answers missing the gold."""
-    import random
-
     pairs = [(bool(base[r["id"]]["missing"]), bool(r["missing"])) for r in part]
     draw, changes = random.Random(41), []
     for _ in range(2000):
@@ -527,29 +525,32 @@ def _mcnemar(b: int, c: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def _flag_precision(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    base = by_arm.get("natural/lightweight", {})
-    flagged = [r for r in base.values() if r.get("flagged_before")]
-    if not flagged:
+def _flags(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """The guard's flag against the gold, then standard mode's latency per flagged answer."""
+    starts = [s for s in ("natural", "lacking") if by_arm.get(f"{s}/lightweight")]
+    if not starts:
         return []
-    standard = by_arm.get("natural/standard", {})
+    lines = ["", "The guard's flag against the gold (the answers it would send to mitigation):"]
+    return [*lines, *(_flag_line(s, by_arm[f"{s}/lightweight"]) for s in starts), *_latency(by_arm)]
+
+
+def _latency(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Standard's latency over lightweight's on the natural answers the guard flagged."""
+    base, standard = by_arm.get("natural/lightweight", {}), by_arm.get("natural/standard", {})
     # what the user waits for: the answer's generation, then the guard (and its rewrites)
     answer = by_arm.get("answer", {})
     ratio = [
         (answer[r["id"]]["seconds"] + standard[r["id"]]["seconds"])
         / (answer[r["id"]]["seconds"] + r["seconds"])
-        for r in flagged
-        if r["id"] in standard and r["id"] in answer
+        for r in base.values()
+        if r.get("flagged_before") and r["id"] in standard and r["id"] in answer
     ]
-    lines = ["", "The guard's flag against the gold (the answers it would send to mitigation):"]
-    lines += [_flag_line(s, by_arm.get(f"{s}/lightweight", {})) for s in ("natural", "lacking")]
-    if ratio:
-        p50 = statistics.median(ratio)
-        lines.append(
-            f"Standard's latency over lightweight's per flagged answer (the answer's "
-            f"generation included): p50 {p50:.1f}x."
-        )
-    return lines
+    if not ratio:
+        return []
+    return [
+        f"Standard's latency over lightweight's per flagged answer (the answer's generation "
+        f"included): p50 {statistics.median(ratio):.1f}x."
+    ]
 
 
 def main() -> None:
