@@ -24,7 +24,21 @@ def read_rows(file: Path) -> list[dict[str, Any]]:
 
 
 def append_row(file: Path, row: dict[str, Any]) -> None:
-    """Add one finished item's row (one write, so a stop cuts at most that line)."""
+    """Add one finished item's row.
+
+    One unbuffered append, so a stop cuts at most that line and two shards of a run can
+    write to the same file. A line an earlier stop cut short is ended first, so the new row
+    is not glued onto it.
+    """
     file.parent.mkdir(parents=True, exist_ok=True)
-    with file.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row) + "\n")
+    data = (json.dumps(row) + "\n").encode()
+    with file.open("ab", buffering=0) as fh:
+        if fh.tell() and not _ends_with_newline(file):
+            data = b"\n" + data
+        fh.write(data)
+
+
+def _ends_with_newline(file: Path) -> bool:
+    with file.open("rb") as fh:
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"

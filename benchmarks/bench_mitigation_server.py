@@ -27,6 +27,8 @@ in the final answer (``missing``), and a stricter one where the planted answer d
 from the gold: gold missing, or the planted answer's words contained (``strict``).
 
     python benchmarks/bench_mitigation_server.py run --limit 300 --resume
+    # or two one-thread shards side by side, writing to the same rows file:
+    #   ... run --limit 300 --resume --threads 1 --shard 0 --shards 2  (and --shard 1)
     python benchmarks/bench_mitigation_server.py report  # benchmarks/results/mitigation_server.md
 """
 
@@ -190,6 +192,8 @@ def run(args: argparse.Namespace) -> None:
             },
         }
         for n, it in enumerate(items, 1):
+            if (n - 1) % args.shards != args.shard:
+                continue
             natural = _answer(it, qwen, done, it["knowledge"], "answer")
             for start, answer in (("natural", natural), ("planted", it["hallucinated_answer"])):
                 for mode in MODES:
@@ -563,8 +567,18 @@ def main() -> None:
     r.add_argument("--iterations", type=int, default=2)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--resume", action="store_true")
+    r.add_argument(
+        "--shard",
+        type=int,
+        default=0,
+        help="run only items n with n %% SHARDS == SHARD (two one-thread shards side by side "
+        "get more from two cores than one two-thread run)",
+    )
+    r.add_argument("--shards", type=int, default=1)
     sub.add_parser("report")
     args = parser.parse_args()
+    if args.command == "run" and not 0 <= args.shard < args.shards:
+        parser.error("--shard must lie in 0 .. --shards - 1")
     run(args) if args.command == "run" else report()
 
 
