@@ -246,7 +246,9 @@ def report(args: argparse.Namespace) -> None:
         "",
         f"Machine: {platform.processor() or platform.machine()}, 2 cores, no GPU. Server: "
         "llama.cpp (llama-cpp-python 0.3.36) serving Qwen2.5-Coder-1.5B-Instruct Q4_K_M on "
-        "127.0.0.1, 2 threads, read by `EndpointChecker` through `OpenAICompatibleLLM`.",
+        "127.0.0.1, read by `EndpointChecker` through `OpenAICompatibleLLM`; 2 threads alone, "
+        "or 1 beside another one-thread run (the legs: `lab/records/server_benchmarks/`), so "
+        "the timings below are upper bounds for a quiet machine.",
         f"Cascade: band [{band[0]}, {band[1]}], weight {weight}, bias {bias}. Command: "
         "`python benchmarks/bench_claim_checkers.py run --set NAME [--limit N] --resume`, "
         "then `report`.",

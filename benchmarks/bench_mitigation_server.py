@@ -364,9 +364,12 @@ def report() -> None:
         "# Mitigation behind a real server (issue 50)",
         "",
         f"Machine: {platform.machine()}, 2 cores, no GPU. Server: llama.cpp (llama-cpp-python "
-        "0.3.36) on 127.0.0.1 serving Qwen2.5-Coder-1.5B-Instruct Q4_K_M and SmolLM2-135M.",
+        "0.3.36) on 127.0.0.1 serving Qwen2.5-Coder-1.5B-Instruct Q4_K_M and SmolLM2-135M, "
+        "one or two threads (the legs, and what ran beside them: "
+        "`lab/records/server_benchmarks/`); compare seconds as ratios within an item.",
         "Data: HaluEval QA, held-out part (train role, never trained on). Command: "
-        "`python benchmarks/bench_mitigation_server.py run --limit N --resume`, then `report`.",
+        "`python benchmarks/bench_mitigation_server.py run --limit N --resume` (or two "
+        "shards: `--threads 1 --shard K --shards 2`), then `report`.",
         "",
         *_arm_table(by_arm, "all items", None),
         *_arm_table(by_arm, "items whose gold answer is a span of the context", spans),
