@@ -89,7 +89,11 @@ def run(args: argparse.Namespace) -> None:
     if out.exists() and not args.resume:
         raise SystemExit(f"{out} exists: pass --resume to go on, or remove it")
     done = _done(out)
-    items = [it for it in _items(args.set, args.limit) if it["id"] not in done]
+    items = [
+        it
+        for n, it in enumerate(_items(args.set, args.limit))
+        if it["id"] not in done and n % args.shards == args.shard
+    ]
     print(f"{args.set}: {len(done)} done, {len(items)} to go", flush=True)
     if not items:
         return
@@ -383,6 +387,14 @@ def main() -> None:
     r.add_argument("--protocol", choices=("minicheck", "json"), default="minicheck")
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--resume", action="store_true")
+    r.add_argument(
+        "--shard",
+        type=int,
+        default=0,
+        help="run only items n with n %% SHARDS == SHARD (two one-thread shards side by side "
+        "get more from two cores than one two-thread run)",
+    )
+    r.add_argument("--shards", type=int, default=1)
     p = sub.add_parser("report")
     p.add_argument("--band", type=float, nargs=2, default=(0.2, 0.8))
     p.add_argument("--weight", type=float, default=1.0)
@@ -392,6 +404,8 @@ def main() -> None:
     o.add_argument("--limit", type=int, default=200)
     o.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.command == "run" and not 0 <= args.shard < args.shards:
+        parser.error("--shard must lie in 0 .. --shards - 1")
     {"run": run, "report": report, "overhead": overhead}[args.command](args)
 
 
