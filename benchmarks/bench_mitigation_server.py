@@ -35,6 +35,7 @@ from the gold: gold missing, or the planted answer's words contained (``strict``
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import platform
@@ -376,6 +377,7 @@ def report() -> None:
         *_design_claims(by_arm),
         *_paired(by_arm),
         *_flags(by_arm),
+        *_endings(by_arm),
     ]
     out = ROOT / "benchmarks" / "results" / "mitigation_server.md"
     out.write_text("\n".join(lines) + "\n")
@@ -534,11 +536,64 @@ def _mcnemar(b: int, c: int) -> float:
 
 def _flags(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     """The guard's flag against the gold, then standard mode's latency per flagged answer."""
-    starts = [s for s in ("natural", "lacking") if by_arm.get(f"{s}/lightweight")]
+    starts = [s for s in ("natural", "planted", "lacking") if by_arm.get(f"{s}/lightweight")]
     if not starts:
         return []
     lines = ["", "The guard's flag against the gold (the answers it would send to mitigation):"]
-    return [*lines, *(_flag_line(s, by_arm[f"{s}/lightweight"]) for s in starts), *_latency(by_arm)]
+    return [
+        *lines,
+        *(_flag_line(s, by_arm[f"{s}/lightweight"]) for s in starts),
+        *_fixed_by_flag(by_arm),
+        *_latency(by_arm),
+    ]
+
+
+def _fixed_by_flag(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Wrong answers each arm set right, apart for those the guard flagged and those it did not.
+
+    Standard and premium act only on flagged answers; the reference arm rewrites every one,
+    so this splits what the guard's flag costs (the wrong answers it lets through) from what
+    its rewrite does with the ones it sends.
+    """
+    lines = ["", "Wrong answers set right, apart by the guard's flag:"]
+    for start in ("natural", "planted"):
+        base = by_arm.get(f"{start}/lightweight", {})
+        for flagged in (True, False):
+            wrong = [
+                i
+                for i, r in base.items()
+                if r["missing"] and bool(r.get("flagged_before")) == flagged
+            ]
+            fixed = [
+                f"{mode} {_set_right(by_arm.get(f'{start}/{mode}', {}), wrong)}"
+                for mode in ("standard", "premium", "reference")
+            ]
+            lines.append(
+                f"- {start}, {'flagged' if flagged else 'not flagged'}: of {len(wrong)} wrong "
+                f"answers, set right by {', '.join(fixed)}."
+            )
+    return [*lines, ""]
+
+
+def _set_right(rows: dict[str, dict[str, Any]], ids: list[str]) -> str:
+    """How many of ``ids`` the arm set right, with the share and its 95% Wilson interval."""
+    k = sum(not rows[i]["missing"] for i in ids if i in rows)
+    if not ids:
+        return "0"
+    low, high = _wilson(k, len(ids))
+    return f"{k} ({k / len(ids):.0%}, {low:.0%}-{high:.0%})"
+
+
+def _endings(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """How each arm's loop ended, as the verdict's status says (``not_needed``: not flagged)."""
+    lines = ["", "How the loop ended, per arm (the verdict's `status`; `not_needed`: not flagged):"]
+    for arm in sorted(by_arm):
+        if arm.startswith("answer"):
+            continue
+        counts = collections.Counter(str(r.get("status")) for r in by_arm[arm].values())
+        ended = ", ".join(f"{status} {n}" for status, n in counts.most_common())
+        lines.append(f"- {arm}: {ended}")
+    return lines
 
 
 def _latency(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
