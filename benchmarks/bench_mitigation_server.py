@@ -30,6 +30,7 @@ from the gold: gold missing, or the planted answer's words contained (``strict``
     # or two one-thread shards side by side, writing to the same rows file:
     #   ... run --limit 300 --resume --threads 1 --shard 0 --shards 2  (and --shard 1)
     python benchmarks/bench_mitigation_server.py report  # benchmarks/results/mitigation_server.md
+    # your own model: --gguf PATH --rows FILE on both commands (the report lands beside FILE)
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._llama_server import LlamaServer, qwen_gguf, smollm2_gguf  # noqa: E402
+from benchmarks._llama_server import (  # noqa: E402
+    QWEN_FILE,
+    LlamaServer,
+    qwen_gguf,
+    smollm2_gguf,
+)
 from benchmarks._rows import append_row, read_rows  # noqa: E402
 
 ROWS = ROOT / "benchmarks" / "results" / "mitigation_server.jsonl"
@@ -121,9 +127,9 @@ def _items(limit: int) -> list[dict[str, Any]]:
     return held[:limit]
 
 
-def _done() -> dict[tuple[str, str], str | None]:
+def _done(rows: Path) -> dict[tuple[str, str], str | None]:
     """The (item, arm) pairs already written, each with its final answer."""
-    return {(r["id"], r["arm"]): r.get("final") for r in read_rows(ROWS)}
+    return {(r["id"], r["arm"]): r.get("final") for r in read_rows(rows)}
 
 
 def _lexical_index(passages: list[str]) -> Any:
@@ -157,16 +163,19 @@ def _guard(mode: str, iterations: int) -> Any:
 def run(args: argparse.Namespace) -> None:
     from truthlens_integrations.core.llm import OpenAICompatibleLLM
 
-    if ROWS.exists() and not args.resume:
-        raise SystemExit(f"{ROWS} exists: pass --resume to go on, or remove it")
-    done = _done()
+    rows: Path = args.rows
+    if rows.exists() and not args.resume:
+        raise SystemExit(f"{rows} exists: pass --resume to go on, or remove it")
+    model = args.gguf or qwen_gguf()
+    _write_model(rows, model)
+    done = _done(rows)
     items = _items(args.limit)
     index = _lexical_index([it["knowledge"] for it in items])
     guards = {
         mode: _guard(mode, args.iterations) for mode in ("lightweight", "standard", "premium")
     }
     with (
-        LlamaServer(qwen_gguf(), alias="qwen", threads=args.threads) as qwen_server,
+        LlamaServer(model, alias="qwen", threads=args.threads) as qwen_server,
         LlamaServer(smollm2_gguf(), alias="smollm2", threads=args.threads) as small_server,
     ):
 
@@ -195,7 +204,7 @@ def run(args: argparse.Namespace) -> None:
         for n, it in enumerate(items, 1):
             if (n - 1) % args.shards != args.shard:
                 continue
-            natural = _answer(it, qwen, done, it["knowledge"], "answer")
+            natural = _answer(it, qwen, done, it["knowledge"], "answer", rows)
             for start, answer in (("natural", natural), ("planted", it["hallucinated_answer"])):
                 for mode in MODES:
                     arm = f"{start}/{mode}"
@@ -207,8 +216,8 @@ def run(args: argparse.Namespace) -> None:
                         row = _guarded(
                             it, answer, guards[mode], tools.get(mode, {}), it["knowledge"]
                         )
-                    append_row(ROWS, {"id": it["id"], "arm": arm, **row})
-            _lacking(it, items, qwen, guards, index, done)
+                    append_row(rows, {"id": it["id"], "arm": arm, **row})
+            _lacking(it, items, qwen, guards, index, done, rows)
             print(f"{n}/{len(items)} {it['id']}", flush=True)
 
 
@@ -219,6 +228,7 @@ def _lacking(
     guards: dict[str, Any],
     index: Any,
     done: dict[tuple[str, str], str | None],
+    rows: Path,
 ) -> None:
     """The context lacks the evidence: another item's passage stands in for the item's own.
 
@@ -227,18 +237,23 @@ def _lacking(
     loop, which rewrites the query and searches the held-out passages.
     """
     other = items[(items.index(it) + len(items) // 2) % len(items)]["knowledge"]
-    answer = _answer(it, qwen, done, other, "answer-lacking")
+    answer = _answer(it, qwen, done, other, "answer-lacking", rows)
     for arm, guard, tools in (
         ("lacking/lightweight", guards["lightweight"], {}),
         ("lacking/retrieval", guards["standard"], {"llm": qwen, "retriever": index}),
     ):
         if (it["id"], arm) not in done:
             row = _guarded(it, answer, guard, tools, other)
-            append_row(ROWS, {"id": it["id"], "arm": arm, **row})
+            append_row(rows, {"id": it["id"], "arm": arm, **row})
 
 
 def _answer(
-    it: dict[str, Any], qwen: Any, done: dict[tuple[str, str], str | None], context: str, arm: str
+    it: dict[str, Any],
+    qwen: Any,
+    done: dict[tuple[str, str], str | None],
+    context: str,
+    arm: str,
+    rows: Path,
 ) -> str:
     """Qwen's answer from ``context``, written once as the ``arm`` row (``done`` keeps it)."""
     if (it["id"], arm) in done:
@@ -246,7 +261,7 @@ def _answer(
     started = time.perf_counter()
     reply = qwen.complete(_ANSWER.format(context=context, question=it["question"]))
     row = _measured(it, reply.text.strip(), calls=1, tokens=_tokens(reply), started=started)
-    append_row(ROWS, {"id": it["id"], "arm": arm, **row})
+    append_row(rows, {"id": it["id"], "arm": arm, **row})
     done[(it["id"], arm)] = reply.text.strip()
     return reply.text.strip()
 
@@ -345,8 +360,27 @@ def abstained(final: str | None, item: dict[str, Any]) -> bool:
     return covered >= len(text.rstrip(". ")) - 2
 
 
-def report() -> None:
-    rows = read_rows(ROWS)
+def _write_model(rows: Path, model: Path) -> None:
+    """Record which GGUF answers, beside the rows; a second model in the same rows is refused."""
+    meta = rows.with_suffix(".model.json")
+    if meta.is_file():
+        written = json.loads(meta.read_text())["model"]
+        if written != model.name:
+            raise SystemExit(f"{rows} holds answers of {written}, not {model.name}: pass --rows")
+        return
+    rows.parent.mkdir(parents=True, exist_ok=True)
+    meta.write_text(json.dumps({"model": model.name}) + "\n")
+
+
+def _model_name(rows: Path) -> str:
+    meta = rows.with_suffix(".model.json")
+    if meta.is_file():
+        return str(json.loads(meta.read_text())["model"])
+    return QWEN_FILE
+
+
+def report(args: argparse.Namespace) -> None:
+    rows = read_rows(args.rows)
     items = {it["id"]: it for it in _items(10_000)}
     by_arm: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
@@ -365,7 +399,8 @@ def report() -> None:
         "# Mitigation behind a real server (issue 50)",
         "",
         f"Machine: {platform.machine()}, 2 cores, no GPU. Server: llama.cpp (llama-cpp-python "
-        "0.3.36) on 127.0.0.1 serving Qwen2.5-Coder-1.5B-Instruct Q4_K_M and SmolLM2-135M, "
+        f"0.3.36) on 127.0.0.1 serving `{_model_name(args.rows)}` (answers, refines, judges) "
+        "and SmolLM2-135M (premium's second verifier), "
         "one or two threads (the legs, and what ran beside them: "
         "`lab/records/server_benchmarks/`); compare seconds as ratios within an item.",
         "Data: HaluEval QA, held-out part (train role, never trained on). Command: "
@@ -379,7 +414,7 @@ def report() -> None:
         *_flags(by_arm),
         *_endings(by_arm),
     ]
-    out = ROOT / "benchmarks" / "results" / "mitigation_server.md"
+    out = args.rows.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -633,11 +668,23 @@ def main() -> None:
         "get more from two cores than one two-thread run)",
     )
     r.add_argument("--shards", type=int, default=1)
-    sub.add_parser("report")
+    r.add_argument(
+        "--gguf",
+        type=Path,
+        default=None,
+        help="the GGUF that answers, refines and judges (default: the registry's Qwen2.5 1.5B)",
+    )
+    for command in (r, sub.add_parser("report")):
+        command.add_argument(
+            "--rows",
+            type=Path,
+            default=ROWS,
+            help="the per-item rows (one model each); the report is written beside them (.md)",
+        )
     args = parser.parse_args()
     if args.command == "run" and not 0 <= args.shard < args.shards:
         parser.error("--shard must lie in 0 .. --shards - 1")
-    run(args) if args.command == "run" else report()
+    run(args) if args.command == "run" else report(args)
 
 
 if __name__ == "__main__":
