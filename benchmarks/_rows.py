@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -42,3 +43,21 @@ def _ends_with_newline(file: Path) -> bool:
     with file.open("rb") as fh:
         fh.seek(-1, 2)
         return fh.read(1) == b"\n"
+
+
+def add_shard_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--shard K --shards N``: run only items n with n % N == K, into the same rows file."""
+    parser.add_argument(
+        "--shard",
+        type=int,
+        default=0,
+        help="run only items n with n %% SHARDS == SHARD (two one-thread shards side by side "
+        "get more from two cores than one two-thread run)",
+    )
+    parser.add_argument("--shards", type=int, default=1)
+
+
+def check_shard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse a shard outside ``0 .. shards - 1`` (it would run nothing, silently)."""
+    if args.shards < 1 or not 0 <= args.shard < args.shards:
+        parser.error("--shard must lie in 0 .. --shards - 1")

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._llama_server import LlamaServer, qwen_gguf  # noqa: E402
-from benchmarks._rows import append_row, read_rows  # noqa: E402
+from benchmarks._rows import add_shard_arguments, append_row, check_shard, read_rows  # noqa: E402
 
 ROWS = ROOT / "benchmarks" / "results" / "claim_checkers"
 SUITE = ROOT / "lab" / "records" / "phenomena" / "suite.jsonl"
@@ -387,14 +387,7 @@ def main() -> None:
     r.add_argument("--protocol", choices=("minicheck", "json"), default="minicheck")
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--resume", action="store_true")
-    r.add_argument(
-        "--shard",
-        type=int,
-        default=0,
-        help="run only items n with n %% SHARDS == SHARD (two one-thread shards side by side "
-        "get more from two cores than one two-thread run)",
-    )
-    r.add_argument("--shards", type=int, default=1)
+    add_shard_arguments(r)
     p = sub.add_parser("report")
     p.add_argument("--band", type=float, nargs=2, default=(0.2, 0.8))
     p.add_argument("--weight", type=float, default=1.0)
@@ -404,8 +397,8 @@ def main() -> None:
     o.add_argument("--limit", type=int, default=200)
     o.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    if args.command == "run" and not 0 <= args.shard < args.shards:
-        parser.error("--shard must lie in 0 .. --shards - 1")
+    if args.command == "run":
+        check_shard(parser, args)
     {"run": run, "report": report, "overhead": overhead}[args.command](args)
 
 

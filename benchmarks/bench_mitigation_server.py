@@ -58,7 +58,7 @@ from benchmarks._llama_server import (  # noqa: E402
     qwen_gguf,
     smollm2_gguf,
 )
-from benchmarks._rows import append_row, read_rows  # noqa: E402
+from benchmarks._rows import add_shard_arguments, append_row, check_shard, read_rows  # noqa: E402
 
 ROWS = ROOT / "benchmarks" / "results" / "mitigation_server.jsonl"
 MODES = ("lightweight", "standard", "premium", "reference")
@@ -660,14 +660,7 @@ def main() -> None:
     r.add_argument("--iterations", type=int, default=2)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--resume", action="store_true")
-    r.add_argument(
-        "--shard",
-        type=int,
-        default=0,
-        help="run only items n with n %% SHARDS == SHARD (two one-thread shards side by side "
-        "get more from two cores than one two-thread run)",
-    )
-    r.add_argument("--shards", type=int, default=1)
+    add_shard_arguments(r)
     r.add_argument(
         "--gguf",
         type=Path,
@@ -682,8 +675,8 @@ def main() -> None:
             help="the per-item rows (one model each); the report is written beside them (.md)",
         )
     args = parser.parse_args()
-    if args.command == "run" and not 0 <= args.shard < args.shards:
-        parser.error("--shard must lie in 0 .. --shards - 1")
+    if args.command == "run":
+        check_shard(parser, args)
     run(args) if args.command == "run" else report(args)
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,3 +37,13 @@ def test_rows_read_back_in_order(tmp_path: Path) -> None:
     for i in range(3):
         rows.append_row(file, {"id": i})
     assert [r["id"] for r in rows.read_rows(file)] == [0, 1, 2]
+
+
+def test_a_shard_outside_the_shards_is_refused() -> None:
+    rows = _rows_module()
+    parser = argparse.ArgumentParser()
+    rows.add_shard_arguments(parser)
+    rows.check_shard(parser, parser.parse_args(["--shard", "1", "--shards", "2"]))
+    for bad in (["--shard", "2", "--shards", "2"], ["--shards", "0"], ["--shard", "-1"]):
+        with pytest.raises(SystemExit):
+            rows.check_shard(parser, parser.parse_args(bad))
