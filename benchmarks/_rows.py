@@ -46,18 +46,25 @@ def _ends_with_newline(file: Path) -> bool:
 
 
 def add_shard_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--shard K --shards N``: run only items n with n % N == K, into the same rows file."""
+    """``--shard K [--shard L] --shards N``: only items n with n % N in {K, L}, same rows file."""
     parser.add_argument(
         "--shard",
         type=int,
-        default=0,
-        help="run only items n with n %% SHARDS == SHARD (two one-thread shards side by side "
-        "get more from two cores than one two-thread run)",
+        action="append",
+        help="run only items n with n %% SHARDS == SHARD; repeat it to take more than one "
+        "(two one-thread shards side by side get more from two cores than one two-thread run)",
     )
     parser.add_argument("--shards", type=int, default=1)
 
 
 def check_shard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse a shard outside ``0 .. shards - 1`` (it would run nothing, silently)."""
-    if args.shards < 1 or not 0 <= args.shard < args.shards:
+    if args.shard is None:
+        args.shard = list(range(args.shards))
+    if args.shards < 1 or not all(0 <= k < args.shards for k in args.shard):
         parser.error("--shard must lie in 0 .. --shards - 1")
+
+
+def in_shard(n: int, args: argparse.Namespace) -> bool:
+    """Whether the item at index ``n`` (from 0) belongs to this run's shards."""
+    return n % args.shards in args.shard

@@ -37,7 +37,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._llama_server import LlamaServer, qwen_gguf  # noqa: E402
-from benchmarks._rows import add_shard_arguments, append_row, check_shard, read_rows  # noqa: E402
+from benchmarks._rows import (  # noqa: E402
+    add_shard_arguments,
+    append_row,
+    check_shard,
+    in_shard,
+    read_rows,
+)
 
 ROWS = ROOT / "benchmarks" / "results" / "claim_checkers"
 SUITE = ROOT / "lab" / "records" / "phenomena" / "suite.jsonl"
@@ -92,7 +98,7 @@ def run(args: argparse.Namespace) -> None:
     items = [
         it
         for n, it in enumerate(_items(args.set, args.limit))
-        if it["id"] not in done and n % args.shards == args.shard
+        if it["id"] not in done and in_shard(n, args)
     ]
     print(f"{args.set}: {len(done)} done, {len(items)} to go", flush=True)
     if not items:

@@ -58,7 +58,13 @@ from benchmarks._llama_server import (  # noqa: E402
     qwen_gguf,
     smollm2_gguf,
 )
-from benchmarks._rows import add_shard_arguments, append_row, check_shard, read_rows  # noqa: E402
+from benchmarks._rows import (  # noqa: E402
+    add_shard_arguments,
+    append_row,
+    check_shard,
+    in_shard,
+    read_rows,
+)
 
 ROWS = ROOT / "benchmarks" / "results" / "mitigation_server.jsonl"
 MODES = ("lightweight", "standard", "premium", "reference")
@@ -202,7 +208,7 @@ def run(args: argparse.Namespace) -> None:
             },
         }
         for n, it in enumerate(items, 1):
-            if (n - 1) % args.shards != args.shard:
+            if not in_shard(n - 1, args):
                 continue
             natural = _answer(it, qwen, done, it["knowledge"], "answer", rows)
             for start, answer in (("natural", natural), ("planted", it["hallucinated_answer"])):

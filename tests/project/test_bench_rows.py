@@ -43,7 +43,12 @@ def test_a_shard_outside_the_shards_is_refused() -> None:
     rows = _rows_module()
     parser = argparse.ArgumentParser()
     rows.add_shard_arguments(parser)
-    rows.check_shard(parser, parser.parse_args(["--shard", "1", "--shards", "2"]))
+    args = parser.parse_args(["--shard", "0", "--shard", "3", "--shards", "4"])
+    rows.check_shard(parser, args)
+    assert [n for n in range(8) if rows.in_shard(n, args)] == [0, 3, 4, 7]
+    every = parser.parse_args([])
+    rows.check_shard(parser, every)
+    assert all(rows.in_shard(n, every) for n in range(3))
     for bad in (["--shard", "2", "--shards", "2"], ["--shards", "0"], ["--shard", "-1"]):
         with pytest.raises(SystemExit):
             rows.check_shard(parser, parser.parse_args(bad))
