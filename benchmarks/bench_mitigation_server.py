@@ -346,7 +346,8 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
     z, p = 1.96, k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+    # rounding leaves -0.0 at k == 0 (printed "-0%")
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def abstained(final: str | None, item: dict[str, Any]) -> bool:
