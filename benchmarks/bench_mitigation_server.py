@@ -369,21 +369,18 @@ def abstained(final: str | None, item: dict[str, Any]) -> bool:
 
 def _write_model(rows: Path, model: Path) -> None:
     """Record which GGUF answers, beside the rows; a second model in the same rows is refused."""
-    meta = rows.with_suffix(".model.json")
-    if meta.is_file():
-        written = json.loads(meta.read_text())["model"]
-        if written != model.name:
-            raise SystemExit(f"{rows} holds answers of {written}, not {model.name}: pass --rows")
-        return
-    rows.parent.mkdir(parents=True, exist_ok=True)
-    meta.write_text(json.dumps({"model": model.name}) + "\n")
+    written = _written_model(rows)
+    if written is not None and written != model.name:
+        raise SystemExit(f"{rows} holds answers of {written}, not {model.name}: pass --rows")
+    if written is None:
+        rows.parent.mkdir(parents=True, exist_ok=True)
+        rows.with_suffix(".model.json").write_text(json.dumps({"model": model.name}) + "\n")
 
 
-def _model_name(rows: Path) -> str:
+def _written_model(rows: Path) -> str | None:
+    """The GGUF file name the rows were written with (``None``: not recorded yet)."""
     meta = rows.with_suffix(".model.json")
-    if meta.is_file():
-        return str(json.loads(meta.read_text())["model"])
-    return QWEN_FILE
+    return str(json.loads(meta.read_text())["model"]) if meta.is_file() else None
 
 
 def report(args: argparse.Namespace) -> None:
@@ -406,7 +403,8 @@ def report(args: argparse.Namespace) -> None:
         "# Mitigation behind a real server (issue 50)",
         "",
         f"Machine: {platform.machine()}, 2 cores, no GPU. Server: llama.cpp (llama-cpp-python "
-        f"0.3.36) on 127.0.0.1 serving `{_model_name(args.rows)}` (answers, refines, judges) "
+        f"0.3.36) on 127.0.0.1 serving `{_written_model(args.rows) or QWEN_FILE}` "
+        "(answers, refines, judges) "
         "and SmolLM2-135M (premium's second verifier), "
         "one or two threads (the legs, and what ran beside them: "
         "`lab/records/server_benchmarks/`); compare seconds as ratios within an item.",
@@ -619,9 +617,9 @@ def _fixed_by_flag(by_arm: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
 
 def _set_right(rows: dict[str, dict[str, Any]], ids: list[str]) -> str:
     """How many of ``ids`` the arm set right, with the share and its 95% Wilson interval."""
-    k = sum(not rows[i]["missing"] for i in ids if i in rows)
     if not ids:
         return "0"
+    k = sum(not rows[i]["missing"] for i in ids if i in rows)
     low, high = _wilson(k, len(ids))
     return f"{k} ({k / len(ids):.0%}, {low:.0%}-{high:.0%})"
 
