@@ -13,6 +13,6 @@ run_set() {
 }
 run_set --set phenomena
 run_set --set faithjudge_select --limit 300
+run_set --set phenomena --protocol json --limit 200
 run_set --set attributionbench --limit 300
 run_set --set ragtruth_dev_select --limit 200
-run_set --set phenomena --protocol json --limit 200
